@@ -1,0 +1,31 @@
+# Two set-up commands on a fresh machine: `make demo` and `make test`.
+# Both create .venv and install the package with what it needs, then run.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+EXTRAS ?= test,dev,plot,progress,data
+
+export POSSIBLY_DATA_DIR ?= $(abspath ../shared/data)
+
+.PHONY: demo test lint doctest bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[$(EXTRAS)]"
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/possibly demo
+
+test: $(STAMP)
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/python -m pytest
+
+bench: $(STAMP)
+	@for f in benchmarks/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
+
+clean:
+	rm -rf $(VENV) build dist .pytest_cache

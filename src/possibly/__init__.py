@@ -1,0 +1,64 @@
+"""possibly: robust Bayesian inference with possibility theory.
+
+Possibility functions (maxitive, ``sup f = 1``) of conjugate families, possibilistic Bayes,
+the consistency ``c(y)`` of an observation with a prior, and the robust update that raises the
+likelihood to ``gamma = c ** (1 / d)`` (Houssineau & Nott, "Robust Bayesian inference in
+complex models with possibility theory").
+
+Examples
+--------
+>>> import possibly as ps
+>>> prior = ps.Normal(0.0, 1.0)
+>>> res = ps.robust_update(prior, ps.likelihood.normal(0.5, sd=1.0))
+>>> round(float(res.consistency), 4), round(float(res.posterior.mean), 4)
+(0.9394, 0.2422)
+"""
+
+from possibly import datasets, likelihood
+from possibly.families import (
+    Beta,
+    Gamma,
+    InverseGamma,
+    InverseWishart,
+    MultivariateNormal,
+    Normal,
+    NormalGamma,
+    NormalInverseWishart,
+    Pareto,
+    Possibility,
+)
+from possibly.inference import (
+    RobustUpdate,
+    SequentialResult,
+    combine,
+    consistency,
+    discount,
+    log_consistency,
+    robust_update,
+    update_sequence,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Beta",
+    "Gamma",
+    "InverseGamma",
+    "InverseWishart",
+    "MultivariateNormal",
+    "Normal",
+    "NormalGamma",
+    "NormalInverseWishart",
+    "Pareto",
+    "Possibility",
+    "RobustUpdate",
+    "SequentialResult",
+    "combine",
+    "consistency",
+    "datasets",
+    "discount",
+    "likelihood",
+    "log_consistency",
+    "robust_update",
+    "update_sequence",
+]

@@ -1,0 +1,5 @@
+import sys
+
+from possibly.cli import main
+
+sys.exit(main())

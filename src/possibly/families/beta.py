@@ -1,0 +1,97 @@
+"""Beta possibility ``B̄(x; a, b) ∝ x**a (1 - x)**b`` on ``[0, 1]``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+from scipy.special import xlogy
+
+from possibly.families.base import ExponentialFamily
+from possibly.validation import as_finite, broadcast, check_nonnegative
+
+__all__ = ["Beta"]
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Beta(ExponentialFamily):
+    """Beta possibility function, ``alpha, beta >= 0``.
+
+    Shifted by one unit from the probabilistic beta: ``B̄(a, b)`` has the mode of the beta
+    density ``Beta(a + 1, b + 1)``, and ``B̄(0, 0) = 1`` is uninformative. E* is
+    ``a / (a + b)`` and V* is ``a b / (a + b)**3``. ``T(x) = (log x, log(1 - x))``,
+    ``eta = (a, b)``, ``S = a log(a / (a + b)) + b log(b / (a + b))``.
+
+    Examples
+    --------
+    >>> import possibly as ps
+    >>> post = ps.combine(ps.Beta(0, 0), ps.likelihood.binomial(7, 10))
+    >>> float(post.mode)
+    0.7
+    """
+
+    alpha: np.ndarray
+    beta: np.ndarray
+
+    _event_ndims: ClassVar[dict[str, int]] = {"alpha": 0, "beta": 0}
+    _natural_ndims: ClassVar[tuple[int, ...]] = (0, 0)
+    _univariate: ClassVar[bool] = True
+
+    def __post_init__(self) -> None:
+        arrs = broadcast(alpha=(check_nonnegative("alpha", self.alpha), 0),
+                         beta=(check_nonnegative("beta", self.beta), 0))
+        for k, v in arrs.items():
+            object.__setattr__(self, k, v)
+
+    @classmethod
+    def uninformative(cls, batch_shape: tuple[int, ...] = ()) -> Beta:
+        return cls(np.zeros(batch_shape), np.zeros(batch_shape))
+
+    @property
+    def effective_dim(self) -> int:
+        return 1
+
+    def log_possibility(self, x) -> np.ndarray:
+        x = as_finite("x", x)
+        inside = (x >= 0) & (x <= 1)
+        xc = np.clip(x, 0.0, 1.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            val = xlogy(self.alpha, xc) + xlogy(self.beta, 1.0 - xc) - self.log_support()
+        return np.where(inside, np.minimum(val, 0.0), -np.inf)
+
+    @property
+    def mode(self) -> np.ndarray:
+        """``a / (a + b)``; 0.5 for the uninformative member (every point is a mode)."""
+        s = self.alpha + self.beta
+        return np.divide(self.alpha, s, out=np.full(s.shape, 0.5), where=s > 0)
+
+    @property
+    def variance(self) -> np.ndarray:
+        s = self.alpha + self.beta
+        return np.divide(self.alpha * self.beta, s**3, out=np.full(s.shape, np.inf),
+                         where=s > 0)
+
+    def _scaled(self, g) -> Beta:
+        a, b = np.broadcast_arrays(g * self.alpha, g * self.beta)
+        return Beta._from_fields({"alpha": a, "beta": b})
+
+    def _add(self, other: Beta) -> Beta:
+        return Beta._from_fields({"alpha": self.alpha + other.alpha,
+                                  "beta": self.beta + other.beta})
+
+    def natural(self):
+        return self.alpha, self.beta
+
+    @classmethod
+    def from_natural(cls, eta) -> Beta:
+        return cls(*eta)
+
+    def sufficient(self, x):
+        x = as_finite("x", x)
+        with np.errstate(divide="ignore"):
+            return np.log(x), np.log1p(-x)
+
+    def log_support(self) -> np.ndarray:
+        s = self.alpha + self.beta
+        return xlogy(self.alpha, self.alpha) + xlogy(self.beta, self.beta) - xlogy(s, s)

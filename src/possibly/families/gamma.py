@@ -1,0 +1,170 @@
+"""Gamma and inverse-gamma possibility functions.
+
+``Ḡ(x; a, b) = (b x / a)**a exp(a - b x)`` on ``x > 0`` (rate ``b``), and
+``IḠ(s; a, b) = Ḡ(1 / s; a, b)``: the same information about a precision, read as a variance.
+Both have ``S = a log(a / b) - a`` (``0 log 0 = 0``); ``a > 0`` with ``b = 0`` is unbounded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+from scipy.special import xlogy
+
+from possibly.families.base import ExponentialFamily
+from possibly.validation import as_finite, broadcast, check_nonnegative
+
+__all__ = ["Gamma", "InverseGamma"]
+
+
+def gamma_log_support(alpha: np.ndarray, beta: np.ndarray) -> np.ndarray:
+    """``a log(a / b) - a`` with ``0 log 0 = 0`` and ``+inf`` for ``a > 0, b = 0``."""
+    with np.errstate(divide="ignore"):
+        return np.where((alpha > 0) & (beta == 0), np.inf,
+                        xlogy(alpha, alpha) - xlogy(alpha, np.where(beta > 0, beta, 1.0))
+                        - alpha)
+
+
+class _GammaLike(ExponentialFamily):
+    alpha: np.ndarray
+    beta: np.ndarray
+
+    _event_ndims: ClassVar[dict[str, int]] = {"alpha": 0, "beta": 0}
+    _natural_ndims: ClassVar[tuple[int, ...]] = (0, 0)
+    _univariate: ClassVar[bool] = True
+
+    def __post_init__(self) -> None:
+        arrs = broadcast(alpha=(check_nonnegative("alpha", self.alpha), 0),
+                         beta=(check_nonnegative("beta", self.beta), 0))
+        for k, v in arrs.items():
+            object.__setattr__(self, k, v)
+
+    @classmethod
+    def uninformative(cls, batch_shape: tuple[int, ...] = ()):
+        return cls(np.zeros(batch_shape), np.zeros(batch_shape))
+
+    @property
+    def effective_dim(self) -> int:
+        return 1
+
+    @property
+    def bounded(self) -> np.ndarray:
+        return ~((self.alpha > 0) & (self.beta == 0))
+
+    def _scaled(self, g):
+        a, b = np.broadcast_arrays(g * self.alpha, g * self.beta)
+        return type(self)._from_fields({"alpha": a, "beta": b})
+
+    def _add(self, other):
+        return type(self)._from_fields({"alpha": self.alpha + other.alpha,
+                                        "beta": self.beta + other.beta})
+
+    def log_support(self) -> np.ndarray:
+        return gamma_log_support(self.alpha, self.beta)
+
+    def _log_rate(self, lam: np.ndarray) -> np.ndarray:
+        """log Ḡ(lam; a, b) for lam >= 0 (the unbounded member has no finite value)."""
+        self._check_bounded("this function")
+        with np.errstate(divide="ignore", invalid="ignore"):
+            val = xlogy(self.alpha, lam) - self.beta * lam - self.log_support()
+        return np.minimum(val, 0.0)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Gamma(_GammaLike):
+    """Gamma possibility function on a rate or precision ``x > 0``.
+
+    E* is ``a / b`` and V* is ``a / b**2``; ``T(x) = (log x, x)``, ``eta = (a, -b)``.
+    ``Gamma(0, 0)`` is uninformative; ``Gamma(0, b)`` has its mode at 0.
+
+    Examples
+    --------
+    >>> import possibly as ps
+    >>> post = ps.combine(ps.Gamma(0, 0), ps.likelihood.poisson([3, 5, 4]))
+    >>> float(post.mode)
+    4.0
+    """
+
+    alpha: np.ndarray
+    beta: np.ndarray
+
+    def log_possibility(self, x) -> np.ndarray:
+        x = as_finite("x", x, allow_inf=True)
+        val = self._log_rate(np.maximum(x, 0.0))
+        return np.where(x >= 0, val, -np.inf)
+
+    @property
+    def mode(self) -> np.ndarray:
+        """``a / b`` (``0`` for the uninformative member, ``inf`` if unbounded)."""
+        return np.divide(self.alpha, self.beta, out=np.where(self.alpha > 0, np.inf, 0.0),
+                         where=self.beta > 0)
+
+    @property
+    def variance(self) -> np.ndarray:
+        return np.divide(self.alpha, self.beta**2, out=np.full(self.alpha.shape, np.inf),
+                         where=self.beta > 0)
+
+    def natural(self):
+        return self.alpha, -self.beta
+
+    @classmethod
+    def from_natural(cls, eta) -> Gamma:
+        return cls(eta[0], -np.asarray(eta[1]))
+
+    def sufficient(self, x):
+        x = as_finite("x", x)
+        with np.errstate(divide="ignore"):
+            return np.log(x), x
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class InverseGamma(_GammaLike):
+    """Inverse-gamma possibility function on a variance ``s > 0``: ``IḠ(s) = Ḡ(1/s)``.
+
+    E* is ``b / a`` (so E*(s) = 1 / E*(1/s)) and V* is ``b**2 / a**3``;
+    ``T(s) = (log s, 1/s)``, ``eta = (-a, -b)``.
+
+    Examples
+    --------
+    >>> import possibly as ps
+    >>> f = ps.InverseGamma(2.0, 8.0)
+    >>> float(f.mode), float(ps.Gamma(2.0, 8.0).mode)
+    (4.0, 0.25)
+    """
+
+    alpha: np.ndarray
+    beta: np.ndarray
+
+    def log_possibility(self, x) -> np.ndarray:
+        x = as_finite("x", x, allow_inf=True)
+        with np.errstate(divide="ignore"):
+            inv = np.where(x > 0, 1.0 / np.where(x > 0, x, 1.0), 0.0)
+        # s = 0 corresponds to an infinite precision: possibility 0 unless b = 0 = a.
+        val = self._log_rate(inv)
+        at_zero = np.where((self.alpha == 0) & (self.beta == 0), 0.0, -np.inf)
+        return np.where(x > 0, val, np.where(x == 0, at_zero, -np.inf))
+
+    @property
+    def mode(self) -> np.ndarray:
+        """``b / a`` (``inf`` when ``a = 0``: the variance is unbounded above)."""
+        return np.divide(self.beta, self.alpha, out=np.full(self.alpha.shape, np.inf),
+                         where=self.alpha > 0)
+
+    @property
+    def variance(self) -> np.ndarray:
+        return np.divide(self.beta**2, self.alpha**3, out=np.full(self.alpha.shape, np.inf),
+                         where=self.alpha > 0)
+
+    def natural(self):
+        return -self.alpha, -self.beta
+
+    @classmethod
+    def from_natural(cls, eta) -> InverseGamma:
+        return cls(-np.asarray(eta[0]), -np.asarray(eta[1]))
+
+    def sufficient(self, x):
+        x = as_finite("x", x)
+        with np.errstate(divide="ignore"):
+            return np.log(x), 1.0 / x

@@ -1,0 +1,102 @@
+"""Argument checks shared by every public entry point.
+
+Each check names the offending argument and the accepted range, so that bad input fails at
+the call site with a readable message instead of a NaN or a traceback from inside numpy.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = [
+    "as_finite",
+    "broadcast",
+    "check_nonnegative",
+    "check_positive",
+    "check_psd",
+    "check_unit_interval",
+]
+
+
+def as_finite(name: str, value, *, allow_inf: bool = False) -> np.ndarray:
+    """Return ``value`` as a float64 array, rejecting NaN (and infinities unless allowed)."""
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be numeric, got {value!r}") from exc
+    if np.isnan(arr).any():
+        raise ValueError(f"{name} must not contain NaN")
+    if not allow_inf and np.isinf(arr).any():
+        raise ValueError(f"{name} must be finite, got an infinite value")
+    return arr
+
+
+def check_nonnegative(name: str, value) -> np.ndarray:
+    arr = as_finite(name, value)
+    if (arr < 0).any():
+        raise ValueError(f"{name} must be >= 0, got {arr[arr < 0].ravel()[0]!r}")
+    return arr
+
+
+def check_positive(name: str, value) -> np.ndarray:
+    arr = as_finite(name, value)
+    if (arr <= 0).any():
+        raise ValueError(f"{name} must be > 0, got {arr[arr <= 0].ravel()[0]!r}")
+    return arr
+
+
+def check_unit_interval(name: str, value, *, low_open: bool, high_open: bool) -> np.ndarray:
+    """Check ``value`` lies in the unit interval with the given open/closed ends."""
+    arr = as_finite(name, value)
+    low_bad = arr <= 0 if low_open else arr < 0
+    high_bad = arr >= 1 if high_open else arr > 1
+    if (low_bad | high_bad).any():
+        lo = "(" if low_open else "["
+        hi = ")" if high_open else "]"
+        raise ValueError(f"{name} must be in {lo}0, 1{hi}, got {value!r}")
+    return arr
+
+
+def broadcast(**arrays: tuple[np.ndarray, int]) -> dict[str, np.ndarray]:
+    """Broadcast the batch dimensions of several arrays.
+
+    Each keyword maps a name to ``(array, event_ndim)``; only the leading (batch) dimensions
+    are broadcast, the trailing ``event_ndim`` dimensions are kept.
+    """
+    batch_shapes = {}
+    for name, (arr, ev) in arrays.items():
+        if arr.ndim < ev:
+            raise ValueError(f"{name} must have at least {ev} dimension(s), got shape {arr.shape}")
+        batch_shapes[name] = arr.shape[: arr.ndim - ev]
+    try:
+        batch = np.broadcast_shapes(*batch_shapes.values())
+    except ValueError:
+        desc = ", ".join(f"{k} {v}" for k, v in batch_shapes.items())
+        raise ValueError(f"batch shapes do not broadcast: {desc}") from None
+    out = {}
+    for name, (arr, ev) in arrays.items():
+        shape = batch + arr.shape[arr.ndim - ev :]
+        out[name] = np.array(np.broadcast_to(arr, shape), dtype=np.float64)
+    return out
+
+
+def check_psd(name: str, value, *, definite: bool = False, rtol: float = 1e-10) -> np.ndarray:
+    """Check a (batch of) symmetric positive semi-definite (or definite) matrices."""
+    arr = as_finite(name, value)
+    if arr.ndim < 2 or arr.shape[-1] != arr.shape[-2]:
+        raise ValueError(f"{name} must be a square matrix (..., d, d), got shape {arr.shape}")
+    scale = np.maximum(np.abs(arr).max(axis=(-2, -1), keepdims=True), 1e-300)
+    asym = np.abs(arr - np.swapaxes(arr, -1, -2)) / scale
+    if (asym > 1e-8).any():
+        raise ValueError(f"{name} must be symmetric")
+    arr = 0.5 * (arr + np.swapaxes(arr, -1, -2))
+    if arr.shape[-1] == 0:
+        return arr
+    eig = np.linalg.eigvalsh(arr)
+    tol = rtol * scale[..., 0]
+    if definite:
+        if (eig <= tol).any():
+            raise ValueError(f"{name} must be positive definite")
+    elif (eig < -tol).any():
+        raise ValueError(f"{name} must be positive semi-definite")
+    return arr
