@@ -60,8 +60,9 @@ def _check_sigma(sigma) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     if sigma.ndim < 2 or sigma.shape[-1] != sigma.shape[-2]:
         raise ValueError(f"Sigma must have shape (..., d, d), got {sigma.shape}")
     sigma = 0.5 * (sigma + np.swapaxes(sigma, -1, -2))
-    eig_min = np.linalg.eigvalsh(sigma)[..., 0]
-    pd = eig_min > 0
+    eig = np.linalg.eigvalsh(sigma)
+    # numerically singular matrices are outside the domain (possibility 0), not an error
+    pd = eig[..., 0] > 1e-13 * np.maximum(np.abs(eig[..., -1]), 1e-300)
     safe = np.where(pd[..., None, None], sigma, np.eye(sigma.shape[-1]))
     return safe, np.linalg.cholesky(safe), pd
 
