@@ -21,7 +21,7 @@ demo: $(STAMP)
 	$(BIN)/possibly demo
 
 test: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
 
 bench: $(STAMP)
