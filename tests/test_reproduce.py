@@ -1,0 +1,44 @@
+"""The reproduce machinery: caching by parameters, report, CLI errors."""
+
+import json
+
+import pytest
+
+import fake_study
+import possibly.reproduce as rp
+from possibly.cli import main
+
+
+@pytest.fixture
+def toy(monkeypatch):
+    monkeypatch.setitem(rp.STUDIES, "toy", ("fake_study", "a toy figure", 3))
+    fake_study.CALLS["run"] = 0
+    return fake_study
+
+
+def test_cache_recomputes_only_what_changed(toy, tmp_path):
+    rp.reproduce("toy", tmp_path, seed=1)
+    rp.reproduce("toy", tmp_path, seed=1)
+    assert toy.CALLS["run"] == 1
+    rp.reproduce("toy", tmp_path, seed=2)
+    assert toy.CALLS["run"] == 2
+    rp.reproduce("toy", tmp_path, seed=1, repeats=5)
+    assert toy.CALLS["run"] == 3
+    result = json.loads((tmp_path / "toy" / "result.json").read_text())
+    assert result["repeats"] == 5 and len(result["values"]) == 5
+
+
+def test_report_lists_paper_and_ours(toy, tmp_path):
+    path = rp.reproduce(["toy"], tmp_path, seed=3)
+    text = path.read_text()
+    mean = json.loads((tmp_path / "toy" / "result.json").read_text())["mean"]
+    assert "| mean | 0 |" in text and f"{mean:.4g}" in text and "toy/toy.png" in text
+    assert "seed: 3" in text
+
+
+def test_cli_rejects_unknown_study_and_bad_repeats(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["reproduce", "nope", "--out", str(tmp_path)])
+    assert exc.value.code == 2
+    assert main(["reproduce", "kalman", "--out", str(tmp_path), "--repeats", "0"]) == 2
+    assert "repeats must be >= 1" in capsys.readouterr().err
