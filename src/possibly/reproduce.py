@@ -143,8 +143,8 @@ def write_report(outcomes: list[StudyOutcome], out_dir: str | Path) -> Path:
         where = STUDIES[oc.name][1]
         reps = oc.params["repeats"] if oc.params["repeats"] is not None else "quick"
         lines += [f"## {oc.name}: {where}", "",
-                  f"repeats: {reps}, seed: {oc.params['seed']}, quick: {oc.params['quick']}, wall time: "
-                  f"{oc.seconds:.1f} s{' (from cache)' if oc.cached else ''}", ""]
+                  f"repeats: {reps}, seed: {oc.params['seed']}, quick: {oc.params['quick']}, "
+                  f"wall time: {oc.seconds:.1f} s{' (from cache)' if oc.cached else ''}", ""]
         if oc.rows:
             lines += ["| quantity | paper | ours | verdict |", "|---|---|---|---|"]
             for row in oc.rows:
