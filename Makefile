@@ -9,7 +9,7 @@ EXTRAS ?= test,dev,plot,progress,data
 
 export POSSIBLY_DATA_DIR ?= $(abspath ../shared/data)
 
-.PHONY: demo test lint doctest bench clean
+.PHONY: demo test docs bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,10 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
+
+docs: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e ".[docs]"
+	$(BIN)/mkdocs build --strict --site-dir site
 
 bench: $(STAMP)
 	@for f in benchmarks/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
