@@ -34,14 +34,14 @@ def as_finite(name: str, value, *, allow_inf: bool = False) -> np.ndarray:
 def check_nonnegative(name: str, value) -> np.ndarray:
     arr = as_finite(name, value)
     if (arr < 0).any():
-        raise ValueError(f"{name} must be >= 0, got {arr[arr < 0].ravel()[0]!r}")
+        raise ValueError(f"{name} must be >= 0, got {float(arr[arr < 0].ravel()[0]):g}")
     return arr
 
 
 def check_positive(name: str, value) -> np.ndarray:
     arr = as_finite(name, value)
     if (arr <= 0).any():
-        raise ValueError(f"{name} must be > 0, got {arr[arr <= 0].ravel()[0]!r}")
+        raise ValueError(f"{name} must be > 0, got {float(arr[arr <= 0].ravel()[0]):g}")
     return arr
 
 

@@ -143,7 +143,7 @@ class Possibility:
         """
         g = as_finite("g", g)
         if (g < 0).any():
-            raise ValueError(f"g (the power) must be >= 0, got {g[g < 0].ravel()[0]!r}")
+            raise ValueError(f"g (the power) must be >= 0, got {float(g[g < 0].ravel()[0]):g}")
         try:
             np.broadcast_shapes(g.shape, self.batch_shape)
         except ValueError:
