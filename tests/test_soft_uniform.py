@@ -1,0 +1,180 @@
+"""Soft-uniform recursion (MATH.md §5) and hard Pareto consistency (MATH.md §4) by brute force."""
+
+import numpy as np
+import pytest
+from scipy import optimize
+
+import possibly as ps
+from possibly.soft_uniform import soft_uniform_log_likelihood
+
+
+def log_soft(theta, y, c):
+    """log L̃(θ | y) written out: (y / max(θ, y)) exp(c (θ - max(θ, y)))."""
+    top = np.maximum(theta, y)
+    return np.log(y / top) + c * (theta - top)
+
+
+def numerical_max(fun, knots):
+    """sup of a 1-D function on (0, inf): bounded searches between and around the knots,
+    plus a dense grid; it assumes nothing about where the sup is."""
+    knots = np.sort(np.asarray(knots))
+    edges = np.concatenate([[knots[0] * 0.5], knots, [knots[-1] * 3.0]])
+    best = -np.inf
+    for lo, hi in zip(edges[:-1], edges[1:], strict=True):
+        if hi <= lo:
+            continue
+        res = optimize.minimize_scalar(lambda x: -fun(x), bounds=(lo, hi), method="bounded",
+                                       options={"xatol": 1e-10})
+        best = max(best, -res.fun, fun(lo), fun(hi))
+    grid = np.linspace(edges[0], edges[-1], 20001)
+    return max(best, np.max(fun(grid)))
+
+
+def brute_recursion(y, c):
+    """Discounts γ_t = c(y_t) = sup_θ L̃(θ | y_t) f(θ | y_{1:t-1}), by numerical sups."""
+    gammas = []
+    for t, yt in enumerate(y):
+        def prior(theta, t=t):
+            total = np.zeros_like(np.asarray(theta, dtype=float))
+            for g, yi in zip(gammas, y[:t], strict=True):
+                total = total + g * log_soft(theta, yi, c)
+            return total
+
+        log_norm = numerical_max(prior, y[: t + 1]) if t else 0.0
+        log_cons = numerical_max(lambda th, yt=yt: log_soft(th, yt, c) + prior(th),
+                                 y[: t + 1]) - log_norm
+        gammas.append(np.exp(min(log_cons, 0.0)))
+    return np.array(gammas)
+
+
+@pytest.mark.parametrize("order", ["increasing", "given"])
+@pytest.mark.parametrize("c", [0.5, 3.0])
+def test_recursion_equals_brute_force(c, order):
+    rng = np.random.default_rng(3)
+    y = np.concatenate([rng.uniform(0, 10, size=7), [16.0, 13.0]])
+    rng.shuffle(y)
+    fit = ps.SoftUniformEstimator(decay=c, order=order).fit(y)
+    expected = brute_recursion(fit.observations, c)
+    np.testing.assert_allclose(fit.discount, expected, rtol=1e-6, atol=1e-12)
+    # the posterior's maximiser, by brute force on a fine grid
+    grid = np.sort(np.concatenate([np.linspace(0.5, 25.0, 200001), fit.observations]))
+    total = sum(g * log_soft(grid, yi, c) for g, yi in zip(expected, fit.observations,
+                                                           strict=True))
+    assert float(fit.estimate) == pytest.approx(grid[np.argmax(total)], abs=1e-12)
+    # and the normalised log-possibility: max 0, same shape as the brute-force one
+    lp = fit.log_possibility(grid)
+    assert lp.max() == pytest.approx(0.0, abs=1e-6)
+    np.testing.assert_allclose(lp, total - total.max(), atol=1e-6)
+
+
+def test_standard_soft_update_tends_to_pareto_consistency():
+    """With γ = 1 and a steep decay, the soft prior after t - 1 increasing observations is the
+    hard Pareto Pā(t - 1, max), so c(y_t) tends to the Pareto consistency."""
+    y = np.array([3.0, 5.0, 6.0, 9.0, 9.5, 14.0])
+    fit = ps.SoftUniformEstimator(decay=1e7, robust=False).fit(y)
+    for t in range(1, len(y)):
+        hard = ps.consistency(ps.Pareto(float(t), y[:t].max()), ps.likelihood.uniform(y[t]))
+        assert fit.consistency[t] == pytest.approx(float(hard), rel=1e-5)
+
+
+@pytest.mark.parametrize("alpha, scale, y", [
+    (3.0, 10.0, 20.0), (3.0, 10.0, 5.0), (0.5, 2.0, 2.0), (7.0, 1.0, 1.3), (0.0, 0.0, 4.0),
+    (2.0, 50.0, 49.0),
+])
+def test_hard_pareto_consistency_equals_brute_force(alpha, scale, y):
+    """sup_θ Pā(θ; α, s) (y / θ) 1[θ >= y], on a fine grid of θ."""
+    lo = max(scale, y)
+    theta = np.concatenate([[lo], lo * np.exp(np.linspace(0, 5, 100001)), [0.5 * lo]])
+    with np.errstate(divide="ignore"):
+        prior = np.where(theta >= scale, alpha * np.log(np.where(scale > 0, scale, 1) / theta)
+                         if alpha > 0 else 0.0, -np.inf)
+        lik = np.where(theta >= y, np.log(y / theta), -np.inf)
+    brute = np.exp(np.max(prior + lik))
+    got = float(ps.consistency(ps.Pareto(alpha, scale), ps.likelihood.uniform(y)))
+    assert got == pytest.approx(brute, rel=1e-10)
+    hand = y / scale if y < scale else (scale / y) ** alpha if alpha > 0 else 1.0
+    assert got == pytest.approx(hand, rel=1e-12)
+
+
+def test_hard_uniform_cannot_be_discounted():
+    """The indicator survives any power: the robust Pareto posterior moves to an outlier."""
+    prior = ps.Pareto(20.0, 100.0)
+    res = ps.robust_update(prior, ps.likelihood.uniform(300.0))
+    assert float(res.discount) < 1e-9
+    assert float(res.posterior.mode) == 300.0
+
+
+def test_soft_likelihood_shape():
+    theta = np.array([50.0, 99.0, 100.0, 200.0])
+    got = soft_uniform_log_likelihood(theta, 100.0, decay=2.0)
+    np.testing.assert_allclose(got, [-100.0, -2.0, 0.0, np.log(0.5)])
+
+
+def test_outliers_are_discounted_in_increasing_order():
+    rng = np.random.default_rng(1)
+    y = np.concatenate([rng.uniform(0, 100, size=60), [180.0, 230.0, 260.0]])
+    fit = ps.SoftUniformEstimator(decay=10.0).fit(y)
+    assert (fit.discount[-3:] < 1e-6).all()
+    assert float(fit.estimate) == pytest.approx(y[:60].max())
+    standard = ps.SoftUniformEstimator(decay=10.0, robust=False).fit(y)
+    assert float(standard.estimate) == 260.0
+
+
+def test_batch_and_nan(rng):
+    y = rng.uniform(1, 100, size=(3, 15))
+    est = ps.SoftUniformEstimator(decay=5.0)
+    fit = est.fit(y)
+    for i in range(3):
+        one = est.fit(y[i])
+        np.testing.assert_allclose(one.discount, fit.discount[i], rtol=1e-14)
+        np.testing.assert_array_equal(one.mode, fit.mode[i])
+    holes = y.copy()
+    holes[1, [2, 9]] = np.nan
+    fit_h = est.fit(holes)
+    clean = est.fit(y[1][~np.isnan(holes[1])])
+    np.testing.assert_allclose(fit_h.discount[1, :13], clean.discount, rtol=1e-14)
+    assert (fit_h.discount[1, 13:] == 0).all() and np.isnan(fit_h.consistency[1, 13:]).all()
+    assert fit_h.estimate[1] == clean.estimate
+    given = ps.SoftUniformEstimator(decay=5.0, order="given").fit(holes[1])
+    clean_given = ps.SoftUniformEstimator(decay=5.0, order="given").fit(
+        holes[1][~np.isnan(holes[1])])
+    assert given.estimate == clean_given.estimate
+    assert given.discount[2] == 0 and np.isnan(given.consistency[9])
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    ({"decay": 0.0}, "decay"), ({"decay": -1.0}, "decay"), ({"decay": np.nan}, "decay"),
+    ({"order": "random"}, "order"), ({"tau": 0.0}, "tau"),
+])
+def test_bad_parameters(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        ps.SoftUniformEstimator(**kwargs)
+
+
+@pytest.mark.parametrize("y", [[1.0, 0.0], [1.0, -2.0], [1.0, np.inf], 5.0])
+def test_bad_observations(y):
+    with pytest.raises(ValueError, match="y"):
+        ps.SoftUniformEstimator().fit(y)
+
+
+def test_uniform_likelihood_rejects_non_positive():
+    with pytest.raises(ValueError, match="y"):
+        ps.likelihood.uniform(0.0)
+    with pytest.raises(ValueError, match="decay"):
+        soft_uniform_log_likelihood(1.0, 1.0, decay=0.0)
+
+
+def test_pure_step_validates():
+    from possibly.soft_uniform import soft_uniform_init, soft_uniform_step
+
+    state = soft_uniform_init(2)
+    with pytest.raises(ValueError, match="decay"):
+        soft_uniform_step(state, 1.0, decay=0.0)
+    with pytest.raises(ValueError, match="y"):
+        soft_uniform_step(state, -1.0, decay=1.0)
+    with pytest.raises(ValueError, match="tau"):
+        soft_uniform_step(state, 1.0, decay=1.0, tau=2.0)
+    state, _ = soft_uniform_step(state, 1.0, decay=1.0)
+    state, _ = soft_uniform_step(state, 2.0, decay=1.0)
+    with pytest.raises(ValueError, match="capacity"):
+        soft_uniform_step(state, 3.0, decay=1.0)
