@@ -15,11 +15,12 @@ cross-check the two routes.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
 
-from possibly.validation import as_finite, check_unit_interval
+from possibly.validation import as_finite, broadcast, check_unit_interval
 
 __all__ = ["Possibility", "ExponentialFamily"]
 
@@ -32,6 +33,24 @@ class Possibility:
     """
 
     _event_ndims: ClassVar[dict[str, int]] = {}
+    #: argument check per field (``check(name, value) -> float array``), run by __post_init__
+    _checks: ClassVar[dict[str, Callable[[str, Any], np.ndarray]]] = {}
+
+    def __post_init__(self) -> None:
+        checked = {name: (check(name, getattr(self, name)), self._event_ndims[name])
+                   for name, check in self._checks.items()}
+        for name, value in broadcast(**checked).items():
+            object.__setattr__(self, name, value)
+        self._check_joint()
+
+    def _check_joint(self) -> None:
+        """Checks that involve several (broadcast) fields; none by default."""
+
+    @classmethod
+    def _zeros(cls, batch_shape: tuple[int, ...], dim: int = 0) -> dict[str, np.ndarray]:
+        """All-zero fields: the uninformative member of every family here."""
+        return {name: np.zeros(tuple(batch_shape) + (dim,) * ev)
+                for name, ev in cls._event_ndims.items()}
 
     # -- structure ---------------------------------------------------------------------------
     def _fields(self) -> dict[str, np.ndarray]:
@@ -109,9 +128,13 @@ class Possibility:
         raise NotImplementedError
 
     @classmethod
-    def uninformative(cls, *args, **kwargs) -> Possibility:
-        """The possibility function equal to 1 everywhere, in this family."""
-        raise NotImplementedError
+    def uninformative(cls, batch_shape: tuple[int, ...] = ()) -> Possibility:
+        """The possibility function equal to 1 everywhere, in this family.
+
+        Families of vectors or matrices take the dimension first:
+        ``uninformative(dim, batch_shape=())``.
+        """
+        return cls(**cls._zeros(batch_shape))
 
     def _scaled(self, g: np.ndarray) -> Possibility:
         """``f ** g`` for a validated, broadcastable, non-negative ``g``."""

@@ -9,7 +9,7 @@ import numpy as np
 from scipy.special import xlogy
 
 from possibly.families.base import ExponentialFamily
-from possibly.validation import as_finite, broadcast, check_nonnegative
+from possibly.validation import as_finite, check_nonnegative
 
 __all__ = ["Beta"]
 
@@ -35,18 +35,10 @@ class Beta(ExponentialFamily):
     beta: np.ndarray
 
     _event_ndims: ClassVar[dict[str, int]] = {"alpha": 0, "beta": 0}
+    _checks: ClassVar = {"alpha": check_nonnegative, "beta": check_nonnegative}
     _natural_ndims: ClassVar[tuple[int, ...]] = (0, 0)
     _univariate: ClassVar[bool] = True
 
-    def __post_init__(self) -> None:
-        arrs = broadcast(alpha=(check_nonnegative("alpha", self.alpha), 0),
-                         beta=(check_nonnegative("beta", self.beta), 0))
-        for k, v in arrs.items():
-            object.__setattr__(self, k, v)
-
-    @classmethod
-    def uninformative(cls, batch_shape: tuple[int, ...] = ()) -> Beta:
-        return cls(np.zeros(batch_shape), np.zeros(batch_shape))
 
     @property
     def effective_dim(self) -> int:

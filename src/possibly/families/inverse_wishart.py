@@ -118,17 +118,12 @@ class InverseWishart(ExponentialFamily):
     nu: np.ndarray
 
     _event_ndims: ClassVar[dict[str, int]] = {"psi": 2, "nu": 0}
+    _checks: ClassVar = {"psi": check_psd, "nu": check_nonnegative}
     _natural_ndims: ClassVar[tuple[int, ...]] = (0, 2)
-
-    def __post_init__(self) -> None:
-        arrs = broadcast(psi=(check_psd("psi", self.psi), 2),
-                         nu=(check_nonnegative("nu", self.nu), 0))
-        for k, v in arrs.items():
-            object.__setattr__(self, k, v)
 
     @classmethod
     def uninformative(cls, dim: int, batch_shape: tuple[int, ...] = ()) -> InverseWishart:
-        return cls(np.zeros(batch_shape + (dim, dim)), np.zeros(batch_shape))
+        return cls(**cls._zeros(batch_shape, dim))
 
     @property
     def dim(self) -> int:
@@ -226,8 +221,7 @@ class NormalInverseWishart(ExponentialFamily):
 
     @classmethod
     def uninformative(cls, dim: int, batch_shape: tuple[int, ...] = ()) -> NormalInverseWishart:
-        z = np.zeros(batch_shape)
-        return cls(np.zeros(batch_shape + (dim,)), z, np.zeros(batch_shape + (dim, dim)), z)
+        return cls(**cls._zeros(batch_shape, dim))
 
     @property
     def dim(self) -> int:

@@ -61,7 +61,7 @@ class MultivariateNormal(ExponentialFamily):
 
     @classmethod
     def uninformative(cls, dim: int, batch_shape: tuple[int, ...] = ()) -> MultivariateNormal:
-        return cls(np.zeros(batch_shape + (dim,)), np.zeros(batch_shape + (dim, dim)))
+        return cls(**cls._zeros(batch_shape, dim))
 
     @property
     def dim(self) -> int:

@@ -8,7 +8,7 @@ from typing import ClassVar
 import numpy as np
 
 from possibly.families.base import ExponentialFamily
-from possibly.validation import as_finite, broadcast, check_nonnegative
+from possibly.validation import as_finite, check_nonnegative
 
 __all__ = ["Normal"]
 
@@ -42,20 +42,10 @@ class Normal(ExponentialFamily):
     precision: np.ndarray
 
     _event_ndims: ClassVar[dict[str, int]] = {"mean": 0, "precision": 0}
+    _checks: ClassVar = {"mean": as_finite, "precision": check_nonnegative}
     _natural_ndims: ClassVar[tuple[int, ...]] = (0, 0)
     _univariate: ClassVar[bool] = True
 
-    def __post_init__(self) -> None:
-        arrs = broadcast(
-            mean=(as_finite("mean", self.mean), 0),
-            precision=(check_nonnegative("precision", self.precision), 0),
-        )
-        for k, v in arrs.items():
-            object.__setattr__(self, k, v)
-
-    @classmethod
-    def uninformative(cls, batch_shape: tuple[int, ...] = ()) -> Normal:
-        return cls(np.zeros(batch_shape), np.zeros(batch_shape))
 
     @property
     def effective_dim(self) -> int:

@@ -10,7 +10,7 @@ from scipy.special import xlogy
 
 from possibly.families.base import ExponentialFamily
 from possibly.families.gamma import gamma_log_support
-from possibly.validation import as_finite, broadcast, check_nonnegative, check_unit_interval
+from possibly.validation import as_finite, check_nonnegative, check_unit_interval
 
 __all__ = ["NormalGamma"]
 
@@ -46,22 +46,10 @@ class NormalGamma(ExponentialFamily):
     beta: np.ndarray
 
     _event_ndims: ClassVar[dict[str, int]] = {"mean": 0, "k": 0, "alpha": 0, "beta": 0}
+    _checks: ClassVar = {"mean": as_finite, "k": check_nonnegative, "alpha": check_nonnegative,
+                         "beta": check_nonnegative}
     _natural_ndims: ClassVar[tuple[int, ...]] = (0, 0, 0, 0)
 
-    def __post_init__(self) -> None:
-        arrs = broadcast(
-            mean=(as_finite("mean", self.mean), 0),
-            k=(check_nonnegative("k", self.k), 0),
-            alpha=(check_nonnegative("alpha", self.alpha), 0),
-            beta=(check_nonnegative("beta", self.beta), 0),
-        )
-        for k, v in arrs.items():
-            object.__setattr__(self, k, v)
-
-    @classmethod
-    def uninformative(cls, batch_shape: tuple[int, ...] = ()) -> NormalGamma:
-        z = np.zeros(batch_shape)
-        return cls(z, z, z, z)
 
     @property
     def effective_dim(self) -> int:

@@ -8,7 +8,7 @@ from typing import ClassVar
 import numpy as np
 
 from possibly.families.base import Possibility
-from possibly.validation import as_finite, broadcast, check_nonnegative
+from possibly.validation import as_finite, check_nonnegative
 
 __all__ = ["Pareto"]
 
@@ -35,19 +35,12 @@ class Pareto(Possibility):
     scale: np.ndarray
 
     _event_ndims: ClassVar[dict[str, int]] = {"alpha": 0, "scale": 0}
+    _checks: ClassVar = {"alpha": check_nonnegative, "scale": check_nonnegative}
     _univariate: ClassVar[bool] = True
 
-    def __post_init__(self) -> None:
-        arrs = broadcast(alpha=(check_nonnegative("alpha", self.alpha), 0),
-                         scale=(check_nonnegative("scale", self.scale), 0))
-        if ((arrs["alpha"] > 0) & (arrs["scale"] == 0)).any():
+    def _check_joint(self) -> None:
+        if ((self.alpha > 0) & (self.scale == 0)).any():
             raise ValueError("scale must be > 0 where alpha > 0")
-        for k, v in arrs.items():
-            object.__setattr__(self, k, v)
-
-    @classmethod
-    def uninformative(cls, batch_shape: tuple[int, ...] = ()) -> Pareto:
-        return cls(np.zeros(batch_shape), np.zeros(batch_shape))
 
     @property
     def effective_dim(self) -> int:
