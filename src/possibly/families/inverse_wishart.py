@@ -15,7 +15,7 @@ from typing import ClassVar
 import numpy as np
 
 from possibly.families.base import ExponentialFamily
-from possibly.validation import as_finite, broadcast, check_nonnegative, check_psd
+from possibly.validation import as_finite, check_nonnegative, check_psd
 
 __all__ = ["InverseWishart", "NormalInverseWishart", "vech_indices"]
 
@@ -206,18 +206,14 @@ class NormalInverseWishart(ExponentialFamily):
     nu: np.ndarray
 
     _event_ndims: ClassVar[dict[str, int]] = {"mean": 1, "lam": 0, "psi": 2, "nu": 0}
+    _checks: ClassVar = {"mean": as_finite, "lam": check_nonnegative, "psi": check_psd,
+                         "nu": check_nonnegative}
     _natural_ndims: ClassVar[tuple[int, ...]] = (0, 2, 1, 0)
 
-    def __post_init__(self) -> None:
-        mean = as_finite("mean", self.mean)
-        psi = check_psd("psi", self.psi)
-        if mean.ndim < 1 or psi.shape[-1] != mean.shape[-1]:
+    def _check_joint(self) -> None:
+        if self.psi.shape[-1] != self.mean.shape[-1]:
             raise ValueError(f"mean (..., d) and psi (..., d, d) must agree on d, got "
-                             f"{mean.shape} and {psi.shape}")
-        arrs = broadcast(mean=(mean, 1), lam=(check_nonnegative("lam", self.lam), 0),
-                         psi=(psi, 2), nu=(check_nonnegative("nu", self.nu), 0))
-        for k, v in arrs.items():
-            object.__setattr__(self, k, v)
+                             f"{self.mean.shape} and {self.psi.shape}")
 
     @classmethod
     def uninformative(cls, dim: int, batch_shape: tuple[int, ...] = ()) -> NormalInverseWishart:

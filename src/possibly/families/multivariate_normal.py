@@ -8,7 +8,7 @@ from typing import ClassVar
 import numpy as np
 
 from possibly.families.base import ExponentialFamily
-from possibly.validation import as_finite, broadcast, check_psd
+from possibly.validation import as_finite, check_psd
 
 __all__ = ["MultivariateNormal"]
 
@@ -43,21 +43,14 @@ class MultivariateNormal(ExponentialFamily):
     precision: np.ndarray
 
     _event_ndims: ClassVar[dict[str, int]] = {"mean": 1, "precision": 2}
+    _checks: ClassVar = {"mean": as_finite, "precision": check_psd}
     _natural_ndims: ClassVar[tuple[int, ...]] = (1, 2)
 
-    def __post_init__(self) -> None:
-        mean = as_finite("mean", self.mean)
-        if mean.ndim < 1:
-            raise ValueError("mean must have shape (..., d)")
-        prec = check_psd("precision", self.precision)
-        if prec.shape[-1] != mean.shape[-1]:
-            raise ValueError(
-                f"precision must have shape (..., {mean.shape[-1]}, {mean.shape[-1]}) to match "
-                f"mean, got {prec.shape}"
-            )
-        arrs = broadcast(mean=(mean, 1), precision=(prec, 2))
-        for k, v in arrs.items():
-            object.__setattr__(self, k, v)
+    def _check_joint(self) -> None:
+        d = self.mean.shape[-1]
+        if self.precision.shape[-1] != d:
+            raise ValueError(f"precision must have shape (..., {d}, {d}) to match mean, got "
+                             f"{self.precision.shape}")
 
     @classmethod
     def uninformative(cls, dim: int, batch_shape: tuple[int, ...] = ()) -> MultivariateNormal:

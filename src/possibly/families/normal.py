@@ -46,7 +46,6 @@ class Normal(ExponentialFamily):
     _natural_ndims: ClassVar[tuple[int, ...]] = (0, 0)
     _univariate: ClassVar[bool] = True
 
-
     @property
     def effective_dim(self) -> int:
         return 1

@@ -50,7 +50,6 @@ class NormalGamma(ExponentialFamily):
                          "beta": check_nonnegative}
     _natural_ndims: ClassVar[tuple[int, ...]] = (0, 0, 0, 0)
 
-
     @property
     def effective_dim(self) -> int:
         return 2
