@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-EXTRAS ?= test,dev,plot,progress,data
+EXTRAS ?= test,dev,plot,progress,data,dask,fast
 
 export POSSIBLY_DATA_DIR ?= $(abspath ../shared/data)
 
@@ -29,6 +29,7 @@ docs: $(STAMP)
 	$(BIN)/mkdocs build --strict --site-dir site
 
 bench: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e ".[bench]"
 	@for f in benchmarks/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
 
 clean:

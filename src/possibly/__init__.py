@@ -14,7 +14,9 @@ Examples
 (0.9394, 0.2422)
 """
 
-from possibly import datasets, likelihood
+from possibly import datasets, likelihood, models
+from possibly.changepoint import ChangepointDetector
+from possibly.covariance import RobustCovarianceEstimator
 from possibly.families import (
     Beta,
     Gamma,
@@ -37,28 +39,37 @@ from possibly.inference import (
     robust_update,
     update_sequence,
 )
+from possibly.kalman import KalmanFilter
+from possibly.location_scale import RobustNormalEstimator
+from possibly.soft_uniform import SoftUniformEstimator
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Beta",
+    "ChangepointDetector",
     "Gamma",
     "InverseGamma",
     "InverseWishart",
+    "KalmanFilter",
     "MultivariateNormal",
     "Normal",
     "NormalGamma",
     "NormalInverseWishart",
     "Pareto",
     "Possibility",
+    "RobustNormalEstimator",
+    "RobustCovarianceEstimator",
     "RobustUpdate",
     "SequentialResult",
+    "SoftUniformEstimator",
     "combine",
     "consistency",
     "datasets",
     "discount",
     "likelihood",
     "log_consistency",
+    "models",
     "robust_update",
     "update_sequence",
 ]

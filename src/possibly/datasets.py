@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["WELL_LOG_SHA256", "cache_dir", "well_log"]
+__all__ = ["WELL_LOG_SHA256", "cache_dir", "piecewise_constant", "well_log"]
 
 WELL_LOG_FILE = "well_log.txt"
 WELL_LOG_SHA256 = "cd2a1be7dd895e92e28f00cc522d8c2721b67208ecb6ef942547b797d6dccb7a"
@@ -74,3 +74,89 @@ def well_log() -> np.ndarray:
     """
     path = _locate(WELL_LOG_FILE, WELL_LOG_SHA256, WELL_LOG_URL)
     return np.loadtxt(path, dtype=np.float64)
+
+
+def piecewise_constant(n: int = 1000, n_changes: int = 5, *, sigma: float = 1.0,
+                       jump: tuple[float, float] = (4.0, 8.0), outlier_rate: float = 0.01,
+                       outlier_size: tuple[float, float] = (6.0, 12.0), min_segment: int = 20,
+                       seed=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A seeded piecewise-constant series with normal noise, known change points and outliers.
+
+    The level starts at 0 and jumps by ``±U(jump) · sigma`` at each change point; change
+    points are drawn uniformly with every segment at least ``min_segment`` long. Each
+    observation is, with probability ``outlier_rate``, an outlier: shifted by
+    ``±U(outlier_size) · sigma``. Outliers are never placed on the first observation of a
+    segment (there, nothing can tell them from the change itself).
+
+    Parameters
+    ----------
+    n : int
+        Length of the series, at least ``min_segment * (n_changes + 1)``.
+    n_changes : int
+        Number of change points, ``>= 0``.
+    sigma : float
+        Noise standard deviation, ``> 0``.
+    jump, outlier_size : (low, high)
+        Ranges of the jump and outlier magnitudes in units of ``sigma``, ``0 <= low <= high``.
+    outlier_rate : float
+        Probability that an observation is an outlier, in [0, 1).
+    min_segment : int
+        Minimum segment length, ``>= 1``.
+    seed : int, numpy Generator or None
+        Random seed.
+
+    Returns
+    -------
+    signal : ndarray, shape (n,)
+    changepoints : ndarray of int64, shape (n_changes,)
+        0-based start indices of the segments after the first.
+    outliers : ndarray of bool, shape (n,)
+
+    Examples
+    --------
+    >>> import possibly as ps
+    >>> y, cps, out = ps.datasets.piecewise_constant(200, n_changes=2, seed=0)
+    >>> y.shape, cps.shape, out.dtype
+    ((200,), (2,), dtype('bool'))
+    >>> bool(np.all(np.diff(np.concatenate([[0], cps, [200]])) >= 20))
+    True
+    """
+    n = _check_int("n", n, 1)
+    n_changes = _check_int("n_changes", n_changes, 0)
+    min_segment = _check_int("min_segment", min_segment, 1)
+    if n < min_segment * (n_changes + 1):
+        raise ValueError(f"n must be >= min_segment * (n_changes + 1) = "
+                         f"{min_segment * (n_changes + 1)}, got {n}")
+    if not (isinstance(sigma, (int, float, np.floating)) and np.isfinite(sigma) and sigma > 0):
+        raise ValueError(f"sigma must be a finite number > 0, got {sigma!r}")
+    if not (isinstance(outlier_rate, (int, float, np.floating)) and 0 <= outlier_rate < 1):
+        raise ValueError(f"outlier_rate must be in [0, 1), got {outlier_rate!r}")
+    for name, rng_ in (("jump", jump), ("outlier_size", outlier_size)):
+        try:
+            low, high = (float(v) for v in rng_)
+        except (TypeError, ValueError):
+            raise ValueError(f"{name} must be a pair (low, high), got {rng_!r}") from None
+        if not (np.isfinite(low) and np.isfinite(high) and 0 <= low <= high):
+            raise ValueError(f"{name} must satisfy 0 <= low <= high (finite), got {rng_!r}")
+    rng = np.random.default_rng(seed)
+    # stars and bars: segment lengths >= min_segment summing to n
+    slack = n - min_segment * (n_changes + 1)
+    cuts = np.sort(rng.integers(0, slack + 1, n_changes))
+    cps = (np.arange(1, n_changes + 1) * min_segment + cuts).astype(np.int64)
+    steps = rng.uniform(jump[0], jump[1], n_changes) * rng.choice([-1.0, 1.0], n_changes)
+    level = np.zeros(n)
+    for c, s in zip(cps, steps, strict=True):
+        level[c:] += s * sigma
+    signal = level + rng.normal(0.0, sigma, n)
+    outliers = rng.random(n) < outlier_rate
+    outliers[0] = False
+    outliers[cps] = False
+    size = rng.uniform(outlier_size[0], outlier_size[1], n) * rng.choice([-1.0, 1.0], n)
+    signal[outliers] += size[outliers] * sigma
+    return signal, cps, outliers
+
+
+def _check_int(name: str, value, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    return int(value)

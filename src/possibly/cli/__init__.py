@@ -13,7 +13,13 @@ import sys
 __all__ = ["main"]
 
 #: modules providing sub-commands, in the order of ``possibly --help``
-SUBCOMMANDS = ["possibly.cli.demo"]
+SUBCOMMANDS = [
+    "possibly.cli.demo",
+    "possibly.cli.kalman",
+    "possibly.cli.changepoint",
+    "possibly.cli.reproduce",
+    "possibly.cli.scaleout",
+]
 
 
 class _Parser(argparse.ArgumentParser):

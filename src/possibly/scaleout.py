@@ -1,0 +1,621 @@
+"""Scale-out with Dask: the change-point detector and the Kalman filter over many series.
+
+A fleet of sensors gives one long table with a column naming the series and one (or, for
+tracks, several) value columns, rows in time order within each series. The functions here read
+it (a Parquet file or dataset directory, a pandas or a dask DataFrame), cut it into tasks that
+each hold whole series, run :class:`possibly.ChangepointDetector` or
+:class:`possibly.KalmanFilter` on every series in the task, and write the results.
+
+How the table is cut into tasks
+-------------------------------
+A first pass reads only the id column. If every series lies within one partition (e.g. a Parquet
+file sorted by id whose row groups do not split a series: the fastest layout) and there are at
+least as many partitions as worker threads, each partition is one task and nothing moves between
+workers. Otherwise rows are hash-partitioned by id into buckets (a shuffle); pieces are
+concatenated in partition order, so the row order within each series, which is its time order,
+is kept. Each series is processed by exactly the code of a single-process run, so the results do
+not depend on the cut (the tests check this against the plain detector and filter).
+
+Where it runs
+-------------
+``scheduler=None`` starts a local cluster (worker processes, one thread each, bound to
+127.0.0.1) for the call and closes it afterwards; an address (``"tcp://host:8786"``) connects
+to a running ``dask scheduler``; a :class:`distributed.Client` is used as is (and left open);
+``"synchronous"`` runs every task in this process without a cluster (for debugging, doctests
+and single-process baselines).
+
+Output layout (``out=DIR``)
+---------------------------
+``DIR/series/id=<id>.parquet``
+    One file per series (the id is percent-encoded; ids longer than 200 characters are
+    replaced by a SHA-1 digest), written by the workers, so with a remote cluster ``DIR`` must
+    be on storage the workers share (on one machine it always is).
+``DIR/summary.parquet``
+    One row per series: id, counts, the ``file`` written, and ``error`` (the message when that
+    series could not be processed, e.g. ``sigma="auto"`` on a constant series; the other series
+    are still processed).
+``DIR/events.parquet`` (change points only)
+    All change points and outliers of all series in one table.
+
+Dask, pandas and pyarrow are optional: ``pip install 'possibly[dask]'``. Importing this module
+does not import them.
+
+Examples
+--------
+>>> import numpy as np, pandas as pd, possibly as ps
+>>> from possibly.scaleout import changepoints_many
+>>> y, _, _ = ps.datasets.piecewise_constant(300, n_changes=2, seed=3)
+>>> df = pd.DataFrame({"sensor": np.repeat(["a", "b"], 300), "v": np.concatenate([y, -y])})
+>>> res = changepoints_many(df, "sensor", "v", scheduler="synchronous", sigma=1.0,
+...                         hazard=1e-3)
+>>> res.summary[["id", "n_points", "n_changepoints"]]
+  id  n_points  n_changepoints
+0  a       300               2
+1  b       300               2
+>>> alone = ps.ChangepointDetector(sigma=1.0, hazard=1e-3).fit(y).changepoints
+>>> found = res.events.query("id == 'a' and kind == 'changepoint'")["index"]
+>>> bool(np.array_equal(found, alone))
+True
+
+On a cluster (here one started for the call, on loopback):
+
+>>> res = changepoints_many("fleet.parquet", "sensor", "v", out="cps/")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import math
+import os
+import shutil
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import numpy as np
+
+__all__ = ["ManyResult", "changepoints_many", "kalman_many", "series_filename"]
+
+_INSTALL = "pip install 'possibly[dask]'"
+
+#: columns of the per-series change-point files (the combined table adds the id first)
+_EVENT_COLUMNS = ("index", "kind", "value")
+
+
+# -- optional imports ------------------------------------------------------------------------
+def _need(module: str) -> Any:
+    """Import an optional dependency, or say which extra provides it."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise ImportError(f"possibly.scaleout needs {module.split('.')[0]} ({exc}); "
+                          f"install it with: {_INSTALL}") from None
+
+
+# -- results -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ManyResult:
+    """Output of :func:`changepoints_many` and :func:`kalman_many`.
+
+    Attributes
+    ----------
+    summary : pandas.DataFrame
+        One row per series, sorted by id (see the functions for the columns).
+    events : pandas.DataFrame or None
+        Change points: every change point and outlier, columns ``id, index, kind, value``
+        (``index`` is the 0-based position within the series, ``kind`` is ``"changepoint"``
+        or ``"outlier"``). None for the Kalman filter.
+    states : pandas.DataFrame or None
+        Kalman filter with ``out=None``: the filtered means, consistency and discount of every
+        step of every track (with ``out`` they are in the per-series files instead).
+    out : pathlib.Path or None
+        The output directory, if one was written.
+    """
+
+    summary: Any
+    events: Any = None
+    states: Any = None
+    out: Path | None = None
+
+    @property
+    def n_failed(self) -> int:
+        """Number of series that could not be processed (their ``error`` is set)."""
+        return int(self.summary["error"].notna().sum())
+
+
+def series_filename(key: Any) -> str:
+    """File name of one series' results: ``id=<percent-encoded id>.parquet``.
+
+    Examples
+    --------
+    >>> series_filename("pump/7"), series_filename(12)
+    ('id=pump%2F7.parquet', 'id=12.parquet')
+    """
+    text = quote(str(key), safe="")
+    if len(text) > 200:  # file names are limited to 255 bytes on common file systems
+        text = "sha1-" + hashlib.sha1(str(key).encode()).hexdigest()
+    return f"id={text}.parquet"
+
+
+# -- argument checks -------------------------------------------------------------------------
+def _check_name(name: str, value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{name} must be a non-empty column name, got {value!r}")
+    return value
+
+
+def _check_numeric(column: str, dtype: Any, is_numeric: bool) -> None:
+    if not is_numeric:
+        raise ValueError(f"value column {column!r} must be numeric (NaN for missing), "
+                         f"got dtype {dtype}")
+
+
+def _load(data: Any, id_column: str, value_columns: Sequence[str]):
+    """A dask DataFrame of ``[id_column, *value_columns]``, columns and types checked."""
+    dd = _need("dask.dataframe")
+    pd = _need("pandas")
+    cols = [id_column, *value_columns]
+    if len(set(cols)) != len(cols):
+        raise ValueError(f"the id column and the value columns must be distinct, got {cols}")
+    if isinstance(data, (str, os.PathLike)):
+        pa = _need("pyarrow")
+        pads = _need("pyarrow.dataset")
+        path = Path(data)
+        if not path.exists():
+            raise FileNotFoundError(f"input {str(path)!r}: no such file or directory")
+        try:
+            schema = pads.dataset(path, format="parquet").schema
+        except (pa.ArrowException, OSError) as exc:
+            raise OSError(f"input {str(path)!r} is not a readable Parquet file or dataset: "
+                          f"{exc}") from None
+        _check_columns(cols, schema.names)
+        for c in value_columns:
+            t = schema.field(c).type
+            ok = pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
+            _check_numeric(c, t, ok)
+        return dd.read_parquet(str(path), columns=cols)
+    if isinstance(data, pd.DataFrame):
+        _check_columns(cols, list(data.columns))
+        _check_dtypes(data, value_columns)
+        # sort=False keeps the row order (the time order of each series); the partitions
+        # only bound the size of a piece, the tasks are cut by id in _tasks
+        npartitions = max(1, min(64, len(data) // 100_000))
+        return dd.from_pandas(data[cols], npartitions=npartitions, sort=False)
+    if isinstance(data, dd.DataFrame):
+        _check_columns(cols, list(data.columns))
+        _check_dtypes(data, value_columns)
+        return data[cols]
+    raise ValueError(f"data must be a Parquet path, a pandas or a dask DataFrame, got "
+                     f"{type(data).__name__}")
+
+
+def _check_columns(cols: Sequence[str], available: Sequence[Any]) -> None:
+    missing = [c for c in cols if c not in available]
+    if missing:
+        raise ValueError(f"column {missing[0]!r} not found in the input; its columns are "
+                         f"{', '.join(map(str, available))}")
+
+
+def _check_dtypes(frame: Any, value_columns: Sequence[str]) -> None:
+    api = _need("pandas.api.types")
+    for c in value_columns:
+        dtype = frame[c].dtype
+        _check_numeric(c, dtype, api.is_numeric_dtype(dtype) and not api.is_bool_dtype(dtype))
+
+
+# -- the cluster -----------------------------------------------------------------------------
+@contextlib.contextmanager
+def _client(scheduler: Any, n_workers: int | None, connect_timeout: float) -> Iterator[Any]:
+    """Yield a distributed Client (None for ``"synchronous"``), closing what it started."""
+    if isinstance(scheduler, str) and scheduler == "synchronous":
+        yield None
+        return
+    distributed = _need("distributed")
+    if isinstance(scheduler, distributed.Client):
+        yield scheduler
+        return
+    if scheduler is None:
+        if n_workers is not None and (isinstance(n_workers, bool) or int(n_workers) != n_workers
+                                      or n_workers < 1):
+            raise ValueError(f"n_workers must be an integer >= 1, got {n_workers!r}")
+        # one thread per worker process: the detector's loop holds the GIL
+        # every server (scheduler, workers, the scheduler's HTTP endpoint) on loopback only;
+        # port 0 because dashboard_address=None still binds the busy default 8787
+        cluster = distributed.LocalCluster(
+            n_workers=n_workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+            dashboard_address="127.0.0.1:0")
+        try:
+            with distributed.Client(cluster) as client:
+                yield client
+        finally:
+            cluster.close()
+        return
+    if not isinstance(scheduler, str) or not scheduler.strip():
+        raise ValueError(f"scheduler must be None, 'synchronous', an address such as "
+                         f"'tcp://127.0.0.1:8786' or a distributed.Client, got {scheduler!r}")
+    try:
+        client = distributed.Client(scheduler, timeout=connect_timeout)
+    except (OSError, TimeoutError, ValueError, TypeError) as exc:
+        raise ValueError(f"scheduler: cannot connect to {scheduler!r} "
+                         f"({type(exc).__name__}: {exc})") from None
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+def _nthreads(client: Any) -> int:
+    return 1 if client is None else max(1, sum(client.nthreads().values()))
+
+
+def _compute(client: Any, tasks: list, progress: bool, desc: str) -> list:
+    """Results of the delayed ``tasks``, in order, with a progress bar when asked."""
+    import dask
+
+    if client is None:
+        return list(dask.compute(*tasks, scheduler="synchronous"))
+    from distributed import as_completed
+
+    from possibly.progress import progress_bar
+
+    futures = client.compute(tasks)
+    for _ in progress_bar(as_completed(futures), enabled=progress, total=len(futures),
+                          desc=desc):
+        pass
+    return client.gather(futures)
+
+
+# -- cutting the table into tasks ------------------------------------------------------------
+def _partition_ids(df: Any, id_column: str) -> tuple[Any, bool]:
+    ids = df[id_column]
+    return ids.drop_duplicates().to_numpy(), bool(ids.isna().any())
+
+
+def _split(df: Any, id_column: str, k: int) -> tuple:
+    """Cut one partition into ``k`` buckets by a hash of the id (rows keep their order)."""
+    import pandas as pd
+
+    h = pd.util.hash_pandas_object(df[id_column], index=False).to_numpy() % np.uint64(k)
+    return tuple(df[h == j] for j in range(k))
+
+
+def _concat(pieces: list) -> Any:
+    import pandas as pd
+
+    return pd.concat(pieces, ignore_index=True)
+
+
+def _tasks(ddf: Any, id_column: str, client: Any, work: Callable, *args: Any) -> list:
+    """One delayed ``work(frame, *args)`` per task, each frame holding whole series."""
+    import dask
+
+    parts = ddf.to_delayed()
+    id_parts = ddf[[id_column]].to_delayed()
+    found = _compute(client, [dask.delayed(_partition_ids)(p, id_column) for p in id_parts],
+                     False, "")
+    if any(has_null for _, has_null in found):
+        raise ValueError(f"id column {id_column!r} has missing values")
+    n_series = len({x for ids, _ in found for x in ids.tolist()})
+    if n_series == 0:
+        raise ValueError("the input has no rows")
+    n_ids = sum(len(ids) for ids, _ in found)
+    threads = _nthreads(client)
+    if n_ids == n_series and len(parts) >= threads:
+        return [dask.delayed(work)(p, *args) for p in parts]  # every series in one partition
+    k = max(1, min(n_series, 4 * threads))
+    if k == 1:
+        return [dask.delayed(work)(dask.delayed(_concat)(parts), *args)]
+    pieces = [dask.delayed(_split, nout=k)(p, id_column, k) for p in parts]
+    return [dask.delayed(work)(dask.delayed(_concat)([pc[j] for pc in pieces]), *args)
+            for j in range(k)]
+
+
+def _groups(df: Any, id_column: str) -> Iterator[tuple[Any, Any]]:
+    # pandas keeps the order of the rows within each group: the time order of the series
+    yield from df.groupby(id_column, sort=False, dropna=False)
+
+
+def _prepare_out(out: Any, overwrite: bool, tables: Sequence[str]) -> Path | None:
+    if out is None:
+        return None
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"out {str(out)!r} exists and is not a directory")
+    series = out / "series"
+    previous = [out / t for t in tables if (out / t).exists()]
+    if series.exists() and any(series.iterdir()):
+        previous.append(series)
+    if previous and not overwrite:
+        raise ValueError(f"out {str(out)!r} already holds results ({previous[0].name}); pass "
+                         f"overwrite=True (--overwrite) to replace them")
+    for p in previous:  # only what a previous run of ours wrote
+        shutil.rmtree(p) if p.is_dir() else p.unlink()
+    series.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def _text(col: Any) -> Any:
+    """Strings in pandas' default string dtype, missing values kept missing.
+
+    Tasks whose column holds only None give object columns, the others strings; one dtype
+    makes the result independent of how the series were cut into tasks.
+    """
+    return col.astype(str).mask(col.isna())
+
+
+def _text_columns(summary: Any) -> Any:
+    for c in ("file", "error"):
+        summary[c] = _text(summary[c])
+    return summary
+
+
+def _sorted(frame: Any, by: list[str]) -> Any:
+    try:
+        return frame.sort_values(by, kind="stable", ignore_index=True)
+    except TypeError:  # ids of mixed types: keep the order of the tasks
+        return frame.reset_index(drop=True)
+
+
+# -- change points ---------------------------------------------------------------------------
+def _changepoint_task(df: Any, id_column: str, value_column: str, kwargs: dict,
+                      series_dir: str | None) -> tuple[Any, Any]:
+    """Run the detector on every series of one task; returns (events, summary) frames."""
+    import pandas as pd
+
+    from possibly.changepoint import ChangepointDetector
+
+    det = ChangepointDetector(**kwargs)
+    events, rows = [], []
+    for key, g in _groups(df, id_column):
+        y = g[value_column].to_numpy(dtype=np.float64, na_value=np.nan)
+        row = {"id": key, "n_points": y.size, "n_changepoints": 0, "n_outliers": 0,
+               "sigma": math.nan, "file": None, "error": None}
+        ev = pd.DataFrame({"index": np.empty(0, np.int64), "kind": np.empty(0, str),
+                           "value": np.empty(0)})
+        try:
+            res = det.fit(y)
+        except ValueError as exc:  # one bad sensor must not stop the fleet
+            row.update(n_changepoints=-1, n_outliers=-1, error=str(exc))
+        else:
+            cps, outs = res.changepoints, res.outliers
+            idx = np.concatenate([cps, outs]).astype(np.int64)
+            kind = ["changepoint"] * cps.size + ["outlier"] * outs.size
+            ev = pd.DataFrame({"index": idx, "kind": kind, "value": y[idx]})
+            ev = ev.sort_values(["index", "kind"], kind="stable", ignore_index=True)
+            row.update(n_changepoints=int(cps.size), n_outliers=int(outs.size),
+                       sigma=float(res.sigma))
+        if series_dir is not None:
+            name = series_filename(key)
+            ev.to_parquet(os.path.join(series_dir, name), index=False)
+            row["file"] = f"series/{name}"
+        events.append(ev.assign(id=key)[["id", *_EVENT_COLUMNS]])
+        rows.append(row)
+    if not rows:  # a hash bucket that received no series
+        return None, None
+    return pd.concat(events, ignore_index=True), pd.DataFrame(rows)
+
+
+def changepoints_many(data: Any, id_column: str, value_column: str, *, scheduler: Any = None,
+                      n_workers: int | None = None, out: str | os.PathLike | None = None,
+                      overwrite: bool = False, progress: bool = False,
+                      connect_timeout: float = 10.0, **detector_kwargs: Any) -> ManyResult:
+    """Run :class:`possibly.ChangepointDetector` on every series of a long table with Dask.
+
+    Parameters
+    ----------
+    data : str, os.PathLike, pandas.DataFrame or dask.dataframe.DataFrame
+        The table, or the path of a Parquet file or dataset directory. Rows are in time order
+        within each series; NaN values are missing observations.
+    id_column : str
+        Column naming the series (any hashable values, no missing ones).
+    value_column : str
+        Numeric column of observations.
+    scheduler : None, str or distributed.Client
+        None: a local cluster on 127.0.0.1 for this call; an address of a running scheduler;
+        a Client; or ``"synchronous"`` (this process, no cluster). See the module docstring.
+    n_workers : int, optional
+        Worker processes of the local cluster (``scheduler=None``); Dask's default otherwise.
+    out : path, optional
+        Directory to write (see the module docstring for the layout).
+    overwrite : bool
+        Replace the results of a previous run in ``out`` (otherwise an error).
+    progress : bool
+        Show a progress bar over the tasks (tqdm, on a terminal).
+    connect_timeout : float
+        Seconds to wait for a scheduler given by address.
+    **detector_kwargs
+        Passed to :class:`possibly.ChangepointDetector` (``sigma``, ``hazard``,
+        ``forgetting``, ``robust``, ``tau``, ...), checked before anything runs.
+
+    Returns
+    -------
+    ManyResult
+        ``events`` (``id, index, kind, value``, sorted by id and index) and ``summary`` (``id,
+        n_points, n_changepoints, n_outliers, sigma, file, error``; the counts are ``-1`` and
+        ``error`` is set for a series that could not be processed).
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> level = np.r_[np.zeros(30), np.full(30, 5.0)]        # sensor 1 steps up at t = 30
+    >>> noise = np.resize([0.2, -0.2, 0.0], 60)
+    >>> df = pd.DataFrame({"id": np.repeat([1, 2], 60),
+    ...                    "y": np.r_[level + noise, noise]})   # sensor 2 stays at 0
+    >>> res = changepoints_many(df, "id", "y", scheduler="synchronous", sigma=0.2)
+    >>> res.events
+       id  index         kind  value
+    0   1     30  changepoint    5.2
+    >>> res.summary[["id", "n_points", "n_changepoints", "n_outliers", "sigma"]]
+       id  n_points  n_changepoints  n_outliers  sigma
+    0   1        60               1           0    0.2
+    1   2        60               0           0    0.2
+    """
+    from possibly.changepoint import ChangepointDetector
+
+    id_column = _check_name("id_column", id_column)
+    value_column = _check_name("value_column", value_column)
+    ChangepointDetector(**detector_kwargs)  # bad parameters fail here, before any work
+    ddf = _load(data, id_column, [value_column])  # bad input fails before any cluster starts
+    out_dir = _prepare_out(out, overwrite, ["events.parquet", "summary.parquet"])
+    series_dir = None if out_dir is None else str((out_dir / "series").resolve())
+    pd = _need("pandas")
+    with _client(scheduler, n_workers, connect_timeout) as client:
+        tasks = _tasks(ddf, id_column, client, _changepoint_task, id_column, value_column,
+                       detector_kwargs, series_dir)
+        results = _compute(client, tasks, progress, "change points")
+    results = [r for r in results if r[1] is not None]
+    events = _sorted(pd.concat([e for e, _ in results], ignore_index=True), ["id", "index"])
+    events["kind"] = _text(events["kind"])
+    summary = _text_columns(_sorted(pd.concat([s for _, s in results], ignore_index=True),
+                                    ["id"]))
+    if out_dir is not None:
+        events.to_parquet(out_dir / "events.parquet", index=False)
+        summary.to_parquet(out_dir / "summary.parquet", index=False)
+    return ManyResult(summary=summary, events=events, out=out_dir)
+
+
+# -- Kalman filter ---------------------------------------------------------------------------
+def _kalman_task(df: Any, id_column: str, value_columns: list[str], kf: Any,
+                 state_names: list[str], outlier_level: float,
+                 series_dir: str | None, keep_states: bool) -> tuple[Any, Any]:
+    """Filter every track of one task, tracks of equal length as one batch."""
+    import pandas as pd
+
+    tracks = [(key, g[value_columns].to_numpy(dtype=np.float64, na_value=np.nan))
+              for key, g in _groups(df, id_column)]
+    by_length: dict[int, list[int]] = {}
+    for i, (_, ys) in enumerate(tracks):
+        by_length.setdefault(ys.shape[0], []).append(i)
+    frames: list[Any] = [None] * len(tracks)
+    rows: list[Any] = [None] * len(tracks)
+    for idx in by_length.values():
+        try:
+            res = kf.filter(np.stack([tracks[i][1] for i in idx]))
+        except ValueError as exc:  # reported per track, the others still run
+            for i in idx:
+                rows[i] = {"id": tracks[i][0], "n_steps": tracks[i][1].shape[0],
+                           "n_missing": -1, "n_discounted": -1, "min_discount": math.nan,
+                           "file": None, "error": str(exc)}
+            continue
+        for b, i in enumerate(idx):
+            key, ys = tracks[i]
+            cols = {"step": np.arange(ys.shape[0], dtype=np.int64)}
+            cols.update({f"mean_{s}": res.mean[b, :, j] for j, s in enumerate(state_names)})
+            cols["consistency"] = res.consistency[b]
+            cols["discount"] = res.discount[b]
+            frames[i] = pd.DataFrame(cols)
+            disc = res.discount[b]
+            rows[i] = {"id": key, "n_steps": ys.shape[0],
+                       "n_missing": int(np.isnan(disc).sum()),
+                       "n_discounted": int(np.sum(disc < outlier_level)),
+                       "min_discount": float(np.nanmin(disc)) if np.isfinite(disc).any()
+                       else math.nan, "file": None, "error": None}
+    states = []
+    for i, (key, _) in enumerate(tracks):
+        if frames[i] is None:
+            continue
+        if series_dir is not None:
+            name = series_filename(key)
+            frames[i].to_parquet(os.path.join(series_dir, name), index=False)
+            rows[i]["file"] = f"series/{name}"
+        if keep_states:
+            states.append(frames[i].assign(id=key))
+    states_df = pd.concat(states, ignore_index=True) if states else None
+    return states_df, (pd.DataFrame(rows) if rows else None)
+
+
+def kalman_many(data: Any, id_column: str, value_columns: str | Sequence[str], model: Sequence,
+                *, robust: bool = True, tau: float | None = None, dim: float | None = None,
+                state_names: Sequence[str] | None = None, outlier_level: float = 0.1,
+                scheduler: Any = None, n_workers: int | None = None,
+                out: str | os.PathLike | None = None, overwrite: bool = False,
+                progress: bool = False, connect_timeout: float = 10.0) -> ManyResult:
+    """Run :class:`possibly.KalmanFilter` on every track of a long table with Dask.
+
+    Within each task, tracks of equal length go through the filter together along its batch
+    dimension (the same arithmetic per track as filtering it alone).
+
+    Parameters
+    ----------
+    data, id_column, scheduler, n_workers, out, overwrite, progress, connect_timeout
+        As in :func:`changepoints_many`; here ``out`` gets ``series/`` (one file per track:
+        ``step``, ``mean_<state>``, ``consistency``, ``discount``) and ``summary.parquet``.
+    value_columns : str or sequence of str
+        The ``m`` observation columns (NaN = missing component).
+    model : (F, Q, H, R)
+        The linear-Gaussian model, e.g. :func:`possibly.models.constant_velocity`.
+    robust, tau, dim
+        Passed to :class:`possibly.KalmanFilter`.
+    state_names : sequence of str, optional
+        Names of the ``n`` state components; ``x0, x1, ...`` by default.
+    outlier_level : float
+        Summary column ``n_discounted`` counts the steps whose discount fell below this.
+
+    Returns
+    -------
+    ManyResult
+        ``summary`` (``id, n_steps, n_missing, n_discounted, min_discount, file, error``) and,
+        when ``out`` is None, ``states`` (``step, mean_<state>..., consistency, discount, id``).
+
+    Examples
+    --------
+    >>> import pandas as pd, possibly as ps
+    >>> df = pd.DataFrame({"track": ["a"] * 5 + ["b"] * 5,
+    ...                    "pos": [0, 1, 2, 30, 4, 0, -1, -2, -3, -4]})
+    >>> res = kalman_many(df, "track", "pos", ps.models.constant_velocity(),
+    ...                   state_names=["position", "velocity"], scheduler="synchronous")
+    >>> res.summary[["id", "n_steps", "n_discounted"]]
+      id  n_steps  n_discounted
+    0  a        5             1
+    1  b        5             0
+    >>> res.states.query("id == 'a'")["mean_position"].round(2).tolist()
+    [0.0, 1.0, 2.0, 3.0, 4.0]
+    """
+    from possibly.kalman import KalmanFilter
+
+    id_column = _check_name("id_column", id_column)
+    if isinstance(value_columns, str):
+        value_columns = [value_columns]
+    value_columns = [_check_name("value_columns", c) for c in value_columns]
+    if not value_columns:
+        raise ValueError("value_columns must name at least one column")
+    try:
+        F, Q, H, R = model
+    except (TypeError, ValueError):
+        raise ValueError("model must be a tuple (F, Q, H, R)") from None
+    kf = KalmanFilter(F, Q, H, R, robust=robust, tau=tau, dim=dim)
+    if kf.obs_dim != len(value_columns):
+        raise ValueError(f"value_columns has {len(value_columns)} column(s) but the model "
+                         f"observes {kf.obs_dim} value(s) per step")
+    if state_names is None:
+        state_names = [f"x{j}" for j in range(kf.state_dim)]
+    state_names = [str(s) for s in state_names]
+    if len(state_names) != kf.state_dim or len(set(state_names)) != kf.state_dim:
+        raise ValueError(f"state_names must be {kf.state_dim} distinct names, got {state_names}")
+    if not 0.0 < float(outlier_level) <= 1.0:
+        raise ValueError(f"outlier_level must be in (0, 1], got {outlier_level!r}")
+    ddf = _load(data, id_column, value_columns)
+    out_dir = _prepare_out(out, overwrite, ["summary.parquet"])
+    series_dir = None if out_dir is None else str((out_dir / "series").resolve())
+    pd = _need("pandas")
+    with _client(scheduler, n_workers, connect_timeout) as client:
+        tasks = _tasks(ddf, id_column, client, _kalman_task, id_column, value_columns, kf,
+                       state_names, float(outlier_level), series_dir, out_dir is None)
+        results = _compute(client, tasks, progress, "tracks")
+    summary = _text_columns(_sorted(pd.concat([s for _, s in results if s is not None],
+                                              ignore_index=True), ["id"]))
+    states = None
+    if out_dir is None:
+        parts = [s for s, _ in results if s is not None]
+        if parts:
+            states = pd.concat(parts, ignore_index=True)
+            states = _sorted(states[["id", *[c for c in states.columns if c != "id"]]],
+                             ["id", "step"])
+    else:
+        summary.to_parquet(out_dir / "summary.parquet", index=False)
+    return ManyResult(summary=summary, states=states, out=out_dir)
