@@ -42,3 +42,15 @@ def test_cli_rejects_unknown_study_and_bad_repeats(tmp_path, capsys):
     assert exc.value.code == 2
     assert main(["reproduce", "kalman", "--out", str(tmp_path), "--repeats", "0"]) == 2
     assert "repeats must be >= 1" in capsys.readouterr().err
+
+
+def test_reproduce_all_quick_writes_every_figure_and_section(tmp_path):
+    # the real studies, reduced: what CI runs
+    assert main(["reproduce", "all", "--quick", "--out", str(tmp_path), "--no-progress"]) == 0
+    text = (tmp_path / "report.md").read_text()
+    for name in rp.STUDIES:
+        assert f"## {name}:" in text
+        assert (tmp_path / name / "result.json").is_file()
+        pngs = list((tmp_path / name).glob("*.png"))
+        assert pngs and all(p.stat().st_size > 10_000 for p in pngs)
+    assert "| quantity | paper | ours | verdict |" in text
