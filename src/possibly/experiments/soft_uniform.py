@@ -83,7 +83,8 @@ def run(repeats: int = 1000, seed: int = 0, quick: bool = False, progress: bool 
     # one realisation for the posterior figure: the first repeat
     ex = y[0]
     fit0 = SoftUniformEstimator(decay=DECAY).fit(ex)
-    grid = np.linspace(60.0, 160.0, 1001)
+    # the sup sits at an observation: put the observations on the grid so the plot reaches 1
+    grid = np.union1d(np.linspace(60.0, 160.0, 1001), ex[(ex >= 60.0) & (ex <= 160.0)])
     return {
         "experiment": "soft_uniform",
         "setting": {"theta": THETA_TRUE, "T": T_OBS, "eps": EPS,
