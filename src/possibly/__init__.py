@@ -29,6 +29,7 @@ from possibly.families import (
     Pareto,
     Possibility,
 )
+from possibly.grid import GridPossibility, LogLikelihood
 from possibly.inference import (
     RobustUpdate,
     SequentialResult,
@@ -41,6 +42,7 @@ from possibly.inference import (
 )
 from possibly.kalman import KalmanFilter
 from possibly.location_scale import RobustNormalEstimator
+from possibly.particles import ParticleFilter, ParticlePossibility
 from possibly.soft_uniform import SoftUniformEstimator
 
 __version__ = "0.1.0"
@@ -49,14 +51,18 @@ __all__ = [
     "Beta",
     "ChangepointDetector",
     "Gamma",
+    "GridPossibility",
     "InverseGamma",
     "InverseWishart",
     "KalmanFilter",
+    "LogLikelihood",
     "MultivariateNormal",
     "Normal",
     "NormalGamma",
     "NormalInverseWishart",
     "Pareto",
+    "ParticleFilter",
+    "ParticlePossibility",
     "Possibility",
     "RobustNormalEstimator",
     "RobustCovarianceEstimator",
