@@ -35,7 +35,7 @@ from typing import NamedTuple
 import numpy as np
 
 from possibly.families.inverse_wishart import NormalInverseWishart
-from possibly.inference import discount
+from possibly.inference import discount, exponent
 from possibly.progress import progress_bar
 from possibly.validation import check_positive, check_unit_interval
 
@@ -218,12 +218,7 @@ def step(state: NormalInverseWishart, information: NormalInverseWishart, *, dim:
     full = kept._add(lik)
     log_c = np.minimum(full.log_support() - kept.log_support() - lik_support, 0.0)
     gamma = discount(log_c, dim)
-    if not robust:
-        rho = np.ones_like(gamma)
-    elif tau is None:
-        rho = gamma
-    else:
-        rho = np.where(gamma <= tau, gamma, 1.0)
+    rho = exponent(gamma, tau, robust)
     # ρ = 1 everywhere is the common case for standard updates: reuse the undiscounted sum.
     new = full if np.all(rho == 1.0) else kept._add(lik._scaled(rho))
     return new, CovarianceStepInfo(log_consistency=log_c, gamma=gamma, discount=rho)

@@ -24,6 +24,7 @@ __all__ = [
     "combine",
     "consistency",
     "discount",
+    "exponent",
     "log_consistency",
     "robust_update",
     "SequentialResult",
@@ -70,6 +71,27 @@ def consistency(prior: Possibility, likelihood: Possibility) -> np.ndarray:
     return np.exp(log_consistency(prior, likelihood))
 
 
+def exponent(gamma, tau=None, robust: bool = True) -> np.ndarray:
+    """The power applied to the likelihood, from ``gamma = c ** (1 / d)``.
+
+    1 for a standard update (``robust=False``); ``gamma`` for the robust update; with a
+    threshold ``tau``, ``gamma`` where ``gamma <= tau`` and 1 elsewhere. No argument checks:
+    this sits in the inner loops of the filters, which check ``tau`` once up front.
+
+    Examples
+    --------
+    >>> import numpy as np, possibly as ps
+    >>> ps.exponent(np.array([0.9, 0.05]), tau=0.1)
+    array([1.  , 0.05])
+    """
+    gamma = np.asarray(gamma, dtype=np.float64)
+    if not robust:
+        return np.ones_like(gamma)
+    if tau is None:
+        return gamma
+    return np.where(gamma <= tau, gamma, 1.0)
+
+
 def discount(log_c, dim, tau=None) -> np.ndarray:
     """The exponent applied to the likelihood: ``gamma = c ** (1 / dim)``, thresholded by ``tau``.
 
@@ -88,11 +110,9 @@ def discount(log_c, dim, tau=None) -> np.ndarray:
     if (log_c > 0).any():
         raise ValueError("log_c must be <= 0 (a consistency is at most 1)")
     dim = check_positive("dim", dim)
-    gamma = np.exp(log_c / dim)
-    if tau is None:
-        return gamma
-    tau = check_unit_interval("tau", tau, low_open=True, high_open=False)
-    return np.where(gamma <= tau, gamma, 1.0)
+    if tau is not None:
+        tau = check_unit_interval("tau", tau, low_open=True, high_open=False)
+    return exponent(np.exp(log_c / dim), tau)
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,7 @@ from typing import NamedTuple
 import numpy as np
 
 from possibly.families.multivariate_normal import MultivariateNormal
+from possibly.inference import exponent
 from possibly.validation import as_finite, check_positive, check_psd, check_unit_interval
 
 __all__ = [
@@ -255,11 +256,7 @@ def _observation_at(y: np.ndarray, ob: _Observation):
 
 def _discount(log_c: np.ndarray, robust: bool, dim: float, tau: float | None):
     gamma = np.exp(log_c / dim)
-    if not robust:
-        return gamma, np.ones_like(gamma)
-    if tau is None:
-        return gamma, gamma
-    return gamma, np.where(gamma <= tau, gamma, 1.0)
+    return gamma, exponent(gamma, tau, robust)
 
 
 def _update_scalar(state: KalmanState, y: np.ndarray, ob: _Observation, robust: bool,

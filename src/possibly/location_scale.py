@@ -29,6 +29,7 @@ import numpy as np
 
 from possibly.families import NormalGamma
 from possibly.families.gamma import gamma_log_support
+from possibly.inference import exponent
 from possibly.validation import as_finite, check_positive, check_unit_interval
 
 __all__ = [
@@ -125,13 +126,7 @@ def location_scale_step(state: LocationScaleState, y, *, omega=0.99, tau=None,
              - gamma_log_support((1.0 - omega) * a + 0.5, (1.0 - omega) * b))
     log_c = np.minimum(log_c, 0.0)  # S is subadditive; clip rounding above 0
     gamma = np.exp(0.5 * log_c)
-    if not robust:
-        rho = np.ones_like(gamma)
-    elif tau is None:
-        rho = gamma
-    else:
-        rho = np.where(gamma <= tau, gamma, 1.0)
-    rho = np.where(skip, 0.0, rho)
+    rho = np.where(skip, 0.0, exponent(gamma, tau, robust))
     k_new = k + rho
     # k_new = 0 only when k = 0 and rho = 0 (skipped first observation): keep the mean
     safe = np.where(k_new > 0, k_new, 1.0)
