@@ -25,6 +25,7 @@ import os
 import time
 
 import numpy as np
+from timing import best_of
 
 import possibly as ps
 from possibly.experiments import normal, normal_mmd, soft_uniform
@@ -34,13 +35,6 @@ SERIES, T = 1000, 100
 SD = normal_mmd.SD
 
 
-def best_of(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def interleaved(rows: dict, repeats: int) -> dict:

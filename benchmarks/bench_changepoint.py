@@ -20,6 +20,7 @@ import sys
 import time
 
 import numpy as np
+from timing import best_of
 
 import possibly as ps
 from possibly.changepoint import ChangepointDetector, _numba_available
@@ -27,13 +28,6 @@ from possibly.changepoint import ChangepointDetector, _numba_available
 SIGMA, HAZARD, FORGETTING = 2500.0, 2.5e-3, 0.9
 
 
-def best_of(fn, repeats: int) -> float:
-    best = np.inf
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
 
 
 def detector(**kw) -> ChangepointDetector:

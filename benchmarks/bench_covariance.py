@@ -18,19 +18,11 @@ import os
 import time
 
 import numpy as np
+from timing import best_of
 
 import possibly as ps
 from possibly.experiments import feature
 from possibly.experiments.feature import sample_covariances, simulate_batches
-
-
-def best_of(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def simulate(runs: int, dim: int, n: int, steps: int, seed: int) -> np.ndarray:

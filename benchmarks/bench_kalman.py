@@ -11,21 +11,12 @@ Run: .venv/bin/python benchmarks/bench_kalman.py [--series 500] [--steps 250]
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
+from timing import best_of
 
 import possibly as ps
 from possibly.experiments.kalman import simulate
-
-
-def best_of(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def filterpy_loop(ys: np.ndarray, model, x0: np.ndarray, P0: np.ndarray) -> np.ndarray:

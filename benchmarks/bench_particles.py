@@ -16,22 +16,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
 
 import numpy as np
+from timing import best_of
 
 import possibly as ps
 from possibly.experiments.kalman import simulate
 from possibly.particles import GaussianNoise
-
-
-def best_of(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def main(argv=None) -> int:
