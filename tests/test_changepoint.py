@@ -417,3 +417,15 @@ def test_run_length_possibility_index_checks():
         res.run_length_possibility(3)
     with pytest.raises(ValueError, match="integer"):
         res.run_length_possibility(1.5)
+
+
+def test_run_length_possibility_is_not_truncated_by_pruning():
+    # every run length gets its value, also those the default pruning dropped during the fit
+    y = ps.datasets.well_log()[:600]
+    pruned = ps.ChangepointDetector(sigma=2500.0, hazard=2.5e-3).fit(y)
+    full = ps.ChangepointDetector(sigma=2500.0, hazard=2.5e-3, tol=0.0).fit(y)
+    for t in (100, 599):
+        a = pruned.log_run_length_possibility(t)
+        assert np.all(np.isfinite(a)) and a.size == t + 1
+        np.testing.assert_array_equal(a, full.log_run_length_possibility(t))
+        assert np.sum(a < np.log(1e-12)) > 0  # values that pruning had dropped are there

@@ -45,6 +45,7 @@ Choosing the parameters
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
 from collections.abc import Callable, Iterator
@@ -716,12 +717,13 @@ class ChangepointResult:
     def log_run_length_possibility(self, t: int) -> np.ndarray:
         """Log possibility of every run length ``0..t`` after observation ``t``.
 
-        Recomputed by replaying the (deterministic) recursion, so nothing is stored by
-        :meth:`~ChangepointDetector.fit`. Run lengths dropped by the ``tol`` pruning are
-        ``-inf``; fit with ``tol=0`` for every value.
+        Recomputed by replaying the (deterministic) recursion without pruning, so nothing is
+        stored by :meth:`~ChangepointDetector.fit` and every run length gets its value, also
+        those that the ``tol`` pruning dropped (pruning changes no kept value: there is no
+        normalising sum). The replay costs ``O(t²)``.
         """
         t = self._check_t(t)
-        for s, (starts, log_w) in enumerate(self.iter_run_lengths(stop=t + 1)):
+        for s, (starts, log_w) in enumerate(self.iter_run_lengths(stop=t + 1, tol=0.0)):
             if s == t:
                 out = np.full(t + 1, -np.inf)
                 out[t - starts] = log_w
@@ -742,13 +744,18 @@ class ChangepointResult:
         """
         return np.exp(self.log_run_length_possibility(t))
 
-    def iter_run_lengths(self, stop: int | None = None) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """Yield ``(start, log_w)`` of the kept runs after each step ``0..stop-1`` (one pass)."""
+    def iter_run_lengths(self, stop: int | None = None, tol: float | None = None
+                         ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """Yield ``(start, log_w)`` of the kept runs after each step ``0..stop-1`` (one pass).
+
+        ``tol`` overrides the pruning tolerance of the fit (0 keeps every run length).
+        """
         stop = len(self.y) if stop is None else stop
-        model = self.params.model
+        params = self.params if tol is None else dataclasses.replace(self.params, tol=tol)
+        model = params.model
         state = init(model)
         for t in range(stop):
-            state, _ = step(state, float(self.y[t]) if model is None else self.y[t], self.params)
+            state, _ = step(state, float(self.y[t]) if model is None else self.y[t], params)
             yield state.start, state.log_w
 
     def _check_t(self, t) -> int:
