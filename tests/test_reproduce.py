@@ -54,3 +54,11 @@ def test_reproduce_all_quick_writes_every_figure_and_section(tmp_path):
         pngs = list((tmp_path / name).glob("*.png"))
         assert pngs and all(p.stat().st_size > 10_000 for p in pngs)
     assert "| quantity | paper | ours | verdict |" in text
+
+
+def test_running_one_study_keeps_the_others_in_the_report(toy, monkeypatch, tmp_path):
+    monkeypatch.setitem(rp.STUDIES, "toy2", ("fake_study", "another toy figure", 3))
+    rp.reproduce(["toy", "toy2"], tmp_path, seed=1)
+    text = rp.reproduce("toy2", tmp_path, seed=2).read_text()
+    assert "## toy: a toy figure" in text and "## toy2: another toy figure" in text
+    assert "seed: 1" in text and "seed: 2" in text
