@@ -37,14 +37,8 @@ def plot_realisation(realisation: dict, path) -> str:
     ax.legend(loc="best", fontsize=8)
     ax.set_title("Nearly-constant velocity model: one realisation")
     disc = np.array([np.nan if d is None else d for d in realisation["discount"]], dtype=float)
-    axd.semilogy(t, np.maximum(disc, 1e-300), ".", ms=3, color="tab:blue")
-    axd.set_ylim(1e-12, 2.0)
-    axd.set_ylabel("discount γ")
-    axd.set_xlabel("time step t")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return str(path)
+    _discount_panel(axd, t, disc, "discount γ", "time step t")
+    return _save(plt, fig, path)
 
 
 def plot_error_boxes(errors: dict, path, repeats: int | None = None,
@@ -70,10 +64,7 @@ def plot_error_boxes(errors: dict, path, repeats: int | None = None,
     axes[0, 0].set_ylabel("time-averaged |position error|")
     n = f" over {repeats} repeats" if repeats else ""
     fig.suptitle(f"Absolute position error{n}")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return str(path)
+    return _save(plt, fig, path)
 
 
 def plot_filtered_series(ys, position, discount, path, title: str = "Kalman filter") -> str:
@@ -88,11 +79,19 @@ def plot_filtered_series(ys, position, discount, path, title: str = "Kalman filt
     ax.set_ylabel("position")
     ax.legend(loc="best", fontsize=8)
     ax.set_title(title)
-    disc = np.asarray(discount, dtype=float)
-    axd.semilogy(t, np.maximum(disc, 1e-300), ".", ms=3, color="tab:blue")
-    axd.set_ylim(1e-12, 2.0)
-    axd.set_ylabel("discount")
-    axd.set_xlabel("time step")
+    _discount_panel(axd, t, np.asarray(discount, dtype=float), "discount", "time step")
+    return _save(plt, fig, path)
+
+
+def _discount_panel(ax, t, disc, ylabel: str, xlabel: str) -> None:
+    """The discount per step on a log scale (0, an ignored outlier, drawn at the floor)."""
+    ax.semilogy(t, np.maximum(disc, 1e-300), ".", ms=3, color="tab:blue")
+    ax.set_ylim(1e-12, 2.0)
+    ax.set_ylabel(ylabel)
+    ax.set_xlabel(xlabel)
+
+
+def _save(plt, fig, path) -> str:
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
