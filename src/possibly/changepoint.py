@@ -346,9 +346,9 @@ def init(model: ConjugateModel | None = None) -> ChangepointState | ConjugateSta
     empty = np.zeros(0)
     if model is None:
         return ChangepointState(0, np.zeros(0, dtype=np.int64), empty, empty, empty)
-    fields = {name: np.asarray(arr)[None][:0] for name, arr in model.prior._fields().items()}
+    fields = {name: np.asarray(arr)[None][:0] for name, arr in model.prior.fields().items()}
     return ConjugateState(0, np.zeros(0, dtype=np.int64), empty,
-                          type(model.prior)._from_fields(fields), np.zeros(0, dtype=bool))
+                          type(model.prior).from_fields(fields), np.zeros(0, dtype=bool))
 
 
 def step(state: ChangepointState | ConjugateState, y,
@@ -433,8 +433,8 @@ def _is_missing(y) -> bool:
 def _append_run(post: Possibility, prior: Possibility) -> Possibility:
     """``post`` (batch ``(n,)``) with ``prior`` (batch ``()``) appended as run ``n``."""
     fields = {name: np.concatenate([arr, np.asarray(getattr(prior, name))[None]])
-              for name, arr in post._fields().items()}
-    return type(post)._from_fields(fields)
+              for name, arr in post.fields().items()}
+    return type(post).from_fields(fields)
 
 
 def _step_model(state: ConjugateState, y,

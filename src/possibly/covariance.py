@@ -35,7 +35,7 @@ from typing import NamedTuple
 import numpy as np
 
 from possibly.families.inverse_wishart import NormalInverseWishart
-from possibly.inference import discount, exponent
+from possibly.inference import discount
 from possibly.progress import progress_bar
 from possibly.validation import check_positive, check_unit_interval
 
@@ -138,7 +138,7 @@ def batch_information(batches: np.ndarray) -> NormalInverseWishart:
     scatter = np.swapaxes(centred, -1, -2) @ centred
     scatter = 0.5 * (scatter + np.swapaxes(scatter, -1, -2))
     count = np.full(mean.shape[:-1], float(n))
-    return NormalInverseWishart._from_fields(
+    return NormalInverseWishart.from_fields(
         {"mean": mean, "lam": count, "psi": scatter, "nu": count})
 
 
@@ -218,7 +218,7 @@ def step(state: NormalInverseWishart, information: NormalInverseWishart, *, dim:
     full = kept._add(lik)
     log_c = np.minimum(full.log_support() - kept.log_support() - lik_support, 0.0)
     gamma = discount(log_c, dim)
-    rho = exponent(gamma, tau, robust)
+    rho = discount(log_c, dim, tau, robust, validate=False)
     # ρ = 1 everywhere is the common case for standard updates: reuse the undiscounted sum.
     new = full if np.all(rho == 1.0) else kept._add(lik._scaled(rho))
     return new, CovarianceStepInfo(log_consistency=log_c, gamma=gamma, discount=rho)

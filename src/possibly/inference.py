@@ -17,14 +17,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from possibly.families.base import Possibility
-from possibly.validation import as_finite, check_positive, check_unit_interval
+from possibly.validation import check_positive, check_unit_interval
 
 __all__ = [
     "RobustUpdate",
     "combine",
     "consistency",
     "discount",
-    "exponent",
     "log_consistency",
     "robust_update",
     "SequentialResult",
@@ -32,13 +31,17 @@ __all__ = [
 ]
 
 
-def combine(prior: Possibility, likelihood: Possibility) -> Possibility:
+def combine(prior: Possibility, likelihood: Possibility, *, validate: bool = True
+            ) -> Possibility:
     """Possibilistic Bayes: ``f(θ) L(θ) / sup_θ' f(θ') L(θ')``.
 
     Parameters
     ----------
     prior, likelihood : Possibility
         Two possibility functions of the same family; batch dimensions broadcast.
+    validate : bool
+        Check the pair (default). ``False`` is the unchecked fast path of the algebra for the
+        inner loops of the applications, which check their inputs once up front.
 
     Examples
     --------
@@ -47,13 +50,19 @@ def combine(prior: Possibility, likelihood: Possibility) -> Possibility:
     >>> float(post.mean), float(post.precision)
     (1.0, 2.0)
     """
-    _check_pair(prior, likelihood)
+    if validate:
+        _check_pair(prior, likelihood)
     return prior._add(likelihood)
 
 
-def log_consistency(prior: Possibility, likelihood: Possibility) -> np.ndarray:
-    """``log c``, where ``c = sup_θ f(θ) L(θ | y)`` (see :func:`consistency`)."""
-    _check_pair(prior, likelihood)
+def log_consistency(prior: Possibility, likelihood: Possibility, *, validate: bool = True
+                    ) -> np.ndarray:
+    """``log c``, where ``c = sup_θ f(θ) L(θ | y)`` (see :func:`consistency`).
+
+    ``validate=False`` skips the checks of the pair (see :func:`combine`).
+    """
+    if validate:
+        _check_pair(prior, likelihood)
     return np.asarray(prior._log_consistency(likelihood))
 
 
@@ -71,32 +80,29 @@ def consistency(prior: Possibility, likelihood: Possibility) -> np.ndarray:
     return np.exp(log_consistency(prior, likelihood))
 
 
-def exponent(gamma, tau=None, robust: bool = True) -> np.ndarray:
-    """The power applied to the likelihood, from ``gamma = c ** (1 / d)``.
+def discount(log_c, dim, tau=None, robust: bool = True, *, validate: bool = True) -> np.ndarray:
+    """The exponent applied to the likelihood, from the log consistency ``log c``.
 
-    1 for a standard update (``robust=False``); ``gamma`` for the robust update; with a
-    threshold ``tau``, ``gamma`` where ``gamma <= tau`` and 1 elsewhere. No argument checks:
-    this sits in the inner loops of the filters, which check ``tau`` once up front.
+    ``gamma = c ** (1 / dim)`` for the robust update (paper §4.2); with a threshold ``tau``,
+    observations with ``gamma > tau`` are kept whole (exponent 1) and the others get
+    ``gamma`` ("information loss"); 1 everywhere for a standard update (``robust=False``).
+    A NaN ``log c`` (a missing observation) gives a NaN exponent. This is the only definition
+    of the discount in the library; :func:`possibly.compiled.discount_scalar` is its numba
+    twin (tested equal).
 
-    Examples
-    --------
-    >>> import numpy as np, possibly as ps
-    >>> ps.exponent(np.array([0.9, 0.05]), tau=0.1)
-    array([1.  , 0.05])
-    """
-    gamma = np.asarray(gamma, dtype=np.float64)
-    if not robust:
-        return np.ones_like(gamma)
-    if tau is None:
-        return gamma
-    return np.where(gamma <= tau, gamma, 1.0)
-
-
-def discount(log_c, dim, tau=None) -> np.ndarray:
-    """The exponent applied to the likelihood: ``gamma = c ** (1 / dim)``, thresholded by ``tau``.
-
-    With ``tau`` given, observations with ``gamma > tau`` are kept whole (exponent 1) and the
-    others get ``gamma`` (paper §4.2, "information loss").
+    Parameters
+    ----------
+    log_c : array_like
+        Log consistency, ``<= 0``; NaN marks a missing observation.
+    dim : float
+        Effective dimension ``d > 0`` (number of free scalar parameters updated).
+    tau : float in (0, 1], optional
+        Threshold.
+    robust : bool
+        False: standard update (exponent 1).
+    validate : bool
+        Check the arguments (default). The inner loops of the applications check ``dim`` and
+        ``tau`` once up front and pass ``validate=False``.
 
     Examples
     --------
@@ -105,14 +111,27 @@ def discount(log_c, dim, tau=None) -> np.ndarray:
     array([1.  , 0.5 , 0.01])
     >>> ps.discount(np.log([1.0, 0.25, 1e-4]), dim=2, tau=0.1)
     array([1.  , 1.  , 0.01])
+    >>> ps.discount(np.log([0.25, np.nan]), dim=2, robust=False)
+    array([ 1., nan])
     """
-    log_c = as_finite("log_c", log_c, allow_inf=True)
-    if (log_c > 0).any():
-        raise ValueError("log_c must be <= 0 (a consistency is at most 1)")
-    dim = check_positive("dim", dim)
-    if tau is not None:
-        tau = check_unit_interval("tau", tau, low_open=True, high_open=False)
-    return exponent(np.exp(log_c / dim), tau)
+    if validate:
+        if not isinstance(robust, (bool, np.bool_)):
+            raise TypeError(f"robust must be a bool, got {robust!r}")
+        log_c = np.asarray(log_c, dtype=np.float64)
+        if np.isposinf(log_c).any() or (log_c > 0).any():
+            raise ValueError("log_c must be <= 0 (a consistency is at most 1) or NaN (missing)")
+        dim = float(check_positive("dim", dim))
+        if tau is not None:
+            tau = float(check_unit_interval("tau", tau, low_open=True, high_open=False))
+    else:
+        log_c = np.asarray(log_c, dtype=np.float64)
+    missing = np.isnan(log_c)
+    if not robust:
+        return np.where(missing, np.nan, 1.0)
+    gamma = np.exp(log_c / dim)
+    if tau is None:
+        return gamma
+    return np.where(gamma <= tau, gamma, np.where(missing, np.nan, 1.0))
 
 
 @dataclass(frozen=True)
@@ -138,7 +157,8 @@ class RobustUpdate:
 
 
 def robust_update(prior: Possibility, likelihood: Possibility, dim=None, tau=None, *,
-                  omega=None, lend: str = "all") -> RobustUpdate:
+                  omega=None, lend: str = "all", robust: bool = True,
+                  validate: bool = True) -> RobustUpdate:
     """Robust possibilistic Bayes: ``f(θ) L(θ | y) ** rho``, renormalised.
 
     Parameters
@@ -158,6 +178,10 @@ def robust_update(prior: Possibility, likelihood: Possibility, dim=None, tau=Non
     lend : str
         Which part of the prior is lent with ``omega``: ``"all"`` or, for ``NormalGamma``,
         ``"precision"`` (the appendix's refinement).
+    robust : bool
+        False: the standard update (exponent 1), with the consistency still reported.
+    validate : bool
+        Check the arguments (default); ``False`` is the inner-loop fast path.
 
     Returns
     -------
@@ -174,20 +198,23 @@ def robust_update(prior: Possibility, likelihood: Possibility, dim=None, tau=Non
     >>> round(float(res.discount), 4), round(float(res.posterior.mean), 5)
     (0.9951, 0.00099)
     """
-    _check_pair(prior, likelihood)
+    if validate:
+        _check_pair(prior, likelihood)
     if omega is None:
-        if lend != "all":
+        if validate and lend != "all":
             raise ValueError("lend only applies with omega")
-        likelihood._check_bounded("likelihood")
+        if validate and robust:
+            likelihood._check_bounded("likelihood")
         kept, lik = prior, likelihood
     else:
         kept, lent = prior.split(omega, part=lend)
         lik = likelihood._add(lent)
-        lik._check_bounded("likelihood with the lent part of the prior")
+        if validate and robust:
+            lik._check_bounded("likelihood with the lent part of the prior")
     dim = prior.effective_dim if dim is None else dim
     log_c = np.asarray(kept._log_consistency(lik))
-    gamma = discount(log_c, dim)
-    rho = gamma if tau is None else discount(log_c, dim, tau)
+    gamma = discount(log_c, dim, validate=validate)
+    rho = discount(log_c, dim, tau, robust, validate=validate)
     posterior = kept._add(lik._scaled(rho))
     return RobustUpdate(posterior=posterior, consistency=np.exp(log_c), discount=rho,
                         gamma=gamma)
@@ -254,17 +281,9 @@ def update_sequence(prior: Possibility, likelihoods: Possibility, *, robust: boo
     history, cons, disc = [], [], []
     for t in range(steps):
         lik = likelihoods[t]
-        if robust:
-            res = robust_update(post, lik, dim=dim, tau=tau, omega=omega, lend=lend)
-            post, c, g = res.posterior, res.consistency, res.discount
-        else:
-            if omega is not None:
-                kept, lent = post.split(omega, part=lend)
-                lik = lik._add(lent)
-                post, lik = kept, lik
-            c = np.exp(log_consistency(post, lik))
-            post = combine(post, lik)
-            g = np.ones_like(c)
+        res = robust_update(post, lik, dim=dim, tau=tau, omega=omega, lend=lend,
+                            robust=robust)
+        post, c, g = res.posterior, res.consistency, res.discount
         history.append(post)
         cons.append(c)
         disc.append(g)

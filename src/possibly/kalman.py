@@ -36,7 +36,7 @@ from typing import NamedTuple
 import numpy as np
 
 from possibly.families.multivariate_normal import MultivariateNormal
-from possibly.inference import exponent
+from possibly.inference import discount
 from possibly.validation import as_finite, check_positive, check_psd, check_unit_interval
 
 __all__ = [
@@ -255,8 +255,8 @@ def _observation_at(y: np.ndarray, ob: _Observation):
 
 
 def _discount(log_c: np.ndarray, robust: bool, dim: float, tau: float | None):
-    gamma = np.exp(log_c / dim)
-    return gamma, exponent(gamma, tau, robust)
+    return (discount(log_c, dim, validate=False),
+            discount(log_c, dim, tau, robust, validate=False))
 
 
 def _update_scalar(state: KalmanState, y: np.ndarray, ob: _Observation, robust: bool,

@@ -29,7 +29,7 @@ import numpy as np
 
 from possibly.families import NormalGamma
 from possibly.families.gamma import gamma_log_support
-from possibly.inference import exponent
+from possibly.inference import discount
 from possibly.validation import as_finite, check_positive, check_unit_interval
 
 __all__ = [
@@ -125,8 +125,8 @@ def location_scale_step(state: LocationScaleState, y, *, omega=0.99, tau=None,
              - gamma_log_support(omega * a, omega * b)
              - gamma_log_support((1.0 - omega) * a + 0.5, (1.0 - omega) * b))
     log_c = np.minimum(log_c, 0.0)  # S is subadditive; clip rounding above 0
-    gamma = np.exp(0.5 * log_c)
-    rho = np.where(skip, 0.0, exponent(gamma, tau, robust))
+    gamma = discount(log_c, 2.0, validate=False)
+    rho = np.where(skip, 0.0, discount(log_c, 2.0, tau, robust, validate=False))
     k_new = k + rho
     # k_new = 0 only when k = 0 and rho = 0 (skipped first observation): keep the mean
     safe = np.where(k_new > 0, k_new, 1.0)
@@ -267,7 +267,7 @@ class RobustNormalEstimator:
             infos.append(info)
         fields = {name: np.stack([getattr(s, name) for s in states], axis=-1)
                   for name in LocationScaleState._fields}
-        trajectory = NormalGamma._from_fields(fields)
+        trajectory = NormalGamma.from_fields(fields)
         with np.errstate(divide="ignore", invalid="ignore"):
             precision = np.where(fields["beta"] > 0, fields["alpha"] / fields["beta"], np.inf)
 

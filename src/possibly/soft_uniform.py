@@ -30,7 +30,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from possibly.inference import exponent
+from possibly.inference import discount
 from possibly.location_scale import check_observations
 from possibly.validation import as_finite, check_positive, check_unit_interval
 
@@ -166,7 +166,7 @@ def soft_uniform_step(state: SoftUniformState, y, *, decay, robust: bool = True,
     log_c_new = np.maximum((state.values + g_old).max(-1), v_new + g_self)
     log_c = np.minimum(np.log(ys[..., 0]) + log_c_new - state.log_norm, 0.0)
     cons = np.exp(log_c)
-    rho = np.where(skip, 0.0, exponent(cons, tau, robust))
+    rho = np.where(skip, 0.0, discount(log_c, 1.0, tau, robust, validate=False))
     values = state.values + rho[..., None] * g_old
     i = state.count
     points = state.points.copy()

@@ -94,7 +94,7 @@ def inlier_information(batches: np.ndarray, keep: np.ndarray) -> NormalInverseWi
     mean = (w[..., None] * batches).sum(-2) / np.maximum(count, 1.0)[..., None]
     centred = (batches - mean[..., None, :]) * w[..., None]
     scatter = np.swapaxes(centred, -1, -2) @ centred
-    return NormalInverseWishart._from_fields({"mean": mean, "lam": count, "psi": scatter,
+    return NormalInverseWishart.from_fields({"mean": mean, "lam": count, "psi": scatter,
                                               "nu": count})
 
 

@@ -53,12 +53,13 @@ class Possibility:
                 for name, ev in cls._event_ndims.items()}
 
     # -- structure ---------------------------------------------------------------------------
-    def _fields(self) -> dict[str, np.ndarray]:
+    def fields(self) -> dict[str, np.ndarray]:
+        """The parameter arrays by name (batch dimensions first, then event dimensions)."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
     @property
     def batch_shape(self) -> tuple[int, ...]:
-        name, arr = next(iter(self._fields().items()))
+        name, arr = next(iter(self.fields().items()))
         ev = self._event_ndims.get(name, 0)
         return arr.shape[: arr.ndim - ev]
 
@@ -67,10 +68,10 @@ class Possibility:
         if not isinstance(index, tuple):
             index = (index,)
         out = {}
-        for name, arr in self._fields().items():
+        for name, arr in self.fields().items():
             ev = self._event_ndims.get(name, 0)
             out[name] = arr[index + (slice(None),) * ev]
-        return self._from_fields(out)
+        return self.from_fields(out)
 
     @classmethod
     def stack(cls, items: list[Possibility], axis: int = 0) -> Possibility:
@@ -83,10 +84,10 @@ class Possibility:
         if axis < 0:
             axis += len(first.batch_shape) + 1
         out = {}
-        for name in first._fields():
+        for name in first.fields():
             arrs = np.broadcast_arrays(*[getattr(it, name) for it in items])
             out[name] = np.stack(arrs, axis=axis)
-        return type(first)._from_fields(out)
+        return type(first).from_fields(out)
 
     def __len__(self) -> int:
         if not self.batch_shape:
@@ -94,8 +95,11 @@ class Possibility:
         return self.batch_shape[0]
 
     @classmethod
-    def _from_fields(cls, fields: dict[str, np.ndarray]):
-        """Build without re-validating (fields come from an already valid instance)."""
+    def from_fields(cls, fields: dict[str, np.ndarray]):
+        """Build from :meth:`fields` without re-validating (the fast path for inner loops).
+
+        The arrays must come from valid members (e.g. sliced or stacked ``fields()``).
+        """
         obj = object.__new__(cls)
         for name, value in fields.items():
             object.__setattr__(obj, name, np.asarray(value, dtype=np.float64))
@@ -103,7 +107,7 @@ class Possibility:
 
     def __repr__(self) -> str:
         parts = []
-        for name, arr in self._fields().items():
+        for name, arr in self.fields().items():
             text = np.array2string(arr, precision=6, threshold=6, separator=", ")
             parts.append(f"{name}={text}")
         return f"{type(self).__name__}({', '.join(parts)})"
@@ -158,12 +162,15 @@ class Possibility:
         """``f(x) = exp(log f(x))``, in ``[0, 1]``."""
         return np.exp(self.log_possibility(x))
 
-    def power(self, g) -> Possibility:
+    def power(self, g, *, validate: bool = True) -> Possibility:
         """``f ** g`` for ``g >= 0``: the same mode, information scaled by ``g``.
 
         ``power(0)`` is the uninformative function 1 (except for the Pareto family, whose
-        support indicator cannot be discounted).
+        support indicator cannot be discounted). ``validate=False`` skips the checks of ``g``
+        (a non-negative float array broadcasting with the batch): the inner-loop fast path.
         """
+        if not validate:
+            return self._scaled(np.asarray(g, dtype=np.float64))
         g = as_finite("g", g)
         if (g < 0).any():
             raise ValueError(f"g (the power) must be >= 0, got {float(g[g < 0].ravel()[0]):g}")

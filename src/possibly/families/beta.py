@@ -65,10 +65,10 @@ class Beta(ExponentialFamily):
 
     def _scaled(self, g) -> Beta:
         a, b = np.broadcast_arrays(g * self.alpha, g * self.beta)
-        return Beta._from_fields({"alpha": a, "beta": b})
+        return Beta.from_fields({"alpha": a, "beta": b})
 
     def _add(self, other: Beta) -> Beta:
-        return Beta._from_fields({"alpha": self.alpha + other.alpha,
+        return Beta.from_fields({"alpha": self.alpha + other.alpha,
                                   "beta": self.beta + other.beta})
 
     def natural(self):

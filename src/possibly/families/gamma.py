@@ -46,10 +46,10 @@ class _GammaLike(ExponentialFamily):
 
     def _scaled(self, g):
         a, b = np.broadcast_arrays(g * self.alpha, g * self.beta)
-        return type(self)._from_fields({"alpha": a, "beta": b})
+        return type(self).from_fields({"alpha": a, "beta": b})
 
     def _add(self, other):
-        return type(self)._from_fields({"alpha": self.alpha + other.alpha,
+        return type(self).from_fields({"alpha": self.alpha + other.alpha,
                                         "beta": self.beta + other.beta})
 
     def log_support(self) -> np.ndarray:

@@ -156,13 +156,13 @@ class InverseWishart(ExponentialFamily):
 
     def _scaled(self, g) -> InverseWishart:
         g = np.asarray(g)
-        return InverseWishart._from_fields({"psi": g[..., None, None] * self.psi,
+        return InverseWishart.from_fields({"psi": g[..., None, None] * self.psi,
                                             "nu": np.broadcast_to(g * self.nu,
                                                                   np.broadcast_shapes(
                                                                       g.shape, self.nu.shape))})
 
     def _add(self, other: InverseWishart) -> InverseWishart:
-        return InverseWishart._from_fields({"psi": self.psi + other.psi,
+        return InverseWishart.from_fields({"psi": self.psi + other.psi,
                                             "nu": self.nu + other.nu})
 
     def natural(self):
@@ -261,7 +261,7 @@ class NormalInverseWishart(ExponentialFamily):
     def _scaled(self, g) -> NormalInverseWishart:
         g = np.asarray(g)
         lam = g * self.lam
-        return NormalInverseWishart._from_fields({
+        return NormalInverseWishart.from_fields({
             "mean": np.broadcast_to(self.mean, lam.shape + (self.dim,)),
             "lam": lam,
             "psi": g[..., None, None] * self.psi,
@@ -277,7 +277,7 @@ class NormalInverseWishart(ExponentialFamily):
         # the cross term is an outer product (the paper misprints it as an inner product)
         cross = np.where(lam > 0, self.lam * other.lam / safe, 0.0)
         psi = self.psi + other.psi + cross[..., None, None] * (d[..., :, None] * d[..., None, :])
-        return NormalInverseWishart._from_fields(
+        return NormalInverseWishart.from_fields(
             {"mean": mean, "lam": lam, "psi": psi, "nu": self.nu + other.nu})
 
     def natural(self):

@@ -88,7 +88,7 @@ class MultivariateNormal(ExponentialFamily):
         g = np.asarray(g)[..., None, None]
         prec = g * self.precision
         mean = np.broadcast_to(self.mean, prec.shape[:-1])
-        return MultivariateNormal._from_fields({"mean": mean, "precision": prec})
+        return MultivariateNormal.from_fields({"mean": mean, "precision": prec})
 
     def _add(self, other: MultivariateNormal) -> MultivariateNormal:
         p = self.precision + other.precision
@@ -96,7 +96,7 @@ class MultivariateNormal(ExponentialFamily):
         # directions that neither function informs.
         pinv = np.linalg.pinv(p, hermitian=True)
         shift = np.einsum("...ij,...jk,...k->...i", pinv, other.precision, other.mean - self.mean)
-        return MultivariateNormal._from_fields({"mean": self.mean + shift, "precision": p})
+        return MultivariateNormal.from_fields({"mean": self.mean + shift, "precision": p})
 
     def _log_consistency(self, other: MultivariateNormal) -> np.ndarray:
         # sup_x of the product = -delta' (P_b - P_b (P_a + P_b)^+ P_b) delta / 2

@@ -67,14 +67,14 @@ class Normal(ExponentialFamily):
 
     def _scaled(self, g) -> Normal:
         mean, prec = np.broadcast_arrays(self.mean, g * self.precision)
-        return Normal._from_fields({"mean": mean, "precision": prec})
+        return Normal.from_fields({"mean": mean, "precision": prec})
 
     def _add(self, other: Normal) -> Normal:
         p = self.precision + other.precision
         safe = np.where(p > 0, p, 1.0)
         mean = np.where(p > 0, self.mean + other.precision * (other.mean - self.mean) / safe,
                         self.mean + 0.0 * other.mean)
-        return Normal._from_fields({"mean": mean, "precision": p})
+        return Normal.from_fields({"mean": mean, "precision": p})
 
     def _log_consistency(self, other: Normal) -> np.ndarray:
         # sup of the product of two normals, without the cancellation of the S route.

@@ -85,7 +85,7 @@ class NormalGamma(ExponentialFamily):
 
     def _scaled(self, g) -> NormalGamma:
         m, k, a, b = np.broadcast_arrays(self.mean, g * self.k, g * self.alpha, g * self.beta)
-        return NormalGamma._from_fields({"mean": m, "k": k, "alpha": a, "beta": b})
+        return NormalGamma.from_fields({"mean": m, "k": k, "alpha": a, "beta": b})
 
     def _add(self, other: NormalGamma) -> NormalGamma:
         k = self.k + other.k
@@ -93,7 +93,7 @@ class NormalGamma(ExponentialFamily):
         d = other.mean - self.mean
         mean = self.mean + np.where(k > 0, other.k / safe, 0.0) * d
         beta = self.beta + other.beta + 0.5 * np.where(k > 0, self.k * other.k / safe, 0.0) * d**2
-        return NormalGamma._from_fields(
+        return NormalGamma.from_fields(
             {"mean": mean, "k": k, "alpha": self.alpha + other.alpha, "beta": beta})
 
     def split(self, omega, part: str = "all") -> tuple[NormalGamma, NormalGamma]:

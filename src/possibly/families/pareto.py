@@ -66,10 +66,10 @@ class Pareto(Possibility):
 
     def _scaled(self, g) -> Pareto:
         a, s = np.broadcast_arrays(g * self.alpha, self.scale)
-        return Pareto._from_fields({"alpha": a, "scale": s})
+        return Pareto.from_fields({"alpha": a, "scale": s})
 
     def _add(self, other: Pareto) -> Pareto:
-        return Pareto._from_fields({"alpha": self.alpha + other.alpha,
+        return Pareto.from_fields({"alpha": self.alpha + other.alpha,
                                     "scale": np.maximum(self.scale, other.scale)})
 
     def _log_consistency(self, other: Pareto) -> np.ndarray:

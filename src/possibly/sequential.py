@@ -1,0 +1,150 @@
+"""One protocol for every sequential application (change points, filters, estimators).
+
+Every application is a pair of pure functions, in the style of blackjax::
+
+    state = init(...)                       # the possibility function before any observation
+    state, info = step(state, y)            # one observation: a new state and an Info
+
+and a thin class on top (:class:`SequentialEstimator`) with ``fit(y)`` for a whole series and
+``update(y_t)`` for streaming use. The conventions shared by all of them:
+
+* **time axis**: a series has shape ``(..., T, *event)``: leading batch dimensions, then time,
+  then the shape of one observation (``()`` for scalars, ``(m,)`` for vectors);
+* **missing data**: an observation containing a NaN is missing; the step only predicts, and
+  its ``Info`` has ``log_consistency`` and ``discount`` NaN;
+* **Info**: every step returns an :class:`Info` (or a subclass adding application fields)
+  with ``log_consistency`` (``log c`` of the observation with the prediction) and
+  ``discount`` (the exponent applied to the likelihood, see
+  :func:`possibly.inference.discount`);
+* **results**: ``fit(y)`` returns an object whose ``log_consistency`` and ``discount`` have
+  shape ``(..., T)``;
+* **threads**: one instance is not meant to be shared by threads that call ``fit`` or
+  ``update`` at the same time; such concurrent use is detected and raises
+  :class:`ConcurrentUseError` (a ``RuntimeError``) instead of giving silently wrong results.
+  The pure ``init``/``step`` functions are safe to call from any thread.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "ConcurrentUseError",
+    "Info",
+    "SequentialEstimator",
+    "is_missing",
+    "time_first",
+]
+
+
+@dataclass(frozen=True)
+class Info:
+    """What one observation did; subclasses add application-specific fields.
+
+    Attributes
+    ----------
+    log_consistency : ndarray or float
+        ``log c`` of the observation with the predicted possibility function, batch shape;
+        NaN where the observation was missing.
+    discount : ndarray or float
+        The exponent applied to the likelihood (``γ = c^(1/d)``, 1 above a threshold ``τ`` or
+        for a standard update); NaN where the observation was missing.
+    """
+
+    log_consistency: Any
+    discount: Any
+
+    @property
+    def consistency(self) -> Any:
+        """``c = exp(log_consistency)`` in ``[0, 1]``."""
+        return np.exp(self.log_consistency)
+
+
+class ConcurrentUseError(RuntimeError):
+    """An estimator instance was used from two threads at once."""
+
+
+def is_missing(y: np.ndarray, event_ndim: int) -> np.ndarray:
+    """True where an observation (the last ``event_ndim`` axes) contains a NaN."""
+    y = np.asarray(y)
+    missing = np.isnan(y)
+    if event_ndim:
+        missing = missing.any(axis=tuple(range(-event_ndim, 0)))
+    return missing
+
+
+def time_first(y: np.ndarray, event_ndim: int) -> np.ndarray:
+    """A view of ``(..., T, *event)`` as ``(T, ..., *event)``, for looping over time."""
+    return np.moveaxis(np.asarray(y), -1 - event_ndim, 0)
+
+
+class SequentialEstimator:
+    """Base class of the thin stateful wrappers around a pure ``init``/``step`` pair.
+
+    Subclasses implement :meth:`init`, :meth:`step` and :meth:`fit`; this class supplies the
+    streaming :meth:`update`, :meth:`reset`, the current :attr:`state` and the guard against
+    concurrent use (see the module docstring).
+    """
+
+    _state: Any = None
+
+    def init(self, batch_shape: tuple[int, ...] = ()) -> Any:  # pragma: no cover - abstract
+        """The state before any observation."""
+        raise NotImplementedError
+
+    def step(self, state: Any, y: Any) -> tuple[Any, Info]:  # pragma: no cover - abstract
+        """One observation: ``(new_state, info)``; pure, ``state`` is not modified."""
+        raise NotImplementedError
+
+    def fit(self, y: Any) -> Any:  # pragma: no cover - abstract
+        """Process a whole series ``(..., T, *event)`` from :meth:`init`."""
+        raise NotImplementedError
+
+    @property
+    def state(self) -> Any:
+        """The state after the observations given to :meth:`update` so far (None before)."""
+        return self._state
+
+    def update(self, y: Any) -> Info:
+        """Process one observation from the current state (streaming); returns its Info."""
+        with self._exclusive():
+            state = self.init() if self._state is None else self._state
+            state, info = self.step(state, y)
+            object.__setattr__(self, "_state", state)  # also on frozen dataclasses
+            return info
+
+    def reset(self) -> SequentialEstimator:
+        """Forget the streamed observations; returns ``self``."""
+        with self._exclusive():
+            object.__setattr__(self, "_state", None)
+        return self
+
+    @contextmanager
+    def _exclusive(self) -> Iterator[None]:
+        lock = self.__dict__.get("_busy")
+        if lock is None:
+            lock = self.__dict__.setdefault("_busy", threading.Lock())
+        if not lock.acquire(blocking=False):
+            raise ConcurrentUseError(
+                f"this {type(self).__name__} is already running fit or update in another "
+                "thread; use one instance per thread (the pure init/step functions are "
+                "thread-safe)")
+        try:
+            yield
+        finally:
+            lock.release()
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.pop("_busy", None)  # locks do not pickle; a fresh one is made on first use
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for key, value in state.items():
+            object.__setattr__(self, key, value)
