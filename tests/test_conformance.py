@@ -1,0 +1,68 @@
+"""One conformance suite, parametrised over every sequential class (see tests/conformance.py).
+
+Each area of the library adds its classes to its own list below.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+import possibly as ps
+from possibly.sequential import Info, SequentialEstimator, is_missing, time_first
+from conformance import ALL_CHECKS, Case
+
+
+@dataclass(frozen=True, eq=False)
+class _RobustMean(SequentialEstimator):
+    """The smallest sequential estimator on the generic algebra: a robust normal mean.
+
+    It exercises the checks themselves; the library's classes follow the same pattern.
+    """
+
+    sd: float = 1.0
+
+    def init(self, batch_shape=()):
+        return ps.Normal.uninformative(batch_shape)
+
+    def step(self, state, y):
+        y = np.asarray(y, dtype=float)
+        missing = is_missing(y, 0)
+        lik = ps.likelihood.normal(np.where(missing, 0.0, y), sd=self.sd)
+        res = ps.robust_update(state, lik, validate=False)
+        keep = ps.Normal.from_fields({k: np.where(missing, v, res.posterior.fields()[k])
+                                      for k, v in state.fields().items()})
+        nan = np.where(missing, np.nan, 0.0)
+        return keep, Info(np.log(res.consistency) + nan, res.discount + nan)
+
+    def fit(self, y):
+        y = np.asarray(y, dtype=float)
+        state = self.init(y.shape[:-1])
+        infos = []
+        for y_t in time_first(y, 0):
+            state, info = self.step(state, y_t)
+            infos.append(info)
+        return Info(np.stack([i.log_consistency for i in infos], axis=-1),
+                    np.stack([i.discount for i in infos], axis=-1))
+
+
+_rng = np.random.default_rng(0)
+_scalar = np.r_[_rng.normal(size=20), 15.0, _rng.normal(size=19)]
+
+GENERIC_CASES = [Case("generic robust mean", _RobustMean, _scalar)]
+
+CHANGEPOINT_CASES: list[Case] = []
+
+FILTER_CASES: list[Case] = []
+
+ESTIMATOR_CASES: list[Case] = []
+
+CASES = GENERIC_CASES + CHANGEPOINT_CASES + FILTER_CASES + ESTIMATOR_CASES
+
+
+@pytest.mark.parametrize("check", ALL_CHECKS, ids=lambda c: c.__name__)
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_conformance(case, check):
+    check(case)
