@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import possibly as ps
-from possibly.sequential import Info, SequentialEstimator, is_missing, time_first
 from conformance import ALL_CHECKS, Case
+from possibly.sequential import Info, SequentialEstimator, is_missing, time_first
 
 
 @dataclass(frozen=True, eq=False)
