@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
-from scipy import optimize
 
 from possibly.families.base import Possibility
 from possibly.validation import as_finite
@@ -166,6 +165,8 @@ def _local_max(loglik, y, points: np.ndarray, best: int) -> float:
         if val.shape != (1,) or np.isnan(val[0]):
             return np.inf  # checked properly at the points; here just steer away
         return -float(val[0])
+
+    from scipy import optimize  # deferred: scipy.optimize costs ~0.2 s at import
 
     res = optimize.minimize(objective, start, method="Nelder-Mead",
                             options={"initial_simplex": simplex, "xatol": 1e-10,

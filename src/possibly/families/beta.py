@@ -6,9 +6,8 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
-from scipy.special import xlogy
 
-from possibly.families.base import ExponentialFamily
+from possibly.families.base import ExponentialFamily, xlogy
 from possibly.validation import as_finite, check_nonnegative
 
 __all__ = ["Beta"]
