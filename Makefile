@@ -7,7 +7,11 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 EXTRAS ?= test,dev,plot,progress,data,dask,fast
 
+# Use the shared data folder when there is one; otherwise possibly.datasets falls back to the
+# user cache and then to a checksummed download.
+ifneq ($(wildcard ../shared/data/.),)
 export POSSIBLY_DATA_DIR ?= $(abspath ../shared/data)
+endif
 
 .PHONY: demo test docs reproduce bench clean
 

@@ -3,18 +3,22 @@
 Real data are never shipped in the package. :func:`well_log` looks, in order, in the directory
 named by the ``POSSIBLY_DATA_DIR`` environment variable, in the user cache
 (``$XDG_CACHE_HOME/possibly`` or ``~/.cache/possibly``), and finally downloads a public copy
-with ``pooch`` (optional dependency, ``pip install possibly[data]``), checking its SHA-256.
+into the cache, checking its SHA-256. Offline and with neither copy, it fails with one line
+that says what to do.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import tempfile
+import urllib.request
 from pathlib import Path
 
 import numpy as np
 
-__all__ = ["WELL_LOG_SHA256", "cache_dir", "piecewise_constant", "well_log"]
+__all__ = ["WELL_LOG_SHA256", "DataUnavailableError", "cache_dir", "piecewise_constant",
+           "well_log"]
 
 WELL_LOG_FILE = "well_log.txt"
 WELL_LOG_SHA256 = "cd2a1be7dd895e92e28f00cc522d8c2721b67208ecb6ef942547b797d6dccb7a"
@@ -23,6 +27,11 @@ WELL_LOG_URL = (
     "https://raw.githubusercontent.com/alan-turing-institute/rbocpdms/master/Data/well%20log/"
     "well.txt"
 )
+DOWNLOAD_TIMEOUT = 30.0  # seconds
+
+
+class DataUnavailableError(FileNotFoundError):
+    """A data set is in none of the places looked at and could not be downloaded."""
 
 
 def cache_dir() -> Path:
@@ -35,27 +44,55 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def _download(url: str, dest: Path) -> None:
+    """Fetch ``url`` into ``dest`` (no checks here; :func:`_locate` verifies the checksum)."""
+    with urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT) as response:
+        dest.write_bytes(response.read())
+
+
 def _locate(filename: str, sha256: str, url: str) -> Path:
+    """``POSSIBLY_DATA_DIR``, then the cache, then a checksummed download into the cache."""
+    looked = []
     env = os.environ.get("POSSIBLY_DATA_DIR")
     if env:
         path = Path(env) / filename
-        if not path.is_file():
-            raise FileNotFoundError(f"POSSIBLY_DATA_DIR={env} does not contain {filename}")
-        if _sha256(path) != sha256:
-            raise ValueError(f"{path} does not have the expected SHA-256 {sha256}")
-        return path
+        if path.is_file():
+            if _sha256(path) != sha256:
+                raise ValueError(f"{path} does not have the expected SHA-256 {sha256}: "
+                                 f"replace it with the original {filename} or unset "
+                                 "POSSIBLY_DATA_DIR")
+            return path
+        looked.append(f"POSSIBLY_DATA_DIR={env}")
     cached = cache_dir() / filename
     if cached.is_file() and _sha256(cached) == sha256:
         return cached
+    looked.append(f"the cache {cache_dir()}")
     try:
-        import pooch
-    except ImportError:
-        raise ImportError(
-            f"{filename} is not in POSSIBLY_DATA_DIR or the cache {cache_dir()}; downloading it "
-            "needs pooch: pip install 'possibly[data]'"
-        ) from None
-    return Path(pooch.retrieve(url, known_hash=f"sha256:{sha256}", fname=filename,
-                               path=cache_dir(), progressbar=False))
+        cache_dir().mkdir(parents=True, exist_ok=True)
+        # download next to the target, then rename: a failed download leaves no partial file
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{filename}.", dir=cache_dir())
+        os.close(fd)
+        tmp = Path(tmp_name)
+        try:
+            _download(url, tmp)
+            got = _sha256(tmp)
+            if got != sha256:
+                raise DataUnavailableError(
+                    f"the download of {filename} from {url} has SHA-256 {got}, expected "
+                    f"{sha256}: set POSSIBLY_DATA_DIR to a folder holding the original "
+                    f"{filename}")
+            os.replace(tmp, cached)
+        finally:
+            tmp.unlink(missing_ok=True)
+    except OSError as exc:
+        if isinstance(exc, DataUnavailableError):
+            raise
+        reason = getattr(exc, "reason", None) or exc.strerror or exc
+        raise DataUnavailableError(
+            f"{filename} is not in {' or '.join(looked)} and downloading it failed ({reason}): "
+            f"set POSSIBLY_DATA_DIR to a folder holding {filename}, or connect to the internet "
+            "and retry") from None
+    return cached
 
 
 def well_log() -> np.ndarray:
