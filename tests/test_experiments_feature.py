@@ -149,3 +149,31 @@ def test_summary_rows(quick_result):
     assert all(set(r) == {"quantity", "paper", "ours", "verdict"} for r in rows)
     assert rows[0]["verdict"] == "quick mode"
     json.dumps(rows)
+
+
+def test_ordering_realisations_in_quick_run(quick_result):
+    real = quick_result["ordering"]["realisations"]
+    assert real["seeds"] == [0, 1, 2]
+    assert real["std"]["robust"][0] == quick_result["ordering"]["std"]["robust"]
+    rows = [r for r in feature.summary(quick_result) if "realisations" in r["quantity"]]
+    assert len(rows) == 1 and rows[0]["verdict"].startswith("quick mode; ordering std below")
+
+
+def test_realisations_verdict_names_the_failures():
+    real = {"seeds": [0, 1, 2], "std": {"robust": [5e-5, 3.3e-4, 1e-4],
+                                        "threshold": [2e-5, 2.8e-4, 3e-4]}}
+    assert feature._realisations_verdict(real, 2e-4) == (
+        "ordering std below 0.0002 on 1 of 3 realisations (seeds 0-2), not on seed 1 "
+        "(3.3e-04), seed 2 (3.0e-04)")
+
+
+def test_ordering_bound_fails_on_seed_1_at_paper_scale():
+    # the reproduction report says the bound holds on 14 of 15 realisations: seed 1 is the
+    # exception (about 3.3e-4), seed 0 (the realisation shown) is well below
+    s = feature.SETTINGS
+    common = {k: s[k] for k in ("n", "steps", "epsilon", "alpha")}
+    std = {seed: feature.ordering_study(1000, np.random.SeedSequence(seed).spawn(5)[2],
+                                        dim=s["dim"], tau=s["tau"], **common)["std"]
+           for seed in (0, 1)}
+    assert max(std[0].values()) < 2e-4 < std[1]["robust"]
+    assert std[1]["robust"] == pytest.approx(3.3e-4, rel=0.01)

@@ -55,3 +55,31 @@ def test_quick_run_is_json_and_robust_sits_near_std_inliers(tmp_path):
     for p in paths:
         with open(p, "rb") as fh:
             assert fh.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def _fake_study(lost, early, errors):
+    return {"lost_track": lost, "lost_track_with_early_outlier": early, "errors": errors}
+
+
+def test_lost_track_verdict_reads_every_method():
+    # the discount filter lost nothing but the threshold filter lost two runs, one without an
+    # early outlier: the verdict must name both facts (it used to read "none lost")
+    errors = {"std inliers": [0.4, 0.5], "std all": [1.0, 2.0], "discount": [0.5, 0.6],
+              "threshold": [60.3, 4.6, 0.5]}
+    lost = {"std inliers": 0, "std all": 0, "discount": 0, "threshold": 2}
+    early = {"std inliers": 0, "std all": 0, "discount": 0, "threshold": 1}
+    text = exp._lost_verdict(_fake_study(lost, early, errors))
+    assert "none lost" not in text and "discount" not in text
+    assert "threshold lost 2 (worst errors 60.3, 4.6)" in text and "1 without" in text
+    none = {m: 0 for m in exp.METHODS}
+    assert exp._lost_verdict(_fake_study(none, none, errors)) == "none lost (by any method)"
+
+
+def test_report_rows_name_the_threshold_losses_with_first_two_inliers():
+    # paper scale, seed 0: the threshold filter loses 5 of 500 even with two inliers first
+    res = exp.run(500, seed=0)
+    variant = res["first_two_inliers"]
+    assert variant["lost_track"]["threshold"] == 5 and variant["lost_track"]["discount"] == 0
+    row = [r for r in exp.summary(res) if r["quantity"].startswith("runs that lost the track "
+                                                                    "(first two inliers)")][0]
+    assert row["verdict"].startswith("threshold lost 5 (worst errors 60.3, 11.4, 6.7, 4.6)")

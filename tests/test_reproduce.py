@@ -62,3 +62,33 @@ def test_running_one_study_keeps_the_others_in_the_report(toy, monkeypatch, tmp_
     text = rp.reproduce("toy2", tmp_path, seed=2).read_text()
     assert "## toy: a toy figure" in text and "## toy2: another toy figure" in text
     assert "seed: 1" in text and "seed: 2" in text
+
+
+def test_cache_key_hashes_the_library_source(toy, tmp_path, monkeypatch):
+    # a change anywhere in the library (not only in the study module) recomputes
+    rp.reproduce("toy", tmp_path, seed=1)
+    rp.reproduce("toy", tmp_path, seed=1)
+    assert toy.CALLS["run"] == 1
+    monkeypatch.setattr(rp, "source_digest", lambda root=None: "0" * 64)
+    rp.reproduce("toy", tmp_path, seed=1)
+    assert toy.CALLS["run"] == 2
+
+
+def test_source_digest_sees_edits_renames_and_new_files(tmp_path):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "a.py").write_text("x = 1\n")
+    (tmp_path / "sub" / "b.py").write_text("y = 2\n")
+    (tmp_path / "notes.txt").write_text("not source")
+    base = rp.source_digest(tmp_path)
+    assert rp.source_digest(tmp_path) == base
+    (tmp_path / "notes.txt").write_text("still not source")
+    assert rp.source_digest(tmp_path) == base
+    (tmp_path / "sub" / "b.py").write_text("y = 3\n")
+    edited = rp.source_digest(tmp_path)
+    assert edited != base
+    (tmp_path / "sub" / "b.py").rename(tmp_path / "sub" / "c.py")
+    assert rp.source_digest(tmp_path) not in (base, edited)
+    (tmp_path / "d.py").write_text("")
+    assert len({base, edited, rp.source_digest(tmp_path)}) == 3
+    # the default root is the installed package, which holds this module
+    assert rp.source_digest() == rp.source_digest(rp.Path(rp.__file__).parent)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from possibly import __version__
 
-__all__ = ["STUDIES", "StudyOutcome", "reproduce", "run_study", "write_report"]
+__all__ = ["STUDIES", "StudyOutcome", "reproduce", "run_study", "source_digest", "write_report"]
 
 #: name -> (module, the paper's figure or section, default repeats from the paper)
 STUDIES: dict[str, tuple[str, str, int]] = {
@@ -56,11 +56,25 @@ def _module(name: str):
     return importlib.import_module(STUDIES[name][0])
 
 
+def source_digest(root: str | Path | None = None) -> str:
+    """SHA-256 over every ``.py`` file under ``root`` (default: the installed package).
+
+    Each file enters with its path relative to ``root``, so renaming or moving a module
+    changes the digest too.
+    """
+    root = Path(root) if root is not None else Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        h.update(path.relative_to(root).as_posix().encode() + b"\0")
+        h.update(hashlib.sha256(path.read_bytes()).digest())
+    return h.hexdigest()
+
+
 def _cache_key(name: str, params: dict) -> str:
-    mod = _module(name)
-    source = inspect.getsource(mod)
+    # the study module's own source too: a study may live outside the package (tests do)
+    study = hashlib.sha256(inspect.getsource(_module(name)).encode()).hexdigest()
     blob = json.dumps({"study": name, "params": params, "version": __version__,
-                       "source": hashlib.sha256(source.encode()).hexdigest()}, sort_keys=True)
+                       "source": study, "library": source_digest()}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 

@@ -17,7 +17,9 @@ Studies, all vectorised over repeats (the leading batch dimension of the NIW sta
    Bayes on the inliers only, standard Bayes on everything, the robust rule and the
    threshold rule (paper Fig. 1a);
 2. ``ordering``: one realisation, random permutations of the batches with an inlier first;
-   standard deviation of the final error of both robust rules (paper: below 2e-4);
+   standard deviation of the final error of both robust rules (paper: below 2e-4); the same
+   on :data:`ORDERING_REALISATIONS` realisations (seeds ``seed, seed + 1, ...``), because the
+   bound is a property of the realisation: it holds on 14 of 15 (seed 1 gives 3.3e-4);
 3. ``consistency``: c_t per iteration in three dimensions with n = 5d/2 (paper Fig. 1b); the
    plot shows γ_t = c_t^(1/d') on a log scale, since c_t itself scales like exp(−d'/2).
 
@@ -53,6 +55,9 @@ PAPER = {
 }
 
 METHODS = ("standard_inliers", "standard_all", "robust", "threshold")
+
+#: Realisations over which the ordering bound is checked (the paper shows one); quick mode: 3.
+ORDERING_REALISATIONS = 15
 
 
 def sample_covariances(rng: np.random.Generator, dim: int, size: int) -> np.ndarray:
@@ -277,6 +282,15 @@ def run(repeats: int = 1000, seed: int = 0, quick: bool = False, progress: bool 
               for i, reading in enumerate(("batch", "vector"))}
     ordering = ordering_study(max(repeats, 2), streams[2], dim=settings["dim"],
                               tau=settings["tau"], progress=progress, **common)
+    ordering_seeds = [seed + k for k in range(3 if quick else ORDERING_REALISATIONS)]
+    # realisation k is the ordering study of run(seed=seed + k); k = 0 is the one above
+    per_seed = [ordering["std"]] + [
+        ordering_study(max(repeats, 2), np.random.SeedSequence(s).spawn(5)[2],
+                       dim=settings["dim"], tau=settings["tau"], **common)["std"]
+        for s in ordering_seeds[1:]]
+    ordering["realisations"] = {"seeds": ordering_seeds,
+                                "std": {m: [std[m] for std in per_seed]
+                                        for m in ("robust", "threshold")}}
     consistency = {reading: consistency_study(streams[3 + i], dims=settings["consistency_dims"],
                                               steps=settings["steps"],
                                               epsilon=settings["epsilon"],
@@ -309,7 +323,22 @@ def _verdict(errors: dict, ordering: dict) -> str:
         f"ordering std robust {std['robust']:.1e}, threshold {std['threshold']:.1e} "
         + ("below" if order_ok else "NOT below") + f" the paper's {bound:.0e}",
     ]
+    if "realisations" in ordering:
+        parts.append(_realisations_verdict(ordering["realisations"], bound))
     return "; ".join(parts)
+
+
+def _realisations_verdict(real: dict, bound: float) -> str:
+    """How many realisations keep both robust rules' ordering std below ``bound``, and which not."""
+    seeds = real["seeds"]
+    worst = [max(r, t) for r, t in zip(real["std"]["robust"], real["std"]["threshold"],
+                                       strict=True)]
+    failed = [(s, w) for s, w in zip(seeds, worst, strict=True) if not w < bound]
+    text = (f"ordering std below {bound:g} on {len(seeds) - len(failed)} of {len(seeds)} "
+            f"realisations (seeds {seeds[0]}-{seeds[-1]})")
+    if failed:
+        text += ", not on " + ", ".join(f"seed {s} ({w:.1e})" for s, w in failed)
+    return text
 
 
 def summary(result: dict) -> list[dict]:
@@ -323,6 +352,16 @@ def summary(result: dict) -> list[dict]:
                      "paper": f"< {bound:g}", "ours": std,
                      "verdict": "quick mode" if quick else
                      ("matches" if std < bound else "differs")})
+    real = result["ordering"].get("realisations")
+    if real is not None:
+        worst = [max(r, t) for r, t in zip(real["std"]["robust"], real["std"]["threshold"],
+                                           strict=True)]
+        rows.append({"quantity": f"ordering: std of final error, larger of robust and "
+                                 f"threshold, over {len(worst)} realisations",
+                     "paper": f"< {bound:g} (one realisation shown)",
+                     "ours": ", ".join(f"{w:.1e}" for w in worst),
+                     "verdict": ("quick mode; " if quick else "")
+                     + _realisations_verdict(real, bound)})
     for reading in ("batch", "vector"):
         res = result["error"][reading]
         final = {m: res["final_error"][m]["mean"] for m in METHODS}
