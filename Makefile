@@ -26,6 +26,7 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 	POSSIBLY_NO_SKIP=1 $(BIN)/python -m pytest
 
 # The paper's figures and numbers at its repeat counts; the report and PNGs are kept in docs/.

@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import possibly as ps
@@ -16,6 +16,7 @@ dims = st.floats(min_value=1e-3, max_value=1e3)
 taus = st.one_of(st.none(), st.floats(min_value=1e-6, max_value=1.0))
 
 
+@settings(deadline=None)  # the first example pays the numba compile
 @given(log_c=log_cs, dim=dims, tau=taus, robust=st.booleans())
 def test_numba_twin_equals_numpy(log_c, dim, tau, robust):
     ref = float(ps.discount(log_c, dim, tau, robust))

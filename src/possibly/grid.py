@@ -24,7 +24,7 @@ from every point must still get a small consistency. The supremum is the closed 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -208,7 +208,7 @@ class PointPossibility(Possibility):
         raise TypeError(f"{type(self).__name__} is not batched")
 
     @classmethod
-    def stack(cls, items: list[Possibility], axis: int = 0) -> tuple[PointPossibility, ...]:
+    def stack(cls, items: Sequence[Possibility], axis: int = 0) -> tuple[Possibility, ...]:
         """Functions on points are not batched: the "stack" is the tuple of the functions.
 
         So ``update_sequence(prior, likelihoods).trajectory[t]`` is still the posterior after
@@ -444,7 +444,7 @@ class GridPossibility(PointPossibility):
         return GridPossibility(self.points, flat.reshape(self.shape))
 
     def _same_points(self, other: PointPossibility) -> bool:
-        return len(self.axes) == len(other.axes) and all(
+        return isinstance(other, GridPossibility) and len(self.axes) == len(other.axes) and all(
             a.shape == b.shape and np.array_equal(a, b) for a, b in zip(self.axes, other.axes,
                                                                         strict=True))
 

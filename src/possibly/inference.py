@@ -224,8 +224,9 @@ def _check_pair(prior: Possibility, likelihood: Possibility) -> None:
     if not isinstance(prior, Possibility):
         raise TypeError(f"prior must be a possibility function, got {type(prior).__name__}")
     prior._check_same_family(likelihood)
-    if hasattr(prior, "dim") and prior.dim != likelihood.dim:
-        raise ValueError(f"likelihood has dimension {likelihood.dim}, prior has {prior.dim}")
+    dim, lik_dim = getattr(prior, "dim", None), getattr(likelihood, "dim", None)
+    if dim is not None and dim != lik_dim:
+        raise ValueError(f"likelihood has dimension {lik_dim}, prior has {dim}")
     try:
         np.broadcast_shapes(prior.batch_shape, likelihood.batch_shape)
     except ValueError:
@@ -242,7 +243,7 @@ class SequentialResult:
     """
 
     posterior: Possibility
-    trajectory: Possibility
+    trajectory: Possibility | tuple[Possibility, ...]
     consistency: np.ndarray
     discount: np.ndarray
 

@@ -114,7 +114,7 @@ def poisson(counts) -> Gamma:
     counts = np.atleast_1d(counts)
     if counts.shape[-1] == 0:
         raise ValueError("counts must hold at least one observation")
-    return Gamma(counts.sum(-1), float(counts.shape[-1]))
+    return Gamma(counts.sum(-1), np.asarray(float(counts.shape[-1])))
 
 
 def exponential(x) -> Gamma:
@@ -127,7 +127,7 @@ def exponential(x) -> Gamma:
     1.0
     """
     x = np.atleast_1d(check_positive("x", x))
-    return Gamma(float(x.shape[-1]), x.sum(-1))
+    return Gamma(np.asarray(float(x.shape[-1])), x.sum(-1))
 
 
 def normal_batch(y) -> NormalGamma:
@@ -149,7 +149,7 @@ def normal_batch(y) -> NormalGamma:
     ss = ((y - mean[..., None]) ** 2).sum(-1)
     if (ss <= 0).any():
         raise ValueError("y must not be constant: the likelihood of equal values is unbounded")
-    return NormalGamma(mean, float(n), n / 2.0, ss / 2.0)
+    return NormalGamma(mean, np.asarray(float(n)), np.asarray(n / 2.0), ss / 2.0)
 
 
 def normal_unknown(y) -> NormalGamma:
@@ -167,7 +167,7 @@ def normal_unknown(y) -> NormalGamma:
     0.1
     """
     y = as_finite("y", y)
-    return NormalGamma(y, 1.0, 0.5, 0.0)
+    return NormalGamma(y, np.asarray(1.0), np.asarray(0.5), np.asarray(0.0))
 
 
 def mvn_batch(Y) -> NormalInverseWishart:
@@ -197,7 +197,8 @@ def mvn_batch(Y) -> NormalInverseWishart:
     sign, _ = np.linalg.slogdet(s)
     if (sign <= 0).any():
         raise ValueError("Y must span its d dimensions (its scatter matrix is singular)")
-    return NormalInverseWishart(mean, float(n), 0.5 * (s + np.swapaxes(s, -1, -2)), float(n))
+    return NormalInverseWishart(mean, np.asarray(float(n)), 0.5 * (s + np.swapaxes(s, -1, -2)),
+                                np.asarray(float(n)))
 
 
 def uniform(y) -> Pareto:

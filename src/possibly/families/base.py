@@ -15,14 +15,18 @@ cross-check the two routes.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
-from typing import Any, ClassVar
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar, TypeVar, cast
 
 import numpy as np
 
 from possibly.validation import as_finite, broadcast, check_unit_interval
 
 __all__ = ["Possibility", "ExponentialFamily"]
+
+# "the same family as self": the hooks combine two members of one family into a third
+_F = TypeVar("_F", bound="Possibility")
+_E = TypeVar("_E", bound="ExponentialFamily")
 
 
 def xlogy(x, y) -> np.ndarray:
@@ -33,6 +37,11 @@ def xlogy(x, y) -> np.ndarray:
     from scipy.special import xlogy as scipy_xlogy
 
     return scipy_xlogy(x, y)
+
+
+def _batch_shape_argument(batch_shape: tuple[int, ...] = ()) -> tuple[int, ...]:
+    """The arguments of a scalar family's ``uninformative``."""
+    return tuple(batch_shape)
 
 
 class Possibility:
@@ -65,7 +74,8 @@ class Possibility:
     # -- structure ---------------------------------------------------------------------------
     def fields(self) -> dict[str, np.ndarray]:
         """The parameter arrays by name (batch dimensions first, then event dimensions)."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        # every concrete family is a dataclass (the base class itself is not)
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(cast(Any, self))}
 
     @property
     def batch_shape(self) -> tuple[int, ...]:
@@ -73,7 +83,7 @@ class Possibility:
         ev = self._event_ndims.get(name, 0)
         return arr.shape[: arr.ndim - ev]
 
-    def __getitem__(self, index) -> Possibility:
+    def __getitem__(self: _F, index) -> _F:
         """Index the batch dimensions, e.g. ``f[3]`` or ``f[:, 0]``."""
         if not isinstance(index, tuple):
             index = (index,)
@@ -84,8 +94,12 @@ class Possibility:
         return self.from_fields(out)
 
     @classmethod
-    def stack(cls, items: list[Possibility], axis: int = 0) -> Possibility:
-        """Stack functions of one family along a new batch axis (``axis`` counts batch dims)."""
+    def stack(cls, items: Sequence[Possibility], axis: int = 0
+              ) -> Possibility | tuple[Possibility, ...]:
+        """Stack functions of one family along a new batch axis (``axis`` counts batch dims).
+
+        Unbatched functions (on points) return the tuple of the items instead.
+        """
         if not items:
             raise ValueError("items must not be empty")
         for it in items:
@@ -105,7 +119,7 @@ class Possibility:
         return self.batch_shape[0]
 
     @classmethod
-    def from_fields(cls, fields: dict[str, np.ndarray]):
+    def from_fields(cls: type[_F], fields: dict[str, np.ndarray]) -> _F:
         """Build from :meth:`fields` without re-validating (the fast path for inner loops).
 
         The arrays must come from valid members (e.g. sliced or stacked ``fields()``).
@@ -142,23 +156,25 @@ class Possibility:
         raise NotImplementedError
 
     @classmethod
-    def uninformative(cls, batch_shape: tuple[int, ...] = ()) -> Possibility:
+    def uninformative(cls: type[_F], *args: Any, **kwargs: Any) -> _F:
         """The possibility function equal to 1 everywhere, in this family.
 
-        Families of vectors or matrices take the dimension first:
-        ``uninformative(dim, batch_shape=())``.
+        Scalar families take ``uninformative(batch_shape=())``; families of vectors or
+        matrices take the dimension first, ``uninformative(dim, batch_shape=())``. The
+        signature here is open so that each family can state its own; the default
+        implementation is the scalar one.
         """
-        return cls(**cls._zeros(batch_shape))
+        return cls(**cls._zeros(_batch_shape_argument(*args, **kwargs)))
 
-    def _scaled(self, g: np.ndarray) -> Possibility:
+    def _scaled(self: _F, g: np.ndarray) -> _F:
         """``f ** g`` for a validated, broadcastable, non-negative ``g``."""
         raise NotImplementedError
 
-    def _add(self, other: Possibility) -> Possibility:
+    def _add(self: _F, other: _F) -> _F:
         """The renormalised product ``f * g / sup(f * g)`` (same family)."""
         raise NotImplementedError
 
-    def _log_consistency(self, other: Possibility) -> np.ndarray:
+    def _log_consistency(self: _F, other: _F) -> np.ndarray:
         """``log sup(f * g)``, in ``(-inf, 0]``."""
         raise NotImplementedError
 
@@ -172,7 +188,7 @@ class Possibility:
         """``f(x) = exp(log f(x))``, in ``[0, 1]``."""
         return np.exp(self.log_possibility(x))
 
-    def power(self, g, *, validate: bool = True) -> Possibility:
+    def power(self: _F, g, *, validate: bool = True) -> _F:
         """``f ** g`` for ``g >= 0``: the same mode, information scaled by ``g``.
 
         ``power(0)`` is the uninformative function 1 (except for the Pareto family, whose
@@ -192,10 +208,10 @@ class Possibility:
             ) from None
         return self._scaled(g)
 
-    def __pow__(self, g) -> Possibility:
+    def __pow__(self: _F, g) -> _F:
         return self.power(g)
 
-    def split(self, omega, part: str = "all") -> tuple[Possibility, Possibility]:
+    def split(self: _F, omega, part: str = "all") -> tuple[_F, _F]:
         """Split into independent pieces ``(f ** omega, f ** (1 - omega))`` (paper §4.3).
 
         Their product is ``f``; the second is lent to an unbounded likelihood by
@@ -206,15 +222,19 @@ class Possibility:
             raise ValueError(f"part must be 'all' for {type(self).__name__}, got {part!r}")
         return self.power(omega), self.power(1.0 - omega)
 
-    def credibility(self, lower, upper) -> np.ndarray:
+    def credibility(self, lower, upper=None) -> np.ndarray | float:
         """Credibility of ``[lower, upper]``: the sup of ``f`` over the interval.
 
         Defined for the univariate families, which are all unimodal, so the sup is reached
-        at the mode clipped to the interval.
+        at the mode clipped to the interval. (Functions on points also accept a set in
+        place of ``lower``, hence ``upper``'s default.)
         """
         if not self._univariate:
             raise TypeError(f"credibility(lower, upper) is for univariate families, "
                             f"not {type(self).__name__}")
+        if upper is None:
+            raise TypeError(f"credibility of a {type(self).__name__} needs the interval's "
+                            "upper bound: credibility(lower, upper)")
         lower = as_finite("lower", lower, allow_inf=True)
         upper = as_finite("upper", upper, allow_inf=True)
         if (lower > upper).any():
@@ -251,7 +271,7 @@ class ExponentialFamily(Possibility):
         raise NotImplementedError
 
     @classmethod
-    def from_natural(cls, eta: tuple[np.ndarray, ...]) -> ExponentialFamily:
+    def from_natural(cls: type[_E], eta: tuple[np.ndarray, ...]) -> _E:
         raise NotImplementedError
 
     def sufficient(self, x) -> tuple[np.ndarray, ...]:
@@ -262,7 +282,7 @@ class ExponentialFamily(Possibility):
         """``S(eta) = sup_x <eta, T(x)>``, from usual parameters (``+inf`` when unbounded)."""
         raise NotImplementedError
 
-    def _log_consistency(self, other: ExponentialFamily) -> np.ndarray:
+    def _log_consistency(self: _E, other: _E) -> np.ndarray:
         # log c = S(eta_a + eta_b) - S(eta_a) - S(eta_b); clip the rounding above 0.
         post = self._add(other)
         val = post.log_support() - self.log_support() - other.log_support()
