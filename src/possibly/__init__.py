@@ -19,6 +19,7 @@ from possibly.changepoint import ChangepointDetector
 from possibly.covariance import RobustCovarianceEstimator
 from possibly.families import (
     Beta,
+    ExponentialFamily,
     Gamma,
     InverseGamma,
     InverseWishart,
@@ -50,6 +51,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Beta",
     "ChangepointDetector",
+    "ExponentialFamily",
     "Gamma",
     "GridPossibility",
     "InverseGamma",
