@@ -389,7 +389,8 @@ class GridPossibility(PointPossibility):
 
     def __post_init__(self) -> None:
         pts = self.points
-        axes_in = pts if isinstance(pts, tuple | list) and np.ndim(pts[0]) == 1 else (pts,)
+        axes_in = (pts if isinstance(pts, tuple | list) and len(pts) and np.ndim(pts[0]) == 1
+                   else (pts,))
         axes = []
         for i, ax in enumerate(axes_in):
             a = as_finite(f"points[{i}]" if len(axes_in) > 1 else "points", ax)
@@ -400,8 +401,7 @@ class GridPossibility(PointPossibility):
                 raise ValueError("each grid axis must be strictly increasing")
             axes.append(a)
         shape = tuple(a.size for a in axes)
-        lv = np.asarray(self.log_values, dtype=np.float64) if not isinstance(
-            self.log_values, np.ndarray) else self.log_values.astype(np.float64)
+        lv = as_finite("log_values", self.log_values, allow_inf=True)
         if lv.shape != shape:
             raise ValueError(f"log_values must have the grid's shape {shape}, got {lv.shape}")
         object.__setattr__(self, "points", axes[0] if len(axes) == 1 else tuple(axes))

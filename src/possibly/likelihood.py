@@ -19,7 +19,13 @@ from possibly.families import (
     NormalInverseWishart,
     Pareto,
 )
-from possibly.validation import as_finite, check_nonnegative, check_positive, check_psd
+from possibly.validation import (
+    as_finite,
+    check_nonnegative,
+    check_positive,
+    check_psd,
+    symmetrise,
+)
 
 __all__ = [
     "binomial",
@@ -82,7 +88,7 @@ def linear_gaussian(y, H, R) -> MultivariateNormal:
     wy = np.linalg.solve(chol, y[..., None])[..., 0]
     prec = np.swapaxes(wh, -1, -2) @ wh
     mean = np.einsum("...ij,...j->...i", np.linalg.pinv(wh), wy)
-    return MultivariateNormal(mean, 0.5 * (prec + np.swapaxes(prec, -1, -2)))
+    return MultivariateNormal(mean, symmetrise(prec))
 
 
 def binomial(k, n) -> Beta:
@@ -197,7 +203,7 @@ def mvn_batch(Y) -> NormalInverseWishart:
     sign, _ = np.linalg.slogdet(s)
     if (sign <= 0).any():
         raise ValueError("Y must span its d dimensions (its scatter matrix is singular)")
-    return NormalInverseWishart(mean, np.asarray(float(n)), 0.5 * (s + np.swapaxes(s, -1, -2)),
+    return NormalInverseWishart(mean, np.asarray(float(n)), symmetrise(s),
                                 np.asarray(float(n)))
 
 

@@ -15,6 +15,7 @@ __all__ = [
     "check_positive",
     "check_psd",
     "check_unit_interval",
+    "symmetrise",
 ]
 
 
@@ -80,20 +81,30 @@ def broadcast(**arrays: tuple[np.ndarray, int]) -> dict[str, np.ndarray]:
     return out
 
 
+def symmetrise(arr: np.ndarray) -> np.ndarray:
+    """``(A + Aᵀ) / 2``, computed as ``A/2 + Aᵀ/2`` so that entries near 1e308 do not overflow.
+
+    Halving is exact, so for ordinary values this is bit-identical to ``0.5 * (A + Aᵀ)``.
+    """
+    return 0.5 * arr + 0.5 * np.swapaxes(arr, -1, -2)
+
+
 def check_psd(name: str, value, *, definite: bool = False, rtol: float = 1e-10) -> np.ndarray:
     """Check a (batch of) symmetric positive semi-definite (or definite) matrices."""
     arr = as_finite(name, value)
     if arr.ndim < 2 or arr.shape[-1] != arr.shape[-2]:
         raise ValueError(f"{name} must be a square matrix (..., d, d), got shape {arr.shape}")
-    scale = np.maximum(np.abs(arr).max(axis=(-2, -1), keepdims=True), 1e-300)
+    if arr.shape[-1] == 0:
+        raise ValueError(f"{name} must be at least 1 x 1, got shape {arr.shape}")
+    # initial=0: an empty batch of matrices is valid (and has nothing to check)
+    scale = np.maximum(np.abs(arr).max(axis=(-2, -1), keepdims=True, initial=0.0), 1e-300)
     asym = np.abs(arr - np.swapaxes(arr, -1, -2)) / scale
     if (asym > 1e-8).any():
         raise ValueError(f"{name} must be symmetric")
-    arr = 0.5 * (arr + np.swapaxes(arr, -1, -2))
-    if arr.shape[-1] == 0:
-        return arr
-    eig = np.linalg.eigvalsh(arr)
-    tol = rtol * scale[..., 0]
+    arr = symmetrise(arr)
+    # eigenvalues relative to the largest entry: no overflow for entries near 1e308
+    eig = np.linalg.eigvalsh(arr / scale)
+    tol = rtol
     if definite:
         if (eig <= tol).any():
             raise ValueError(f"{name} must be positive definite")

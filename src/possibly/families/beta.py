@@ -53,14 +53,24 @@ class Beta(ExponentialFamily):
     @property
     def mode(self) -> np.ndarray:
         """``a / (a + b)``; 0.5 for the uninformative member (every point is a mode)."""
-        s = self.alpha + self.beta
-        return np.divide(self.alpha, s, out=np.full(s.shape, 0.5), where=s > 0)
+        with np.errstate(over="ignore"):
+            s = self.alpha + self.beta
+        # a + b overflows only when both are near 1e308: halve both first there
+        half = 0.5 * self.alpha / np.where(s > 0, 0.5 * self.alpha + 0.5 * self.beta, 1.0)
+        direct = np.divide(self.alpha, s, out=np.full(s.shape, 0.5), where=s > 0)
+        return np.where(np.isinf(s), half, direct)
 
     @property
     def variance(self) -> np.ndarray:
-        s = self.alpha + self.beta
-        return np.divide(self.alpha * self.beta, s**3, out=np.full(s.shape, np.inf),
-                         where=s > 0)
+        """``a b / (a + b)**3``, as ``m (1 - m) / (a + b)`` where the products overflow."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            s = self.alpha + self.beta
+            num, den = self.alpha * self.beta, s**3
+            ok = np.isfinite(num) & np.isfinite(den)
+            m = self.mode
+            direct = np.divide(num, den, out=np.full(s.shape, np.inf), where=(s > 0) & ok)
+            scaled = np.divide(m * (1.0 - m), s, out=np.full(s.shape, np.inf), where=s > 0)
+        return np.where(ok, direct, scaled)
 
     def _scaled(self, g) -> Beta:
         a, b = np.broadcast_arrays(g * self.alpha, g * self.beta)

@@ -15,7 +15,7 @@ from typing import ClassVar
 import numpy as np
 
 from possibly.families.base import ExponentialFamily
-from possibly.validation import as_finite, check_nonnegative, check_psd
+from possibly.validation import as_finite, check_nonnegative, check_psd, symmetrise
 
 __all__ = ["InverseWishart", "NormalInverseWishart", "vech_indices"]
 
@@ -59,7 +59,7 @@ def _check_sigma(sigma) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     sigma = as_finite("x (Sigma)", sigma)
     if sigma.ndim < 2 or sigma.shape[-1] != sigma.shape[-2]:
         raise ValueError(f"Sigma must have shape (..., d, d), got {sigma.shape}")
-    sigma = 0.5 * (sigma + np.swapaxes(sigma, -1, -2))
+    sigma = symmetrise(sigma)
     eig = np.linalg.eigvalsh(sigma)
     # numerically singular matrices are outside the domain (possibility 0), not an error
     pd = eig[..., 0] > 1e-13 * np.maximum(np.abs(eig[..., -1]), 1e-300)
@@ -292,7 +292,7 @@ class NormalInverseWishart(ExponentialFamily):
         lam = -2.0 * e4
         mean = np.divide(e3, lam[..., None], out=np.zeros(e3.shape), where=lam[..., None] > 0)
         psi = -2.0 * e2 - lam[..., None, None] * (mean[..., :, None] * mean[..., None, :])
-        return cls(mean, lam, 0.5 * (psi + np.swapaxes(psi, -1, -2)), -2.0 * e1)
+        return cls(mean, lam, symmetrise(psi), -2.0 * e1)
 
     def sufficient(self, x):
         mu, sigma = x
