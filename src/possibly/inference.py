@@ -200,6 +200,9 @@ def robust_update(prior: Possibility, likelihood: Possibility, dim=None, tau=Non
     """
     if validate:
         _check_pair(prior, likelihood)
+        if not np.all(prior.bounded):  # e.g. Gamma(a > 0, b = 0): not a possibility function
+            raise ValueError("prior is unbounded (its supremum is infinite): a prior must be "
+                             "a possibility function (sup f = 1)")
     if omega is None:
         if validate and lend != "all":
             raise ValueError("lend only applies with omega")

@@ -46,8 +46,24 @@ class Beta(ExponentialFamily):
         x = as_finite("x", x)
         inside = (x >= 0) & (x <= 1)
         xc = np.clip(x, 0.0, 1.0)
+        a, b = self.alpha, self.beta
+        m = self.mode
+        with np.errstate(over="ignore"):
+            s = a + b
+        # 1 - m as b / (a + b): exact for a small m's complement, overflow-safe like mode
+        m_c = np.where(np.isinf(s), 0.5 * b / np.where(np.isinf(s), 0.5 * a + 0.5 * b, 1.0),
+                       np.divide(b, s, out=np.full(s.shape, 0.5), where=s > 0))
+        # relative to the mode, a log(x/m) + b log((1-x)/(1-m)) in log1p form: the same
+        # function as a log x + b log(1-x) - S, without subtracting large terms
         with np.errstate(divide="ignore", invalid="ignore"):
-            val = xlogy(self.alpha, xc) + xlogy(self.beta, 1.0 - xc) - self.log_support()
+            diff = xc - m  # 0 at the mode, where m or 1 - m may have underflowed to 0
+            rel_a = np.divide(diff, m, out=np.zeros(diff.shape), where=diff != 0)
+            rel_b = np.divide(-diff, m_c, out=np.zeros(diff.shape), where=diff != 0)
+            # m_c is 1 - m up to rounding: at x = 1 the ratio must be exactly -1, not below
+            rel_b = np.maximum(rel_b, -1.0)
+            term_a = np.where(a > 0, a * np.log1p(rel_a), 0.0)
+            term_b = np.where(b > 0, b * np.log1p(rel_b), 0.0)
+            val = term_a + term_b
         return np.where(inside, np.minimum(val, 0.0), -np.inf)
 
     @property
@@ -66,7 +82,7 @@ class Beta(ExponentialFamily):
         with np.errstate(over="ignore", invalid="ignore"):
             s = self.alpha + self.beta
             num, den = self.alpha * self.beta, s**3
-            ok = np.isfinite(num) & np.isfinite(den)
+            ok = np.isfinite(num) & np.isfinite(den) & ((den > 0) | (s == 0))
             m = self.mode
             direct = np.divide(num, den, out=np.full(s.shape, np.inf), where=(s > 0) & ok)
             scaled = np.divide(m * (1.0 - m), s, out=np.full(s.shape, np.inf), where=s > 0)

@@ -26,6 +26,16 @@ def gamma_log_support(alpha: np.ndarray, beta: np.ndarray) -> np.ndarray:
                         - alpha)
 
 
+def check_gamma_support(alpha: np.ndarray, beta: np.ndarray) -> None:
+    """Reject ``(a, b)`` whose ``S = a log(a / b) - a`` overflows (the algebra needs S)."""
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        bad = (beta > 0) & ~np.isfinite(gamma_log_support(alpha, beta))
+    if bad.any():
+        a, b = alpha[bad].ravel()[0], beta[bad].ravel()[0]
+        raise ValueError(f"alpha * log(alpha / beta) - alpha must be finite (below 1.8e308), "
+                         f"got alpha={float(a):g}, beta={float(b):g}")
+
+
 class _GammaLike(ExponentialFamily):
     alpha: np.ndarray
     beta: np.ndarray
@@ -43,6 +53,9 @@ class _GammaLike(ExponentialFamily):
     def bounded(self) -> np.ndarray:
         return ~((self.alpha > 0) & (self.beta == 0))
 
+    def _check_joint(self) -> None:
+        check_gamma_support(self.alpha, self.beta)
+
     def _scaled(self, g):
         a, b = np.broadcast_arrays(g * self.alpha, g * self.beta)
         return type(self).from_fields({"alpha": a, "beta": b})
@@ -57,8 +70,13 @@ class _GammaLike(ExponentialFamily):
     def _log_rate(self, lam: np.ndarray) -> np.ndarray:
         """log Ḡ(lam; a, b) for lam >= 0 (the unbounded member has no finite value)."""
         self._check_bounded("this function")
-        with np.errstate(divide="ignore", invalid="ignore"):
-            val = xlogy(self.alpha, lam) - self.beta * lam - self.log_support()
+        a, b = self.alpha, self.beta
+        # relative to the mode: a (log r - (r - 1)) with r = b lam / a, the same function as
+        # a log lam - b lam - S without subtracting large terms (exact near the mode at any a)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            r = lam * (b / np.where(a > 0, a, 1.0))
+            rel = a * (np.log(r) - (r - 1.0))
+            val = np.where(a > 0, np.where(np.isinf(r), -np.inf, rel), -b * lam)
         return np.minimum(val, 0.0)
 
 
@@ -93,8 +111,12 @@ class Gamma(_GammaLike):
 
     @property
     def variance(self) -> np.ndarray:
-        return np.divide(self.alpha, self.beta**2, out=np.full(self.alpha.shape, np.inf),
-                         where=self.beta > 0)
+        """``a / b**2``, in log space where the powers under- or overflow."""
+        a, b = self.alpha, self.beta
+        with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
+            direct = np.divide(a, b**2, out=np.full(a.shape, np.inf), where=b > 0)
+            scaled = np.exp(np.log(a) - 2.0 * np.log(b))
+        return np.where(np.isnan(direct), scaled, direct)
 
     def natural(self):
         return self.alpha, -self.beta
@@ -144,8 +166,12 @@ class InverseGamma(_GammaLike):
 
     @property
     def variance(self) -> np.ndarray:
-        return np.divide(self.beta**2, self.alpha**3, out=np.full(self.alpha.shape, np.inf),
-                         where=self.alpha > 0)
+        """``b**2 / a**3``, in log space where the powers under- or overflow."""
+        a, b = self.alpha, self.beta
+        with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
+            direct = np.divide(b**2, a**3, out=np.full(a.shape, np.inf), where=a > 0)
+            scaled = np.exp(2.0 * np.log(b) - 3.0 * np.log(a))
+        return np.where(np.isnan(direct), scaled, direct)
 
     def natural(self):
         return -self.alpha, -self.beta

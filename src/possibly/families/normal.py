@@ -72,8 +72,13 @@ class Normal(ExponentialFamily):
     def _add(self, other: Normal) -> Normal:
         p = self.precision + other.precision
         safe = np.where(p > 0, p, 1.0)
-        mean = np.where(p > 0, self.mean + other.precision * (other.mean - self.mean) / safe,
-                        self.mean + 0.0 * other.mean)
+        with np.errstate(over="ignore", invalid="ignore"):
+            moved = self.mean + other.precision * (other.mean - self.mean) / safe
+            # precision times a large mean difference can overflow: weight first there
+            w = other.precision / safe
+            moved = np.where(np.isfinite(moved), moved,
+                             (1.0 - w) * self.mean + w * other.mean)
+        mean = np.where(p > 0, moved, self.mean + 0.0 * other.mean)
         return Normal.from_fields({"mean": mean, "precision": p})
 
     def _log_consistency(self, other: Normal) -> np.ndarray:
@@ -81,7 +86,14 @@ class Normal(ExponentialFamily):
         p = self.precision + other.precision
         safe = np.where(p > 0, p, 1.0)
         d = self.mean - other.mean
-        return np.where(p > 0, -0.5 * self.precision * other.precision / safe * d * d, 0.0)
+        with np.errstate(over="ignore", invalid="ignore"):
+            coef = self.precision * other.precision / safe
+            # the product of precisions can overflow: divide first there
+            coef = np.where(np.isfinite(coef), coef,
+                            self.precision * (other.precision / safe))
+            # coef = 0 (an uninformative side) gives c = 1 even if d overflowed
+            val = np.where(coef > 0, -0.5 * coef * d * d, 0.0)
+        return np.where(p > 0, val, 0.0)
 
     def natural(self) -> tuple[np.ndarray, np.ndarray]:
         return self.precision * self.mean, -0.5 * self.precision

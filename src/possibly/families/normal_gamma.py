@@ -8,7 +8,7 @@ from typing import ClassVar
 import numpy as np
 
 from possibly.families.base import ExponentialFamily, xlogy
-from possibly.families.gamma import gamma_log_support
+from possibly.families.gamma import check_gamma_support, gamma_log_support
 from possibly.validation import as_finite, check_nonnegative, check_unit_interval
 
 __all__ = ["NormalGamma"]
@@ -81,6 +81,9 @@ class NormalGamma(ExponentialFamily):
         v_mu = np.divide(b, k * a, out=np.full(a.shape, np.inf), where=(k * a) > 0)
         v_lam = np.divide(a, b**2, out=np.full(a.shape, np.inf), where=b > 0)
         return v_mu, v_lam
+
+    def _check_joint(self) -> None:
+        check_gamma_support(self.alpha, self.beta)
 
     def _scaled(self, g) -> NormalGamma:
         m, k, a, b = np.broadcast_arrays(self.mean, g * self.k, g * self.alpha, g * self.beta)
