@@ -318,3 +318,17 @@ def test_unrepresentable_or_unbounded_gamma_priors_are_refused():
         ps.Gamma(1e308, 1e-308)
     with pytest.raises(ValueError, match="prior is unbounded"):
         ps.robust_update(ps.Gamma(2.0, 0.0), ps.likelihood.poisson([1.0]))
+
+
+def test_overflow_guards_keep_ordinary_values_bit_identical():
+    # the reproduction report's numbers depend on these bits: the guards only act on overflow
+    rng = np.random.default_rng(1)
+    n = 20000
+    pa, pb = np.exp(rng.uniform(-30, 30, (2, n)))
+    ma, mb = rng.normal(size=(2, n)) * np.exp(rng.uniform(-10, 10, (2, n)))
+    a, b = ps.Normal(ma, pa), ps.Normal(mb, pb)
+    p, d = pa + pb, ma - mb
+    np.testing.assert_array_equal(ps.log_consistency(a, b), -0.5 * pa * pb / p * d * d)
+    np.testing.assert_array_equal(ps.combine(a, b).mean, ma + pb * (mb - ma) / p)
+    m = rng.normal(size=(n, 3, 3)) * np.exp(rng.uniform(-20, 20, (n, 1, 1)))
+    np.testing.assert_array_equal(ps.validation.symmetrise(m), 0.5 * (m + np.swapaxes(m, -1, -2)))
