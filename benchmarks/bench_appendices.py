@@ -10,7 +10,7 @@ Three tables, each with a baseline timed in this process, best of N interleaved 
    10 × T = 1000 and one repeat; baseline: the standard soft-uniform update (``robust=False``)
    on the 1000 repeats; the hard uniform (``max``) for scale.
 3. Time per repeat of the known-precision study (T = 100): median, Bayes, the generic robust
-   update on ``ps.Normal`` and the minimum-MMD estimator (``possibly.mmd``), vectorised over
+   update on ``ps.Normal`` and the minimum-MMD estimator (``baselines.mmd``), vectorised over
    1000 repeats and one repeat at a time, next to the paper's orders of magnitude.
 
 Then the whole ``normal.run()``, ``normal_mmd.run()`` and ``soft_uniform.run()`` once each.
@@ -29,7 +29,7 @@ from timing import best_of
 
 import possibly as ps
 from possibly.experiments import normal, normal_mmd, soft_uniform
-from possibly.mmd import mmd_location
+from possibly.experiments.baselines.mmd import mmd_location
 
 SERIES, T = 1000, 100
 SD = normal_mmd.SD
@@ -146,7 +146,7 @@ def main(argv=None) -> int:
         "Bayes": bayes_known_precision,
         "robust (generic robust_update on Normal)": generic_known_precision,
         "robust tau=0.1 (generic)": lambda a: generic_known_precision(a, normal_mmd.TAU),
-        "MMD (possibly.mmd.mmd_location)": lambda a: mmd_location(a, sd=SD).location,
+        "MMD (baselines.mmd.mmd_location)": lambda a: mmd_location(a, sd=SD).location,
     }
     rows = {}
     for name, fn in methods.items():
@@ -160,7 +160,7 @@ def main(argv=None) -> int:
     paper_of = {"median": paper["median"], "Bayes": paper["bayes_all"],
                 "robust (generic robust_update on Normal)": paper["robust_discount"],
                 "robust tau=0.1 (generic)": paper["robust_threshold"],
-                "MMD (possibly.mmd.mmd_location)": paper["mmd"]}
+                "MMD (baselines.mmd.mmd_location)": paper["mmd"]}
     print(f"per repeat, paper ({normal_mmd.PAPER['machine']}) vs ours:")
     print(f"{'method':<42} {'paper':>9} {'one at a time':>14} {'vectorised':>11}")
     for name in methods:
@@ -168,7 +168,7 @@ def main(argv=None) -> int:
         vec = best[f"{name}, vectorised"] / SERIES
         print(f"{name:<42} {paper_of[name] * 1e3:6.0f} ms {one * 1e3:11.4f} ms "
               f"{vec * 1e3:8.4f} ms")
-    mmd = best["MMD (possibly.mmd.mmd_location), vectorised"]
+    mmd = best["MMD (baselines.mmd.mmd_location), vectorised"]
     print(f"MMD vectorised vs median vectorised: {mmd / best['median, vectorised']:.0f}x; "
           f"MMD iterations on the {SERIES} repeats: {mmd_location(y, sd=SD).iterations}")
 

@@ -1,4 +1,4 @@
-"""Robust streaming normal-inverse-Wishart (possibly.covariance, paper §5.1).
+"""Robust streaming normal-inverse-Wishart (possibly.estimators.covariance, paper §5.1).
 
 Reference values are independent of the code under test: numerical sups over (μ, Σ) with
 scipy.optimize (Σ through a Cholesky factor with log-diagonal), scipy's normal log-density,
@@ -10,7 +10,7 @@ import pytest
 from scipy import optimize, stats
 
 import possibly as ps
-from possibly import covariance as cov
+from possibly.estimators import covariance as cov
 
 
 # -- independent reference: numerical sups ---------------------------------------------------

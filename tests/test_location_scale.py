@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import possibly as ps
-from possibly.location_scale import location_scale_init, location_scale_step
+from possibly.estimators.location_scale import location_scale_init, location_scale_step
 
 
 def stream(rng, shape, eps=0.1):

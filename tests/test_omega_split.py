@@ -9,7 +9,7 @@ import pytest
 from scipy import optimize
 
 import possibly as ps
-from possibly.location_scale import location_scale_init, location_scale_step
+from possibly.estimators.location_scale import location_scale_init, location_scale_step
 
 
 # -- hand-written functions of (mu, lam) --------------------------------------------------------

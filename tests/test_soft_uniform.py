@@ -5,7 +5,7 @@ import pytest
 from scipy import optimize
 
 import possibly as ps
-from possibly.soft_uniform import soft_uniform_log_likelihood
+from possibly.estimators.soft_uniform import soft_uniform_log_likelihood
 
 
 def log_soft(theta, y, c):
@@ -165,7 +165,7 @@ def test_uniform_likelihood_rejects_non_positive():
 
 
 def test_pure_step_validates():
-    from possibly.soft_uniform import soft_uniform_init, soft_uniform_step
+    from possibly.estimators.soft_uniform import soft_uniform_init, soft_uniform_step
 
     state = soft_uniform_init(2)
     with pytest.raises(ValueError, match="decay"):

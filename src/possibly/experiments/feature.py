@@ -32,7 +32,7 @@ import os
 import numpy as np
 from scipy import stats
 
-from possibly import covariance as cov
+from possibly.estimators import covariance as cov
 from possibly.families.inverse_wishart import NormalInverseWishart
 from possibly.progress import progress_bar
 from possibly.validation import check_positive

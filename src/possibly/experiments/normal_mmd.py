@@ -5,8 +5,8 @@ outliers with probability ε, 1000 repeats, T = 100), mean only. Methods: standa
 all observations and on the inliers (uninformative prior: the sample means), the median, the
 robust update (d = 1) with discount γ and with the threshold τ = 0.1, both through the generic
 :func:`possibly.robust_update` on :class:`possibly.Normal`, and the minimum-MMD estimator of
-:mod:`possibly.mmd`. RMSE of ``E*(μ)`` against ε, and the time per repeat of each method,
-measured both vectorised over all repeats and one repeat at a time, next to the paper's
+:mod:`possibly.experiments.baselines.mmd`. RMSE of ``E*(μ)`` against ε, and the time per
+repeat of each method, measured both vectorised over all repeats and one repeat at a time, next to the paper's
 orders of magnitude (1 ms median/Bayes, 10 ms robust, 10 s MMD on a 1.8 GHz Core i7).
 """
 
@@ -18,8 +18,8 @@ import time
 import numpy as np
 
 import possibly as ps
+from possibly.experiments.baselines.mmd import mmd_location
 from possibly.experiments.normal import EPS_GRID, LAMBDA_TRUE, MU_TRUE, simulate
-from possibly.mmd import mmd_location
 from possibly.progress import progress_bar
 
 __all__ = ["PAPER", "plot", "run", "summary"]

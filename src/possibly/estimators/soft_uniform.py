@@ -30,8 +30,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from possibly.estimators.location_scale import check_observations
 from possibly.inference import discount
-from possibly.location_scale import check_observations
 from possibly.validation import as_finite, check_positive, check_unit_interval
 
 __all__ = [
@@ -66,7 +66,7 @@ def soft_uniform_log_likelihood(theta, y, decay) -> np.ndarray:
     Examples
     --------
     >>> import numpy as np
-    >>> from possibly.soft_uniform import soft_uniform_log_likelihood
+    >>> from possibly.estimators.soft_uniform import soft_uniform_log_likelihood
     >>> soft_uniform_log_likelihood(np.array([9.0, 10.0, 20.0]), 10.0, decay=2.0).round(4)
     array([-2.    ,  0.    , -0.6931])
     """
@@ -107,7 +107,7 @@ def soft_uniform_init(capacity: int, batch_shape: tuple[int, ...] = ()) -> SoftU
 
     Examples
     --------
-    >>> from possibly.soft_uniform import soft_uniform_init
+    >>> from possibly.estimators.soft_uniform import soft_uniform_init
     >>> soft_uniform_init(3).values
     array([-inf, -inf, -inf])
     """
@@ -138,7 +138,7 @@ def soft_uniform_step(state: SoftUniformState, y, *, decay, robust: bool = True,
 
     Examples
     --------
-    >>> from possibly.soft_uniform import soft_uniform_init, soft_uniform_step
+    >>> from possibly.estimators.soft_uniform import soft_uniform_init, soft_uniform_step
     >>> state = soft_uniform_init(2)
     >>> state, info = soft_uniform_step(state, 10.0, decay=1.0)
     >>> float(info.consistency), float(info.mode)        # the prior is uninformative
@@ -194,7 +194,7 @@ def soft_uniform_log_possibility(state: SoftUniformState, theta, *, decay) -> np
 
     Examples
     --------
-    >>> from possibly.soft_uniform import (soft_uniform_init, soft_uniform_log_possibility,
+    >>> from possibly.estimators.soft_uniform import (soft_uniform_init, soft_uniform_log_possibility,
     ...                                    soft_uniform_step)
     >>> state, _ = soft_uniform_step(soft_uniform_init(1), 10.0, decay=1.0)
     >>> soft_uniform_log_possibility(state, [9.0, 10.0], decay=1.0)     # L̃(θ | 10)

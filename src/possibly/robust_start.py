@@ -1,0 +1,278 @@
+"""A robust start for sequential robust updates: a maxitive mixture of start hypotheses.
+
+Why
+---
+From an uninformative prior the first observation cannot be judged: its consistency is fixed
+(``sqrt(1 - ω)`` with the ω split, 1 for a bounded likelihood), so it is taken (nearly)
+whole. The paper (§4.1) assumes that it is an inlier. When it is an outlier, every later good
+observation looks inconsistent with the posterior it made and is discounted: the estimate is
+captured, sometimes for good.
+
+What
+----
+The robust update depends on the order of the observations, and the only order-dependence
+that matters at the start is *which observation comes first*. Hypothesis ``j``
+(``j = 1..K``) is the robust recursion run on the order ``(y_j, y_1, ..., y_{j-1}, y_{j+1},
+...)``: it trusts ``y_j`` as the start and judges all the others, including the earlier ones,
+against it. Hypothesis 1 is the plain recursion. Every hypothesis has then processed the same
+observations, so their scores are comparable: the score of hypothesis ``j`` after ``t``
+observations is ``Σ_s log c_s^{(j)}``, the log of the product of the consistencies of its
+steps (with standard updates this product is ``sup_θ Π L(θ | y_s)`` whatever the order; an
+outlier start makes every inlier inconsistent and its product collapses). The posterior is
+the maxitive mixture ``f(θ) = max_j w_j f_j(θ)`` with ``w_j`` the max-normalised scores, so
+
+* its ``E*`` is the ``E*`` of the leading hypothesis (``w = 1``);
+* the consistency of a new observation with it is ``max_j w_j c_j`` (the sup of a max is the
+  max of the sups).
+
+Once all ``K`` candidates exist and every other hypothesis has weight below ``ratio`` (a set
+factor, default ``1e-3``), the mixture collapses to the leader and the recursion goes on
+alone. With ``K = 1`` this is exactly the plain recursion.
+
+Cost
+----
+Hypothesis ``j`` replays the ``j - 1`` earlier observations when it is created (``O(K²)``
+steps in all) and the ``K`` hypotheses are updated side by side until the collapse: about
+``K`` times the cost of the plain recursion over the first few observations, then the cost
+of the plain recursion (once every stream of a batch has collapsed, the hypothesis axis is
+dropped). A missing observation (NaN) is not a candidate: the candidates are the first ``K``
+observed values.
+
+The functions here are generic: ``step`` is any pure robust step over a batch whose state
+is a :class:`~possibly.Possibility`, a (named) tuple of arrays or an array; the hypotheses
+are the last batch axis of that state. :mod:`possibly.estimators.location_scale` uses it;
+the same code serves any sequential robust update with an uninformative start.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from possibly.families.base import Possibility
+
+__all__ = ["StartState", "StartStep", "start_init", "start_step", "tree_select", "tree_take"]
+
+#: ``step(state, y) -> (state, log_c, extras)``: a pure robust step over a batch; ``y`` has
+#: the state's batch shape with NaN for missing entries, where the step must only predict
+#: and return a NaN ``log_c``. ``extras`` is a dict of per-step arrays of the batch shape.
+StartStep = Callable[[Any, np.ndarray], tuple[Any, np.ndarray, dict[str, np.ndarray]]]
+
+
+def _map(fn: Callable[..., np.ndarray], tree: Any, *others: Any) -> Any:
+    """Apply ``fn`` to every array leaf of ``tree`` (and the matching leaves of ``others``)."""
+    if isinstance(tree, Possibility):
+        fields = [o.fields() for o in others]
+        return type(tree).from_fields({name: fn(arr, *(f[name] for f in fields))
+                                       for name, arr in tree.fields().items()})
+    if isinstance(tree, tuple):
+        items = [_map(fn, *leaves) for leaves in zip(tree, *others, strict=True)]
+        return type(tree)(*items) if hasattr(tree, "_fields") else tuple(items)
+    return fn(np.asarray(tree), *(np.asarray(o) for o in others))
+
+
+def _event_ndim(tree: Any, name: str | None = None) -> int:
+    if isinstance(tree, Possibility) and name is not None:
+        return tree._event_ndims.get(name, 0)
+    return 0
+
+
+def _leafwise(tree: Any, fn: Callable[[np.ndarray, int], np.ndarray]) -> Any:
+    """Like :func:`_map` for one tree, giving ``fn`` each leaf's number of event axes."""
+    if isinstance(tree, Possibility):
+        ev = type(tree)._event_ndims
+        return type(tree).from_fields({name: fn(np.asarray(arr), ev.get(name, 0))
+                                       for name, arr in tree.fields().items()})
+    if isinstance(tree, tuple):
+        items = [_leafwise(leaf, fn) for leaf in tree]
+        return type(tree)(*items) if hasattr(tree, "_fields") else tuple(items)
+    return fn(np.asarray(tree), 0)
+
+
+def tree_take(tree: Any, index: np.ndarray) -> Any:
+    """Select one hypothesis per batch entry: ``index`` has the batch shape without the last
+    (hypothesis) axis; the result has that batch shape."""
+    index = np.asarray(index)
+
+    def take(arr: np.ndarray, ev: int) -> np.ndarray:
+        axis = arr.ndim - ev - 1
+        idx = np.expand_dims(index, tuple(range(index.ndim, index.ndim + ev + 1)))
+        idx = np.broadcast_to(idx, arr.shape[:axis] + (1,) + arr.shape[axis + 1:])
+        return np.take_along_axis(arr, idx, axis=axis).squeeze(axis)
+
+    return _leafwise(tree, take)
+
+
+def tree_select(mask: np.ndarray, a: Any, b: Any) -> Any:
+    """``a`` where ``mask`` (a batch-shaped boolean array) holds, else ``b``."""
+    mask = np.asarray(mask)
+    if isinstance(a, Possibility):
+        ev = type(a)._event_ndims
+        fb = b.fields()
+        return type(a).from_fields({
+            name: np.where(mask.reshape(mask.shape + (1,) * ev.get(name, 0)), arr, fb[name])
+            for name, arr in a.fields().items()})
+    if isinstance(a, tuple):
+        items = [tree_select(mask, x, y) for x, y in zip(a, b, strict=True)]
+        return type(a)(*items) if hasattr(a, "_fields") else tuple(items)
+    arr = np.asarray(a)
+    return np.where(mask.reshape(mask.shape + (1,) * (arr.ndim - mask.ndim)), arr, b)
+
+
+def _expand(tree: Any, size: int) -> Any:
+    """Add a trailing hypothesis batch axis of length ``size`` (copies of ``tree``)."""
+    def rep(arr: np.ndarray, ev: int) -> np.ndarray:
+        axis = arr.ndim - ev
+        return np.repeat(np.expand_dims(arr, axis), size, axis=axis)
+
+    return _leafwise(tree, rep)
+
+
+@dataclass(frozen=True)
+class StartState:
+    """The mixture of start hypotheses for a batch of streams (batch shape ``B``).
+
+    Attributes
+    ----------
+    hypotheses : Any
+        The hypotheses' states, batch shape ``B + (K,)`` (``K = 1`` once every stream has
+        collapsed).
+    log_weight : ndarray, shape ``B + (K,)``
+        Max-normalised log scores; ``-inf`` for a hypothesis not yet created.
+    buffer : ndarray, shape ``B + (size,)``
+        The first ``size`` observed values (NaN for those still to come).
+    seen : ndarray of int, shape ``B``
+        How many candidates exist (capped at ``size``).
+    collapsed : ndarray of bool, shape ``B``
+    prior : Any
+        The state before any observation (batch shape ``B``), from which candidates start.
+    """
+
+    hypotheses: Any
+    log_weight: np.ndarray
+    buffer: np.ndarray
+    seen: np.ndarray
+    collapsed: np.ndarray
+    prior: Any
+
+    @property
+    def leader(self) -> np.ndarray:
+        """Index of the leading hypothesis (weight 1) per stream."""
+        return np.argmax(self.log_weight, axis=-1)
+
+    @property
+    def current(self) -> Any:
+        """The leading hypothesis' state (batch shape ``B``): the mixture's ``E*``."""
+        return tree_take(self.hypotheses, self.leader)
+
+
+def start_init(prior: Any, batch_shape: tuple[int, ...], size: int) -> StartState:
+    """The mixture before any observation: ``size`` empty slots around ``prior``.
+
+    Examples
+    --------
+    >>> import numpy as np, possibly as ps
+    >>> s = start_init(ps.Normal.uninformative((2,)), (2,), size=3)
+    >>> s.hypotheses.batch_shape, s.log_weight.shape, s.seen
+    ((2, 3), (2, 3), array([0, 0]))
+    """
+    if int(size) != size or size < 1:
+        raise ValueError(f"size must be an integer >= 1, got {size!r}")
+    size = int(size)
+    shape = tuple(batch_shape)
+    log_weight = np.full(shape + (size,), -np.inf)
+    return StartState(hypotheses=_expand(prior, size), log_weight=log_weight,
+                      buffer=np.full(shape + (size,), np.nan),
+                      seen=np.zeros(shape, dtype=np.int64),
+                      collapsed=np.zeros(shape, dtype=bool), prior=prior)
+
+
+def start_step(state: StartState, y: np.ndarray, step: StartStep, *, ratio: float = 1e-3
+               ) -> tuple[StartState, np.ndarray, dict[str, np.ndarray]]:
+    """One observation per stream for the mixture (module docstring); pure.
+
+    Returns ``(state, log_c, extras)``: ``log_c`` is the consistency of ``y`` with the
+    mixture (``max_j w_j c_j``; for a stream's first observation, that of its only
+    hypothesis), ``extras`` those of the leading hypothesis after the step (its ``extras``
+    from ``step``). ``log_c`` is NaN where ``y`` is missing.
+
+    Examples
+    --------
+    >>> import numpy as np, possibly as ps
+    >>> def step(f, y):                    # robust normal mean, sd 1, NaN = predict only
+    ...     res = ps.robust_update(f, ps.likelihood.normal(np.nan_to_num(y), sd=1.0))
+    ...     miss = np.isnan(y)
+    ...     new = tree_select(miss, f, res.posterior)
+    ...     return new, np.where(miss, np.nan, np.log(res.consistency)), {}
+    >>> s = start_init(ps.Normal.uninformative(), (), size=2)
+    >>> for y in [40.0, 0.1, -0.2, 0.3, 0.0]:   # an outlier first
+    ...     s, log_c, _ = start_step(s, np.asarray(y), step)
+    >>> round(float(s.current.mean), 3), bool(s.collapsed)
+    (0.05, True)
+    """
+    size = state.log_weight.shape[-1]
+    y = np.asarray(y, dtype=np.float64)
+    shape = state.seen.shape
+    y = np.broadcast_to(y, shape)
+    missing = np.isnan(y)
+    alive = np.isfinite(state.log_weight)
+    # 1. every existing hypothesis takes y as its next observation
+    hyp, log_c, extras = step(state.hypotheses, y[..., None])
+    ok_c = np.where(alive & ~missing[..., None], log_c, 0.0)
+    log_weight = np.where(alive, state.log_weight + ok_c, -np.inf)
+    with np.errstate(invalid="ignore"):
+        mix_c = np.max(np.where(alive, state.log_weight + log_c, -np.inf), axis=-1)
+    # 2. a new candidate: y first, then the earlier candidates' values, in order
+    create = ~missing & ~state.collapsed & (state.seen < size)
+    buffer, seen = state.buffer, state.seen
+    new_extras = None
+    if create.any():
+        cand, c0, new_extras = step(state.prior, np.where(create, y, np.nan))
+        score = np.where(create, c0, 0.0)
+        for i in range(size - 1):
+            earlier = np.where(create & (i < seen), buffer[..., i], np.nan)
+            if np.isnan(earlier).all():
+                break
+            cand, c_i, _ = step(cand, earlier)
+            score = score + np.where(np.isnan(earlier), 0.0, c_i)
+        slot = np.minimum(seen, size - 1)
+        here = create[..., None] & (np.arange(size) == slot[..., None])
+        hyp = tree_select(here, _expand(cand, size), hyp)
+        log_weight = np.where(here, score[..., None], log_weight)
+        buffer = np.where(here, y[..., None], buffer)
+        seen = seen + create
+        first = create & (state.seen == 0)
+        mix_c = np.where(first, c0, mix_c)
+    top = np.max(log_weight, axis=-1, keepdims=True)
+    log_weight = np.where(np.isfinite(top), log_weight - np.where(np.isfinite(top), top, 0.0),
+                          log_weight)
+    leader = np.argmax(log_weight, axis=-1)
+    # extras of the leader: from the new candidate where it leads and was just made
+    out = {}
+    for name, value in extras.items():
+        lead = np.take_along_axis(np.asarray(value), leader[..., None], -1)[..., 0]
+        if new_extras is not None:
+            made = create & (leader == np.minimum(state.seen, size - 1))
+            lead = np.where(made, new_extras[name], lead)
+        out[name] = lead
+    # 3. collapse once every candidate exists and the others are negligible
+    others = np.where(np.arange(size) == leader[..., None], -np.inf, log_weight)
+    collapse = ~state.collapsed & (seen >= size) & (others.max(-1) < np.log(ratio))
+    collapsed = state.collapsed | collapse
+    if collapse.any():
+        lead_state = _expand(tree_take(hyp, leader), size)
+        hyp = tree_select(collapse[..., None] & np.ones(size, dtype=bool), lead_state, hyp)
+        log_weight = np.where(collapse[..., None], 0.0, log_weight)
+    if size > 1 and collapsed.all():
+        # identical hypotheses everywhere: keep one (the leader) and drop the rest
+        lead = np.argmax(log_weight, axis=-1)
+        hyp = _expand(tree_take(hyp, lead), 1)
+        log_weight = np.zeros(shape + (1,))
+        buffer = buffer[..., :1]
+    mix_c = np.where(missing, np.nan, mix_c)
+    new = StartState(hypotheses=hyp, log_weight=log_weight, buffer=buffer, seen=seen,
+                     collapsed=collapsed, prior=state.prior)
+    return new, mix_c, out
