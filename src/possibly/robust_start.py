@@ -15,11 +15,16 @@ that matters at the start is *which observation comes first*. Hypothesis ``j``
 (``j = 1..K``) is the robust recursion run on the order ``(y_j, y_1, ..., y_{j-1}, y_{j+1},
 ...)``: it trusts ``y_j`` as the start and judges all the others, including the earlier ones,
 against it. Hypothesis 1 is the plain recursion. Every hypothesis has then processed the same
-observations, so their scores are comparable: the score of hypothesis ``j`` after ``t``
-observations is ``Σ_s log c_s^{(j)}``, the log of the product of the consistencies of its
-steps (with standard updates this product is ``sup_θ Π L(θ | y_s)`` whatever the order; an
-outlier start makes every inlier inconsistent and its product collapses). The posterior is
-the maxitive mixture ``f(θ) = max_j w_j f_j(θ)`` with ``w_j`` the max-normalised scores, so
+observations, so their scores are comparable. Each observation is, for each hypothesis,
+either an inlier, with the possibility ``c_s^{(j)}`` (its consistency), or an outlier, with a
+fixed possibility ``α`` (by default ``τ^d``: the consistency below which the threshold rule
+discounts, 0.1^d without a threshold); the score of hypothesis ``j`` is the sup over the
+labellings, ``Σ_s max(log c_s^{(j)}, log α)``. (Without outliers this is the log of the
+product of the consistencies, which for standard updates is ``sup_θ Π L(θ | y_s)`` whatever
+the order; an outlier start makes every inlier inconsistent and its score collapses. The
+floor ``α`` keeps one gross outlier later on from favouring the hypothesis that happens to
+sit nearer to it.) The posterior is the maxitive mixture ``f(θ) = max_j w_j f_j(θ)`` with
+``w_j`` the max-normalised scores, so
 
 * its ``E*`` is the ``E*`` of the leading hypothesis (``w = 1``);
 * the consistency of a new observation with it is ``max_j w_j c_j`` (the sup of a max is the
@@ -190,14 +195,17 @@ def start_init(prior: Any, batch_shape: tuple[int, ...], size: int) -> StartStat
                       collapsed=np.zeros(shape, dtype=bool), prior=prior)
 
 
-def start_step(state: StartState, y: np.ndarray, step: StartStep, *, ratio: float = 1e-3
+def start_step(state: StartState, y: np.ndarray, step: StartStep, *, ratio: float = 1e-3,
+               log_floor: float = np.log(0.01)
                ) -> tuple[StartState, np.ndarray, dict[str, np.ndarray]]:
     """One observation per stream for the mixture (module docstring); pure.
 
     Returns ``(state, log_c, extras)``: ``log_c`` is the consistency of ``y`` with the
     mixture (``max_j w_j c_j``; for a stream's first observation, that of its only
     hypothesis), ``extras`` those of the leading hypothesis after the step (its ``extras``
-    from ``step``). ``log_c`` is NaN where ``y`` is missing.
+    from ``step``). ``log_c`` is NaN where ``y`` is missing. ``log_floor`` is the log
+    possibility ``log α`` of an observation being an outlier: each observation adds
+    ``max(log c, log α)`` to a hypothesis' score (module docstring).
 
     Examples
     --------
@@ -221,7 +229,7 @@ def start_step(state: StartState, y: np.ndarray, step: StartStep, *, ratio: floa
     alive = np.isfinite(state.log_weight)
     # 1. every existing hypothesis takes y as its next observation
     hyp, log_c, extras = step(state.hypotheses, y[..., None])
-    ok_c = np.where(alive & ~missing[..., None], log_c, 0.0)
+    ok_c = np.where(alive & ~missing[..., None], np.maximum(log_c, log_floor), 0.0)
     log_weight = np.where(alive, state.log_weight + ok_c, -np.inf)
     with np.errstate(invalid="ignore"):
         mix_c = np.max(np.where(alive, state.log_weight + log_c, -np.inf), axis=-1)
@@ -231,13 +239,13 @@ def start_step(state: StartState, y: np.ndarray, step: StartStep, *, ratio: floa
     new_extras = None
     if create.any():
         cand, c0, new_extras = step(state.prior, np.where(create, y, np.nan))
-        score = np.where(create, c0, 0.0)
+        score = np.where(create, np.maximum(c0, log_floor), 0.0)
         for i in range(size - 1):
             earlier = np.where(create & (i < seen), buffer[..., i], np.nan)
             if np.isnan(earlier).all():
                 break
             cand, c_i, _ = step(cand, earlier)
-            score = score + np.where(np.isnan(earlier), 0.0, c_i)
+            score = score + np.where(np.isnan(earlier), 0.0, np.maximum(c_i, log_floor))
         slot = np.minimum(seen, size - 1)
         here = create[..., None] & (np.arange(size) == slot[..., None])
         hyp = tree_select(here, _expand(cand, size), hyp)

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from possibly.families import NormalGamma
-from possibly.inference import robust_update
+from possibly.inference import combine, discount, log_consistency
 from possibly.robust_start import StartState, start_init, start_step, tree_select
 from possibly.sequential import Info, SequentialEstimator, time_first
 from possibly.validation import as_finite, check_positive, check_unit_interval
@@ -228,6 +228,12 @@ class RobustNormalEstimator(SequentialEstimator):
         # the standard update does not depend on the order: one hypothesis is enough
         return int(self.start_size) if self.robust_start and self.robust else 1
 
+    @property
+    def _log_floor(self) -> float:
+        # an outlier's possibility for scoring start hypotheses: c = τ^d, where the
+        # threshold rule starts discounting (τ = 0.1 without a threshold)
+        return 2.0 * float(np.log(0.1 if self.tau is None else self.tau))
+
     def prior(self, batch_shape: tuple[int, ...] = ()) -> NormalGamma:
         """The prior ``N̄Ḡ(mu0, 0, 0, beta0)`` for a batch of streams.
 
@@ -247,18 +253,27 @@ class RobustNormalEstimator(SequentialEstimator):
 
     def _robust_step(self, post: NormalGamma, y: np.ndarray
                      ) -> tuple[NormalGamma, np.ndarray, dict[str, np.ndarray]]:
-        """The plain ω-split step on a batch of posteriors; NaN ``y`` = predict only."""
+        """The plain ω-split step on a batch of posteriors; NaN ``y`` = predict only.
+
+        This is ``robust_update(post, normal_unknown(y), omega=ω, lend="precision")``
+        composed from the fast path of the algebra so that ``log c`` stays in log space
+        (``exp(log c)`` underflows below -745, and the start hypotheses are scored by sums of
+        ``log c``); tests check it against :func:`possibly.robust_update`.
+        """
         y = np.broadcast_to(y, post.batch_shape)
         missing = np.isnan(y)
         lik = NormalGamma.from_fields({"mean": np.where(missing, 0.0, y),
                                        "k": np.ones(y.shape), "alpha": np.full(y.shape, 0.5),
                                        "beta": np.zeros(y.shape)})
-        res = robust_update(post, lik, 2.0, self.tau, omega=float(self.omega),
-                            lend="precision", robust=bool(self.robust), validate=False)
-        new = tree_select(missing, post, res.posterior)
+        kept, lent = post.split(self.omega, part="precision")      # docs/math.md §3
+        lik = combine(lik, lent, validate=False)
+        log_c = log_consistency(kept, lik, validate=False)
+        gamma = discount(log_c, 2.0, validate=False)
+        rho = discount(log_c, 2.0, self.tau, self.robust, validate=False)
+        new = combine(kept, lik.power(rho, validate=False), validate=False)
+        new = tree_select(missing, post, new)
         nan = np.where(missing, np.nan, 0.0)
-        return new, np.log(res.consistency) + nan, {"discount": res.discount + nan,
-                                                     "gamma": res.gamma + nan}
+        return new, log_c + nan, {"discount": rho + nan, "gamma": gamma + nan}
 
     def step(self, state: StartState, y) -> tuple[StartState, LocationScaleInfo]:
         """One observation per stream (batch shape); NaN = missing (predict only). Pure."""
@@ -267,7 +282,7 @@ class RobustNormalEstimator(SequentialEstimator):
             y = np.broadcast_to(y, state.seen.shape)
         check_observations("y", y[..., None], max_abs=MAX_ABS_OBSERVATION)
         new, log_c, extras = start_step(state, y, self._robust_step,
-                                        ratio=float(self.start_ratio))
+                                        ratio=float(self.start_ratio), log_floor=self._log_floor)
         return new, LocationScaleInfo(log_consistency=log_c, discount=extras["discount"],
                                       gamma=extras["gamma"])
 
@@ -280,10 +295,11 @@ class RobustNormalEstimator(SequentialEstimator):
         y = check_observations("y", y, max_abs=MAX_ABS_OBSERVATION)
         with self._exclusive():
             state = self.init(y.shape[:-1])
-            ratio = float(self.start_ratio)
+            ratio, floor = float(self.start_ratio), self._log_floor
             posts, log_cs, rhos, gammas = [], [], [], []
             for y_t in time_first(y, 0):
-                state, log_c, extras = start_step(state, y_t, self._robust_step, ratio=ratio)
+                state, log_c, extras = start_step(state, y_t, self._robust_step, ratio=ratio,
+                                                  log_floor=floor)
                 posts.append(state.current)
                 log_cs.append(log_c)
                 rhos.append(extras["discount"])
