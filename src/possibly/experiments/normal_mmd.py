@@ -107,7 +107,8 @@ def run(repeats: int = 1000, seed: int = 0, quick: bool = False, progress: bool 
     >>> from possibly.experiments import normal_mmd
     >>> res = normal_mmd.run(repeats=20, quick=True)
     >>> sorted(res["rmse"])  # doctest: +NORMALIZE_WHITESPACE
-    ['bayes_all', 'bayes_inliers', 'median', 'mmd', 'robust_discount', 'robust_discount_start', 'robust_threshold', 'robust_threshold_start']
+    ['bayes_all', 'bayes_inliers', 'median', 'mmd', 'robust_discount',
+     'robust_discount_start', 'robust_threshold', 'robust_threshold_start']
     >>> len(res["eps"])
     4
     """
