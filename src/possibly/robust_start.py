@@ -154,6 +154,10 @@ class StartState:
     collapsed : ndarray of bool, shape ``B``
     prior : Any
         The state before any observation (batch shape ``B``), from which candidates start.
+    history : ndarray, shape ``B + (horizon,)``
+        The observations so far (NaN if missing), for a ``score`` (empty without one).
+    steps : int
+        Number of steps taken.
     """
 
     hypotheses: Any
@@ -162,6 +166,8 @@ class StartState:
     seen: np.ndarray
     collapsed: np.ndarray
     prior: Any
+    history: np.ndarray
+    steps: int = 0
 
     @property
     def leader(self) -> np.ndarray:
@@ -174,8 +180,12 @@ class StartState:
         return tree_take(self.hypotheses, self.leader)
 
 
-def start_init(prior: Any, batch_shape: tuple[int, ...], size: int) -> StartState:
+def start_init(prior: Any, batch_shape: tuple[int, ...], size: int, horizon: int = 0
+               ) -> StartState:
     """The mixture before any observation: ``size`` empty slots around ``prior``.
+
+    ``horizon > 0`` keeps that many observations for a ``score`` (see :func:`start_step`);
+    the mixture collapses to its leader at the latest after ``horizon`` steps.
 
     Examples
     --------
@@ -192,11 +202,13 @@ def start_init(prior: Any, batch_shape: tuple[int, ...], size: int) -> StartStat
     return StartState(hypotheses=_expand(prior, size), log_weight=log_weight,
                       buffer=np.full(shape + (size,), np.nan),
                       seen=np.zeros(shape, dtype=np.int64),
-                      collapsed=np.zeros(shape, dtype=bool), prior=prior)
+                      collapsed=np.zeros(shape, dtype=bool), prior=prior,
+                      history=np.full(shape + (int(horizon),), np.nan), steps=0)
 
 
 def start_step(state: StartState, y: np.ndarray, step: StartStep, *, ratio: float = 1e-3,
-               log_floor: float = np.log(0.01)
+               log_floor: float = np.log(0.01),
+               score: Callable[[Any, np.ndarray], np.ndarray] | None = None
                ) -> tuple[StartState, np.ndarray, dict[str, np.ndarray]]:
     """One observation per stream for the mixture (module docstring); pure.
 
@@ -205,7 +217,10 @@ def start_step(state: StartState, y: np.ndarray, step: StartStep, *, ratio: floa
     hypothesis), ``extras`` those of the leading hypothesis after the step (its ``extras``
     from ``step``). ``log_c`` is NaN where ``y`` is missing. ``log_floor`` is the log
     possibility ``log α`` of an observation being an outlier: each observation adds
-    ``max(log c, log α)`` to a hypothesis' score (module docstring).
+    ``max(log c, log α)`` to a hypothesis' score (module docstring). ``score(hypotheses,
+    history)``, if given, replaces that score: the log weight of each hypothesis (shape
+    ``B + (K,)``) from the observations kept in ``history`` (``B + (horizon,)``, NaN where
+    missing or not yet observed).
 
     Examples
     --------
@@ -239,21 +254,30 @@ def start_step(state: StartState, y: np.ndarray, step: StartStep, *, ratio: floa
     new_extras = None
     if create.any():
         cand, c0, new_extras = step(state.prior, np.where(create, y, np.nan))
-        score = np.where(create, np.maximum(c0, log_floor), 0.0)
+        cand_score = np.where(create, np.maximum(c0, log_floor), 0.0)
         for i in range(size - 1):
             earlier = np.where(create & (i < seen), buffer[..., i], np.nan)
             if np.isnan(earlier).all():
                 break
             cand, c_i, _ = step(cand, earlier)
-            score = score + np.where(np.isnan(earlier), 0.0, np.maximum(c_i, log_floor))
+            cand_score = cand_score + np.where(np.isnan(earlier), 0.0,
+                                               np.maximum(c_i, log_floor))
         slot = np.minimum(seen, size - 1)
         here = create[..., None] & (np.arange(size) == slot[..., None])
         hyp = tree_select(here, _expand(cand, size), hyp)
-        log_weight = np.where(here, score[..., None], log_weight)
+        log_weight = np.where(here, cand_score[..., None], log_weight)
         buffer = np.where(here, y[..., None], buffer)
         seen = seen + create
         first = create & (state.seen == 0)
         mix_c = np.where(first, c0, mix_c)
+    history, steps = state.history, state.steps + 1
+    horizon = history.shape[-1]
+    if score is not None and horizon and not state.collapsed.all():
+        if steps <= horizon:
+            history = history.copy()
+            history[..., steps - 1] = y
+        alive_now = np.isfinite(log_weight)
+        log_weight = np.where(alive_now, score(hyp, history), -np.inf)
     top = np.max(log_weight, axis=-1, keepdims=True)
     log_weight = np.where(np.isfinite(top), log_weight - np.where(np.isfinite(top), top, 0.0),
                           log_weight)
@@ -269,6 +293,8 @@ def start_step(state: StartState, y: np.ndarray, step: StartStep, *, ratio: floa
     # 3. collapse once every candidate exists and the others are negligible
     others = np.where(np.arange(size) == leader[..., None], -np.inf, log_weight)
     collapse = ~state.collapsed & (seen >= size) & (others.max(-1) < np.log(ratio))
+    if horizon and steps >= horizon:
+        collapse = ~state.collapsed                  # the horizon is reached: take the leader
     collapsed = state.collapsed | collapse
     if collapse.any():
         lead_state = _expand(tree_take(hyp, leader), size)
@@ -280,7 +306,8 @@ def start_step(state: StartState, y: np.ndarray, step: StartStep, *, ratio: floa
         hyp = _expand(tree_take(hyp, lead), 1)
         log_weight = np.zeros(shape + (1,))
         buffer = buffer[..., :1]
+        history = history[..., :0]
     mix_c = np.where(missing, np.nan, mix_c)
     new = StartState(hypotheses=hyp, log_weight=log_weight, buffer=buffer, seen=seen,
-                     collapsed=collapsed, prior=state.prior)
+                     collapsed=collapsed, prior=state.prior, history=history, steps=steps)
     return new, mix_c, out

@@ -47,6 +47,9 @@ __all__ = [
     "MAX_ABS_OBSERVATION",
 ]
 
+#: The start hypotheses are compared on at most this many observations, then collapsed.
+START_HORIZON = 50
+
 #: Largest accepted ``|y|``: squared differences of observations, summed over a long series,
 #: must stay finite in double precision (``(2e100)² · 1e9 ≪ 1.8e308``).
 MAX_ABS_OBSERVATION = 1e100
@@ -249,7 +252,25 @@ class RobustNormalEstimator(SequentialEstimator):
 
     def init(self, batch_shape: tuple[int, ...] = ()) -> StartState:
         """The state before any observation: the mixture of start hypotheses, all empty."""
-        return start_init(self.prior(batch_shape), tuple(batch_shape), self._size)
+        return start_init(self.prior(batch_shape), tuple(batch_shape), self._size,
+                          START_HORIZON if self._size > 1 else 0)
+
+    def _score(self, hypotheses: NormalGamma, history: np.ndarray) -> np.ndarray:
+        """Log weight of each start hypothesis: the capped log-likelihood of the observations
+        so far at its ``E* = (m, λ)``, ``Σ_s ½ log λ + max(-λ (y_s - m)² / 2, log α)``.
+
+        A possibilistic consistency cannot tell the hypotheses apart here: one whose start
+        was an outlier has a vague precision and is consistent with everything; the
+        likelihood at its ``E*`` pays for the vagueness (``½ log λ``), and the cap ``α``
+        (``τ²``) makes each observation either an inlier or an outlier, so that one outlier
+        cannot decide (a Talwar-type capped likelihood).
+        """
+        mean, lam = hypotheses.mode
+        d2 = (history[..., None, :] - mean[..., None]) ** 2
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            terms = 0.5 * np.log(lam)[..., None] + np.maximum(-0.5 * lam[..., None] * d2,
+                                                               self._log_floor)
+        return np.where(np.isnan(d2), 0.0, terms).sum(-1)
 
     def _robust_step(self, post: NormalGamma, y: np.ndarray
                      ) -> tuple[NormalGamma, np.ndarray, dict[str, np.ndarray]]:
@@ -282,7 +303,8 @@ class RobustNormalEstimator(SequentialEstimator):
             y = np.broadcast_to(y, state.seen.shape)
         check_observations("y", y[..., None], max_abs=MAX_ABS_OBSERVATION)
         new, log_c, extras = start_step(state, y, self._robust_step,
-                                        ratio=float(self.start_ratio), log_floor=self._log_floor)
+                                        ratio=float(self.start_ratio), log_floor=self._log_floor,
+                                        score=self._score)
         return new, LocationScaleInfo(log_consistency=log_c, discount=extras["discount"],
                                       gamma=extras["gamma"])
 
@@ -299,7 +321,7 @@ class RobustNormalEstimator(SequentialEstimator):
             posts, log_cs, rhos, gammas = [], [], [], []
             for y_t in time_first(y, 0):
                 state, log_c, extras = start_step(state, y_t, self._robust_step, ratio=ratio,
-                                                  log_floor=floor)
+                                                  log_floor=floor, score=self._score)
                 posts.append(state.current)
                 log_cs.append(log_c)
                 rhos.append(extras["discount"])
