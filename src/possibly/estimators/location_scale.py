@@ -48,7 +48,7 @@ __all__ = [
 ]
 
 #: The start hypotheses are compared on at most this many observations, then collapsed.
-START_HORIZON = 50
+START_HORIZON = 20
 
 #: Largest accepted ``|y|``: squared differences of observations, summed over a long series,
 #: must stay finite in double precision (``(2e100)² · 1e9 ≪ 1.8e308``).
@@ -316,16 +316,27 @@ class RobustNormalEstimator(SequentialEstimator):
         """
         y = check_observations("y", y, max_abs=MAX_ABS_OBSERVATION)
         with self._exclusive():
-            state = self.init(y.shape[:-1])
-            ratio, floor = float(self.start_ratio), self._log_floor
             posts, log_cs, rhos, gammas = [], [], [], []
-            for y_t in time_first(y, 0):
-                state, log_c, extras = start_step(state, y_t, self._robust_step, ratio=ratio,
-                                                  log_floor=floor, score=self._score)
-                posts.append(state.current)
-                log_cs.append(log_c)
-                rhos.append(extras["discount"])
-                gammas.append(extras["gamma"])
+            if self._size == 1:
+                # one hypothesis: the start mixture is the plain recursion (tested equal)
+                post = self.prior(y.shape[:-1])
+                for y_t in time_first(y, 0):
+                    post, log_c, extras = self._robust_step(post, y_t)
+                    posts.append(post)
+                    log_cs.append(log_c)
+                    rhos.append(extras["discount"])
+                    gammas.append(extras["gamma"])
+            else:
+                state = self.init(y.shape[:-1])
+                ratio, floor = float(self.start_ratio), self._log_floor
+                for y_t in time_first(y, 0):
+                    state, log_c, extras = start_step(state, y_t, self._robust_step,
+                                                      ratio=ratio, log_floor=floor,
+                                                      score=self._score)
+                    posts.append(state.current)
+                    log_cs.append(log_c)
+                    rhos.append(extras["discount"])
+                    gammas.append(extras["gamma"])
         axis = y.ndim - 1
         trajectory = NormalGamma.stack(posts, axis=axis)
         fields = trajectory.fields()
