@@ -192,7 +192,7 @@ class RobustNormalEstimator(SequentialEstimator):
 
     >>> y = np.array([60.0, 2.1, 1.7, 2.4, 1.9, 2.2])
     >>> round(float(ps.RobustNormalEstimator().fit(y).mean[-1]), 2)
-    2.24
+    2.23
     >>> round(float(ps.RobustNormalEstimator(robust_start=False).fit(y).mean[-1]), 2)
     16.29
 
