@@ -31,7 +31,8 @@ sit nearer to it.) The posterior is the maxitive mixture ``f(θ) = max_j w_j f_j
   max of the sups).
 
 Once all ``K`` candidates exist and every other hypothesis has weight below ``ratio`` (a set
-factor, default ``1e-3``), the mixture collapses to the leader and the recursion goes on
+factor, default ``1e-3``), or at the latest after ``horizon`` steps (default 20; two inlier
+starts can agree for ever), the mixture collapses to the leader and the recursion goes on
 alone. With ``K = 1`` this is exactly the plain recursion.
 
 Cost
@@ -180,12 +181,14 @@ class StartState:
         return tree_take(self.hypotheses, self.leader)
 
 
-def start_init(prior: Any, batch_shape: tuple[int, ...], size: int, horizon: int = 0
+def start_init(prior: Any, batch_shape: tuple[int, ...], size: int, horizon: int = 20
                ) -> StartState:
     """The mixture before any observation: ``size`` empty slots around ``prior``.
 
-    ``horizon > 0`` keeps that many observations for a ``score`` (see :func:`start_step`);
-    the mixture collapses to its leader at the latest after ``horizon`` steps.
+    The mixture collapses to its leader at the latest after ``horizon`` steps (``0``: only
+    when the others are negligible; hypotheses that agree, e.g. two inlier starts, may then
+    never separate); the observations of those steps are kept for a ``score`` (see
+    :func:`start_step`).
 
     Examples
     --------
