@@ -45,6 +45,7 @@ from possibly.families.inverse_wishart import NormalInverseWishart
 from possibly.inference import combine, discount, log_consistency
 from possibly.likelihood import mvn_batch
 from possibly.progress import progress_bar
+from possibly.robust_start import tree_select
 from possibly.sequential import Info, SequentialEstimator, is_missing
 from possibly.validation import check_positive, check_unit_interval
 
@@ -337,7 +338,7 @@ class RobustCovarianceEstimator(SequentialEstimator):
         new, out = step(state, info, dim=self.effective_dim(state.dim), tau=self.tau,
                         omega=self.omega, robust=self.robust)
         if missing.any():
-            new = _where(missing, state, new)
+            new = tree_select(missing, state, new)
             nan = np.where(missing, np.nan, 0.0)
             out = CovarianceInfo(log_consistency=out.log_consistency + nan,
                                  discount=out.discount + nan, gamma=out.gamma + nan)
@@ -390,7 +391,7 @@ class RobustCovarianceEstimator(SequentialEstimator):
                 new, info = step(state, lik, dim=dim, tau=self.tau, omega=self.omega,
                                  robust=self.robust)
                 if any_missing and miss.any():
-                    new = _where(miss, state, new)
+                    new = tree_select(miss, state, new)
                     nan = np.where(miss, np.nan, 0.0)
                     info = CovarianceInfo(log_consistency=info.log_consistency + nan,
                                           discount=info.discount + nan, gamma=info.gamma + nan)
@@ -407,14 +408,6 @@ class RobustCovarianceEstimator(SequentialEstimator):
                              covariance=np.stack(covs, axis), log_consistency=log_c,
                              consistency=np.exp(log_c), gamma=np.stack(gammas, axis),
                              discount=np.stack(rhos, axis))
-
-
-def _where(mask: np.ndarray, a: NormalInverseWishart, b: NormalInverseWishart
-           ) -> NormalInverseWishart:
-    """``a`` where ``mask`` (batch shape) holds, else ``b``."""
-    from possibly.robust_start import tree_select
-
-    return tree_select(mask, a, b)
 
 
 def _check_prior(prior, dim: int | None) -> None:
