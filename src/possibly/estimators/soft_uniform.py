@@ -30,10 +30,14 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from possibly.estimators.location_scale import check_observations
 from possibly.inference import discount
 from possibly.sequential import Info, SequentialEstimator
-from possibly.validation import as_finite, check_positive, check_unit_interval
+from possibly.validation import (
+    as_finite,
+    check_observations,
+    check_positive,
+    check_unit_interval,
+)
 
 __all__ = [
     "SoftUniformEstimator",
