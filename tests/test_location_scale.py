@@ -2,6 +2,9 @@
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
 
 import possibly as ps
 
@@ -204,3 +207,30 @@ def test_robust_start_hypothesis_is_a_permuted_plain_run():
                         [r.mean[-1], r.precision[-1]], rtol=1e-12, atol=0) for r in runs]
     assert same[1] or same[2]
     assert not same[0]
+
+
+# -- fuzz: finite outputs or clean errors (issue 14) -------------------------------------------
+
+
+@settings(max_examples=60, deadline=None)
+@given(arrays(np.float64, st.integers(1, 12),
+              elements=st.one_of(st.floats(-1e100, 1e100), st.just(np.nan))),
+       st.booleans(), st.sampled_from([None, 0.1, 1.0]))
+def test_fuzz_finite_in_range(y, robust_start, tau):
+    fit = ps.RobustNormalEstimator(robust_start=robust_start, tau=tau).fit(y)
+    observed = ~np.isnan(y)
+    assert not np.isnan(fit.mean).any() and not np.isnan(fit.precision).any()
+    assert np.isfinite(fit.mean).all()
+    assert (np.isnan(fit.discount) == ~observed).all()
+    assert (fit.log_consistency[observed] <= 0).all()
+
+
+@settings(max_examples=40, deadline=None)
+@given(arrays(np.float64, st.integers(1, 6),
+              elements=st.floats(allow_nan=True, allow_infinity=True)))
+def test_fuzz_out_of_range_is_a_clean_error(y):
+    if np.isinf(y).any() or (np.abs(y) > 1e100).any():
+        with pytest.raises(ValueError, match="y"):
+            ps.RobustNormalEstimator().fit(y)
+    else:
+        assert np.isfinite(ps.RobustNormalEstimator().fit(y).mean).all()

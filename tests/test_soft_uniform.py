@@ -2,6 +2,9 @@
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
 from scipy import optimize
 
 import possibly as ps
@@ -217,3 +220,16 @@ def test_empty_series_named(y):
 def test_robust_must_be_bool():
     with pytest.raises(TypeError, match="robust"):
         ps.SoftUniformEstimator(robust="no")
+
+
+
+
+@settings(max_examples=60, deadline=None)
+@given(arrays(np.float64, st.integers(1, 10),
+              elements=st.floats(1e-308, 1.7e308, allow_nan=False, allow_infinity=False)),
+       st.sampled_from(["increasing", "given"]), st.floats(1e-3, 1e3))
+def test_fuzz_positive_finite_data_give_finite_results(y, order, decay):
+    """Issue 14: any positive finite data (up to 1.7e308) give finite modes and discounts."""
+    fit = ps.SoftUniformEstimator(decay=decay, order=order).fit(y)
+    assert np.isfinite(fit.mode).all() and np.isfinite(fit.discount).all()
+    assert not np.isnan(fit.log_consistency).any() and (fit.log_consistency <= 0).all()
