@@ -126,6 +126,29 @@ def test_tree_helpers():
     assert isinstance(q, Pair) and q.a.tolist() == [1.0, 5.0]
 
 
+class KalmanLike(NamedTuple):
+    mean: np.ndarray
+    covariance: object
+    precision: np.ndarray
+    t: int
+
+
+def test_tree_helpers_on_a_kalman_like_state():
+    """Event axes, None and counters: the hypothesis axis sits right after the batch axes."""
+    from possibly.robust_start import _expand
+
+    s = KalmanLike(np.arange(12.0).reshape(2, 3, 2), None,
+                   np.arange(24.0).reshape(2, 3, 2, 2), 7)         # B = (2,), K = 3, n = 2
+    picked = tree_take(s, np.array([1, 2]))
+    np.testing.assert_array_equal(picked.mean, [[2.0, 3.0], [10.0, 11.0]])
+    np.testing.assert_array_equal(picked.precision[1], [[20.0, 21.0], [22.0, 23.0]])
+    assert picked.covariance is None and picked.t == 7
+    wide = _expand(picked, 4, 1)
+    assert wide.mean.shape == (2, 4, 2) and wide.precision.shape == (2, 4, 2, 2)
+    mixed = tree_select(np.array([True, False]), picked, tree_take(s, np.array([0, 0])))
+    np.testing.assert_array_equal(mixed.mean, [[2.0, 3.0], [6.0, 7.0]])
+
+
 def test_bad_size():
     with pytest.raises(ValueError, match="size"):
         start_init(ps.Normal.uninformative(), (), 0)

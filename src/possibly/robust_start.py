@@ -45,9 +45,11 @@ dropped). A missing observation (NaN) is not a candidate: the candidates are the
 observed values.
 
 The functions here are generic: ``step`` is any pure robust step over a batch whose state
-is a :class:`~possibly.Possibility`, a (named) tuple of arrays or an array; the hypotheses
-are the last batch axis of that state. :mod:`possibly.estimators.location_scale` uses it;
-the same code serves any sequential robust update with an uninformative start.
+is a :class:`~possibly.Possibility`, a (named) tuple of arrays (``None`` and counters
+allowed, e.g. a Kalman state) or an array, every array carrying the full batch shape ``B``
+first; the hypotheses are an extra batch axis right after ``B``.
+:mod:`possibly.estimators.location_scale` uses it; the same code serves any sequential
+robust update with an uninformative start.
 """
 
 from __future__ import annotations
@@ -68,44 +70,33 @@ __all__ = ["StartState", "StartStep", "start_init", "start_step", "tree_select",
 StartStep = Callable[[Any, np.ndarray], tuple[Any, np.ndarray, dict[str, np.ndarray]]]
 
 
-def _map(fn: Callable[..., np.ndarray], tree: Any, *others: Any) -> Any:
-    """Apply ``fn`` to every array leaf of ``tree`` (and the matching leaves of ``others``)."""
+def _leafwise(tree: Any, fn: Callable[[np.ndarray], np.ndarray]) -> Any:
+    """Apply ``fn`` to every array leaf of a state: the fields of a
+    :class:`~possibly.Possibility`, the items of a (named) tuple, or an array. ``None`` and
+    Python scalars (e.g. a step counter) are kept as they are."""
     if isinstance(tree, Possibility):
-        fields = [o.fields() for o in others]
-        return type(tree).from_fields({name: fn(arr, *(f[name] for f in fields))
-                                       for name, arr in tree.fields().items()})
-    if isinstance(tree, tuple):
-        items = [_map(fn, *leaves) for leaves in zip(tree, *others, strict=True)]
-        return type(tree)(*items) if hasattr(tree, "_fields") else tuple(items)
-    return fn(np.asarray(tree), *(np.asarray(o) for o in others))
-
-
-def _event_ndim(tree: Any, name: str | None = None) -> int:
-    if isinstance(tree, Possibility) and name is not None:
-        return tree._event_ndims.get(name, 0)
-    return 0
-
-
-def _leafwise(tree: Any, fn: Callable[[np.ndarray, int], np.ndarray]) -> Any:
-    """Like :func:`_map` for one tree, giving ``fn`` each leaf's number of event axes."""
-    if isinstance(tree, Possibility):
-        ev = type(tree)._event_ndims
-        return type(tree).from_fields({name: fn(np.asarray(arr), ev.get(name, 0))
+        return type(tree).from_fields({name: fn(np.asarray(arr))
                                        for name, arr in tree.fields().items()})
     if isinstance(tree, tuple):
         items = [_leafwise(leaf, fn) for leaf in tree]
         return type(tree)(*items) if hasattr(tree, "_fields") else tuple(items)
-    return fn(np.asarray(tree), 0)
+    if tree is None or isinstance(tree, (int, float, bool, np.integer)):
+        return tree
+    return fn(np.asarray(tree))
 
 
 def tree_take(tree: Any, index: np.ndarray) -> Any:
-    """Select one hypothesis per batch entry: ``index`` has the batch shape without the last
-    (hypothesis) axis; the result has that batch shape."""
-    index = np.asarray(index)
+    """Select one hypothesis per batch entry.
 
-    def take(arr: np.ndarray, ev: int) -> np.ndarray:
-        axis = arr.ndim - ev - 1
-        idx = np.expand_dims(index, tuple(range(index.ndim, index.ndim + ev + 1)))
+    ``index`` has the batch shape ``B``; every array leaf of ``tree`` has shape
+    ``B + (K,) + event`` (batch dimensions lead, the hypothesis axis right after them) and
+    the result ``B + event``.
+    """
+    index = np.asarray(index)
+    axis = index.ndim
+
+    def take(arr: np.ndarray) -> np.ndarray:
+        idx = index.reshape(index.shape + (1,) * (arr.ndim - axis))
         idx = np.broadcast_to(idx, arr.shape[:axis] + (1,) + arr.shape[axis + 1:])
         return np.take_along_axis(arr, idx, axis=axis).squeeze(axis)
 
@@ -113,26 +104,31 @@ def tree_take(tree: Any, index: np.ndarray) -> Any:
 
 
 def tree_select(mask: np.ndarray, a: Any, b: Any) -> Any:
-    """``a`` where ``mask`` (a batch-shaped boolean array) holds, else ``b``."""
+    """``a`` where ``mask`` holds, else ``b``: ``mask`` has the leading (batch) shape of
+    every array leaf of the two states, which have the same structure. Non-array leaves
+    (``None``, counters) are taken from ``a``."""
     mask = np.asarray(mask)
     if isinstance(a, Possibility):
-        ev = type(a)._event_ndims
         fb = b.fields()
-        return type(a).from_fields({
-            name: np.where(mask.reshape(mask.shape + (1,) * ev.get(name, 0)), arr, fb[name])
-            for name, arr in a.fields().items()})
+        return type(a).from_fields({name: _where(mask, arr, fb[name])
+                                    for name, arr in a.fields().items()})
     if isinstance(a, tuple):
         items = [tree_select(mask, x, y) for x, y in zip(a, b, strict=True)]
         return type(a)(*items) if hasattr(a, "_fields") else tuple(items)
+    if a is None or isinstance(a, (int, float, bool, np.integer)):
+        return a
+    return _where(mask, a, b)
+
+
+def _where(mask: np.ndarray, a: Any, b: Any) -> np.ndarray:
     arr = np.asarray(a)
     return np.where(mask.reshape(mask.shape + (1,) * (arr.ndim - mask.ndim)), arr, b)
 
 
-def _expand(tree: Any, size: int) -> Any:
-    """Add a trailing hypothesis batch axis of length ``size`` (copies of ``tree``)."""
-    def rep(arr: np.ndarray, ev: int) -> np.ndarray:
-        axis = arr.ndim - ev
-        return np.repeat(np.expand_dims(arr, axis), size, axis=axis)
+def _expand(tree: Any, size: int, batch_ndim: int) -> Any:
+    """Add a hypothesis axis of length ``size`` after the ``batch_ndim`` batch axes."""
+    def rep(arr: np.ndarray) -> np.ndarray:
+        return np.repeat(np.expand_dims(arr, batch_ndim), size, axis=batch_ndim)
 
     return _leafwise(tree, rep)
 
@@ -202,7 +198,7 @@ def start_init(prior: Any, batch_shape: tuple[int, ...], size: int, horizon: int
     size = int(size)
     shape = tuple(batch_shape)
     log_weight = np.full(shape + (size,), -np.inf)
-    return StartState(hypotheses=_expand(prior, size), log_weight=log_weight,
+    return StartState(hypotheses=_expand(prior, size, len(shape)), log_weight=log_weight,
                       buffer=np.full(shape + (size,), np.nan),
                       seen=np.zeros(shape, dtype=np.int64),
                       collapsed=np.zeros(shape, dtype=bool), prior=prior,
@@ -267,7 +263,7 @@ def start_step(state: StartState, y: np.ndarray, step: StartStep, *, ratio: floa
                                                np.maximum(c_i, log_floor))
         slot = np.minimum(seen, size - 1)
         here = create[..., None] & (np.arange(size) == slot[..., None])
-        hyp = tree_select(here, _expand(cand, size), hyp)
+        hyp = tree_select(here, _expand(cand, size, y.ndim), hyp)
         log_weight = np.where(here, cand_score[..., None], log_weight)
         buffer = np.where(here, y[..., None], buffer)
         seen = seen + create
@@ -300,13 +296,13 @@ def start_step(state: StartState, y: np.ndarray, step: StartStep, *, ratio: floa
         collapse = ~state.collapsed                  # the horizon is reached: take the leader
     collapsed = state.collapsed | collapse
     if collapse.any():
-        lead_state = _expand(tree_take(hyp, leader), size)
+        lead_state = _expand(tree_take(hyp, leader), size, y.ndim)
         hyp = tree_select(collapse[..., None] & np.ones(size, dtype=bool), lead_state, hyp)
         log_weight = np.where(collapse[..., None], 0.0, log_weight)
     if size > 1 and collapsed.all():
         # identical hypotheses everywhere: keep one (the leader) and drop the rest
         lead = np.argmax(log_weight, axis=-1)
-        hyp = _expand(tree_take(hyp, lead), 1)
+        hyp = _expand(tree_take(hyp, lead), 1, y.ndim)
         log_weight = np.zeros(shape + (1,))
         buffer = buffer[..., :1]
         history = history[..., :0]
