@@ -37,7 +37,7 @@ is missing (predict only: the posterior is carried over, ``log c`` and the disco
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -201,7 +201,7 @@ def step(state: NormalInverseWishart, information: NormalInverseWishart, *, dim:
         kept, lik = state, information
     else:
         kept, lent = state.split(omega)                    # docs/math.md §3
-        lik = combine(information, lent, validate=False)
+        lik = cast(NormalInverseWishart, combine(information, lent, validate=False))
     if not np.all(lik.bounded):
         hint = ("the lent part of the posterior has a singular Psi; use an informative prior"
                 if omega is not None else "pass omega (the ω split)")
@@ -210,7 +210,8 @@ def step(state: NormalInverseWishart, information: NormalInverseWishart, *, dim:
     log_c = log_consistency(kept, lik, validate=False)
     gamma = discount(log_c, dim)
     rho = discount(log_c, dim, tau, robust, validate=False)
-    new = combine(kept, lik.power(rho, validate=False), validate=False)
+    new = cast(NormalInverseWishart,
+               combine(kept, lik.power(rho, validate=False), validate=False))
     return new, CovarianceInfo(log_consistency=log_c, discount=rho, gamma=gamma)
 
 
@@ -352,7 +353,7 @@ class RobustCovarianceEstimator(SequentialEstimator):
                 with self._exclusive():
                     object.__setattr__(self, "_state",
                                        self.init(arr.shape[:-2], d=arr.shape[-1]))
-        return super().update(batch)
+        return cast(CovarianceInfo, super().update(batch))
 
     def fit(self, batches, *, progress: bool = False) -> CovarianceFit:
         """Run over ``batches`` of shape ``(T, n, d)`` or ``(..., T, n, d)`` (``...`` = runs).

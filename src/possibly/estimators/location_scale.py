@@ -29,7 +29,7 @@ others are negligible. ``robust_start=False`` is the paper's recursion.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -255,7 +255,7 @@ class RobustNormalEstimator(SequentialEstimator):
                                        "k": np.ones(y.shape), "alpha": np.full(y.shape, 0.5),
                                        "beta": np.zeros(y.shape)})
         kept, lent = post.split(self.omega, part="precision")      # docs/math.md §3
-        lik = combine(lik, lent, validate=False)
+        lik = cast(NormalGamma, combine(lik, lent, validate=False))
         log_c = log_consistency(kept, lik, validate=False)
         gamma = discount(log_c, 2.0, validate=False)
         rho = discount(log_c, 2.0, self.tau, self.robust, validate=False)
@@ -306,7 +306,7 @@ class RobustNormalEstimator(SequentialEstimator):
                     rhos.append(extras["discount"])
                     gammas.append(extras["gamma"])
         axis = y.ndim - 1
-        trajectory = NormalGamma.stack(posts, axis=axis)
+        trajectory = cast(NormalGamma, NormalGamma.stack(posts, axis=axis))
         fields = trajectory.fields()
         with np.errstate(divide="ignore", invalid="ignore"):
             precision = np.where(fields["beta"] > 0, fields["alpha"] / fields["beta"], np.inf)

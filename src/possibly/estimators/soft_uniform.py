@@ -93,10 +93,10 @@ def soft_uniform_log_likelihood(theta, y, decay) -> np.ndarray:
 
 
 class SoftUniformState(NamedTuple):
-    """Exact robust posterior after ``count`` steps, for a batch of streams.
+    """Exact robust posterior after ``filled`` steps, for a batch of streams.
 
     ``points[..., i]``, ``weights[..., i]`` are the observations and their discounts (slots
-    ``>= count`` and skipped observations hold NaN and 0); ``values[..., i]`` is
+    ``>= filled`` and skipped observations hold NaN and 0); ``values[..., i]`` is
     ``log f̃`` at ``points[..., i]`` (``-inf`` for empty slots) and ``log_norm`` is
     ``log C = max log f̃``.
     """
@@ -105,7 +105,7 @@ class SoftUniformState(NamedTuple):
     weights: np.ndarray
     values: np.ndarray
     log_norm: np.ndarray
-    count: int
+    filled: int
 
 
 @dataclass(frozen=True)
@@ -133,12 +133,12 @@ def soft_uniform_init(capacity: int = 16, batch_shape: tuple[int, ...] = ()
     shape = tuple(batch_shape) + (int(capacity),)
     return SoftUniformState(points=np.full(shape, np.nan), weights=np.zeros(shape),
                             values=np.full(shape, -np.inf),
-                            log_norm=np.zeros(tuple(batch_shape)), count=0)
+                            log_norm=np.zeros(tuple(batch_shape)), filled=0)
 
 
 def soft_uniform_step(state: SoftUniformState, y, *, decay, robust: bool = True, tau=None
                       ) -> tuple[SoftUniformState, SoftUniformInfo]:
-    """Add one observation per stream with its exact consistency; ``O(count)`` work.
+    """Add one observation per stream with its exact consistency; ``O(filled)`` work.
 
     Parameters
     ----------
@@ -167,7 +167,7 @@ def soft_uniform_step(state: SoftUniformState, y, *, decay, robust: bool = True,
     decay = float(check_positive("decay", decay))
     if tau is not None:
         tau = float(check_unit_interval("tau", tau, low_open=True, high_open=False))
-    if state.count >= state.points.shape[-1]:
+    if state.filled >= state.points.shape[-1]:
         state = _grow(state)
     y = np.broadcast_to(np.asarray(y, dtype=np.float64), state.log_norm.shape)
     if np.isinf(y).any() or (y <= 0).any():
@@ -184,7 +184,7 @@ def soft_uniform_step(state: SoftUniformState, y, *, decay, robust: bool = True,
     log_c = np.minimum(np.log(ys[..., 0]) + log_c_new - state.log_norm, 0.0)
     rho = np.where(skip, 0.0, discount(log_c, 1.0, tau, robust, validate=False))
     values = state.values + _weighted(rho[..., None], g_old)
-    i = state.count
+    i = state.filled
     points = state.points.copy()
     weights = state.weights.copy()
     points[..., i] = np.where(skip, np.nan, y)
@@ -197,7 +197,7 @@ def soft_uniform_step(state: SoftUniformState, y, *, decay, robust: bool = True,
     mode = np.where(any_used, np.take_along_axis(np.where(np.isnan(points), 0.0, points),
                                                  best[..., None], -1)[..., 0], np.nan)
     new = SoftUniformState(points=points, weights=weights, values=values, log_norm=log_norm,
-                           count=i + 1)
+                           filled=i + 1)
     nan = np.where(skip, np.nan, 0.0)
     info = SoftUniformInfo(log_consistency=log_c + nan, discount=rho + nan, mode=mode)
     return new, info
@@ -211,7 +211,7 @@ def _grow(state: SoftUniformState) -> SoftUniformState:
         points=np.concatenate([state.points, np.full(pad, np.nan)], -1),
         weights=np.concatenate([state.weights, np.zeros(pad)], -1),
         values=np.concatenate([state.values, np.full(pad, -np.inf)], -1),
-        log_norm=state.log_norm, count=state.count)
+        log_norm=state.log_norm, filled=state.filled)
 
 
 def soft_uniform_log_possibility(state: SoftUniformState, theta, *, decay) -> np.ndarray:

@@ -142,7 +142,7 @@ def mmd_location(y, *, sd, bandwidth=None, tol: float = 1e-10, max_iter: int = 1
     """
     y = _data(y)
     sd = check_positive("sd", sd)
-    tol = check_positive("tol", tol)
+    tol_arr = check_positive("tol", tol)
     h = median_bandwidth(y) if bandwidth is None else check_positive("bandwidth", bandwidth)
     h = np.broadcast_to(h, y.shape[:-1])
     v = (0.5 * h**2 + sd**2)[..., None]
@@ -158,7 +158,7 @@ def mmd_location(y, *, sd, bandwidth=None, tol: float = 1e-10, max_iter: int = 1
         new = np.where(total > 0, (w * yz).sum(-1) / np.where(total > 0, total, 1.0), theta)
         step = np.abs(new - theta)
         theta = np.where(done, theta, new)
-        done |= step < tol * np.sqrt(v[..., 0])
+        done |= step < tol_arr * np.sqrt(v[..., 0])
         if done.all():
             break
     return MMDLocation(location=theta, bandwidth=np.asarray(h, dtype=np.float64),
