@@ -35,14 +35,25 @@ factor, default ``1e-3``), or at the latest after ``horizon`` steps (default 20;
 starts can agree for ever), the mixture collapses to the leader and the recursion goes on
 alone. With ``K = 1`` this is exactly the plain recursion.
 
+A possibilistic consistency does not penalise vagueness: a hypothesis whose posterior is
+vague is consistent with everything. With a bounded likelihood and a known scale (a normal
+mean, a Kalman filter with known noise) the outlier start is not vague and the default score
+above tells the hypotheses apart. When the start can make the posterior vague (an unknown
+precision: an outlier start inflates the scale), pass a ``score(hypotheses, history)``
+instead: :mod:`possibly.estimators.location_scale` uses the capped log-likelihood of the
+observations so far at each hypothesis' ``E*`` (which pays ``½ log λ`` per observation
+for a vague precision), with the same floor ``α`` per observation.
+
 Cost
 ----
 Hypothesis ``j`` replays the ``j - 1`` earlier observations when it is created (``O(K²)``
-steps in all) and the ``K`` hypotheses are updated side by side until the collapse: about
-``K`` times the cost of the plain recursion over the first few observations, then the cost
-of the plain recursion (once every stream of a batch has collapsed, the hypothesis axis is
-dropped). A missing observation (NaN) is not a candidate: the candidates are the first ``K``
-observed values.
+steps in all) and the ``K`` hypotheses are updated side by side until the collapse (at most
+``horizon`` steps; a ``score`` also costs ``O(K · horizon)`` per step then): about ``K``
+times the cost of the plain recursion over the first steps, then the cost of the plain
+recursion (once every stream of a batch has collapsed, the hypothesis axis is dropped). For
+the location/scale estimator with ``K = 3``: about 2x the plain recursion over 1000 series
+of 100 observations, 1.6x for one series. A missing observation (NaN) is not a candidate:
+the candidates are the first ``K`` observed values.
 
 The functions here are generic: ``step`` is any pure robust step over a batch whose state
 is a :class:`~possibly.Possibility`, a (named) tuple of arrays (``None`` and counters
@@ -225,10 +236,12 @@ def start_step(state: StartState, y: np.ndarray, step: StartStep, *, ratio: floa
     --------
     >>> import numpy as np, possibly as ps
     >>> def step(f, y):                    # robust normal mean, sd 1, NaN = predict only
-    ...     res = ps.robust_update(f, ps.likelihood.normal(np.nan_to_num(y), sd=1.0))
     ...     miss = np.isnan(y)
-    ...     new = tree_select(miss, f, res.posterior)
-    ...     return new, np.where(miss, np.nan, np.log(res.consistency)), {}
+    ...     lik = ps.likelihood.normal(np.where(miss, 0.0, y), sd=1.0)
+    ...     log_c = ps.log_consistency(f, lik, validate=False)     # stays in log space
+    ...     rho = ps.discount(log_c, 1.0, validate=False)
+    ...     new = ps.combine(f, lik.power(rho, validate=False), validate=False)
+    ...     return tree_select(miss, f, new), np.where(miss, np.nan, log_c), {}
     >>> s = start_init(ps.Normal.uninformative(), (), size=2)
     >>> for y in [40.0, 0.1, -0.2, 0.3, 0.0]:   # an outlier first
     ...     s, log_c, _ = start_step(s, np.asarray(y), step)
