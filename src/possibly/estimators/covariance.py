@@ -333,17 +333,22 @@ class RobustCovarianceEstimator(SequentialEstimator):
                              f"{state.dim}")
         missing = is_missing(arr, 2)
         info = mvn_batch(np.where(missing[..., None, None], 0.0, arr), validate=False)
-        if missing.any():
-            # a missing batch: the function 1 (no information); its Info is NaN
-            info = info.power(np.where(missing, 0.0, 1.0), validate=False)
-        new, out = step(state, info, dim=self.effective_dim(state.dim), tau=self.tau,
-                        omega=self.omega, robust=self.robust)
-        if missing.any():
-            new = tree_select(missing, state, new)
-            nan = np.where(missing, np.nan, 0.0)
-            out = CovarianceInfo(log_consistency=out.log_consistency + nan,
-                                 discount=out.discount + nan, gamma=out.gamma + nan)
-        return new, out
+        return self._step(state, info, missing, self.effective_dim(state.dim))
+
+    def _step(self, state: NormalInverseWishart, info: NormalInverseWishart,
+              missing: np.ndarray, dim: float) -> tuple[NormalInverseWishart, CovarianceInfo]:
+        """:func:`step`, with missing batches (``missing``, batch shape) predict-only."""
+        if not missing.any():
+            return step(state, info, dim=dim, tau=self.tau, omega=self.omega,
+                        robust=self.robust)
+        # a missing batch carries no information (the function 1); its Info is NaN
+        info = info.power(np.where(missing, 0.0, 1.0), validate=False)
+        new, out = step(state, info, dim=dim, tau=self.tau, omega=self.omega,
+                        robust=self.robust)
+        nan = np.where(missing, np.nan, 0.0)
+        return tree_select(missing, state, new), CovarianceInfo(
+            log_consistency=out.log_consistency + nan, discount=out.discount + nan,
+            gamma=out.gamma + nan)
 
     def update(self, batch) -> CovarianceInfo:
         """Process one batch ``(..., n, d)`` from the current state (streaming)."""
@@ -368,7 +373,6 @@ class RobustCovarianceEstimator(SequentialEstimator):
         d = arr.shape[-1]
         runs, steps = arr.shape[:-3], arr.shape[-3]
         missing_all = np.moveaxis(is_missing(arr, 2), -1, 0)        # time first
-        any_missing = bool(missing_all.any())
         info_all = mvn_batch(np.moveaxis(np.where(np.isnan(arr), 0.0, arr), -3, 0),
                              validate=False)
         if self.omega is None:
@@ -385,18 +389,7 @@ class RobustCovarianceEstimator(SequentialEstimator):
             state = self.init(runs, d=d)
             for t in progress_bar(range(steps), enabled=progress, total=steps,
                                   desc="covariance"):
-                lik = info_all[t]
-                if any_missing:
-                    miss = missing_all[t]
-                    lik = lik.power(np.where(miss, 0.0, 1.0), validate=False)
-                new, info = step(state, lik, dim=dim, tau=self.tau, omega=self.omega,
-                                 robust=self.robust)
-                if any_missing and miss.any():
-                    new = tree_select(miss, state, new)
-                    nan = np.where(miss, np.nan, 0.0)
-                    info = CovarianceInfo(log_consistency=info.log_consistency + nan,
-                                          discount=info.discount + nan, gamma=info.gamma + nan)
-                state = new
+                state, info = self._step(state, info_all[t], missing_all[t], dim)
                 mean, cov = state.mode
                 means.append(mean)
                 covs.append(cov)
