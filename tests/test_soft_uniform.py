@@ -233,3 +233,13 @@ def test_fuzz_positive_finite_data_give_finite_results(y, order, decay):
     fit = ps.SoftUniformEstimator(decay=decay, order=order).fit(y)
     assert np.isfinite(fit.mode).all() and np.isfinite(fit.discount).all()
     assert not np.isnan(fit.log_consistency).any() and (fit.log_consistency <= 0).all()
+
+
+def test_huge_values_no_overflow_warning():
+    """Sums of logs near -1.8e308 overflow to -inf silently (a possibility 0)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fit = ps.SoftUniformEstimator(decay=1.0, order="given").fit([1.7e308, 1.0, 1.0e308])
+    assert np.isfinite(fit.mode).all()

@@ -177,19 +177,22 @@ def soft_uniform_step(state: SoftUniformState, y, *, decay, robust: bool = True,
     used = ~np.isnan(state.points)
     pts = np.where(used, state.points, 1.0)
     # g at every stored point for the new observation, and log f̃ at the new observation
-    g_old = np.where(used, _g(pts, ys, decay), 0.0)
-    v_new = _weighted(state.weights, np.where(used, _g(ys, pts, decay), 0.0)).sum(-1)
-    g_self = -np.log(ys[..., 0])
-    log_c_new = np.maximum((state.values + g_old).max(-1), v_new + g_self)
-    log_c = np.minimum(np.log(ys[..., 0]) + log_c_new - state.log_norm, 0.0)
-    rho = np.where(skip, 0.0, discount(log_c, 1.0, tau, robust, validate=False))
-    values = state.values + _weighted(rho[..., None], g_old)
+    # sums of huge negative logs overflow to -inf: a possibility 0 in double precision
+    with np.errstate(over="ignore"):
+        g_old = np.where(used, _g(pts, ys, decay), 0.0)
+        v_new = _weighted(state.weights, np.where(used, _g(ys, pts, decay), 0.0)).sum(-1)
+        g_self = -np.log(ys[..., 0])
+        log_c_new = np.maximum((state.values + g_old).max(-1), v_new + g_self)
+        log_c = np.minimum(np.log(ys[..., 0]) + log_c_new - state.log_norm, 0.0)
+        rho = np.where(skip, 0.0, discount(log_c, 1.0, tau, robust, validate=False))
+        values = state.values + _weighted(rho[..., None], g_old)
+        new_value = v_new + _weighted(rho, g_self)
     i = state.filled
     points = state.points.copy()
     weights = state.weights.copy()
     points[..., i] = np.where(skip, np.nan, y)
     weights[..., i] = rho
-    values[..., i] = np.where(skip, -np.inf, v_new + _weighted(rho, g_self))
+    values[..., i] = np.where(skip, -np.inf, new_value)
     log_norm = values.max(-1)
     any_used = np.isfinite(log_norm)
     log_norm = np.where(any_used, log_norm, 0.0)
@@ -234,7 +237,9 @@ def soft_uniform_log_possibility(state: SoftUniformState, theta, *, decay) -> np
     used = ~np.isnan(state.points)
     pts = np.where(used, state.points, 1.0)[..., None, :]
     terms = np.where(used[..., None, :], _g(theta[..., :, None], pts, decay), 0.0)
-    return _weighted(state.weights[..., None, :], terms).sum(-1) - state.log_norm[..., None]
+    with np.errstate(over="ignore"):
+        return (_weighted(state.weights[..., None, :], terms).sum(-1)
+                - state.log_norm[..., None])
 
 
 @dataclass(frozen=True)
