@@ -107,6 +107,50 @@ def test_score_and_horizon(rng):
     assert abs(float(state.current.mean) - y[1:].mean()) < 0.5
 
 
+def run_drop(y, size=3, **kwargs):
+    y = np.asarray(y, dtype=float)
+    state = start_init(ps.Normal.uninformative(y.shape[:-1]), y.shape[:-1], size, kind="drop")
+    out = []
+    for t in range(y.shape[-1]):
+        state, log_c, extras = start_step(state, y[..., t], step, **kwargs)
+        out.append((log_c, extras["discount"]))
+    return state, out
+
+
+def test_drop_kind_removes_an_outlier_start(rng):
+    """kind="drop" (for filters: the order is the time): the leader treats the outlier as
+    missing, which for a static mean is the plain recursion without it."""
+    y = np.r_[30.0, rng.normal(2.0, SD, size=25)]
+    state, out = run_drop(y)
+    assert bool(state.collapsed) and state.log_weight.shape == (1,)
+    assert float(state.current.mean) == pytest.approx(float(plain(y[1:]).mean), rel=1e-12)
+    assert np.isfinite([o[0] for o in out]).all()
+
+
+def test_drop_kind_keeps_every_inlier(rng):
+    y = rng.normal(2.0, SD, size=25)
+    state, _ = run_drop(y)
+    assert float(state.current.mean) == pytest.approx(float(plain(y).mean), rel=1e-12)
+
+
+def test_drop_kind_batch_equals_loop(rng):
+    y = np.stack([np.r_[30.0, rng.normal(2.0, SD, size=12)],
+                  np.r_[1.0, np.nan, -40.0, rng.normal(2.0, SD, size=10)],
+                  rng.normal(2.0, SD, size=13)])
+    both, out = run_drop(y)
+    for i in range(3):
+        one, out_i = run_drop(y[i])
+        assert float(one.current.mean) == pytest.approx(float(both.current.mean[i]),
+                                                        rel=1e-12)
+        np.testing.assert_allclose([o[0] for o in out_i], [o[0][i] for o in out],
+                                   rtol=1e-12, equal_nan=True)
+
+
+def test_bad_kind():
+    with pytest.raises(ValueError, match="kind"):
+        start_init(ps.Normal.uninformative(), (), 3, kind="reorder")
+
+
 class Pair(NamedTuple):
     a: np.ndarray
     b: np.ndarray
