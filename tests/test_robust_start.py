@@ -35,9 +35,9 @@ def plain(y):
     return post
 
 
-def run(y, size=3, **kwargs):
+def run(y, size=3, kind="first", **kwargs):
     y = np.asarray(y, dtype=float)
-    state = start_init(ps.Normal.uninformative(y.shape[:-1]), y.shape[:-1], size)
+    state = start_init(ps.Normal.uninformative(y.shape[:-1]), y.shape[:-1], size, kind=kind)
     out = []
     for t in range(y.shape[-1]):
         state, log_c, extras = start_step(state, y[..., t], step, **kwargs)
@@ -73,13 +73,13 @@ def test_missing_values_are_not_candidates(rng):
     assert np.isnan(out_b[0][0]) and np.isnan(out_b[4][1])
 
 
-def test_batch_equals_loop(rng):
+def test_batch_equals_loop(rng, kind="first"):
     y = np.stack([np.r_[30.0, rng.normal(2.0, SD, size=12)],
                   np.r_[1.0, -40.0, rng.normal(2.0, SD, size=11)],
                   np.r_[np.nan, np.nan, rng.normal(2.0, SD, size=11)]])
-    both, out = run(y)
+    both, out = run(y, kind=kind)
     for i in range(3):
-        one, out_i = run(y[i])
+        one, out_i = run(y[i], kind=kind)
         assert float(one.current.mean) == pytest.approx(float(both.current.mean[i]),
                                                         rel=1e-12)
         np.testing.assert_allclose([o[0] for o in out_i], [o[0][i] for o in out],
@@ -108,13 +108,7 @@ def test_score_and_horizon(rng):
 
 
 def run_drop(y, size=3, **kwargs):
-    y = np.asarray(y, dtype=float)
-    state = start_init(ps.Normal.uninformative(y.shape[:-1]), y.shape[:-1], size, kind="drop")
-    out = []
-    for t in range(y.shape[-1]):
-        state, log_c, extras = start_step(state, y[..., t], step, **kwargs)
-        out.append((log_c, extras["discount"]))
-    return state, out
+    return run(y, size, kind="drop", **kwargs)
 
 
 def test_drop_kind_removes_an_outlier_start(rng):
@@ -134,16 +128,7 @@ def test_drop_kind_keeps_every_inlier(rng):
 
 
 def test_drop_kind_batch_equals_loop(rng):
-    y = np.stack([np.r_[30.0, rng.normal(2.0, SD, size=12)],
-                  np.r_[1.0, np.nan, -40.0, rng.normal(2.0, SD, size=10)],
-                  rng.normal(2.0, SD, size=13)])
-    both, out = run_drop(y)
-    for i in range(3):
-        one, out_i = run_drop(y[i])
-        assert float(one.current.mean) == pytest.approx(float(both.current.mean[i]),
-                                                        rel=1e-12)
-        np.testing.assert_allclose([o[0] for o in out_i], [o[0][i] for o in out],
-                                   rtol=1e-12, equal_nan=True)
+    test_batch_equals_loop(rng, kind="drop")
 
 
 def test_bad_kind():
