@@ -2,15 +2,16 @@
 
 Three tables, each with a baseline timed in this process, best of N interleaved runs:
 
-1. ``ps.RobustNormalEstimator`` (unknown mean and precision, ω = 0.99, τ = 0.1) on 1000 series
-   × T = 100 of the appendix-A scenario (ε = 0.1 Cauchy outliers), batched and one series, against
+1. ``ps.RobustNormalEstimator`` (unknown mean and precision, ω = 0.99, τ = 0.1), with and
+   without its robust start, on 1000 series × T = 100 of the appendix-A scenario (ε = 0.1
+   Cauchy outliers), batched and one series, against
    the generic ``ps.update_sequence(..., omega=0.99, lend="precision", tau=0.1)`` (baseline,
    batched) and median/MAD with numpy. The script first checks that both paths agree.
 2. ``ps.SoftUniformEstimator(decay=10)`` (appendix B: θ* = 100, ε = 0.25), 1000 repeats × T = 100,
    10 × T = 1000 and one repeat; baseline: the standard soft-uniform update (``robust=False``)
    on the 1000 repeats; the hard uniform (``max``) for scale.
 3. Time per repeat of the known-precision study (T = 100): median, Bayes, the generic robust
-   update on ``ps.Normal`` and the minimum-MMD estimator (``possibly.mmd``), vectorised over
+   update on ``ps.Normal`` and the minimum-MMD estimator (``baselines.mmd``), vectorised over
    1000 repeats and one repeat at a time, next to the paper's orders of magnitude.
 
 Then the whole ``normal.run()``, ``normal_mmd.run()`` and ``soft_uniform.run()`` once each.
@@ -29,7 +30,7 @@ from timing import best_of
 
 import possibly as ps
 from possibly.experiments import normal, normal_mmd, soft_uniform
-from possibly.mmd import mmd_location
+from possibly.experiments.baselines.mmd import mmd_location
 
 SERIES, T = 1000, 100
 SD = normal_mmd.SD
@@ -107,19 +108,25 @@ def main(argv=None) -> int:
     print(f"{os.cpu_count()} cores; best of {args.repeats} interleaved runs per row")
     print()
 
-    # 1. location-scale: fast recursion vs the generic algebra; both must agree
-    est, std = ps.RobustNormalEstimator(), ps.RobustNormalEstimator(robust=False)
+    # 1. location-scale: the estimator (fast path of the algebra) vs the checked generic
+    # update_sequence; without the robust start both must agree
+    est = ps.RobustNormalEstimator(robust_start=False)
+    start, std = ps.RobustNormalEstimator(), ps.RobustNormalEstimator(robust=False)
     fit, res = est.fit(y), generic_location_scale(y)
     assert np.allclose(fit.mean, res.trajectory.mode[0].T, rtol=1e-9, atol=1e-12)
     assert np.allclose(fit.discount, res.discount.T, rtol=1e-9, atol=1e-300)
     base = f"generic update_sequence, {SERIES} series (baseline)"
     rows = {
         base: (SERIES, lambda: generic_location_scale(y)),
-        f"RobustNormalEstimator().fit, {SERIES} series": (SERIES, lambda: est.fit(y)),
+        f"RobustNormalEstimator(robust_start=False).fit, {SERIES} series":
+            (SERIES, lambda: est.fit(y)),
+        f"RobustNormalEstimator().fit (robust start), {SERIES} series":
+            (SERIES, lambda: start.fit(y)),
         f"same, robust=False (standard), {SERIES} series": (SERIES, lambda: std.fit(y)),
         f"median/MAD (numpy), {SERIES} series": (SERIES, lambda: median_mad(y)),
         "generic update_sequence, 1 series": (1, lambda: generic_location_scale(y[0])),
-        "RobustNormalEstimator().fit, 1 series": (1, lambda: est.fit(y[0])),
+        "RobustNormalEstimator(robust_start=False).fit, 1 series": (1, lambda: est.fit(y[0])),
+        "RobustNormalEstimator().fit (robust start), 1 series": (1, lambda: start.fit(y[0])),
         "median/MAD (numpy), 1 series": (1, lambda: median_mad(y[0])),
     }
     table(f"1. location-scale (appendix A), T = {T}, eps = 0.1, omega = {normal.OMEGA}, "
@@ -146,7 +153,7 @@ def main(argv=None) -> int:
         "Bayes": bayes_known_precision,
         "robust (generic robust_update on Normal)": generic_known_precision,
         "robust tau=0.1 (generic)": lambda a: generic_known_precision(a, normal_mmd.TAU),
-        "MMD (possibly.mmd.mmd_location)": lambda a: mmd_location(a, sd=SD).location,
+        "MMD (baselines.mmd.mmd_location)": lambda a: mmd_location(a, sd=SD).location,
     }
     rows = {}
     for name, fn in methods.items():
@@ -160,7 +167,7 @@ def main(argv=None) -> int:
     paper_of = {"median": paper["median"], "Bayes": paper["bayes_all"],
                 "robust (generic robust_update on Normal)": paper["robust_discount"],
                 "robust tau=0.1 (generic)": paper["robust_threshold"],
-                "MMD (possibly.mmd.mmd_location)": paper["mmd"]}
+                "MMD (baselines.mmd.mmd_location)": paper["mmd"]}
     print(f"per repeat, paper ({normal_mmd.PAPER['machine']}) vs ours:")
     print(f"{'method':<42} {'paper':>9} {'one at a time':>14} {'vectorised':>11}")
     for name in methods:
@@ -168,7 +175,7 @@ def main(argv=None) -> int:
         vec = best[f"{name}, vectorised"] / SERIES
         print(f"{name:<42} {paper_of[name] * 1e3:6.0f} ms {one * 1e3:11.4f} ms "
               f"{vec * 1e3:8.4f} ms")
-    mmd = best["MMD (possibly.mmd.mmd_location), vectorised"]
+    mmd = best["MMD (baselines.mmd.mmd_location), vectorised"]
     print(f"MMD vectorised vs median vectorised: {mmd / best['median, vectorised']:.0f}x; "
           f"MMD iterations on the {SERIES} repeats: {mmd_location(y, sd=SD).iterations}")
 

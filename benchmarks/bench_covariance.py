@@ -1,4 +1,4 @@
-"""Benchmark: robust covariance estimation (paper §5.1, ``possibly.covariance``).
+"""Benchmark: robust covariance estimation (paper §5.1, ``possibly.estimators.covariance``).
 
 Rows: ``ps.RobustCovarianceEstimator().fit`` on one run, on B runs batched and on the same B
 runs one at a time, robust and standard, at d = 10 (n = 25, T = 500) and on one run at

@@ -57,7 +57,20 @@ CHANGEPOINT_CASES: list[Case] = []
 
 FILTER_CASES: list[Case] = []
 
-ESTIMATOR_CASES: list[Case] = []
+_cauchy = np.r_[_rng.standard_cauchy(), 2.0 + 2.0 * _rng.normal(size=15), 40.0,
+                2.0 + 2.0 * _rng.normal(size=14)]
+_batches = _rng.normal(size=(12, 6, 2))
+_batches[7] *= 15.0                                    # an outlier batch
+
+ESTIMATOR_CASES: list[Case] = [
+    Case("RobustNormalEstimator", ps.RobustNormalEstimator, _cauchy),
+    Case("RobustNormalEstimator robust_start=False",
+         lambda: ps.RobustNormalEstimator(robust_start=False, tau=None), _cauchy),
+    Case("RobustCovarianceEstimator", lambda: ps.RobustCovarianceEstimator(tau=0.25, d=2),
+         _batches, event_ndim=2),
+    Case("SoftUniformEstimator", lambda: ps.SoftUniformEstimator(order="given"),
+         np.abs(_scalar) + 0.1),
+]
 
 CASES = GENERIC_CASES + CHANGEPOINT_CASES + FILTER_CASES + ESTIMATOR_CASES
 

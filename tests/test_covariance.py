@@ -1,4 +1,4 @@
-"""Robust streaming normal-inverse-Wishart (possibly.covariance, paper §5.1).
+"""Robust streaming normal-inverse-Wishart (possibly.estimators.covariance, paper §5.1).
 
 Reference values are independent of the code under test: numerical sups over (μ, Σ) with
 scipy.optimize (Σ through a Cholesky factor with log-diagonal), scipy's normal log-density,
@@ -10,7 +10,7 @@ import pytest
 from scipy import optimize, stats
 
 import possibly as ps
-from possibly import covariance as cov
+from possibly.estimators import covariance as cov
 
 
 # -- independent reference: numerical sups ---------------------------------------------------
@@ -88,7 +88,7 @@ def _random_spd(rng, d, scale=1.0):
 def test_consistency_equals_numerical_sup(rng, d, n, shift):
     prior = ps.NormalInverseWishart(rng.normal(size=d), 3.0, _random_spd(rng, d, 4.0), 6.0)
     Y = shift + rng.multivariate_normal(np.zeros(d), 2.0 * np.eye(d), size=n)
-    _, info = cov.step(prior, cov.batch_information(Y), dim=d + d * (d + 1) / 2)
+    _, info = cov.step(prior, ps.likelihood.mvn_batch(Y, validate=False), dim=d + d * (d + 1) / 2)
     brute, _ = _brute_force_log_consistency(Y, prior)
     assert float(info.log_consistency) == pytest.approx(brute, abs=1e-6)
     # and the MATH.md closed form 2 log c = n log|S/n| + ν log|Ψ/ν| - ν' log|Ψ'/ν'|
@@ -104,7 +104,7 @@ def test_discounted_posterior_mode_is_numerical_argmax(rng):
     d, n = 2, 6
     prior = ps.NormalInverseWishart(np.array([0.5, -0.5]), 4.0, _random_spd(rng, d, 3.0), 8.0)
     Y = 2.0 + rng.multivariate_normal(np.zeros(d), np.eye(d), size=n)
-    post, info = cov.step(prior, cov.batch_information(Y), dim=5.0)
+    post, info = cov.step(prior, ps.likelihood.mvn_batch(Y, validate=False), dim=5.0)
     rho = float(info.discount)
     assert 0.0 < rho < 0.9                            # the batch really is discounted
     best, (mu, sigma) = _brute_force_log_consistency(Y, prior, rho=rho)
@@ -115,7 +115,7 @@ def test_discounted_posterior_mode_is_numerical_argmax(rng):
 
 def test_first_batch_with_uninformative_prior_is_fully_consistent(rng):
     Y = rng.normal(size=(5, 3))
-    post, info = cov.step(cov.init(3), cov.batch_information(Y), dim=9.0)
+    post, info = cov.step(cov.init(3), ps.likelihood.mvn_batch(Y, validate=False), dim=9.0)
     assert float(info.log_consistency) == 0.0 and float(info.discount) == 1.0
     np.testing.assert_allclose(post.mode[0], Y.mean(0))
     np.testing.assert_allclose(post.mode[1], np.cov(Y.T, bias=True))
@@ -127,7 +127,7 @@ def test_omega_split_consistency_equals_numerical_sup(rng):
     m, lam, psi, nu = rng.normal(size=d), 5.0, _random_spd(rng, d, 5.0), 10.0
     prior = ps.NormalInverseWishart(m, lam, psi, nu)
     Y = rng.normal(size=(n, d)) + 1.0
-    post, info = cov.step(prior, cov.batch_information(Y), dim=5.0, omega=omega)
+    post, info = cov.step(prior, ps.likelihood.mvn_batch(Y, validate=False), dim=5.0, omega=omega)
 
     def lent(x):
         mu, sigma = _unpack(x, d)
@@ -169,7 +169,7 @@ def test_omega_fit_matches_generic_update_sequence(rng):
     batches = rng.normal(size=(T, n, d))
     batches[6] *= 5.0
     fit = ps.RobustCovarianceEstimator(prior=prior, omega=omega).fit(batches)
-    info = cov.batch_information(batches)             # singular scatter: mvn_batch refuses it
+    info = ps.likelihood.mvn_batch(batches, validate=False)   # singular: the checked path refuses
     liks = ps.NormalInverseWishart(info.mean, info.lam, info.psi, info.nu)
     ref = ps.update_sequence(prior, liks, omega=omega)
     np.testing.assert_allclose(fit.consistency, ref.consistency, rtol=1e-9)
@@ -177,11 +177,25 @@ def test_omega_fit_matches_generic_update_sequence(rng):
     assert fit.discount[6] < fit.discount[np.arange(T) != 6].min()
 
 
-def test_batch_information_equals_mvn_batch(rng):
+def test_mvn_batch_fast_path_equals_checked_path_and_hand_formula(rng):
     Y = rng.normal(size=(4, 3, 7, 2))
-    a, b = cov.batch_information(Y), ps.likelihood.mvn_batch(Y)
+    a, b = ps.likelihood.mvn_batch(Y, validate=False), ps.likelihood.mvn_batch(Y)
     for name in ("mean", "lam", "psi", "nu"):
-        np.testing.assert_allclose(getattr(a, name), getattr(b, name), rtol=1e-12)
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+    # keep: the information of a subset of each batch, against the subset written out
+    keep = rng.uniform(size=(4, 3, 7)) < 0.6
+    keep[0, 0] = False                                        # m = 0: the function 1
+    sub = ps.likelihood.mvn_batch(Y, keep=keep)
+    for i, j in np.ndindex(4, 3):
+        rows = Y[i, j][keep[i, j]]
+        m = len(rows)
+        assert sub.lam[i, j] == m and sub.nu[i, j] == m
+        if m:
+            c = rows - rows.mean(0)
+            np.testing.assert_allclose(sub.mean[i, j], rows.mean(0), rtol=1e-12)
+            np.testing.assert_allclose(sub.psi[i, j], c.T @ c, rtol=1e-12, atol=1e-14)
+        else:
+            assert (sub.psi[i, j] == 0).all()
 
 
 # -- gamma = 1: the standard conjugate update -----------------------------------------------
@@ -231,7 +245,7 @@ def test_step_method_matches_fit(rng):
     batches = rng.normal(size=(8, 5, 2))
     est = ps.RobustCovarianceEstimator()
     fit = est.fit(batches)
-    state = est.init(2)
+    state = est.init(d=2)
     for t in range(8):
         state, info = est.step(state, batches[t])
         assert float(info.discount) == pytest.approx(fit.discount[t], rel=1e-12)
@@ -287,9 +301,6 @@ def test_bad_batches():
     with pytest.raises(ValueError, match="batches"):
         est.fit(np.zeros((5, 2)))                               # one batch without time axis
     bad = np.random.default_rng(0).normal(size=(3, 5, 2))
-    bad[1, 2, 0] = np.nan
-    with pytest.raises(ValueError, match="batches must not contain NaN"):
-        est.fit(bad)
     bad[1, 2, 0] = np.inf
     with pytest.raises(ValueError, match="batches must be finite"):
         est.fit(bad)
@@ -297,8 +308,42 @@ def test_bad_batches():
         est.fit(np.random.default_rng(0).normal(size=(3, 2, 2)))
     with pytest.raises(ValueError, match=r"batches\[0\] has a singular"):
         est.fit(np.ones((3, 5, 2)))                             # scatter matrix 0
-    with pytest.raises(ValueError, match="batches must not have an empty axis"):
+    with pytest.raises(ValueError, match=r"batches must hold at least one batch \(T >= 1\)"):
         est.fit(np.zeros((0, 5, 2)))
+
+
+@pytest.mark.parametrize("shape, message", [
+    ((4, 3, 0), r"batches must hold vectors of dimension d >= 1, got d = 0"),
+    ((4, 0, 2), r"batches must hold n >= 1 vectors per batch, got n = 0"),
+    ((2, 4, 3, 0), r"batches must hold vectors of dimension d >= 1"),
+])
+def test_zero_size_batches_named(shape, message):
+    """Issue 14: d = 0 (or n = 0) matrices give a message naming the argument."""
+    with pytest.raises(ValueError, match=message):
+        ps.RobustCovarianceEstimator().fit(np.zeros(shape))
+    with pytest.raises(ValueError, match=message.replace("batches", "batches")):
+        ps.RobustCovarianceEstimator(d=2).update(np.zeros(shape[1:]))
+
+
+def test_init_needs_the_dimension():
+    with pytest.raises(ValueError, match="d .the dimension of the vectors. is unknown"):
+        ps.RobustCovarianceEstimator().init()
+    with pytest.raises(ValueError, match="d .the dimension of the vectors."):
+        ps.RobustCovarianceEstimator(d=0)
+    assert ps.RobustCovarianceEstimator(d=3).init((2,)).batch_shape == (2,)
+
+
+def test_nan_batch_is_missing(rng):
+    """A batch with a NaN is missing: the posterior is carried over, Info is NaN."""
+    batches = rng.normal(size=(6, 5, 2))
+    holes = batches.copy()
+    holes[3, 1, 0] = np.nan
+    fit = ps.RobustCovarianceEstimator(tau=0.25).fit(holes)
+    clean = ps.RobustCovarianceEstimator(tau=0.25).fit(np.delete(batches, 3, axis=0))
+    assert np.isnan(fit.log_consistency[3]) and np.isnan(fit.discount[3])
+    np.testing.assert_array_equal(fit.covariance[3], fit.covariance[2])
+    np.testing.assert_allclose(np.delete(fit.discount, 3), clean.discount, rtol=1e-12)
+    np.testing.assert_allclose(fit.posterior.psi, clean.posterior.psi, rtol=1e-12)
 
 
 @pytest.mark.parametrize("tau", [0.0, -0.1, 1.5, np.nan])

@@ -250,8 +250,6 @@ def test_changepoint_detector(y, sigma, robust):
     clean_error_or(lambda: det.fit(y), lambda res: finite(res.mean[~np.isnan(y)]))
 
 
-@pytest.mark.xfail(strict=True, reason="estimators area: RobustNormalEstimator().fit("
-                                      "np.r_[y, 1e160, y]) gives precision inf (issue 14)")
 @FUZZ
 @given(y=series(max_size=30))
 @example(y=np.r_[np.linspace(-1, 1, 10), 1e160, np.linspace(-1, 1, 10)])
@@ -260,8 +258,6 @@ def test_robust_normal_estimator(y):
                    lambda fit: finite(fit.mean, fit.precision))
 
 
-@pytest.mark.xfail(strict=True, reason="estimators area: SoftUniformEstimator().fit("
-                                      "[1., 2., 1e308]) gives a NaN mode (issue 14)")
 @FUZZ
 @given(y=series(max_size=30, scale=st.sampled_from([1.0, 1e12, 1e200, 1e308])))
 @example(y=np.array([1.0, 2.0, 1e308]))
@@ -270,9 +266,6 @@ def test_soft_uniform_estimator(y):
                    lambda fit: finite(fit.mode))
 
 
-@pytest.mark.xfail(strict=True, reason="estimators area: RobustCovarianceEstimator().fit with "
-                                      "batches of scale 1e180 gives a non-finite covariance "
-                                      "(issue 14)")
 @FUZZ
 @given(shape=st.tuples(st.integers(0, 4), st.integers(0, 6), st.integers(0, 3)),
        scale=magnitudes, seed=st.integers(0, 2**16))

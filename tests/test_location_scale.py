@@ -1,10 +1,12 @@
-"""RobustNormalEstimator: API, vectorisation, NaN handling, bad input, robustness."""
+"""RobustNormalEstimator: API, vectorisation, NaN handling, bad input, robustness, start."""
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
 
 import possibly as ps
-from possibly.location_scale import location_scale_init, location_scale_step
 
 
 def stream(rng, shape, eps=0.1):
@@ -44,8 +46,9 @@ def test_nan_is_skipped(rng):
     kept = ~np.isnan(holes)
     np.testing.assert_allclose(fit_holes.mean[kept], fit_clean.mean, rtol=1e-14)
     np.testing.assert_allclose(fit_holes.precision[kept], fit_clean.precision, rtol=1e-14)
-    assert (fit_holes.discount[~kept] == 0).all()
-    assert np.isnan(fit_holes.consistency[~kept]).all()
+    assert np.isnan(fit_holes.discount[~kept]).all()        # missing: predict only
+    assert np.isnan(fit_holes.log_consistency[~kept]).all()
+    np.testing.assert_allclose(fit_holes.discount[kept], fit_clean.discount, rtol=1e-14)
     # the estimate is carried over a hole
     assert fit_holes.mean[8] == fit_holes.mean[6]
 
@@ -84,12 +87,12 @@ def test_step_api_matches_fit(rng):
     for t in range(10):
         state, info = est.step(state, y[:, t])
     fit = est.fit(y)
-    np.testing.assert_array_equal(state.mean, fit.mean[:, -1])
+    np.testing.assert_array_equal(state.current.mean, fit.mean[:, -1])
     np.testing.assert_array_equal(info.discount, fit.discount[:, -1])
     # the step does not modify its input
-    s0 = location_scale_init(1.0, batch_shape=(2,))
-    location_scale_step(s0, np.array([1.0, 2.0]))
-    assert (s0.k == 0).all()
+    s0 = est.init((2,))
+    est.step(s0, np.array([1.0, 2.0]))
+    assert (s0.hypotheses.k == 0).all() and (s0.seen == 0).all()
 
 
 @pytest.mark.parametrize("kwargs, name", [
@@ -115,12 +118,119 @@ def test_bad_observations_rejected(y):
 
 
 def test_pure_step_validates():
-    state = location_scale_init(1.0)
-    with pytest.raises(ValueError, match="omega"):
-        location_scale_step(state, 1.0, omega=1.0)
-    with pytest.raises(ValueError, match="tau"):
-        location_scale_step(state, 1.0, tau=0.0)
+    est = ps.RobustNormalEstimator()
+    state = est.init()
     with pytest.raises(ValueError, match="y"):
-        location_scale_step(state, np.inf)
-    with pytest.raises(ValueError, match="beta0"):
-        location_scale_init(0.0)
+        est.step(state, np.inf)
+    with pytest.raises(ValueError, match="y"):
+        est.step(state, 1e160)
+
+
+# -- hostile input (issue 14) ------------------------------------------------------------------
+@pytest.mark.parametrize("y", [np.r_[np.ones(5), 1e160, np.ones(5)], 1e180 * np.arange(1, 6.0)])
+def test_huge_magnitudes_rejected_up_front(y):
+    """|y| > 1e100 would overflow the squared differences (precision = inf for the rest of
+    the series): refused with a message naming y and the accepted range."""
+    with pytest.raises(ValueError, match=r"y must satisfy \|y\| <= 1e\+100"):
+        ps.RobustNormalEstimator().fit(y)
+
+
+def test_largest_accepted_magnitudes_stay_finite(rng):
+    y = np.r_[rng.normal(size=30), 1e100, rng.normal(size=30), -1e100]
+    for kwargs in ({}, {"tau": None}, {"robust_start": False}, {"robust": False}):
+        fit = ps.RobustNormalEstimator(**kwargs).fit(y)
+        assert np.isfinite(fit.mean).all() and np.isfinite(fit.precision).all()
+        assert not np.isnan(fit.log_consistency).any()
+    big = 1e99 * rng.normal(size=40)
+    fit = ps.RobustNormalEstimator().fit(big)
+    assert np.isfinite(fit.precision).all() and (fit.precision > 0).all()
+
+
+@pytest.mark.parametrize("y", [[], np.zeros((3, 0))])
+def test_empty_series_named(y):
+    with pytest.raises(ValueError, match="y must hold at least one observation"):
+        ps.RobustNormalEstimator().fit(y)
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    ({"robust": "no"}, "robust"), ({"robust_start": 1}, "robust_start"),
+    ({"start_size": 0}, "start_size"), ({"start_size": 2.5}, "start_size"),
+    ({"start_ratio": 0.0}, "start_ratio"), ({"start_ratio": 1.0}, "start_ratio"),
+])
+def test_bad_start_parameters_rejected(kwargs, name):
+    with pytest.raises((TypeError, ValueError), match=name):
+        ps.RobustNormalEstimator(**kwargs)
+
+
+# -- robust start (issue 15) -----------------------------------------------------------------
+def test_outlier_first_no_longer_captures_the_estimate(rng):
+    """From the uninformative prior the paper's recursion takes y_1 whole: a gross outlier
+    there captures the mean; the robust start recovers the inliers' mean."""
+    inliers = rng.normal(2.0, 2.0, size=100)
+    y = np.r_[250.0, inliers]
+    plain = ps.RobustNormalEstimator(robust_start=False).fit(y)
+    start = ps.RobustNormalEstimator().fit(y)
+    lam = 1 / inliers.var()
+    # captured: the outlier is never discounted, the precision is ~100 times too small
+    assert abs(plain.mean[-1] - inliers.mean()) > 2 and plain.precision[-1] < 0.05 * lam
+    assert abs(start.mean[-1] - inliers.mean()) < 0.1      # recovered
+    assert abs(start.precision[-1] / lam - 1) < 0.5
+    # two outliers among the first three are still handled with start_size=3
+    y2 = np.r_[250.0, 2.5, -90.0, inliers]
+    assert abs(ps.RobustNormalEstimator().fit(y2).mean[-1] - inliers.mean()) < 0.3
+
+
+def test_robust_start_is_the_plain_recursion_on_clean_starts(rng):
+    """With an inlier first and clean data the leader is hypothesis 1 = the plain order."""
+    y = rng.normal(2.0, 2.0, size=60)
+    a = ps.RobustNormalEstimator().fit(y)
+    b = ps.RobustNormalEstimator(robust_start=False).fit(y)
+    np.testing.assert_allclose(a.mean[-1], b.mean[-1], rtol=0.05)
+
+
+def test_start_size_one_is_the_plain_recursion(rng):
+    y = stream(rng, (3, 30), eps=0.2)
+    a = ps.RobustNormalEstimator(start_size=1).fit(y)
+    b = ps.RobustNormalEstimator(robust_start=False).fit(y)
+    np.testing.assert_array_equal(a.mean, b.mean)
+    np.testing.assert_array_equal(a.log_consistency, b.log_consistency)
+
+
+def test_robust_start_hypothesis_is_a_permuted_plain_run():
+    """Hypothesis j is the paper's recursion on the order (y_j, y_1, ..., y_{j-1}, ...): once
+    the start collapsed onto an inlier candidate, the estimate equals that plain run."""
+    y = np.array([60.0, 2.1, 1.7, 2.4, 1.9, 2.2, 2.6, 1.5, 2.0, 2.3])
+    start = ps.RobustNormalEstimator().fit(y)
+    plain = ps.RobustNormalEstimator(robust_start=False)
+    runs = [plain.fit(np.r_[y[j], y[:j], y[j + 1:]]) for j in range(3)]
+    same = [np.allclose([start.mean[-1], start.precision[-1]],
+                        [r.mean[-1], r.precision[-1]], rtol=1e-12, atol=0) for r in runs]
+    assert same[1] or same[2]
+    assert not same[0]
+
+
+# -- fuzz: finite outputs or clean errors (issue 14) -------------------------------------------
+
+
+@settings(max_examples=60, deadline=None)
+@given(arrays(np.float64, st.integers(1, 12),
+              elements=st.one_of(st.floats(-1e100, 1e100), st.just(np.nan))),
+       st.booleans(), st.sampled_from([None, 0.1, 1.0]))
+def test_fuzz_finite_in_range(y, robust_start, tau):
+    fit = ps.RobustNormalEstimator(robust_start=robust_start, tau=tau).fit(y)
+    observed = ~np.isnan(y)
+    assert not np.isnan(fit.mean).any() and not np.isnan(fit.precision).any()
+    assert np.isfinite(fit.mean).all()
+    assert (np.isnan(fit.discount) == ~observed).all()
+    assert (fit.log_consistency[observed] <= 0).all()
+
+
+@settings(max_examples=40, deadline=None)
+@given(arrays(np.float64, st.integers(1, 6),
+              elements=st.floats(allow_nan=True, allow_infinity=True)))
+def test_fuzz_out_of_range_is_a_clean_error(y):
+    if np.isinf(y).any() or (np.abs(y) > 1e100).any():
+        with pytest.raises(ValueError, match="y"):
+            ps.RobustNormalEstimator().fit(y)
+    else:
+        assert np.isfinite(ps.RobustNormalEstimator().fit(y).mean).all()

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import integrate, optimize, stats
 
-from possibly.mmd import median_bandwidth, mmd_criterion, mmd_location
+from possibly.experiments.baselines.mmd import median_bandwidth, mmd_criterion, mmd_location
 
 
 def kernel(x, z, h):

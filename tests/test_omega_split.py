@@ -9,7 +9,13 @@ import pytest
 from scipy import optimize
 
 import possibly as ps
-from possibly.location_scale import location_scale_init, location_scale_step
+
+
+def first_step(beta0, mu0, y, *, omega, tau=None):
+    """The estimator's first step from its prior (the paper's recursion)."""
+    est = ps.RobustNormalEstimator(beta0=beta0, mu0=mu0, omega=omega, tau=tau,
+                                   robust_start=False)
+    return est.step(est.init(), y)
 
 
 # -- hand-written functions of (mu, lam) --------------------------------------------------------
@@ -141,7 +147,7 @@ def test_first_observation_has_c_sqrt_one_minus_omega(omega, y):
         res = ps.robust_update(prior, ps.likelihood.normal_unknown(y), omega=omega,
                                lend="precision")
         assert float(res.consistency) == pytest.approx(np.sqrt(1 - omega), rel=1e-12)
-        _, info = location_scale_step(location_scale_init(beta0, mu0), y, omega=omega)
+        _, info = first_step(beta0, mu0, y, omega=omega)
         assert float(info.consistency) == pytest.approx(np.sqrt(1 - omega), rel=1e-12)
     # and by brute force, for one case
     assert brute_log_c(y, 0.0, 0.0, 0.0, 1.0, omega, "precision") == pytest.approx(
@@ -149,10 +155,10 @@ def test_first_observation_has_c_sqrt_one_minus_omega(omega, y):
 
 
 def test_threshold_keeps_the_first_observation_whole():
-    _, info = location_scale_step(location_scale_init(1.0), 3.0, omega=0.99, tau=0.1)
+    _, info = first_step(1.0, 0.0, 3.0, omega=0.99, tau=0.1)
     assert float(info.gamma) == pytest.approx(0.1 ** 0.5)
     assert float(info.discount) == 1.0
-    _, info = location_scale_step(location_scale_init(1.0), 3.0, omega=0.99)
+    _, info = first_step(1.0, 0.0, 3.0, omega=0.99)
     assert float(info.discount) == pytest.approx(0.1 ** 0.5)
 
 
@@ -195,10 +201,11 @@ def test_standard_update_with_informative_prior(rng):
 
 @pytest.mark.parametrize("tau", [None, 0.1, 1.0])
 def test_fast_recursion_matches_generic_path(rng, tau):
-    """location_scale_step (vectorised, closed form) vs robust_update(..., lend="precision")."""
+    """The estimator (fast path of the algebra, log c kept in log space, vectorised) vs the
+    checked robust_update(..., lend="precision") via update_sequence."""
     eps = rng.uniform(size=(4, 40)) < 0.2
     y = np.where(eps, rng.standard_cauchy(size=(4, 40)), rng.normal(2.0, 2.0, size=(4, 40)))
-    fit = ps.RobustNormalEstimator(beta0=1.0, omega=0.99, tau=tau).fit(y)
+    fit = ps.RobustNormalEstimator(beta0=1.0, omega=0.99, tau=tau, robust_start=False).fit(y)
     res = ps.update_sequence(ps.NormalGamma(0.0, 0.0, 0.0, 1.0),
                              ps.likelihood.normal_unknown(y.T), omega=0.99, lend="precision",
                              tau=tau)

@@ -2,10 +2,13 @@
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
 from scipy import optimize
 
 import possibly as ps
-from possibly.soft_uniform import soft_uniform_log_likelihood
+from possibly.estimators.soft_uniform import soft_uniform_log_likelihood
 
 
 def log_soft(theta, y, c):
@@ -133,13 +136,13 @@ def test_batch_and_nan(rng):
     fit_h = est.fit(holes)
     clean = est.fit(y[1][~np.isnan(holes[1])])
     np.testing.assert_allclose(fit_h.discount[1, :13], clean.discount, rtol=1e-14)
-    assert (fit_h.discount[1, 13:] == 0).all() and np.isnan(fit_h.consistency[1, 13:]).all()
+    assert np.isnan(fit_h.discount[1, 13:]).all() and np.isnan(fit_h.consistency[1, 13:]).all()
     assert fit_h.estimate[1] == clean.estimate
     given = ps.SoftUniformEstimator(decay=5.0, order="given").fit(holes[1])
     clean_given = ps.SoftUniformEstimator(decay=5.0, order="given").fit(
         holes[1][~np.isnan(holes[1])])
     assert given.estimate == clean_given.estimate
-    assert given.discount[2] == 0 and np.isnan(given.consistency[9])
+    assert np.isnan(given.discount[2]) and np.isnan(given.consistency[9])
 
 
 @pytest.mark.parametrize("kwargs, name", [
@@ -165,7 +168,7 @@ def test_uniform_likelihood_rejects_non_positive():
 
 
 def test_pure_step_validates():
-    from possibly.soft_uniform import soft_uniform_init, soft_uniform_step
+    from possibly.estimators.soft_uniform import soft_uniform_init, soft_uniform_step
 
     state = soft_uniform_init(2)
     with pytest.raises(ValueError, match="decay"):
@@ -174,7 +177,69 @@ def test_pure_step_validates():
         soft_uniform_step(state, -1.0, decay=1.0)
     with pytest.raises(ValueError, match="tau"):
         soft_uniform_step(state, 1.0, decay=1.0, tau=2.0)
-    state, _ = soft_uniform_step(state, 1.0, decay=1.0)
-    state, _ = soft_uniform_step(state, 2.0, decay=1.0)
     with pytest.raises(ValueError, match="capacity"):
-        soft_uniform_step(state, 3.0, decay=1.0)
+        soft_uniform_init(0)
+
+
+def test_state_grows_past_its_capacity():
+    """Streaming past the initial room gives the same numbers as a state made big enough."""
+    from possibly.estimators.soft_uniform import soft_uniform_init, soft_uniform_step
+
+    y = [5.0, 3.0, 9.0, 40.0, 7.0]
+    small, big = soft_uniform_init(1), soft_uniform_init(8)
+    for v in y:
+        small, a = soft_uniform_step(small, v, decay=1.0)
+        big, b = soft_uniform_step(big, v, decay=1.0)
+        assert a.log_consistency == b.log_consistency and a.mode == b.mode
+    assert small.points.shape[-1] >= 5
+
+
+# -- hostile input (issue 14) ------------------------------------------------------------------
+@pytest.mark.parametrize("y", [[1.0, 2.0, 1e308], [1e308, 1.0, 2.0, 3.0, 1e300],
+                               [1e-308, 2.0, 1e308]])
+@pytest.mark.parametrize("order", ["increasing", "given"])
+def test_extreme_magnitudes_stay_finite(y, order):
+    fit = ps.SoftUniformEstimator(order=order).fit(y)
+    assert np.isfinite(fit.mode).all() and np.isfinite(fit.discount).all()
+    assert not np.isnan(fit.log_consistency).any()
+    # log f may be -inf (a possibility 0 in double precision), never NaN
+    assert not np.isnan(fit.log_possibility([50.0, 1e300])).any()
+
+
+def test_paper_order_at_1e308_discounts_the_huge_value():
+    fit = ps.SoftUniformEstimator().fit([1.0, 2.0, 1e308])
+    assert fit.estimate == 2.0 and fit.discount[-1] == 0.0
+
+
+@pytest.mark.parametrize("y", [[], np.zeros((2, 0))])
+def test_empty_series_named(y):
+    with pytest.raises(ValueError, match="y must hold at least one observation"):
+        ps.SoftUniformEstimator().fit(y)
+
+
+def test_robust_must_be_bool():
+    with pytest.raises(TypeError, match="robust"):
+        ps.SoftUniformEstimator(robust="no")
+
+
+
+
+@settings(max_examples=60, deadline=None)
+@given(arrays(np.float64, st.integers(1, 10),
+              elements=st.floats(1e-308, 1.7e308, allow_nan=False, allow_infinity=False)),
+       st.sampled_from(["increasing", "given"]), st.floats(1e-3, 1e3))
+def test_fuzz_positive_finite_data_give_finite_results(y, order, decay):
+    """Issue 14: any positive finite data (up to 1.7e308) give finite modes and discounts."""
+    fit = ps.SoftUniformEstimator(decay=decay, order=order).fit(y)
+    assert np.isfinite(fit.mode).all() and np.isfinite(fit.discount).all()
+    assert not np.isnan(fit.log_consistency).any() and (fit.log_consistency <= 0).all()
+
+
+def test_huge_values_no_overflow_warning():
+    """Sums of logs near -1.8e308 overflow to -inf silently (a possibility 0)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fit = ps.SoftUniformEstimator(decay=1.0, order="given").fit([1.7e308, 1.0, 1.0e308])
+    assert np.isfinite(fit.mode).all()

@@ -16,7 +16,9 @@ Examples
 
 from possibly import datasets, likelihood, models
 from possibly.changepoint import ChangepointDetector
-from possibly.covariance import RobustCovarianceEstimator
+from possibly.estimators.covariance import RobustCovarianceEstimator
+from possibly.estimators.location_scale import RobustNormalEstimator
+from possibly.estimators.soft_uniform import SoftUniformEstimator
 from possibly.families import (
     Beta,
     ExponentialFamily,
@@ -42,9 +44,7 @@ from possibly.inference import (
     update_sequence,
 )
 from possibly.kalman import KalmanFilter
-from possibly.location_scale import RobustNormalEstimator
 from possibly.particles import ParticleFilter, ParticlePossibility
-from possibly.soft_uniform import SoftUniformEstimator
 
 __version__ = "0.1.0"
 

@@ -176,11 +176,22 @@ def normal_unknown(y) -> NormalGamma:
     return NormalGamma(y, np.asarray(1.0), np.asarray(0.5), np.asarray(0.0))
 
 
-def mvn_batch(Y) -> NormalInverseWishart:
+def mvn_batch(Y, *, keep=None, validate: bool = True) -> NormalInverseWishart:
     """``n > d`` vectors ``y_i ~ N(μ, Σ)`` (shape ``(..., n, d)``): ``N̄IW̄(ȳ, n, S, n)``.
 
     ``S = Σ (y_i - ȳ)(y_i - ȳ)ᵀ`` must be positive definite; with ``n <= d`` it is singular
     and the likelihood unbounded.
+
+    Parameters
+    ----------
+    Y : array_like, shape (..., n, d)
+    keep : array_like of bool, shape (..., n), optional
+        Use only these vectors of each batch (``m`` of them: ``N̄IW̄(ȳ, m, S, m)``, the
+        function 1 when ``m = 0``); implies ``validate=False``.
+    validate : bool
+        Check ``Y`` (finite, ``n > d``, ``S`` positive definite; default). ``False`` is the
+        fast path for loops over many batches of already checked data, and accepts a
+        singular ``S`` (an unbounded likelihood, usable only through the ω split).
 
     Examples
     --------
@@ -190,21 +201,30 @@ def mvn_batch(Y) -> NormalInverseWishart:
     (array([1., 1.]), array([[4., 0.],
            [0., 4.]]), 4.0)
     """
-    Y = as_finite("Y", Y)
-    if Y.ndim < 2:
-        raise ValueError(f"Y must have shape (..., n, d), got {Y.shape}")
-    n, d = Y.shape[-2:]
-    if n <= d:
-        raise ValueError(f"Y must hold n > d vectors (got n={n}, d={d}): with n <= d the "
-                         "batch likelihood is unbounded")
-    mean = Y.mean(-2)
-    c = Y - mean[..., None, :]
-    s = np.swapaxes(c, -1, -2) @ c
-    sign, _ = np.linalg.slogdet(s)
-    if (sign <= 0).any():
+    if validate and keep is None:
+        Y = as_finite("Y", Y)
+        if Y.ndim < 2:
+            raise ValueError(f"Y must have shape (..., n, d), got {Y.shape}")
+        n, d = Y.shape[-2:]
+        if n <= d:
+            raise ValueError(f"Y must hold n > d vectors (got n={n}, d={d}): with n <= d the "
+                             "batch likelihood is unbounded")
+    Y = np.asarray(Y, dtype=np.float64)
+    if keep is None:
+        mean = Y.mean(-2)
+        centred = Y - mean[..., None, :]
+        count = np.full(mean.shape[:-1], float(Y.shape[-2]))
+    else:
+        w = np.asarray(keep).astype(np.float64)
+        count = w.sum(-1)
+        mean = (w[..., None] * Y).sum(-2) / np.maximum(count, 1.0)[..., None]
+        centred = (Y - mean[..., None, :]) * w[..., None]
+    scatter = np.swapaxes(centred, -1, -2) @ centred
+    scatter = symmetrise(scatter)
+    if validate and keep is None and (np.linalg.slogdet(scatter)[0] <= 0).any():
         raise ValueError("Y must span its d dimensions (its scatter matrix is singular)")
-    return NormalInverseWishart(mean, np.asarray(float(n)), symmetrise(s),
-                                np.asarray(float(n)))
+    return NormalInverseWishart.from_fields({"mean": mean, "lam": count, "psi": scatter,
+                                             "nu": count.copy()})
 
 
 def uniform(y) -> Pareto:

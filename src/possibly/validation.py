@@ -12,6 +12,7 @@ __all__ = [
     "as_finite",
     "broadcast",
     "check_nonnegative",
+    "check_observations",
     "check_positive",
     "check_psd",
     "check_unit_interval",
@@ -110,4 +111,40 @@ def check_psd(name: str, value, *, definite: bool = False, rtol: float = 1e-10) 
             raise ValueError(f"{name} must be positive definite")
     elif (eig < -tol).any():
         raise ValueError(f"{name} must be positive semi-definite")
+    return arr
+
+
+def check_observations(name: str, y, *, positive: bool = False,
+                       max_abs: float | None = None) -> np.ndarray:
+    """Validate a stream of observations ``(..., T)``: NaN allowed (missing), infinities
+    rejected, at least one observation; ``positive`` rejects ``y <= 0``, ``max_abs`` rejects
+    ``|y| > max_abs``.
+
+    Examples
+    --------
+    >>> check_observations("y", [1.0, float("nan")])
+    array([ 1., nan])
+    >>> check_observations("y", [])
+    Traceback (most recent call last):
+    ...
+    ValueError: y must hold at least one observation along its last (time) axis, got shape (0,)
+    """
+    try:
+        arr = np.asarray(y, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be numeric, got {y!r}") from exc
+    if arr.ndim == 0:
+        raise ValueError(f"{name} must have a time axis (shape (..., T)), got a scalar")
+    if arr.shape[-1] == 0:
+        raise ValueError(f"{name} must hold at least one observation along its last (time) "
+                         f"axis, got shape {arr.shape}")
+    if np.isinf(arr).any():
+        raise ValueError(f"{name} must be finite or NaN (NaN entries are missing), "
+                         "got an infinite value")
+    if positive and (arr <= 0).any():
+        raise ValueError(f"{name} must be > 0 (NaN entries are missing), "
+                         f"got {float(arr[arr <= 0].ravel()[0]):g}")
+    if max_abs is not None and (np.abs(arr) > max_abs).any():
+        raise ValueError(f"{name} must satisfy |{name}| <= {max_abs:g} (rescale the data), "
+                         f"got {float(arr[np.abs(arr) > max_abs].ravel()[0]):g}")
     return arr

@@ -34,8 +34,10 @@ import os
 import numpy as np
 from scipy import stats
 
-from possibly import covariance as cov
+from possibly.estimators import covariance as cov
 from possibly.families.inverse_wishart import NormalInverseWishart
+from possibly.inference import combine
+from possibly.likelihood import mvn_batch
 from possibly.progress import progress_bar
 from possibly.validation import check_positive
 
@@ -94,13 +96,7 @@ def inlier_information(batches: np.ndarray, keep: np.ndarray) -> NormalInverseWi
     For standard Bayes on inliers only (any ``m``, including 0: the function 1); standard
     updates need no consistency, so a singular ``S`` is harmless here.
     """
-    w = keep.astype(np.float64)
-    count = w.sum(-1)
-    mean = (w[..., None] * batches).sum(-2) / np.maximum(count, 1.0)[..., None]
-    centred = (batches - mean[..., None, :]) * w[..., None]
-    scatter = np.swapaxes(centred, -1, -2) @ centred
-    return NormalInverseWishart.from_fields({"mean": mean, "lam": count, "psi": scatter,
-                                              "nu": count})
+    return mvn_batch(batches, keep=keep, validate=False)
 
 
 def _frobenius_error(sigma: np.ndarray, state: NormalInverseWishart) -> np.ndarray:
@@ -124,17 +120,18 @@ def error_study(repeats: int, seed, *, dim: int = 10, n: int = 25, steps: int = 
     for t in progress_bar(range(steps), enabled=progress, total=steps,
                           desc=f"feature errors ({reading})"):
         Y, flags = simulate_batches(rng, chol, n, epsilon, alpha, reading)
-        lik = cov.batch_information(Y)
+        lik = mvn_batch(Y, validate=False)
         is_out = flags if reading == "batch" else flags.any(-1)
         if t == 0:
             first_outlier = is_out.copy()
-        states["standard_all"] = states["standard_all"]._add(lik)
+        states["standard_all"] = combine(states["standard_all"], lik, validate=False)
         if reading == "batch":
-            states["standard_inliers"] = states["standard_inliers"]._add(
-                lik._scaled((~flags).astype(np.float64)))
+            states["standard_inliers"] = combine(
+                states["standard_inliers"], lik.power((~flags).astype(np.float64),
+                                                      validate=False), validate=False)
         else:
-            states["standard_inliers"] = states["standard_inliers"]._add(
-                inlier_information(Y, ~flags))
+            states["standard_inliers"] = combine(states["standard_inliers"],
+                                                 inlier_information(Y, ~flags), validate=False)
         states["robust"], info = cov.step(states["robust"], lik, dim=dprime)
         states["threshold"], info_th = cov.step(states["threshold"], lik, dim=dprime, tau=tau)
         gammas.append(info.gamma)
@@ -186,7 +183,7 @@ def ordering_study(permutations: int, seed, *, dim: int = 10, n: int = 25, steps
     Y, flags = simulate_batches(rng, chol, n, epsilon, alpha, "batch")
     if flags.all():
         raise ValueError("every batch is an outlier: no inlier to put first")
-    lik = cov.batch_information(Y)                   # batch shape (steps,)
+    lik = mvn_batch(Y, validate=False)                   # batch shape (steps,)
     inliers = np.flatnonzero(~flags)
     orders = np.empty((permutations, steps), dtype=int)
     for p in range(permutations):
@@ -208,7 +205,7 @@ def ordering_study(permutations: int, seed, *, dim: int = 10, n: int = 25, steps
         out["mean"][m] = float(e.mean())
     full = cov.init(dim)
     for i in inliers:
-        full = full._add(lik[i])
+        full = combine(full, lik[i], validate=False)
     out["standard_inliers_error"] = float(_frobenius_error(sigma[0], full))
     return out
 

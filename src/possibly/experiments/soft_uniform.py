@@ -17,7 +17,7 @@ import os
 
 import numpy as np
 
-from possibly.soft_uniform import SoftUniformEstimator
+from possibly.estimators.soft_uniform import SoftUniformEstimator
 
 __all__ = ["PAPER", "plot", "run", "simulate", "summary"]
 

@@ -88,7 +88,7 @@ def plot_normal_mmd(result: dict, out_dir) -> list[str]:
 def plot_soft_uniform(result: dict, out_dir, decays=(0.05, 0.2, 1.0, 10.0)) -> list[str]:
     """Appendix B: the soft-uniform likelihood ``L̃(θ | y = 100)`` for several decays, and the
     robust posterior of one realisation against the standard (hard) posterior on inliers."""
-    from possibly.soft_uniform import soft_uniform_log_likelihood
+    from possibly.estimators.soft_uniform import soft_uniform_log_likelihood
 
     plt = pyplot()
     fig, (ax_l, ax_p) = plt.subplots(1, 2, figsize=(11, 4.2))

@@ -12,68 +12,78 @@ the robust update of the algebra,
   ``ρ_t = γ_t`` (or, with a threshold ``τ``, ``ρ_t = γ_t`` if ``γ_t <= τ`` else 1);
 * ``η_t^post = η_{t-1} + ρ_t η_t``, which in usual parameters is the paper's update with the
   cross term ``λ ρn / (λ + ρn) (μ - ȳ)(μ - ȳ)ᵀ`` (an outer product; the paper prints an inner
-  product, MATH.md §4).
+  product, docs/math.md §4).
+
+Each step is the robust update of the core algebra, composed from its fast path
+(``log_consistency``, ``discount``, ``combine``, ``power`` with ``validate=False``) so that
+``log c`` stays in log space; the batch information is :func:`possibly.likelihood.mvn_batch`.
 
 E* of the covariance is ``Ψ_t / ν_t``. Determinants use ``slogdet`` on the foundation's
 :class:`~possibly.NormalInverseWishart`; nothing is inverted.
 
 With ``n <= d`` the batch likelihood is unbounded (``S_t`` is singular). The ω split
-(paper §4.3, MATH.md §3) then lends a fraction ``1 - ω`` of the current posterior to the
+(paper §4.3, docs/math.md §3) then lends a fraction ``1 - ω`` of the current posterior to the
 likelihood: ``log c = S(ω η + (η_t + (1-ω) η)) - S(ω η) - S(η_t + (1-ω) η)`` and the posterior
 is ``ω η + ρ (η_t + (1-ω) η)``. This needs a posterior with a positive definite ``Ψ`` at every
 step, so an informative prior when the first batch has ``n <= d``.
 
 The pure functions :func:`init` and :func:`step` return new objects;
-:class:`RobustCovarianceEstimator` runs them over a sequence of batches.
+:class:`RobustCovarianceEstimator` (a :class:`~possibly.sequential.SequentialEstimator`) runs
+them over a sequence of batches: its data have shape ``(..., T, n, d)`` (leading runs, time,
+then the event: one batch of ``n`` vectors of dimension ``d``), and a batch containing a NaN
+is missing (predict only: the posterior is carried over, ``log c`` and the discount are NaN).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, cast
 
 import numpy as np
 
 from possibly.families.inverse_wishart import NormalInverseWishart
-from possibly.inference import discount
+from possibly.inference import combine, discount, log_consistency
+from possibly.likelihood import mvn_batch
 from possibly.progress import progress_bar
+from possibly.robust_start import tree_select
+from possibly.sequential import Info, SequentialEstimator, is_missing
 from possibly.validation import check_positive, check_unit_interval
 
 __all__ = [
     "CovarianceFit",
-    "CovarianceStepInfo",
+    "CovarianceInfo",
     "RobustCovarianceEstimator",
-    "batch_information",
     "check_batches",
     "init",
     "step",
 ]
 
 
-class CovarianceStepInfo(NamedTuple):
+@dataclass(frozen=True)
+class CovarianceInfo(Info):
     """What one robust step learnt about its batch (arrays of the runs' batch shape).
 
     Attributes
     ----------
     log_consistency : ndarray
-        ``log c_t`` in ``[-inf, 0]``.
-    gamma : ndarray
-        ``c_t ** (1 / d')`` before thresholding.
+        ``log c_t`` in ``[-inf, 0]``; NaN for a missing batch.
     discount : ndarray
         The exponent ``ρ_t`` applied to the batch likelihood (1 for standard updates).
+    gamma : ndarray
+        ``c_t ** (1 / d')`` before thresholding.
     """
 
-    log_consistency: np.ndarray
-    gamma: np.ndarray
-    discount: np.ndarray
+    gamma: Any = None
 
 
-def check_batches(batches, *, allow_small: bool = False, min_ndim: int = 3) -> np.ndarray:
+def check_batches(batches, *, allow_small: bool = False, min_ndim: int = 3,
+                  allow_nan: bool = False) -> np.ndarray:
     """Validate batches of vectors, shape ``(..., T, n, d)``; return them as a float array.
 
-    Raises ValueError naming ``batches`` for ragged input, NaN or infinite entries, fewer than
-    ``min_ndim`` dimensions (3: ``(T, n, d)``; 2 for a single batch ``(n, d)``), empty axes, or
-    ``n <= d`` (unless ``allow_small``, for the ω split).
+    Raises ValueError naming ``batches`` for ragged input, NaN (unless ``allow_nan``: a batch
+    with a NaN is missing) or infinite entries, fewer than ``min_ndim`` dimensions (3:
+    ``(T, n, d)``; 2 for a single batch ``(n, d)``), empty axes (``T``, ``n`` or ``d`` = 0),
+    or ``n <= d`` (unless ``allow_small``, for the ω split).
 
     Examples
     --------
@@ -83,6 +93,10 @@ def check_batches(batches, *, allow_small: bool = False, min_ndim: int = 3) -> n
     Traceback (most recent call last):
     ...
     ValueError: batches must hold n > d vectors per batch (got n=2, d=2): ...
+    >>> check_batches(np.zeros((4, 3, 0)))
+    Traceback (most recent call last):
+    ...
+    ValueError: batches must hold vectors of dimension d >= 1, got d = 0 (shape (4, 3, 0))
     """
     try:
         arr = np.asarray(batches, dtype=np.float64)
@@ -94,12 +108,20 @@ def check_batches(batches, *, allow_small: bool = False, min_ndim: int = 3) -> n
     if arr.ndim < min_ndim:
         expected = "(T, n, d) or (B, T, n, d)" if min_ndim == 3 else "(..., n, d)"
         raise ValueError(f"batches must have shape {expected}, got {arr.shape}")
+    if arr.shape[-1] == 0:
+        raise ValueError(f"batches must hold vectors of dimension d >= 1, got d = 0 "
+                         f"(shape {arr.shape})")
+    if arr.shape[-2] == 0:
+        raise ValueError(f"batches must hold n >= 1 vectors per batch, got n = 0 "
+                         f"(shape {arr.shape})")
     if 0 in arr.shape:
-        raise ValueError(f"batches must not have an empty axis, got shape {arr.shape}")
-    if np.isnan(arr).any():
+        raise ValueError(f"batches must hold at least one batch (T >= 1), got shape "
+                         f"{arr.shape}")
+    if not allow_nan and np.isnan(arr).any():
         raise ValueError("batches must not contain NaN")
     if np.isinf(arr).any():
-        raise ValueError("batches must be finite, got an infinite value")
+        raise ValueError("batches must be finite (NaN marks a missing batch), got an "
+                         "infinite value")
     n, d = arr.shape[-2:]
     if n <= d and not allow_small:
         raise ValueError(
@@ -107,39 +129,6 @@ def check_batches(batches, *, allow_small: bool = False, min_ndim: int = 3) -> n
             "batch likelihood is unbounded (its scatter matrix is singular); pass omega to "
             "lend part of the posterior to each batch (paper §4.3), with an informative prior")
     return arr
-
-
-def batch_information(batches: np.ndarray) -> NormalInverseWishart:
-    """The information ``N̄IW̄(ȳ, n, S, n)`` in each batch of an already validated array.
-
-    Same function as :func:`possibly.likelihood.mvn_batch`, without its per-matrix
-    eigenvalue checks (this runs inside loops over many runs) and accepting ``n <= d``
-    (singular ``S``: an unbounded likelihood, usable only through the ω split).
-
-    Parameters
-    ----------
-    batches : ndarray, shape (..., n, d)
-
-    Returns
-    -------
-    NormalInverseWishart
-        Batch shape ``batches.shape[:-2]``.
-
-    Examples
-    --------
-    >>> lik = batch_information(np.array([[0., 0.], [2., 0.], [0., 2.], [2., 2.]]))
-    >>> lik.mean, lik.psi, float(lik.nu)
-    (array([1., 1.]), array([[4., 0.],
-           [0., 4.]]), 4.0)
-    """
-    n = batches.shape[-2]
-    mean = batches.mean(-2)
-    centred = batches - mean[..., None, :]
-    scatter = np.swapaxes(centred, -1, -2) @ centred
-    scatter = 0.5 * (scatter + np.swapaxes(scatter, -1, -2))
-    count = np.full(mean.shape[:-1], float(n))
-    return NormalInverseWishart.from_fields(
-        {"mean": mean, "lam": count, "psi": scatter, "nu": count})
 
 
 def init(dim: int, batch_shape: tuple[int, ...] = (),
@@ -152,20 +141,23 @@ def init(dim: int, batch_shape: tuple[int, ...] = (),
     >>> state.batch_shape, state.psi.shape
     ((5,), (5, 3, 3))
     """
+    if isinstance(dim, bool) or int(dim) != dim or dim < 1:
+        raise ValueError(f"dim (the dimension d of the vectors) must be an integer >= 1, "
+                         f"got {dim!r}")
     if prior is None:
-        return NormalInverseWishart.uninformative(dim, batch_shape)
+        return NormalInverseWishart.uninformative(int(dim), batch_shape)
     _check_prior(prior, dim)
     try:
         shape = np.broadcast_shapes(prior.batch_shape, batch_shape)
     except ValueError:
         raise ValueError(f"prior batch shape {prior.batch_shape} does not broadcast with the "
                          f"runs' batch shape {batch_shape}") from None
-    return prior._scaled(np.ones(shape))
+    return prior.power(np.ones(shape), validate=False)
 
 
 def step(state: NormalInverseWishart, information: NormalInverseWishart, *, dim: float,
          tau=None, omega=None, robust: bool = True
-         ) -> tuple[NormalInverseWishart, CovarianceStepInfo]:
+         ) -> tuple[NormalInverseWishart, CovarianceInfo]:
     """One robust normal-inverse-Wishart update (pure: returns a new state).
 
     Parameters
@@ -173,7 +165,8 @@ def step(state: NormalInverseWishart, information: NormalInverseWishart, *, dim:
     state : NormalInverseWishart
         Current posterior, batch shape ``(...)``.
     information : NormalInverseWishart
-        Information in the new batch (see :func:`batch_information`), same batch shape.
+        Information in the new batch (see :func:`possibly.likelihood.mvn_batch`), same
+        batch shape.
     dim : float
         Effective dimension ``d'`` in ``γ = c ** (1/d')`` (usually ``d + d(d+1)/2``).
     tau : float in (0, 1], optional
@@ -186,17 +179,18 @@ def step(state: NormalInverseWishart, information: NormalInverseWishart, *, dim:
 
     Returns
     -------
-    (NormalInverseWishart, CovarianceStepInfo)
+    (NormalInverseWishart, CovarianceInfo)
 
     Examples
     --------
     >>> import numpy as np
+    >>> from possibly.likelihood import mvn_batch
     >>> rng = np.random.default_rng(0)
     >>> state = init(2)
-    >>> state, info = step(state, batch_information(rng.normal(size=(10, 2))), dim=5)
+    >>> state, info = step(state, mvn_batch(rng.normal(size=(10, 2))), dim=5)
     >>> float(info.log_consistency), float(info.discount)     # f ≡ 1: fully consistent
     (0.0, 1.0)
-    >>> outlier = batch_information(10.0 + 5.0 * rng.normal(size=(10, 2)))
+    >>> outlier = mvn_batch(10.0 + 5.0 * rng.normal(size=(10, 2)))
     >>> state2, info = step(state, outlier, dim=5)
     >>> round(float(info.discount), 5), round(float(state2.nu), 5)    # ν grew by ρ n only
     (0.00078, 10.00784)
@@ -206,22 +200,19 @@ def step(state: NormalInverseWishart, information: NormalInverseWishart, *, dim:
     if omega is None:
         kept, lik = state, information
     else:
-        omega = float(check_unit_interval("omega", omega, low_open=True, high_open=True))
-        kept = state._scaled(np.asarray(omega))
-        lik = information._add(state._scaled(np.asarray(1.0 - omega)))
-    lik_support = lik.log_support()
-    if np.isposinf(lik_support).any():
+        kept, lent = state.split(omega)                    # docs/math.md §3
+        lik = cast(NormalInverseWishart, combine(information, lent, validate=False))
+    if not np.all(lik.bounded):
         hint = ("the lent part of the posterior has a singular Psi; use an informative prior"
                 if omega is not None else "pass omega (the ω split)")
         raise ValueError("a batch likelihood is unbounded (singular scatter matrix, n <= d or "
                          f"degenerate data): {hint}")
-    full = kept._add(lik)
-    log_c = np.minimum(full.log_support() - kept.log_support() - lik_support, 0.0)
+    log_c = log_consistency(kept, lik, validate=False)
     gamma = discount(log_c, dim)
     rho = discount(log_c, dim, tau, robust, validate=False)
-    # ρ = 1 everywhere is the common case for standard updates: reuse the undiscounted sum.
-    new = full if np.all(rho == 1.0) else kept._add(lik._scaled(rho))
-    return new, CovarianceStepInfo(log_consistency=log_c, gamma=gamma, discount=rho)
+    new = cast(NormalInverseWishart,
+               combine(kept, lik.power(rho, validate=False), validate=False))
+    return new, CovarianceInfo(log_consistency=log_c, discount=rho, gamma=gamma)
 
 
 @dataclass(frozen=True)
@@ -237,7 +228,8 @@ class CovarianceFit:
     covariance : ndarray, shape (..., T, d, d)
         E* of the covariance, ``Ψ_t / ν_t``, after each batch (``inf`` while ``ν_t = 0``).
     log_consistency, consistency, gamma, discount : ndarray, shape (..., T)
-        Per batch: ``log c_t``, ``c_t``, ``c_t ** (1/d')`` and the exponent applied.
+        Per batch: ``log c_t``, ``c_t``, ``c_t ** (1/d')`` and the exponent applied (NaN for
+        a missing batch).
     """
 
     posterior: NormalInverseWishart
@@ -249,8 +241,11 @@ class CovarianceFit:
     discount: np.ndarray
 
 
-class RobustCovarianceEstimator:
+class RobustCovarianceEstimator(SequentialEstimator):
     """Robust online estimate of a mean and covariance from batches of vectors (paper §5.1).
+
+    Data have shape ``(..., T, n, d)``: leading independent runs, the time axis, and one
+    batch of ``n`` vectors of dimension ``d`` per step (the event shape ``(n, d)``).
 
     Parameters
     ----------
@@ -265,6 +260,17 @@ class RobustCovarianceEstimator:
         positive definite ``Ψ`` and ``ν > 0``.
     robust : bool
         ``False`` gives standard (undiscounted) conjugate updates.
+    d : int, optional
+        Dimension of the vectors, for :meth:`init` and :meth:`update` without a prior
+        (``fit`` and the first ``update`` read it from the data).
+
+    Notes
+    -----
+    Numeric range: any finite entries whose scatter matrices are finite (squares of the
+    entries below ``1e154``); a batch whose scatter is singular raises ``ValueError`` (pass
+    ``omega``). Threads: ``init``/``step`` and the module functions are pure and
+    thread-safe; one instance used by ``fit``/``update`` from two threads at once raises
+    :class:`~possibly.sequential.ConcurrentUseError`.
 
     Examples
     --------
@@ -284,49 +290,93 @@ class RobustCovarianceEstimator:
     """
 
     def __init__(self, dim=None, tau=None, prior: NormalInverseWishart | None = None,
-                 omega=None, robust: bool = True) -> None:
+                 omega=None, robust: bool = True, d: int | None = None) -> None:
         self.dim = None if dim is None else float(check_positive("dim", dim))
         self.tau = None if tau is None else float(
             check_unit_interval("tau", tau, low_open=True, high_open=False))
         self.omega = None if omega is None else float(
             check_unit_interval("omega", omega, low_open=True, high_open=True))
         if prior is not None:
-            _check_prior(prior, None)
+            _check_prior(prior, d)
+        if not isinstance(robust, (bool, np.bool_)):
+            raise TypeError(f"robust must be a bool, got {robust!r}")
+        if d is not None and (isinstance(d, bool) or int(d) != d or d < 1):
+            raise ValueError(f"d (the dimension of the vectors) must be an integer >= 1, "
+                             f"got {d!r}")
         self.prior = prior
         self.robust = bool(robust)
+        self.d = None if d is None else int(d) if prior is None else prior.dim
 
     def effective_dim(self, d: int) -> float:
         """``d'`` used for vectors of dimension ``d``."""
         return self.dim if self.dim is not None else float(d + d * (d + 1) // 2)
 
-    def init(self, d: int, batch_shape: tuple[int, ...] = ()) -> NormalInverseWishart:
-        """Initial state for ``batch_shape`` runs in dimension ``d``."""
-        return init(d, batch_shape, self.prior)
+    def init(self, batch_shape: tuple[int, ...] = (), d: int | None = None
+             ) -> NormalInverseWishart:
+        """Initial state for ``batch_shape`` runs of vectors of dimension ``d`` (default: the
+        constructor's ``d`` or the prior's)."""
+        d = d if d is not None else self.d if self.d is not None else (
+            None if self.prior is None else self.prior.dim)
+        if d is None:
+            raise ValueError("d (the dimension of the vectors) is unknown: pass d to the "
+                             "constructor or to init, or give a prior")
+        return init(d, tuple(batch_shape), self.prior)
 
-    def step(self, state: NormalInverseWishart, batch
-             ) -> tuple[NormalInverseWishart, CovarianceStepInfo]:
-        """Update ``state`` with one batch of shape ``(..., n, d)``."""
-        arr = check_batches(batch, allow_small=self.omega is not None, min_ndim=2)
+    def step(self, state: NormalInverseWishart, batch) -> tuple[NormalInverseWishart,
+                                                               CovarianceInfo]:
+        """Update ``state`` with one batch of shape ``(..., n, d)``; a batch with a NaN is
+        missing (predict only). Pure."""
+        arr = check_batches(batch, allow_small=self.omega is not None, min_ndim=2,
+                            allow_nan=True)
         if arr.shape[-1] != state.dim:
             raise ValueError(f"batch has vectors of dimension {arr.shape[-1]}, the state "
                              f"{state.dim}")
-        return step(state, batch_information(arr), dim=self.effective_dim(state.dim),
-                    tau=self.tau, omega=self.omega, robust=self.robust)
+        missing = is_missing(arr, 2)
+        info = mvn_batch(np.where(missing[..., None, None], 0.0, arr), validate=False)
+        return self._step(state, info, missing, self.effective_dim(state.dim))
+
+    def _step(self, state: NormalInverseWishart, info: NormalInverseWishart,
+              missing: np.ndarray, dim: float) -> tuple[NormalInverseWishart, CovarianceInfo]:
+        """:func:`step`, with missing batches (``missing``, batch shape) predict-only."""
+        if not missing.any():
+            return step(state, info, dim=dim, tau=self.tau, omega=self.omega,
+                        robust=self.robust)
+        # a missing batch carries no information (the function 1); its Info is NaN
+        info = info.power(np.where(missing, 0.0, 1.0), validate=False)
+        new, out = step(state, info, dim=dim, tau=self.tau, omega=self.omega,
+                        robust=self.robust)
+        nan = np.where(missing, np.nan, 0.0)
+        return tree_select(missing, state, new), CovarianceInfo(
+            log_consistency=out.log_consistency + nan, discount=out.discount + nan,
+            gamma=out.gamma + nan)
+
+    def update(self, batch) -> CovarianceInfo:
+        """Process one batch ``(..., n, d)`` from the current state (streaming)."""
+        if self._state is None and self.d is None and self.prior is None:
+            arr = np.asarray(batch, dtype=np.float64)
+            if arr.ndim >= 2 and arr.shape[-1] >= 1:
+                with self._exclusive():
+                    object.__setattr__(self, "_state",
+                                       self.init(arr.shape[:-2], d=arr.shape[-1]))
+        return cast(CovarianceInfo, super().update(batch))
 
     def fit(self, batches, *, progress: bool = False) -> CovarianceFit:
         """Run over ``batches`` of shape ``(T, n, d)`` or ``(..., T, n, d)`` (``...`` = runs).
+
+        A batch containing a NaN is missing (predict only, NaN ``log c`` and discount).
 
         Returns
         -------
         CovarianceFit
         """
-        arr = check_batches(batches, allow_small=self.omega is not None)
+        arr = check_batches(batches, allow_small=self.omega is not None, allow_nan=True)
         d = arr.shape[-1]
         runs, steps = arr.shape[:-3], arr.shape[-3]
-        state = self.init(d, runs)
-        info_all = batch_information(np.moveaxis(arr, -3, 0))    # time first
+        missing_all = np.moveaxis(is_missing(arr, 2), -1, 0)        # time first
+        info_all = mvn_batch(np.moveaxis(np.where(np.isnan(arr), 0.0, arr), -3, 0),
+                             validate=False)
         if self.omega is None:
-            singular = np.linalg.slogdet(info_all.psi)[0] <= 0
+            singular = (np.linalg.slogdet(info_all.psi)[0] <= 0) & ~missing_all
             if singular.any():
                 where = np.argwhere(np.moveaxis(singular, 0, -1))[0]
                 index = ", ".join(str(i) for i in where.tolist())
@@ -335,15 +385,17 @@ class RobustCovarianceEstimator:
                     "d dimensions), so its likelihood is unbounded")
         dim = self.effective_dim(d)
         means, covs, log_cs, gammas, rhos = [], [], [], [], []
-        for t in progress_bar(range(steps), enabled=progress, total=steps, desc="covariance"):
-            state, info = step(state, info_all[t], dim=dim, tau=self.tau, omega=self.omega,
-                               robust=self.robust)
-            mean, cov = state.mode
-            means.append(mean)
-            covs.append(cov)
-            log_cs.append(info.log_consistency)
-            gammas.append(info.gamma)
-            rhos.append(info.discount)
+        with self._exclusive():
+            state = self.init(runs, d=d)
+            for t in progress_bar(range(steps), enabled=progress, total=steps,
+                                  desc="covariance"):
+                state, info = self._step(state, info_all[t], missing_all[t], dim)
+                mean, cov = state.mode
+                means.append(mean)
+                covs.append(cov)
+                log_cs.append(info.log_consistency)
+                gammas.append(info.gamma)
+                rhos.append(info.discount)
         axis = len(runs)
         log_c = np.stack(log_cs, axis)
         return CovarianceFit(posterior=state, mean=np.stack(means, axis),

@@ -52,7 +52,7 @@ def median_bandwidth(y) -> np.ndarray:
 
     Examples
     --------
-    >>> from possibly.mmd import median_bandwidth
+    >>> from possibly.experiments.baselines.mmd import median_bandwidth
     >>> float(median_bandwidth([0.0, 1.0, 3.0]))       # distances 1, 3, 2
     2.0
     """
@@ -81,7 +81,7 @@ def mmd_criterion(theta, y, *, sd, bandwidth=None) -> np.ndarray:
 
     Examples
     --------
-    >>> from possibly.mmd import mmd_criterion
+    >>> from possibly.experiments.baselines.mmd import mmd_criterion
     >>> mmd_criterion([0.0, 5.0], [-1.0, 0.0, 1.0], sd=1.0).round(4)
     array([0.0116, 0.9462])
     """
@@ -135,14 +135,14 @@ def mmd_location(y, *, sd, bandwidth=None, tol: float = 1e-10, max_iter: int = 1
     Examples
     --------
     >>> import numpy as np
-    >>> from possibly.mmd import mmd_location
+    >>> from possibly.experiments.baselines.mmd import mmd_location
     >>> y = np.array([1.9, 2.1, 2.4, 1.6, 2.0, 40.0])     # one outlier
     >>> round(float(mmd_location(y, sd=0.5).location), 4), round(float(np.mean(y)), 4)
     (2.0, 8.3333)
     """
     y = _data(y)
     sd = check_positive("sd", sd)
-    tol = check_positive("tol", tol)
+    tol_arr = check_positive("tol", tol)
     h = median_bandwidth(y) if bandwidth is None else check_positive("bandwidth", bandwidth)
     h = np.broadcast_to(h, y.shape[:-1])
     v = (0.5 * h**2 + sd**2)[..., None]
@@ -158,7 +158,7 @@ def mmd_location(y, *, sd, bandwidth=None, tol: float = 1e-10, max_iter: int = 1
         new = np.where(total > 0, (w * yz).sum(-1) / np.where(total > 0, total, 1.0), theta)
         step = np.abs(new - theta)
         theta = np.where(done, theta, new)
-        done |= step < tol * np.sqrt(v[..., 0])
+        done |= step < tol_arr * np.sqrt(v[..., 0])
         if done.all():
             break
     return MMDLocation(location=theta, bandwidth=np.asarray(h, dtype=np.float64),

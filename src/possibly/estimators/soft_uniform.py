@@ -2,7 +2,7 @@
 
 The uniform likelihood ``p(y | θ) = θ⁻¹ 1[θ >= y]`` cannot be discounted: its zero below ``y``
 stays zero under any power, so one outlier moves the support for good. The soft version with
-decay ``c > 0`` (MATH.md §5) replaces the zero by an exponential decay::
+decay ``c > 0`` (docs/math.md §5) replaces the zero by an exponential decay::
 
     L̃(θ | y) = (y / (θ ∨ y)) exp(c (θ - θ ∨ y)),       sup L̃ = L̃(y | y) = 1.
 
@@ -26,13 +26,18 @@ default here.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from possibly.inference import discount
-from possibly.location_scale import check_observations
-from possibly.validation import as_finite, check_positive, check_unit_interval
+from possibly.sequential import Info, SequentialEstimator
+from possibly.validation import (
+    as_finite,
+    check_observations,
+    check_positive,
+    check_unit_interval,
+)
 
 __all__ = [
     "SoftUniformEstimator",
@@ -47,9 +52,20 @@ __all__ = [
 
 
 def _g(theta, y, decay):
-    """``g(θ; y) = c (θ - θ ∨ y) - log(θ ∨ y)``: ``log L̃(θ | y) - log y``."""
+    """``g(θ; y) = c (θ - θ ∨ y) - log(θ ∨ y)``: ``log L̃(θ | y) - log y``.
+
+    ``-inf`` where ``c (y - θ)`` overflows (a possibility that is 0 in double precision).
+    """
     top = np.maximum(theta, y)
-    return decay * (theta - top) - np.log(top)
+    with np.errstate(over="ignore"):
+        return decay * (theta - top) - np.log(top)
+
+
+def _weighted(weight, g):
+    """``weight * g`` with ``0 * (-inf) = 0``: a weight 0 removes the term, even where the
+    term is ``-inf`` (an observation discounted to nothing)."""
+    with np.errstate(invalid="ignore"):
+        return np.where(weight > 0, weight * g, 0.0)
 
 
 def soft_uniform_log_likelihood(theta, y, decay) -> np.ndarray:
@@ -66,7 +82,7 @@ def soft_uniform_log_likelihood(theta, y, decay) -> np.ndarray:
     Examples
     --------
     >>> import numpy as np
-    >>> from possibly.soft_uniform import soft_uniform_log_likelihood
+    >>> from possibly.estimators.soft_uniform import soft_uniform_log_likelihood
     >>> soft_uniform_log_likelihood(np.array([9.0, 10.0, 20.0]), 10.0, decay=2.0).round(4)
     array([-2.    ,  0.    , -0.6931])
     """
@@ -77,10 +93,10 @@ def soft_uniform_log_likelihood(theta, y, decay) -> np.ndarray:
 
 
 class SoftUniformState(NamedTuple):
-    """Exact robust posterior after ``count`` steps, for a batch of streams.
+    """Exact robust posterior after ``filled`` steps, for a batch of streams.
 
     ``points[..., i]``, ``weights[..., i]`` are the observations and their discounts (slots
-    ``>= count`` and skipped observations hold NaN and 0); ``values[..., i]`` is
+    ``>= filled`` and skipped observations hold NaN and 0); ``values[..., i]`` is
     ``log f̃`` at ``points[..., i]`` (``-inf`` for empty slots) and ``log_norm`` is
     ``log C = max log f̃``.
     """
@@ -89,39 +105,40 @@ class SoftUniformState(NamedTuple):
     weights: np.ndarray
     values: np.ndarray
     log_norm: np.ndarray
-    count: int
+    filled: int
 
 
-class SoftUniformInfo(NamedTuple):
-    """One step: ``consistency`` ``c(y_t)`` and the ``discount`` applied (NaN and 0 for a
-    skipped NaN observation), and ``mode`` ``E*(θ)`` after the step (NaN before any
+@dataclass(frozen=True)
+class SoftUniformInfo(Info):
+    """One step: ``log_consistency`` ``log c(y_t)`` and the ``discount`` applied (both NaN
+    for a missing observation), and ``mode`` ``E*(θ)`` after the step (NaN before any
     observation)."""
 
-    consistency: np.ndarray
-    discount: np.ndarray
-    mode: np.ndarray
+    mode: Any = None
 
 
-def soft_uniform_init(capacity: int, batch_shape: tuple[int, ...] = ()) -> SoftUniformState:
-    """The uninformative prior ``f ≡ 1`` with room for ``capacity`` observations.
+def soft_uniform_init(capacity: int = 16, batch_shape: tuple[int, ...] = ()
+                      ) -> SoftUniformState:
+    """The uninformative prior ``f ≡ 1`` with room for ``capacity`` observations (the state
+    grows when more arrive).
 
     Examples
     --------
-    >>> from possibly.soft_uniform import soft_uniform_init
+    >>> from possibly.estimators.soft_uniform import soft_uniform_init
     >>> soft_uniform_init(3).values
     array([-inf, -inf, -inf])
     """
-    if int(capacity) != capacity or capacity < 1:
+    if isinstance(capacity, bool) or int(capacity) != capacity or capacity < 1:
         raise ValueError(f"capacity must be an integer >= 1, got {capacity!r}")
     shape = tuple(batch_shape) + (int(capacity),)
     return SoftUniformState(points=np.full(shape, np.nan), weights=np.zeros(shape),
                             values=np.full(shape, -np.inf),
-                            log_norm=np.zeros(tuple(batch_shape)), count=0)
+                            log_norm=np.zeros(tuple(batch_shape)), filled=0)
 
 
 def soft_uniform_step(state: SoftUniformState, y, *, decay, robust: bool = True, tau=None
                       ) -> tuple[SoftUniformState, SoftUniformInfo]:
-    """Add one observation per stream with its exact consistency; ``O(count)`` work.
+    """Add one observation per stream with its exact consistency; ``O(filled)`` work.
 
     Parameters
     ----------
@@ -138,7 +155,7 @@ def soft_uniform_step(state: SoftUniformState, y, *, decay, robust: bool = True,
 
     Examples
     --------
-    >>> from possibly.soft_uniform import soft_uniform_init, soft_uniform_step
+    >>> from possibly.estimators.soft_uniform import soft_uniform_init, soft_uniform_step
     >>> state = soft_uniform_init(2)
     >>> state, info = soft_uniform_step(state, 10.0, decay=1.0)
     >>> float(info.consistency), float(info.mode)        # the prior is uninformative
@@ -150,30 +167,32 @@ def soft_uniform_step(state: SoftUniformState, y, *, decay, robust: bool = True,
     decay = float(check_positive("decay", decay))
     if tau is not None:
         tau = float(check_unit_interval("tau", tau, low_open=True, high_open=False))
-    if state.count >= state.points.shape[-1]:
-        raise ValueError(f"state is full (capacity {state.points.shape[-1]})")
+    if state.filled >= state.points.shape[-1]:
+        state = _grow(state)
     y = np.broadcast_to(np.asarray(y, dtype=np.float64), state.log_norm.shape)
     if np.isinf(y).any() or (y <= 0).any():
-        raise ValueError("y must be > 0 and finite, or NaN (NaN entries are skipped)")
+        raise ValueError("y must be > 0 and finite, or NaN (NaN entries are missing)")
     skip = np.isnan(y)
     ys = np.where(skip, 1.0, y)[..., None]
     used = ~np.isnan(state.points)
     pts = np.where(used, state.points, 1.0)
     # g at every stored point for the new observation, and log f̃ at the new observation
-    g_old = np.where(used, _g(pts, ys, decay), 0.0)
-    v_new = (state.weights * np.where(used, _g(ys, pts, decay), 0.0)).sum(-1)
-    g_self = -np.log(ys[..., 0])
-    log_c_new = np.maximum((state.values + g_old).max(-1), v_new + g_self)
-    log_c = np.minimum(np.log(ys[..., 0]) + log_c_new - state.log_norm, 0.0)
-    cons = np.exp(log_c)
-    rho = np.where(skip, 0.0, discount(log_c, 1.0, tau, robust, validate=False))
-    values = state.values + rho[..., None] * g_old
-    i = state.count
+    # sums of huge negative logs overflow to -inf: a possibility 0 in double precision
+    with np.errstate(over="ignore"):
+        g_old = np.where(used, _g(pts, ys, decay), 0.0)
+        v_new = _weighted(state.weights, np.where(used, _g(ys, pts, decay), 0.0)).sum(-1)
+        g_self = -np.log(ys[..., 0])
+        log_c_new = np.maximum((state.values + g_old).max(-1), v_new + g_self)
+        log_c = np.minimum(np.log(ys[..., 0]) + log_c_new - state.log_norm, 0.0)
+        rho = np.where(skip, 0.0, discount(log_c, 1.0, tau, robust, validate=False))
+        values = state.values + _weighted(rho[..., None], g_old)
+        new_value = v_new + _weighted(rho, g_self)
+    i = state.filled
     points = state.points.copy()
     weights = state.weights.copy()
     points[..., i] = np.where(skip, np.nan, y)
     weights[..., i] = rho
-    values[..., i] = np.where(skip, -np.inf, v_new + rho * g_self)
+    values[..., i] = np.where(skip, -np.inf, new_value)
     log_norm = values.max(-1)
     any_used = np.isfinite(log_norm)
     log_norm = np.where(any_used, log_norm, 0.0)
@@ -181,9 +200,21 @@ def soft_uniform_step(state: SoftUniformState, y, *, decay, robust: bool = True,
     mode = np.where(any_used, np.take_along_axis(np.where(np.isnan(points), 0.0, points),
                                                  best[..., None], -1)[..., 0], np.nan)
     new = SoftUniformState(points=points, weights=weights, values=values, log_norm=log_norm,
-                           count=i + 1)
-    info = SoftUniformInfo(consistency=np.where(skip, np.nan, cons), discount=rho, mode=mode)
+                           filled=i + 1)
+    nan = np.where(skip, np.nan, 0.0)
+    info = SoftUniformInfo(log_consistency=log_c + nan, discount=rho + nan, mode=mode)
     return new, info
+
+
+def _grow(state: SoftUniformState) -> SoftUniformState:
+    """The same state with twice the room (streaming past the initial capacity)."""
+    extra = state.points.shape[-1]
+    pad = state.points.shape[:-1] + (extra,)
+    return SoftUniformState(
+        points=np.concatenate([state.points, np.full(pad, np.nan)], -1),
+        weights=np.concatenate([state.weights, np.zeros(pad)], -1),
+        values=np.concatenate([state.values, np.full(pad, -np.inf)], -1),
+        log_norm=state.log_norm, filled=state.filled)
 
 
 def soft_uniform_log_possibility(state: SoftUniformState, theta, *, decay) -> np.ndarray:
@@ -194,8 +225,8 @@ def soft_uniform_log_possibility(state: SoftUniformState, theta, *, decay) -> np
 
     Examples
     --------
-    >>> from possibly.soft_uniform import (soft_uniform_init, soft_uniform_log_possibility,
-    ...                                    soft_uniform_step)
+    >>> from possibly.estimators.soft_uniform import (
+    ...     soft_uniform_init, soft_uniform_log_possibility, soft_uniform_step)
     >>> state, _ = soft_uniform_step(soft_uniform_init(1), 10.0, decay=1.0)
     >>> soft_uniform_log_possibility(state, [9.0, 10.0], decay=1.0)     # L̃(θ | 10)
     array([-1.,  0.])
@@ -206,7 +237,9 @@ def soft_uniform_log_possibility(state: SoftUniformState, theta, *, decay) -> np
     used = ~np.isnan(state.points)
     pts = np.where(used, state.points, 1.0)[..., None, :]
     terms = np.where(used[..., None, :], _g(theta[..., :, None], pts, decay), 0.0)
-    return (state.weights[..., None, :] * terms).sum(-1) - state.log_norm[..., None]
+    with np.errstate(over="ignore"):
+        return (_weighted(state.weights[..., None, :], terms).sum(-1)
+                - state.log_norm[..., None])
 
 
 @dataclass(frozen=True)
@@ -217,11 +250,11 @@ class SoftUniformFit:
     Attributes
     ----------
     observations : ndarray
-        The observations in the order processed (NaN, skipped, last).
+        The observations in the order processed (missing ones, NaN, last when sorted).
     mode : ndarray
         ``E*(θ)`` after each observation.
-    consistency, discount : ndarray
-        Per-observation ``c(y_t)`` and the exponent applied.
+    log_consistency, discount : ndarray
+        Per observation ``log c(y_t)`` and the exponent applied (NaN where missing).
     state : SoftUniformState
         The final posterior; evaluate it with :meth:`log_possibility`.
     decay : float
@@ -229,10 +262,15 @@ class SoftUniformFit:
 
     observations: np.ndarray
     mode: np.ndarray
-    consistency: np.ndarray
+    log_consistency: np.ndarray
     discount: np.ndarray
     state: SoftUniformState
     decay: float
+
+    @property
+    def consistency(self) -> np.ndarray:
+        """``c(y_t) = exp(log_consistency)``."""
+        return np.exp(self.log_consistency)
 
     @property
     def estimate(self) -> np.ndarray:
@@ -244,8 +282,8 @@ class SoftUniformFit:
         return soft_uniform_log_possibility(self.state, theta, decay=self.decay)
 
 
-@dataclass(frozen=True)
-class SoftUniformEstimator:
+@dataclass(frozen=True, eq=False)
+class SoftUniformEstimator(SequentialEstimator):
     """Robust estimation of the upper end θ of a uniform ``U(0, θ)`` with the soft-uniform
     likelihood (paper appendix B).
 
@@ -254,11 +292,21 @@ class SoftUniformEstimator:
     decay : float > 0
         Decay ``c`` of the soft likelihood below each observation (paper: 10 for θ* = 100).
     order : {"increasing", "given"}
-        Process the observations sorted increasingly (the paper's choice, default) or as given.
+        ``fit`` processes the observations sorted increasingly (the paper's choice, default)
+        or as given. Streaming (:meth:`update`) takes them in arrival order.
     robust : bool
         ``False``: standard update of the soft-uniform posterior (no discount).
     tau : float in (0, 1], optional
         Threshold variant (not used by the paper).
+
+    Notes
+    -----
+    Numeric range: any positive finite observations (up to ``1.8e308``); where
+    ``decay · (y - θ)`` overflows the soft likelihood is 0 in double precision and the
+    results stay finite. Each step costs ``O(t)`` (the exact recursion keeps every
+    observation). Threads: ``init``/``step`` are pure and thread-safe; one instance used by
+    ``fit``/``update`` from two threads at once raises
+    :class:`~possibly.sequential.ConcurrentUseError`.
 
     Examples
     --------
@@ -284,28 +332,40 @@ class SoftUniformEstimator:
             raise ValueError(f"order must be 'increasing' or 'given', got {self.order!r}")
         if self.tau is not None:
             check_unit_interval("tau", self.tau, low_open=True, high_open=False)
+        if not isinstance(self.robust, (bool, np.bool_)):
+            raise TypeError(f"robust must be a bool, got {self.robust!r}")
+
+    def init(self, batch_shape: tuple[int, ...] = ()) -> SoftUniformState:
+        """The uninformative prior for a batch of streams."""
+        return soft_uniform_init(16, tuple(batch_shape))
+
+    def step(self, state: SoftUniformState, y) -> tuple[SoftUniformState, SoftUniformInfo]:
+        """One observation per stream (NaN = missing); pure."""
+        return soft_uniform_step(state, y, decay=float(self.decay), robust=self.robust,
+                                 tau=None if self.tau is None else float(self.tau))
 
     def fit(self, y) -> SoftUniformFit:
         """Process ``y`` (shape ``(..., T)``, positive) along its last axis.
 
-        NaN observations are skipped (with ``order="increasing"`` they sort last);
-        non-positive or infinite observations raise ``ValueError``.
+        NaN observations are missing (with ``order="increasing"`` they sort last);
+        non-positive or infinite observations and an empty time axis raise ``ValueError``.
         """
         y = check_observations("y", y, positive=True)
         if self.order == "increasing":
             y = np.sort(y, axis=-1)  # NaN sort last
         decay = float(as_finite("decay", self.decay))
         tau = None if self.tau is None else float(self.tau)
-        state = soft_uniform_init(y.shape[-1], y.shape[:-1])
-        infos = []
-        for t in range(y.shape[-1]):
-            state, info = soft_uniform_step(state, y[..., t], decay=decay, robust=self.robust,
-                                            tau=tau)
-            infos.append(info)
+        with self._exclusive():
+            state = soft_uniform_init(y.shape[-1], y.shape[:-1])
+            infos = []
+            for t in range(y.shape[-1]):
+                state, info = soft_uniform_step(state, y[..., t], decay=decay,
+                                                robust=self.robust, tau=tau)
+                infos.append(info)
 
         def stack(name):
             return np.stack([getattr(i, name) for i in infos], axis=-1)
 
         return SoftUniformFit(observations=y, mode=stack("mode"),
-                              consistency=stack("consistency"), discount=stack("discount"),
-                              state=state, decay=decay)
+                              log_consistency=stack("log_consistency"),
+                              discount=stack("discount"), state=state, decay=decay)
