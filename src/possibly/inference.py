@@ -142,8 +142,9 @@ class RobustUpdate:
     ----------
     posterior : Possibility
         The robust posterior.
-    consistency : ndarray
-        ``c`` in ``[0, 1]`` (of the undiscounted likelihood with the prior).
+    log_consistency : ndarray
+        ``log c`` in ``[-inf, 0]`` (of the undiscounted likelihood with the prior); kept in
+        log space because ``c`` underflows to 0 for gross outliers.
     discount : ndarray
         The exponent applied to the likelihood (``gamma``, or 1 above the threshold).
     gamma : ndarray
@@ -151,9 +152,14 @@ class RobustUpdate:
     """
 
     posterior: Possibility
-    consistency: np.ndarray
+    log_consistency: np.ndarray
     discount: np.ndarray
     gamma: np.ndarray
+
+    @property
+    def consistency(self) -> np.ndarray:
+        """``c = exp(log_consistency)`` in ``[0, 1]``."""
+        return np.exp(self.log_consistency)
 
 
 def robust_update(prior: Possibility, likelihood: Possibility, dim=None, tau=None, *,
@@ -219,7 +225,7 @@ def robust_update(prior: Possibility, likelihood: Possibility, dim=None, tau=Non
     gamma = discount(log_c, dim, validate=validate)
     rho = discount(log_c, dim, tau, robust, validate=validate)
     posterior = kept._add(lik._scaled(rho))
-    return RobustUpdate(posterior=posterior, consistency=np.exp(log_c), discount=rho,
+    return RobustUpdate(posterior=posterior, log_consistency=log_c, discount=rho,
                         gamma=gamma)
 
 
