@@ -163,7 +163,19 @@ class KalmanInfo(Info):
 # -- small helpers ----------------------------------------------------------------------------
 def _inv(a: np.ndarray) -> np.ndarray:
     # scalar observations (the common case) need no LAPACK call
-    return 1.0 / a if a.shape[-1] == 1 else np.linalg.inv(a)
+    if a.shape[-1] == 1:
+        return 1.0 / a
+    try:
+        return np.linalg.inv(a)
+    except np.linalg.LinAlgError:  # R lost in rounding next to a huge H P Hᵀ: its limit
+        return np.linalg.pinv(a, hermitian=True)
+
+
+def _inverse(a: np.ndarray) -> np.ndarray:
+    try:
+        return np.linalg.inv(a)
+    except np.linalg.LinAlgError:  # a covariance rounded to singular: its limit
+        return np.linalg.pinv(a, hermitian=True)
 
 
 def _mv(a: np.ndarray, x: np.ndarray) -> np.ndarray:
@@ -311,10 +323,12 @@ def _update(state: KalmanState, y: np.ndarray, ob: _Observation, robust: bool, d
         j = Ht @ W @ H
         b = _mv(Ht @ W, vs)
         q = (vs * _mv(W, vs)).sum(-1) - (b * _mv(np.linalg.pinv(Y + j, hermitian=True), b)).sum(-1)
-    log_c = _scaled_log_c(q, k)
-    if resid is not None:
+    if resid is None:
+        log_c = _scaled_log_c(q, k)
+    else:  # + ½ r, the part of y no θ explains; both terms scaled alike (no inf - inf)
         ys = y0 if k is None else np.ldexp(y0, -k[..., None])
-        log_c = log_c - _scaled_log_c((ys * _mv(resid, ys)).sum(-1), k)
+        r = (ys * _mv(resid, ys)).sum(-1)
+        log_c = -0.5 * q + 0.5 * r if k is None else _scaled_log_c(q - r, k)
     log_c = np.minimum(log_c, 0.0)
     gamma, rho = _discounts(log_c, robust, dim, tau)
 
@@ -583,7 +597,7 @@ class FilterResult:
 
 def _precision(cov: np.ndarray, prefix: np.ndarray) -> np.ndarray:
     k = prefix.shape[-3]
-    rest = _sym(np.linalg.inv(cov[..., k:, :, :]))
+    rest = _sym(_inverse(cov[..., k:, :, :]))
     return np.concatenate([prefix, rest], axis=-3)
 
 

@@ -13,7 +13,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from possibly.filters.kalman import FilterResult, _covariance_or_inf, _mv
+from possibly.filters.kalman import (
+    FilterResult,
+    _covariance_or_inf,
+    _inverse,
+    _mv,
+    _scale_exponent,
+    _unscale,
+)
 from possibly.filters.state_space import LinearGaussianModel, _sym
 
 __all__ = ["SmootherResult", "smooth"]
@@ -98,16 +105,29 @@ def smooth(model: LinearGaussianModel, filtered: FilterResult) -> SmootherResult
         tr = model._transition(t)
         if t >= kf:  # covariance form: RTS gain G = P_t Fᵀ P_{t+1|t}⁻¹
             fp = tr.F @ f_cov[:, t]
-            gain = np.swapaxes(np.linalg.solve(p_cov[:, t + 1], fp), -1, -2)
-            s_mean[:, t] = f_mean[:, t] + _mv(gain, s_mean[:, t + 1] - p_mean[:, t + 1])
+            try:
+                gain = np.swapaxes(np.linalg.solve(p_cov[:, t + 1], fp), -1, -2)
+            except np.linalg.LinAlgError:  # a covariance rounded to singular: its limit
+                gain = np.swapaxes(_inverse(p_cov[:, t + 1]) @ fp, -1, -2)
+            k = _scale_exponent(s_mean[:, t + 1], p_mean[:, t + 1])
+            if k is None:
+                s_mean[:, t] = f_mean[:, t] + _mv(gain, s_mean[:, t + 1] - p_mean[:, t + 1])
+            else:  # huge means: the difference in scaled form cannot overflow
+                d = np.ldexp(s_mean[:, t + 1], -k[..., None]) - np.ldexp(p_mean[:, t + 1],
+                                                                        -k[..., None])
+                s_mean[:, t] = f_mean[:, t] + _unscale(_mv(gain, d), k)
             s_cov[:, t] = _sym(f_cov[:, t] + gain @ (s_cov[:, t + 1] - p_cov[:, t + 1])
                                @ np.swapaxes(gain, -1, -2))
             continue
         if s_prec is None:  # smoothed t+1 is in covariance form (proper)
-            s_prec = _sym(np.linalg.inv(s_cov[:, t + 1]))
+            s_prec = _sym(_inverse(s_cov[:, t + 1]))
         yp = p_pre[:, t + 1]
         lam = s_prec - yp
-        h = _mv(s_prec, s_mean[:, t + 1]) - _mv(yp, p_mean[:, t + 1])
+        # the means enter linearly: scaled by a power of two when huge (docs/math.md §2)
+        k = _scale_exponent(s_mean[:, t + 1], p_mean[:, t + 1], f_mean[:, t])
+        sm, pm, fm = (m if k is None else np.ldexp(m, -k[..., None])
+                      for m in (s_mean[:, t + 1], p_mean[:, t + 1], f_mean[:, t]))
+        h = _mv(s_prec, sm) - _mv(yp, pm)
         if tr.G.shape[1]:  # sup over the process noise in range(Q)
             lg = lam @ tr.G
             a = tr.Qg_inv + tr.G.T @ lg
@@ -115,8 +135,8 @@ def smooth(model: LinearGaussianModel, filtered: FilterResult) -> SmootherResult
             lam = lam - lg @ np.linalg.solve(a, np.swapaxes(lg, -1, -2))
         back = tr.Ft @ lam @ tr.F
         prec = _sym(f_pre[:, t] + back)
-        rhs = _mv(tr.Ft, h) - _mv(back, f_mean[:, t])
-        s_mean[:, t] = f_mean[:, t] + _mv(np.linalg.pinv(prec, hermitian=True), rhs)
+        rhs = _mv(tr.Ft, h) - _mv(back, fm)
+        s_mean[:, t] = f_mean[:, t] + _unscale(_mv(np.linalg.pinv(prec, hermitian=True), rhs), k)
         s_cov[:, t] = _covariance_or_inf(prec)
         s_prec = prec
     return SmootherResult(mean=s_mean.reshape(batch + (T, n)),
