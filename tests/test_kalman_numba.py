@@ -68,7 +68,7 @@ def test_auto_uses_the_compiled_loop_for_one_series_and_numpy_for_big_batches():
     kf = ps.KalmanFilter(CV)
     auto, numba_ = kf.filter(ys), kf.filter(ys, engine="numba")
     np.testing.assert_array_equal(auto.mean, numba_.mean)
-    big = np.stack([ys] * 9)
+    big = np.stack([ys] * 17)
     np.testing.assert_array_equal(kf.filter(big).mean,
                                   kf.filter(big, engine="numpy").mean)
 
