@@ -21,7 +21,8 @@ the state is not yet informed the filter runs in information form (precision ``Y
 singular; the prediction ``Y' = M - M G (Q_g⁻¹ + Gᵀ M G)⁻¹ Gᵀ M``, ``M = F⁻ᵀ Y F⁻¹``, uses a
 factorisation ``Q = G Q_g Gᵀ`` and so handles a singular, e.g. rank-one, ``Q``), and it switches
 to covariance form once every precision in the batch is well conditioned. Variances of
-directions not yet informed are reported as ``inf``.
+components not yet informed are reported as ``inf`` (those of informed components are those
+of their max-marginals, e.g. the position's after one observation).
 
 Choice of ``dim``: the default is the state dimension ``n`` (the paper's rule: the number of
 free scalar parameters of the possibility function being updated). ``dim=1`` uses ``γ = c``,
@@ -198,12 +199,38 @@ def _maybe_covariance_form(state: KalmanState) -> KalmanState:
     return state
 
 
+def _marginal_variances(prec: np.ndarray) -> np.ndarray:
+    """Variance of each component's max-marginal (the sup over the others) from a possibly
+    singular precision: ``1 / (Y_ii - Y_io Y_oo⁺ Y_oi)``, ``inf`` for an uninformed component.
+    """
+    n = prec.shape[-1]
+    scale = np.abs(prec).max(axis=(-2, -1), initial=0.0)[..., None]
+    schur = np.empty(prec.shape[:-1])
+    for i in range(n):
+        o = [j for j in range(n) if j != i]
+        s = prec[..., i, i]
+        if o:
+            y_io = prec[..., i, o]
+            pinv = np.linalg.pinv(prec[..., o, :][..., :, o], hermitian=True)
+            s = s - (y_io * _mv(pinv, y_io)).sum(-1)
+        schur[..., i] = s
+    informed = schur > scale / _MAX_COND
+    with np.errstate(divide="ignore"):
+        return np.where(informed, 1.0 / np.where(informed, schur, 1.0), np.inf)
+
+
 def _covariance_or_inf(prec: np.ndarray) -> np.ndarray:
-    """Inverse of each precision, or all ``inf`` where it is singular (uninformed directions)."""
+    """Inverse of each precision; where it is singular (some direction uninformed), ``inf``
+    off the diagonal and the max-marginal variances on it (finite for informed components)."""
     ok = _well_conditioned(prec)
     n = prec.shape[-1]
     safe = np.where(ok[..., None, None], prec, np.eye(n))
-    return np.where(ok[..., None, None], _sym(np.linalg.inv(safe)), np.inf)
+    out = np.where(ok[..., None, None], _sym(np.linalg.inv(safe)), np.inf)
+    if not ok.all():
+        diag = np.arange(n)
+        out[..., diag, diag] = np.where(ok[..., None], out[..., diag, diag],
+                                        _marginal_variances(prec))
+    return out
 
 
 def _scale_exponent(*vs: np.ndarray) -> np.ndarray | None:
@@ -471,9 +498,10 @@ class FilterResult:
     mean : ndarray, shape (..., T, n)
         E* of the filtered possibility function of θ_t given y_1..y_t.
     variance : ndarray, shape (..., T, n)
-        Diagonal of ``covariance`` (``inf`` while a direction is not yet informed).
+        Diagonal of ``covariance`` (``inf`` for a component not yet informed).
     covariance : ndarray, shape (..., T, n, n)
-        V* (all ``inf`` while some direction is not yet informed).
+        V*; while some direction is not yet informed, ``inf`` off the diagonal and on it the
+        variance of each component's max-marginal (``inf`` for a component not informed).
     log_consistency, discount : ndarray, shape (..., T)
         As in :class:`KalmanInfo`; NaN at missing observations.
     gamma : ndarray, shape (..., T)
