@@ -69,3 +69,14 @@ def test_to_xarray_has_named_states_and_the_time_index():
 def test_a_result_without_means_cannot_exist():
     with pytest.raises(ValueError, match="including 'mean'"):
         ps.KalmanFilter(CV).filter(np.zeros(3), keep=("variance",))
+
+
+def test_smoother_frame_has_the_smoothed_states_and_the_same_index():
+    idx = pd.date_range("2024-01-01", periods=6, freq="D")
+    y = pd.Series([0.0, 1.1, 1.9, 3.2, 30.0, 5.0], index=idx)
+    sm = ps.KalmanFilter(CV).smooth(y)
+    frame = sm.to_frame()
+    assert frame.index.equals(idx)
+    np.testing.assert_array_equal(frame["velocity"].to_numpy(), sm.mean[:, 1])
+    np.testing.assert_allclose(frame["position_sd"].to_numpy(), np.sqrt(sm.covariance[:, 0, 0]))
+    np.testing.assert_array_equal(frame["discount"].to_numpy(), sm.discount)

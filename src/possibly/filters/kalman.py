@@ -587,27 +587,8 @@ class FilterResult:
         >>> frame.columns[2:].tolist()
         ['position_sd', 'velocity_sd', 'log_consistency', 'consistency', 'discount']
         """
-        import pandas as pd
-
-        batch = self.log_consistency.shape[:-1]
-        T = self.log_consistency.shape[-1]
-        size = int(np.prod(batch))
-        cols: dict[str, np.ndarray] = {}
-        for j, name in enumerate(self.state_names):
-            if self.mean is not None:
-                cols[name] = self.mean[..., j].reshape(-1)
-        variance = self.variance
-        if variance is not None:
-            with np.errstate(invalid="ignore"):
-                for j, name in enumerate(self.state_names):
-                    cols[f"{name}_sd"] = np.sqrt(variance[..., j]).reshape(-1)
-        cols["log_consistency"] = self.log_consistency.reshape(-1)
-        cols["consistency"] = self.consistency.reshape(-1)
-        cols["discount"] = self.discount.reshape(-1)
-        index = self.index if self.index is not None else pd.RangeIndex(T, name="step")
-        if batch:
-            index = pd.MultiIndex.from_product([pd.RangeIndex(size, name="series"), index])
-        return pd.DataFrame(cols, index=index)
+        return _frame(self.mean, self.variance, self.log_consistency, self.discount,
+                      self.state_names, self.index)
 
     def to_xarray(self) -> Any:
         """The result as an xarray Dataset (requires xarray).
@@ -631,6 +612,31 @@ class FilterResult:
         for name in ("log_consistency", "discount"):
             data[name] = ([*batch_dims, "time"], getattr(self, name))
         return xr.Dataset(data, coords={"time": time, "state": list(self.state_names)})
+
+
+def _frame(mean: np.ndarray | None, variance: np.ndarray | None, log_c: np.ndarray,
+           disc: np.ndarray, names: tuple[str, ...], index: Any) -> Any:
+    """The per-step table of a filter or smoother result (see FilterResult.to_frame)."""
+    import pandas as pd
+
+    batch = log_c.shape[:-1]
+    T = log_c.shape[-1]
+    size = int(np.prod(batch))
+    cols: dict[str, np.ndarray] = {}
+    if mean is not None:
+        for j, name in enumerate(names):
+            cols[name] = mean[..., j].reshape(-1)
+    if variance is not None:
+        with np.errstate(invalid="ignore"):
+            for j, name in enumerate(names):
+                cols[f"{name}_sd"] = np.sqrt(variance[..., j]).reshape(-1)
+    cols["log_consistency"] = log_c.reshape(-1)
+    cols["consistency"] = np.exp(log_c).reshape(-1)
+    cols["discount"] = disc.reshape(-1)
+    index = index if index is not None else pd.RangeIndex(T, name="step")
+    if batch:
+        index = pd.MultiIndex.from_product([pd.RangeIndex(size, name="series"), index])
+    return pd.DataFrame(cols, index=index)
 
 
 def _precision(cov: np.ndarray, prefix: np.ndarray) -> np.ndarray:
