@@ -62,7 +62,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
@@ -142,7 +142,8 @@ class KalmanState(NamedTuple):
 
     def to_possibility(self) -> MultivariateNormal:
         """The state as a :class:`possibly.MultivariateNormal` (mean, precision)."""
-        prec = self.precision if self.information_form else np.linalg.inv(self.covariance)
+        prec = self.precision if self.precision is not None else np.linalg.inv(
+            cast(np.ndarray, self.covariance))
         return MultivariateNormal(self.mean, _sym(prec))
 
 
@@ -194,7 +195,7 @@ def _well_conditioned(prec: np.ndarray) -> np.ndarray:
 
 
 def _maybe_covariance_form(state: KalmanState) -> KalmanState:
-    if state.information_form and _well_conditioned(state.precision).all():
+    if state.precision is not None and _well_conditioned(state.precision).all():
         return KalmanState(state.mean, _sym(np.linalg.inv(state.precision)), None, state.t)
     return state
 
@@ -266,14 +267,14 @@ def _right(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 # -- the two step kernels (no validation: callers validate once) ------------------------------
 def _predict(state: KalmanState, tr: _Transition) -> KalmanState:
     mean = state.mean @ tr.Ft
-    if not state.information_form:
+    if state.covariance is not None:
         pf = _right(state.covariance, tr.Ft)  # P Fᵀ; F P Fᵀ = (P Fᵀ)ᵀ Fᵀ as P is symmetric
         return KalmanState(mean, _sym(_right(np.swapaxes(pf, -1, -2), tr.Ft)) + tr.Q, None,
                            state.t)
     if tr.F_inv is None:
         raise ValueError("F must be invertible to predict a state that is not yet fully "
                          "informed (uninformative or singular-precision prior)")
-    m = tr.F_inv.T @ state.precision @ tr.F_inv
+    m = tr.F_inv.T @ cast(np.ndarray, state.precision) @ tr.F_inv
     if tr.G.shape[1]:
         mg = m @ tr.G
         a = tr.Qg_inv + tr.G.T @ mg
@@ -311,7 +312,7 @@ def _update_scalar(state: KalmanState, y: np.ndarray, ob: _Observation, robust: 
                    dim: float, tau: float | None) -> tuple[KalmanState, KalmanInfo]:
     """Covariance-form update for one complete scalar observation (m = 1, H ≠ 0): the same
     formulas as :func:`_update` without any matrix inverse."""
-    P = state.covariance
+    P = cast(np.ndarray, state.covariance)
     h = ob.H[0]
     r = ob.R[0, 0]
     ph = _right(P, h[:, None])[..., 0]  # P hᵀ
@@ -813,7 +814,7 @@ class KalmanFilter(SequentialEstimator):
         except ValueError:
             raise ValueError(f"prior batch shape {prior.batch_shape} does not broadcast with "
                              f"the batch shape of ys {batch}") from None
-        mat = state.precision if state.information_form else state.covariance
+        mat = cast(np.ndarray, state.precision if state.information_form else state.covariance)
         mat = np.broadcast_to(mat, batch + (n, n)).reshape(size, n, n).copy()
         if state.information_form:
             return KalmanState(mean.copy(), None, mat)
@@ -891,7 +892,7 @@ class KalmanFilter(SequentialEstimator):
         ob = model._observation
         diag = np.arange(n)
         for t in range(T):
-            if compiled is not None and not state.information_form:
+            if compiled is not None and state.covariance is not None:
                 # the rest of the series in the compiled loop, from the current state
                 m_c, p_c = state.mean.copy(), state.covariance.copy()
                 empty = np.empty((0, 0, 0))
@@ -909,9 +910,9 @@ class KalmanFilter(SequentialEstimator):
                     break
             if t:
                 state = _predict(state, model._transition(t - 1))
-            if pred:
+            if p_mean is not None and p_cov is not None:
                 p_mean[t] = state.mean
-                if state.information_form:
+                if state.precision is not None:
                     p_prefix.append(state.precision)
                     p_cov[t] = _covariance_or_inf(state.precision)
                 else:
@@ -919,12 +920,12 @@ class KalmanFilter(SequentialEstimator):
             state, info = _update(state, ys_t[t], ob, robust, dim, tau)
             mean[t] = state.mean
             if var is not None:
-                if state.information_form:
+                if state.precision is not None:
                     f_prefix.append(state.precision)
                     c = _covariance_or_inf(state.precision)
                 else:
-                    c = state.covariance
-                if full:
+                    c = cast(np.ndarray, state.covariance)
+                if cov is not None:
                     cov[t] = c
                 var[t] = c[..., diag, diag]
             log_c[t], disc[t] = info.log_consistency, info.discount
@@ -939,8 +940,11 @@ class KalmanFilter(SequentialEstimator):
             return shaped(np.stack(items) if items else np.empty((0, size, n, n)))
 
         information = (prefix(f_prefix), prefix(p_prefix)) if full and pred else None
-        final = KalmanState(*(None if a is None else a.reshape(batch + a.shape[1:])
-                              for a in state[:3]), state.t)
+        def unflat(a: np.ndarray | None) -> np.ndarray | None:
+            return None if a is None else a.reshape(batch + a.shape[1:])
+
+        final = KalmanState(cast(np.ndarray, unflat(state.mean)), unflat(state.covariance),
+                            unflat(state.precision), state.t)
         return FilterResult(mean=shaped(mean), variance=shaped(var), covariance=shaped(cov),
                             log_consistency=shaped(log_c), discount=shaped(disc),
                             predicted_mean=shaped(p_mean), predicted_covariance=shaped(p_cov),
