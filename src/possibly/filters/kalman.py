@@ -862,7 +862,10 @@ class KalmanFilter(SequentialEstimator):
             ``"numba"``: a compiled loop (needs numba; time-invariant models with ``H`` of full
             row rank), much faster for one or a few series; ``"numpy"``: batched numpy
             steps, faster for large batches; ``"auto"`` (default): numba when available and
-            applicable for batches of at most 16 series. Both agree to about 1e-12.
+            applicable for batches of at most 16 series. Both agree to about 1e-12. The
+            first compiled call in a process loads numba (about 0.5-1 s, once; the very
+            first compile takes seconds and is then cached on disk): pass ``"numpy"`` for a
+            one-off short series.
 
         Returns
         -------
