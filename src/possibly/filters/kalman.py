@@ -895,7 +895,7 @@ class KalmanFilter(SequentialEstimator):
         ob = model._observation
         diag = np.arange(n)
         for t in range(T):
-            if compiled is not None and state.covariance is not None:
+            if compiled is not None and not state.information_form:
                 # the rest of the series in the compiled loop, from the current state
                 m_c, p_c = state.mean.copy(), state.covariance.copy()
                 empty = np.empty((0, 0, 0))
@@ -913,9 +913,9 @@ class KalmanFilter(SequentialEstimator):
                     break
             if t:
                 state = _predict(state, model._transition(t - 1))
-            if p_mean is not None and p_cov is not None:
+            if pred:
                 p_mean[t] = state.mean
-                if state.precision is not None:
+                if state.information_form:
                     p_prefix.append(state.precision)
                     p_cov[t] = _covariance_or_inf(state.precision)
                 else:
@@ -923,12 +923,12 @@ class KalmanFilter(SequentialEstimator):
             state, info = _update(state, ys_t[t], ob, robust, dim, tau)
             mean[t] = state.mean
             if var is not None:
-                if state.precision is not None:
+                if state.information_form:
                     f_prefix.append(state.precision)
                     c = _covariance_or_inf(state.precision)
                 else:
-                    c = cast(np.ndarray, state.covariance)
-                if cov is not None:
+                    c = state.covariance
+                if full:
                     cov[t] = c
                 var[t] = c[..., diag, diag]
             log_c[t], disc[t] = info.log_consistency, info.discount
