@@ -217,8 +217,6 @@ def test_grid_possibility(points, log_values, y):
 
 # -- other areas: xfail until their fixes are merged --------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="filters area: constant_velocity(obs_sd=1e300) raises "
-                                      "OverflowError (issue 14)")
 @FUZZ
 @given(dt=st.one_of(scalars, magnitudes), accel_sd=st.one_of(scalars, magnitudes),
        obs_sd=st.one_of(scalars, magnitudes))
@@ -228,9 +226,6 @@ def test_constant_velocity(dt, accel_sd, obs_sd):
                    lambda model: finite(*model))
 
 
-@pytest.mark.xfail(strict=True, reason="filters area: KalmanFilter(*constant_velocity())"
-                                      ".filter([1e155, 1, 2]) gives NaN from that step on "
-                                      "(issue 14)")
 @FUZZ
 @given(y=series(), robust=st.booleans())
 @example(y=np.array([1e155, 1.0, 2.0]), robust=True)

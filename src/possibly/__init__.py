@@ -32,6 +32,7 @@ from possibly.families import (
     Pareto,
     Possibility,
 )
+from possibly.filters import KalmanFilter, LinearGaussianModel, ParticleFilter
 from possibly.grid import GridPossibility, LogLikelihood
 from possibly.inference import (
     RobustUpdate,
@@ -43,8 +44,7 @@ from possibly.inference import (
     robust_update,
     update_sequence,
 )
-from possibly.kalman import KalmanFilter
-from possibly.particles import ParticleFilter, ParticlePossibility
+from possibly.particles import ParticlePossibility
 
 __version__ = "0.1.0"
 
@@ -57,6 +57,7 @@ __all__ = [
     "InverseGamma",
     "InverseWishart",
     "KalmanFilter",
+    "LinearGaussianModel",
     "LogLikelihood",
     "MultivariateNormal",
     "Normal",
