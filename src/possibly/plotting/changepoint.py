@@ -143,9 +143,9 @@ def plot_result(result, y=None, ax=None, *, index=None, ylabel: str | None = Non
     Segments alternate between two shades as in ruptures' ``display``; each gets a line at
     the mean of its observations (outliers left out); outliers are red circles. The legend
     sits outside the data, to the right. Long series stay readable and quick: the series
-    and the online estimate are drawn as their min/max per column (``columns`` of them), and
-    more than ``max_outlier_marks`` outliers get one mark per column (the one farthest from
-    its segment mean), the legend giving their total.
+    (outliers left out) and the online estimate are drawn as their min/max per column
+    (``columns`` of them), and more than ``max_outlier_marks`` outliers get one small mark
+    per column (the one farthest from its segment mean), the legend giving their total.
 
     Parameters
     ----------
@@ -202,8 +202,10 @@ def plot_result(result, y=None, ax=None, *, index=None, ylabel: str | None = Non
                    lw=0, label="segments (alternating shades)" if i == 0 else None)
     if n <= 2 * columns:
         ax.plot(axis.x, values, ".", ms=2.5, color="0.35", label="observations")
-    else:
-        ax.plot(*min_max_envelope(axis.x, values, columns), lw=0.6, color="0.35",
+    else:  # outliers left out of the envelope: they are marked below, beyond the band
+        inliers = values.copy()
+        inliers[result.outliers] = np.nan
+        ax.plot(*min_max_envelope(axis.x, inliers, columns), lw=0.6, color="0.35",
                 label="observations (min/max per column)")
     if show_estimate:
         ax.plot(*min_max_envelope(axis.x, result.mean, columns), lw=0.9, color="tab:blue",
@@ -249,8 +251,8 @@ def _mark_outliers(ax, axis, values, means, outliers, columns, max_marks) -> Non
     order = np.lexsort((-far, bucket))  # by bucket, farthest first
     first = np.r_[True, bucket[order][1:] != bucket[order][:-1]]
     keep = outliers[order][first]
-    ax.plot(axis.x[keep], values[keep], "o", mfc="none", mec="tab:red", ms=5,
-            label=f"outliers ({outliers.size}, one mark per column)")
+    ax.plot(axis.x[keep], values[keep], ".", color="tab:red", ms=3,
+            label=f"outliers ({outliers.size}; per column, the farthest)")
 
 
 # ----------------------------------------------------------------------------------------------
