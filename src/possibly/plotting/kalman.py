@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from possibly.plotting import pyplot
+from possibly.plotting.discount import discount_panel
 
 __all__ = ["plot_error_boxes", "plot_filtered_series", "plot_realisation"]
 
@@ -37,7 +38,7 @@ def plot_realisation(realisation: dict, path) -> str:
     ax.legend(loc="best", fontsize=8)
     ax.set_title("Nearly-constant velocity model: one realisation")
     disc = np.array([np.nan if d is None else d for d in realisation["discount"]], dtype=float)
-    _discount_panel(axd, t, disc, "discount γ", "time step t")
+    discount_panel(axd, t, disc)
     return _save(plt, fig, path)
 
 
@@ -129,30 +130,10 @@ def plot_filtered_series(ys, position, discount, path, title: str = "Kalman filt
     ax.set_ylabel(ylabel)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
     ax.set_title(title)
-    _discount_panel(axd, t, np.asarray(discount, dtype=float), "discount", "time step")
+    discount_panel(axd, t, discount, ylabel="discount", xlabel="time step")
     if index is not None:
         axis.format(axd, "time step")
     return _save(plt, fig, path)
-
-
-def _discount_panel(ax, t, disc, ylabel: str, xlabel: str) -> None:
-    """The discount per step as ``log10 γ`` on a linear axis, with nothing clipped: outliers'
-    discounts (1e-120 and below) are the point of the panel. γ = 0 is marked at the bottom."""
-    with np.errstate(divide="ignore"):
-        log_disc = np.log10(disc)
-    finite = np.isfinite(log_disc)
-    ax.plot(t[finite], log_disc[finite], ".", ms=3, color="tab:blue")
-    low = min(float(log_disc[finite].min()) if finite.any() else 0.0, -1.0)
-    bottom = low - 0.08 * (0.05 - low)
-    zero = disc == 0.0
-    if zero.any():
-        ax.plot(t[zero], np.full(zero.sum(), bottom), "v", ms=4, color="tab:red",
-                label="γ = 0 (ignored)", clip_on=False)
-        ax.legend(loc="lower right", fontsize=7)
-    ax.set_ylim(bottom, 0.05 - 0.08 * low)
-    ax.axhline(0.0, color="0.7", lw=0.6)
-    ax.set_ylabel(f"log10 {ylabel}")
-    ax.set_xlabel(xlabel)
 
 
 def _save(plt, fig, path) -> str:
