@@ -130,9 +130,10 @@ def plot_filtered_series(ys, position, discount, path, title: str = "Kalman filt
     ax.set_ylabel(ylabel)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
     ax.set_title(title)
-    discount_panel(axd, t, discount, ylabel="discount", xlabel="time step")
-    if index is not None:
-        axis.format(axd, "time step")
+    discount_panel(axd, t, discount, ylabel="discount",
+                   xlabel="time" if index is not None else "time step")
+    if axis.is_date:
+        axis.format(axd)
     return _save(plt, fig, path)
 
 
