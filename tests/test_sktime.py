@@ -63,6 +63,12 @@ def test_change_score_prefers_change_possibility():
     Result.change_possibility = None
     assert change_score(Result()).tolist() == [0.0, 0.8, 0.0]
 
+    class WithMethod(Result):
+        def change_possibility(self):
+            return np.array([0.1, 0.2, 0.3])
+
+    assert change_score(WithMethod()).tolist() == [0.1, 0.2, 0.3]
+
 
 def test_sigma_auto_is_learnt_in_fit(series):
     y, _ = series

@@ -44,6 +44,8 @@ def change_score(result) -> np.ndarray:
     [0.0, 0.0, 0.0, 0.9, 0.53]
     """
     possibility = getattr(result, "change_possibility", None)
+    if callable(possibility):  # a method rather than a property: same values
+        possibility = possibility()
     if possibility is not None:
         score = np.asarray(possibility, dtype=float)
     else:
