@@ -283,7 +283,18 @@ def _binned_run_length_image(result, max_run_length, columns, rows):
     for t, (start, log_w) in enumerate(result.iter_run_lengths()):
         r = t - start
         keep = r < R
-        np.maximum.at(img, ((r[keep] * n_rows) // R, col_of[t]), np.exp(log_w[keep]))
+        rows_t, w = (r[keep] * n_rows) // R, np.exp(log_w[keep])
+        if not rows_t.size:
+            continue
+        rows_t, w = rows_t[::-1], w[::-1]  # runs are kept oldest first: r decreasing
+        step = np.diff(rows_t)
+        if (step < 0).any():  # not in order after all: sort
+            order = np.argsort(rows_t, kind="stable")
+            rows_t, w = rows_t[order], w[order]
+            step = np.diff(rows_t)
+        first = np.r_[0, np.flatnonzero(step) + 1]  # max within each row bin
+        cells = rows_t[first]
+        img[cells, col_of[t]] = np.maximum(img[cells, col_of[t]], np.maximum.reduceat(w, first))
     return img, R
 
 
@@ -296,7 +307,9 @@ def plot_run_length(result, ax=None, *, index=None, max_run_length: int | None =
     segment has lasted ``r`` steps (replayed from the result, one pass). The colours follow
     ``possibility ** gamma`` (default the fourth root, as in the paper) so that low but
     non-negligible run lengths show; the colour bar is labelled in possibility. Long series
-    are reduced to ``columns × rows`` cells (max per cell).
+    are reduced to ``columns × rows`` cells (max per cell). The replay runs the numpy step
+    function once per observation (about 0.1–0.3 ms per step with thousands of kept run
+    lengths): seconds for 10⁴ points, minutes for 10⁶; plot a slice of the result for more.
 
     Parameters
     ----------
