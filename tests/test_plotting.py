@@ -196,3 +196,16 @@ def test_kalman_panel_shows_tiny_discounts_band_and_missing(tmp_path, monkeypatc
     np.testing.assert_array_equal(zero.get_xdata(), [6])  # step 6 (1-based) had γ = 0
     kplot.plot_filtered_series(y, np.arange(7.0), disc, tmp_path / "f.png")
     assert "filtered position" in _legend_labels(figs[-1].axes[0])
+
+
+def test_plot_changepoints_window(small, tmp_path, monkeypatch):
+    y, _, res = small
+    figs = []
+    monkeypatch.setattr(plt, "close", figs.append)
+    cpplot.plot_changepoints(res, tmp_path / "w.png", window=(100, 200))
+    ax = figs[-1].axes[0]
+    np.testing.assert_allclose(ax.get_xlim(), [99.5, 199.5])
+    inside = np.r_[y[100:200], res.mean[100:200]]
+    lo, hi = ax.get_ylim()
+    assert lo < inside.min() and hi > inside.max()
+    assert hi - lo < 1.2 * np.ptp(inside)  # scaled to the window, not the whole series

@@ -394,8 +394,14 @@ def plot_changepoints(result, path, *, truth=None, title: str | None = None,
     fig, ax = plt.subplots(figsize=(11, 4.2), layout="constrained")
     plot_result(result, ax=ax, index=index, truth=truth, title=title, ylabel=ylabel)
     if window is not None:
+        lo, hi = int(window[0]), int(window[1])
         axis = _TimeAxis(result.y.shape[0], index)
-        ax.set_xlim(*axis.at([window[0] - 0.5, window[1] - 0.5]))
+        ax.set_xlim(*axis.at([lo - 0.5, hi - 0.5]))
+        shown = np.r_[result.y[lo:hi], result.mean[lo:hi]]
+        shown = shown[np.isfinite(shown)]
+        if shown.size:  # the y range of the window, not of the whole series
+            pad = 0.05 * max(np.ptp(shown), 1e-9)
+            ax.set_ylim(shown.min() - pad, shown.max() + pad)
     path = Path(path)
     fig.savefig(path, dpi=120)
     plt.close(fig)
