@@ -209,3 +209,18 @@ def test_plot_changepoints_window(small, tmp_path, monkeypatch):
     lo, hi = ax.get_ylim()
     assert lo < inside.min() and hi > inside.max()
     assert hi - lo < 1.2 * np.ptp(inside)  # scaled to the window, not the whole series
+
+
+def test_plot_result_uses_an_index_kept_by_the_result(small):
+    _, _, res = small
+    index = pd.date_range("2024-03-01", periods=res.y.size, freq="D")
+
+    class Indexed:  # a result that keeps its input's index, delegating everything else
+        def __init__(self, inner):
+            self._inner, self.index = inner, index
+
+        def __getattr__(self, name):
+            return getattr(self._inner, name)
+
+    ax = cpplot.plot_result(Indexed(res))
+    assert ax.get_xlim()[0] == pytest.approx(date2num(index[0]) - 0.5)

@@ -121,10 +121,15 @@ def min_max_envelope(x: np.ndarray, y: np.ndarray, columns: int = MAX_COLUMNS
     return np.repeat(x[starts], 2), np.column_stack([lo, hi]).ravel()
 
 
-def _index_of(y, index):
+def _index_of(y, index, result=None):
+    """The x coordinates: ``index``, else ``y``'s pandas index, else the result's own index
+    (if it keeps the input's), else None (positions)."""
     if index is not None:
         return index
     index = getattr(y, "index", None)
+    if index is None and y is None:
+        index = getattr(result, "index", None)
+        index = None if callable(index) else index
     if index is None:
         return None
     import pandas as pd  # only reached with a pandas input
@@ -154,6 +159,8 @@ def plot_result(result, y=None, ax=None, *, index=None, ylabel: str | None = Non
     y : array or pandas Series, optional
         The series to draw (default ``result.y``); a Series with a DatetimeIndex (or any
         index other than the default range) gives the x axis, its ``name`` the y label.
+        Without ``y`` and ``index``, a result that keeps its input's index (``result.index``)
+        gives the x axis.
     ax : matplotlib Axes, optional
         Where to draw; default a new 11 × 4 inch figure.
     index : DatetimeIndex or array of numbers, optional
@@ -192,7 +199,7 @@ def plot_result(result, y=None, ax=None, *, index=None, ylabel: str | None = Non
                          f"got shape {values.shape}")
     if int(columns) < 1 or int(max_outlier_marks) < 0:
         raise ValueError("columns must be >= 1 and max_outlier_marks >= 0")
-    axis = _TimeAxis(values.size, _index_of(y, index))
+    axis = _TimeAxis(values.size, _index_of(y, index, result))
     if ax is None:
         _, ax = plt.subplots(figsize=(11, 4), layout="constrained")
     n = values.size
