@@ -250,6 +250,8 @@ def _mark_outliers(ax, axis, values, means, outliers, columns, max_marks) -> Non
     if outliers.size <= max_marks:
         ax.plot(axis.x[outliers], values[outliers], "o", mfc="none", mec="tab:red", ms=7,
                 label=f"outliers ({outliers.size}, discounted)")
+        # the value itself (the envelope of a long series leaves outliers out)
+        ax.plot(axis.x[outliers], values[outliers], ".", ms=2.5, color="0.35")
         return
     # one mark per column: the outlier farthest from its segment mean stands for the others
     starts = _bucket_starts(values.size, columns)
