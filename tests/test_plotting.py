@@ -224,3 +224,17 @@ def test_plot_result_uses_an_index_kept_by_the_result(small):
 
     ax = cpplot.plot_result(Indexed(res))
     assert ax.get_xlim()[0] == pytest.approx(date2num(index[0]) - 0.5)
+
+
+def test_time_axis_fills_missing_stamps_and_rejects_unsorted():
+    stamps = np.array(["2024-01-01T00", "NaT", "2024-01-01T02", "2024-01-01T03", "NaT"],
+                      dtype="datetime64[us]")
+    axis = cpplot._TimeAxis(5, stamps)
+    hour = 1.0 / 24.0
+    start = date2num(np.datetime64("2024-01-01T00", "us"))
+    np.testing.assert_allclose(axis.x, start + hour * np.arange(5))
+    np.testing.assert_allclose(cpplot._TimeAxis(3, [np.nan, 5.0, np.nan]).x, [4.0, 5.0, 6.0])
+    with pytest.raises(ValueError, match="increasing"):
+        cpplot._TimeAxis(3, np.array([3.0, 1.0, 2.0]))
+    with pytest.raises(ValueError, match="no valid time stamp"):
+        cpplot._TimeAxis(2, np.array(["NaT", "NaT"], dtype="datetime64[us]"))

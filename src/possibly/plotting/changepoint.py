@@ -46,7 +46,8 @@ class _TimeAxis:
     """Maps positions ``p`` (floats, ``-0.5`` = left edge of step 0) to x coordinates.
 
     Integer positions by default; with a DatetimeIndex, matplotlib date numbers (the axis is
-    then formatted as dates); with any other numeric index, its values.
+    then formatted as dates); with any other numeric index, its values. Missing time stamps
+    (NaT, NaN) are placed linearly between their neighbours; the index must not decrease.
     """
 
     def __init__(self, n: int, index=None) -> None:
@@ -69,8 +70,24 @@ class _TimeAxis:
             self.x = values.astype(float)
         else:
             raise ValueError(f"index must hold numbers or time stamps, got dtype {values.dtype}")
-        if n > 1 and not np.all(np.diff(self.x) > 0):
-            raise ValueError("index must be strictly increasing")
+        missing = np.isnan(self.x)  # NaT / NaN time stamps: placed by their neighbours
+        if missing.all():
+            raise ValueError("index has no valid time stamp")
+        if missing.any():
+            known = np.flatnonzero(~missing)
+            at = np.flatnonzero(missing)
+            self.x = self.x.copy()
+            if known.size == 1:
+                self.x[at] = self.x[known[0]] + (at - known[0])
+            else:
+                self.x[at] = np.interp(at, known, self.x[known])
+                slope_lo = (self.x[known[1]] - self.x[known[0]]) / (known[1] - known[0])
+                slope_hi = (self.x[known[-1]] - self.x[known[-2]]) / (known[-1] - known[-2])
+                lo, hi = at < known[0], at > known[-1]
+                self.x[at[lo]] = self.x[known[0]] + (at[lo] - known[0]) * slope_lo
+                self.x[at[hi]] = self.x[known[-1]] + (at[hi] - known[-1]) * slope_hi
+        if n > 1 and np.any(np.diff(self.x) < 0):
+            raise ValueError("index must be increasing (sort the series by time)")
 
     def at(self, p) -> np.ndarray:
         """x of (fractional) positions, extended linearly beyond both ends."""
