@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-EXTRAS ?= test,dev,plot,progress,data,dask,fast,xarray
+EXTRAS ?= test,dev,plot,progress,data,dask,fast,xarray,sktime
 
 # Use the shared data folder when there is one; otherwise possibly.datasets falls back to the
 # user cache and then to a checksummed download.

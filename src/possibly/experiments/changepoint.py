@@ -131,10 +131,11 @@ def plot(result: dict, out_dir) -> list[str]:
     res = _results(result)
     paths = [
         plot_run_length_figure(res["robust"], out_dir / "changepoint_well_log_robust.png",
-                               title="well log, robust: observations, estimate, rescaled MAP "
-                                     "run length; fourth root of the run-length possibility"),
+                               title="well log, robust: observations and estimate; MAP run "
+                                     "length; run-length possibility (fourth-root scale)"),
         plot_run_length_figure(res["standard"], out_dir / "changepoint_well_log_standard.png",
-                               title="well log, standard (γ = 1)"),
+                               title="well log, standard (γ = 1): observations and estimate; "
+                                     "MAP run length; run-length possibility"),
         plot_zooms(res, out_dir / "changepoint_well_log_zooms.png", ZOOMS),
     ]
     return [str(p) for p in paths]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from possibly.plotting import pyplot
+from possibly.plotting.discount import discount_panel
 
 __all__ = ["plot_error_boxes", "plot_filtered_series", "plot_realisation"]
 
@@ -37,7 +38,7 @@ def plot_realisation(realisation: dict, path) -> str:
     ax.legend(loc="best", fontsize=8)
     ax.set_title("Nearly-constant velocity model: one realisation")
     disc = np.array([np.nan if d is None else d for d in realisation["discount"]], dtype=float)
-    _discount_panel(axd, t, disc, "discount γ", "time step t")
+    discount_panel(axd, t, disc)
     return _save(plt, fig, path)
 
 
@@ -67,32 +68,78 @@ def plot_error_boxes(errors: dict, path, repeats: int | None = None,
     return _save(plt, fig, path)
 
 
-def plot_filtered_series(ys, position, discount, path, title: str = "Kalman filter") -> str:
-    """Observations, filtered positions and discounts of one series (for the CLI)."""
+def plot_filtered_series(ys, position, discount, path, title: str = "Kalman filter", *,
+                         sd=None, smoothed: bool = False, index=None,
+                         ylabel: str = "position") -> str:
+    """Observations, estimated positions (±2 sd band) and discounts of one series, to a PNG.
+
+    Parameters
+    ----------
+    ys : array, shape (T,)
+        Observations; NaN = missing, marked by ticks under the data.
+    position : array, shape (T,)
+        Filtered (or, with ``smoothed=True``, smoothed) position.
+    discount : array, shape (T,)
+        Discount γ of each observation, drawn as ``log10 γ`` so that outliers' discounts of
+        1e-120 stay visible (γ = 0 is marked at the bottom of the panel).
+    path : str or Path
+    title : str
+    sd : array, shape (T,), optional
+        Standard deviation of the position: adds the ±2 sd band.
+    smoothed : bool
+        The estimate is the smoother's (for the legend).
+    index : DatetimeIndex or array of numbers, optional
+        x coordinate (time stamp) of each step; default 1..T.
+    ylabel : str
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> y = np.array([0.0, 1.0, np.nan, 3.0, 40.0, 5.0])
+    >>> path = plot_filtered_series(y, np.arange(6.0), [1, 1, np.nan, 1, 1e-120, 1],
+    ...                             os.path.join(tempfile.mkdtemp(), "kf.png"),
+    ...                             sd=np.ones(6), smoothed=True)
+    >>> os.path.getsize(path) > 0
+    True
+    """
     plt = pyplot()
+    from possibly.plotting.changepoint import _TimeAxis
+
     ys = np.asarray(ys, dtype=float)
-    t = np.arange(1, ys.size + 1)
-    fig, (ax, axd) = plt.subplots(2, 1, figsize=(7, 5), sharex=True,
-                                  gridspec_kw={"height_ratios": [3, 1]})
-    ax.plot(t, ys, ".", color="0.5", ms=3, label="observations")
-    ax.plot(t, position, "-", color="tab:blue", lw=1.3, label="filtered position")
-    ax.set_ylabel("position")
-    ax.legend(loc="best", fontsize=8)
+    position = np.asarray(position, dtype=float)
+    axis = _TimeAxis(ys.size, index)
+    t = axis.x if index is not None else np.arange(1, ys.size + 1)
+    fig, (ax, axd) = plt.subplots(2, 1, figsize=(8, 5.5), sharex=True, layout="constrained",
+                                  gridspec_kw={"height_ratios": [3, 1.3]})
+    kind = "smoothed" if smoothed else "filtered"
+    if sd is not None:
+        sd = np.asarray(sd, dtype=float)
+        ax.fill_between(t, position - 2 * sd, position + 2 * sd, color="tab:blue", alpha=0.18,
+                        lw=0, label=f"{kind} position ± 2 sd")
+    ax.plot(t, ys, ".", color="0.45", ms=3, label="observations")
+    ax.plot(t, position, "-", color="tab:blue", lw=1.3, label=f"{kind} position")
+    missing = np.isnan(ys)
+    if missing.any():
+        ax.plot(t[missing], np.zeros(missing.sum()), "|", color="tab:purple", ms=10, mew=1.5,
+                transform=ax.get_xaxis_transform(),  # ticks along the bottom edge
+                label=f"missing observations ({int(missing.sum())})")
+    lo, hi = np.nanpercentile(np.r_[position, ys[~missing]], [0.5, 99.5])
+    pad = 0.15 * max(hi - lo, 1e-9)
+    ax.set_ylim(min(lo, np.nanmin(position)) - pad, max(hi, np.nanmax(position)) + pad)
+    ax.set_ylabel(ylabel)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
     ax.set_title(title)
-    _discount_panel(axd, t, np.asarray(discount, dtype=float), "discount", "time step")
+    discount_panel(axd, t, discount, ylabel="discount",
+                   xlabel="time" if index is not None else "time step")
+    if axis.is_date:
+        axis.format(axd)
     return _save(plt, fig, path)
 
 
-def _discount_panel(ax, t, disc, ylabel: str, xlabel: str) -> None:
-    """The discount per step on a log scale (0, an ignored outlier, drawn at the floor)."""
-    ax.semilogy(t, np.maximum(disc, 1e-300), ".", ms=3, color="tab:blue")
-    ax.set_ylim(1e-12, 2.0)
-    ax.set_ylabel(ylabel)
-    ax.set_xlabel(xlabel)
-
-
 def _save(plt, fig, path) -> str:
-    fig.tight_layout()
+    if fig.get_layout_engine() is None:
+        fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return str(path)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from possibly.plotting import pyplot
+from possibly.plotting.discount import discount_panel
 
 __all__ = ["plot_error_boxes", "plot_particle_vs_kalman", "plot_tracking"]
 
@@ -76,14 +77,7 @@ def plot_tracking(realisation: dict, path) -> str:
     ax.set_title("Range-bearing tracking with outliers: one realisation")
     t = np.arange(1, truth.shape[0] + 1)
     disc = np.asarray(realisation["estimate"]["discount"]["discount"], dtype=float)
-    axd.semilogy(t[~out], np.maximum(disc[~out], 1e-300), ".", ms=4, color="tab:blue",
-                 label="inliers")
-    axd.semilogy(t[out], np.maximum(disc[out], 1e-300), "x", ms=5, color="tab:red",
-                 label="outliers")
-    axd.set_ylim(1e-12, 2.0)
-    axd.set_ylabel("discount γ")
-    axd.set_xlabel("time step t")
-    axd.legend(loc="lower left", fontsize=8)
+    discount_panel(axd, t, disc, outlier=out)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

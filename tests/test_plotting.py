@@ -1,0 +1,240 @@
+"""Plots: what they draw, checked against brute-force computations of the same quantities."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytest.importorskip("matplotlib")
+
+import matplotlib  # noqa: E402
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.dates import date2num  # noqa: E402
+
+import possibly as ps  # noqa: E402
+from possibly.plotting import changepoint as cpplot  # noqa: E402
+from possibly.plotting import kalman as kplot  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+@pytest.fixture(scope="module")
+def small():
+    y, cps, _ = ps.datasets.piecewise_constant(300, n_changes=2, seed=3)
+    return y, cps, ps.ChangepointDetector(sigma=1.0, hazard=1e-3).fit(y)
+
+
+@pytest.fixture(scope="module")
+def long():
+    y, cps, _ = ps.datasets.piecewise_constant(20_000, n_changes=4, seed=5, outlier_rate=0.05)
+    return y, ps.ChangepointDetector(sigma=1.0, hazard=1e-4, engine="numpy").fit(y)
+
+
+def _legend_labels(ax):
+    return [t.get_text() for t in ax.get_legend().get_texts()]
+
+
+@pytest.mark.parametrize("n, columns", [(10, 2), (1001, 7), (5000, 300), (4, 3)])
+def test_min_max_envelope_is_the_bucket_extremes(n, columns):
+    rng = np.random.default_rng(n)
+    y = rng.normal(size=n)
+    y[rng.random(n) < 0.2] = np.nan
+    x = np.arange(n) * 2.0
+    ex, ey = cpplot.min_max_envelope(x, y, columns)
+    if n <= 2 * columns:
+        assert np.array_equal(ey, y, equal_nan=True)
+        return
+    bounds = np.unique(np.floor(np.linspace(0, n, columns + 1)[:-1]).astype(int))
+    bounds = [*bounds, n]
+    lo, hi, xs = [], [], []
+    for a, b in zip(bounds[:-1], bounds[1:], strict=True):  # brute force per bucket
+        finite = y[a:b][~np.isnan(y[a:b])]
+        lo.append(finite.min() if finite.size else np.nan)
+        hi.append(finite.max() if finite.size else np.nan)
+        xs.append(x[a])
+    assert ex.size == ey.size == 2 * len(xs) <= 2 * columns
+    np.testing.assert_array_equal(ey[0::2], lo)
+    np.testing.assert_array_equal(ey[1::2], hi)
+    np.testing.assert_array_equal(ex[0::2], xs)
+
+
+def test_plot_result_draws_segments_means_outliers(small):
+    y, cps, res = small
+    ax = cpplot.plot_result(res, truth=cps)
+    assert len(ax.patches) == len(res.segments)  # one shaded band per segment
+    colours = [p.get_facecolor()[:3] for p in ax.patches]
+    assert colours[0] != colours[1] and colours[0] == colours[2]  # alternating
+    labels = _legend_labels(ax)
+    assert f"outliers ({res.outliers.size}, discounted)" in labels
+    assert {"segment means", "detected change points", "true change points"} <= set(labels)
+    marks = next(li for li in ax.lines if li.get_label().startswith("outliers"))
+    np.testing.assert_array_equal(marks.get_xdata(), res.outliers)
+    np.testing.assert_array_equal(marks.get_ydata(), y[res.outliers])
+    # segment means leave the outliers out
+    kept = np.ones(y.size, bool)
+    kept[res.outliers] = False
+    a, b = res.segments[1]
+    levels = [c.get_segments()[0][0][1] for c in ax.collections]  # one hline per segment
+    assert len(levels) == len(res.segments)
+    assert levels[1] == pytest.approx(y[a:b][kept[a:b]].mean())
+    # the legend is outside the data
+    assert ax.get_legend().get_bbox_to_anchor().x0 > ax.get_window_extent().x1
+
+
+def test_plot_result_keeps_time_stamps(small):
+    y, _, res = small
+    index = pd.date_range("2024-03-01", periods=y.size, freq="15min")
+    series = pd.Series(y, index=index, name="depth (m)")
+    ax = cpplot.plot_result(res, series)
+    assert ax.get_ylabel() == "depth (m)"
+    step = date2num(index[1]) - date2num(index[0])
+    np.testing.assert_allclose(ax.get_xlim(), [date2num(index[0]) - step / 2,
+                                               date2num(index[-1]) + step / 2])
+    c = res.changepoints[0]
+    line = next(li for li in ax.lines if li.get_label() == "detected change points")
+    mid = (date2num(index[c - 1]) + date2num(index[c])) / 2  # between the two time stamps
+    assert line.get_xdata()[0] == pytest.approx(mid)
+    assert "DateFormatter" in type(ax.xaxis.get_major_formatter()).__name__
+    # an explicit index wins over the series' own
+    ax2 = cpplot.plot_result(res, index=np.arange(y.size) * 10.0)
+    np.testing.assert_allclose(ax2.get_xlim(), [-5.0, 10.0 * (y.size - 1) + 5.0])
+
+
+def test_plot_result_long_series_is_reduced(long):
+    y, res = long
+    columns = 500
+    assert res.outliers.size > cpplot.MAX_OUTLIER_MARKS
+    ax = cpplot.plot_result(res, columns=columns)
+    series = next(li for li in ax.lines if li.get_label().startswith("observations"))
+    assert series.get_xdata().size == 2 * columns
+    inliers = y.copy()
+    inliers[res.outliers] = np.nan  # the band leaves the outliers out
+    assert np.nanmax(series.get_ydata()) == np.nanmax(inliers)
+    marks = next(li for li in ax.lines if li.get_label().startswith("outliers"))
+    assert f"({res.outliers.size};" in marks.get_label()
+    # brute force: per column, the outlier farthest from its segment mean
+    starts = np.unique(np.linspace(0, y.size, columns + 1)[:-1].astype(int))
+    means = cpplot._segment_means(res)
+    expected = []
+    for a, b in zip(starts, [*starts[1:], y.size], strict=True):
+        inside = [o for o in res.outliers if a <= o < b]
+        if inside:
+            expected.append(max(inside, key=lambda o: abs(y[o] - means[o])))
+    np.testing.assert_array_equal(np.sort(marks.get_xdata()), expected)
+
+
+def test_plot_result_rejects_a_series_of_another_length(small):
+    _, _, res = small
+    with pytest.raises(ValueError, match="y must be the series"):
+        cpplot.plot_result(res, np.zeros(10))
+    with pytest.raises(ValueError, match="index"):
+        cpplot.plot_result(res, index=np.arange(5))
+
+
+def test_run_length_heat_map_cells_are_maxima(small):
+    _, _, res = small
+    dense = cpplot.run_length_image(res)
+    ax = cpplot.plot_run_length(res, columns=50, rows=40)
+    img = np.asarray(ax.images[0].get_array())
+    R, T = dense.shape
+    starts = np.unique(np.linspace(0, T, 51)[:-1].astype(int))
+    bounds = [*starts, T]
+    for j in range(img.shape[1]):  # brute force: max over each cell
+        for i in range(img.shape[0]):
+            rows = [r for r in range(R) if (r * 40) // R == i]
+            cell = dense[rows][:, bounds[j]:bounds[j + 1]]
+            assert img[i, j] == pytest.approx(cell.max() if cell.size else 0.0)
+    assert len(ax.figure.axes) == 2  # the colour bar
+    assert ax.figure.axes[1].get_ylabel() == "run-length possibility"
+    dense_ax = cpplot.plot_run_length(res, colorbar=False)
+    np.testing.assert_array_equal(np.asarray(dense_ax.images[0].get_array()), dense)
+    assert len(dense_ax.figure.axes) == 1
+
+
+def test_reproduction_figures(small, tmp_path, monkeypatch):
+    _, _, res = small
+    figs = []
+    monkeypatch.setattr(plt, "close", figs.append)  # keep the figures to inspect them
+    cpplot.plot_run_length_figure(res, tmp_path / "rl.png")
+    fig = figs[-1]
+    top, mid, bottom, bar = fig.axes
+    assert "MAP run length" not in _legend_labels(top)  # no rescaled sawtooth on the data
+    np.testing.assert_array_equal(mid.lines[0].get_ydata(), res.map_run_length)
+    assert bar.get_ylabel() == "run-length possibility"
+    standard = ps.ChangepointDetector(sigma=1.0, hazard=1e-3, robust=False).fit(res.y)
+    cpplot.plot_zooms({"robust": res, "standard": standard}, tmp_path / "z.png",
+                      windows=((30, 60), (150, 170)))
+    labels = [t.get_text() for t in figs[-1].legends[0].get_texts()]
+    assert "outliers (discounted)" in labels
+    assert "change points, robust" in labels and "change points, standard" in labels
+    assert (tmp_path / "rl.png").stat().st_size > 0 and (tmp_path / "z.png").stat().st_size > 0
+
+
+def test_kalman_panel_shows_tiny_discounts_band_and_missing(tmp_path, monkeypatch):
+    figs = []
+    monkeypatch.setattr(plt, "close", figs.append)
+    y = np.array([0.0, 1.0, np.nan, 3.0, 40.0, 5.0, 6.0])
+    disc = np.array([1.0, 0.9, np.nan, 1.0, 1e-120, 0.0, 1.0])
+    kplot.plot_filtered_series(y, np.arange(7.0), disc, tmp_path / "k.png", sd=np.ones(7),
+                               smoothed=True)
+    ax, axd = figs[-1].axes
+    labels = _legend_labels(ax)
+    assert "smoothed position" in labels and "filtered position" not in labels
+    assert "smoothed position ± 2 sd" in labels
+    assert "missing observations (1)" in labels
+    band = ax.collections[0].get_paths()[0].vertices[:, 1]
+    assert band.min() == pytest.approx(-2.0) and band.max() == pytest.approx(8.0)
+    logs = axd.lines[0].get_ydata()
+    assert -120.0 in logs  # plotted as log10 γ, not clipped
+    assert axd.get_ylim()[0] < -120.0
+    zero = next(li for li in axd.lines if li.get_label() == "γ = 0 (ignored)")
+    np.testing.assert_array_equal(zero.get_xdata(), [6])  # step 6 (1-based) had γ = 0
+    kplot.plot_filtered_series(y, np.arange(7.0), disc, tmp_path / "f.png")
+    assert "filtered position" in _legend_labels(figs[-1].axes[0])
+
+
+def test_plot_changepoints_window(small, tmp_path, monkeypatch):
+    y, _, res = small
+    figs = []
+    monkeypatch.setattr(plt, "close", figs.append)
+    cpplot.plot_changepoints(res, tmp_path / "w.png", window=(100, 200))
+    ax = figs[-1].axes[0]
+    np.testing.assert_allclose(ax.get_xlim(), [99.5, 199.5])
+    inside = np.r_[y[100:200], res.mean[100:200]]
+    lo, hi = ax.get_ylim()
+    assert lo < inside.min() and hi > inside.max()
+    assert hi - lo < 1.2 * np.ptp(inside)  # scaled to the window, not the whole series
+
+
+def test_plot_result_uses_an_index_kept_by_the_result(small):
+    _, _, res = small
+    index = pd.date_range("2024-03-01", periods=res.y.size, freq="D")
+
+    class Indexed:  # a result that keeps its input's index, delegating everything else
+        def __init__(self, inner):
+            self._inner, self.index = inner, index
+
+        def __getattr__(self, name):
+            return getattr(self._inner, name)
+
+    ax = cpplot.plot_result(Indexed(res))
+    assert ax.get_xlim()[0] == pytest.approx(date2num(index[0]) - 0.5)
+
+
+def test_time_axis_fills_missing_stamps_and_rejects_unsorted():
+    stamps = np.array(["2024-01-01T00", "NaT", "2024-01-01T02", "2024-01-01T03", "NaT"],
+                      dtype="datetime64[us]")
+    axis = cpplot._TimeAxis(5, stamps)
+    hour = 1.0 / 24.0
+    start = date2num(np.datetime64("2024-01-01T00", "us"))
+    np.testing.assert_allclose(axis.x, start + hour * np.arange(5))
+    np.testing.assert_allclose(cpplot._TimeAxis(3, [np.nan, 5.0, np.nan]).x, [4.0, 5.0, 6.0])
+    with pytest.raises(ValueError, match="increasing"):
+        cpplot._TimeAxis(3, np.array([3.0, 1.0, 2.0]))
+    with pytest.raises(ValueError, match="no valid time stamp"):
+        cpplot._TimeAxis(2, np.array(["NaT", "NaT"], dtype="datetime64[us]"))
