@@ -337,6 +337,11 @@ def detect_segments(y, model=None, *, hazard: float = 2.5e-3, evidence: str = "i
     if not (isinstance(outlier_cost, (int, float, np.floating)) and outlier_cost > 0):
         raise ValueError(f"outlier_cost must be > 0, got {outlier_cost!r}")
     summary = automatic_prior(y) if prior is None else prior
+    # work on the standardised series: the integrated evidence is a density, whose unit
+    # (log scale, times γ_k, which differs between models) would otherwise favour one model
+    # over another when the series is rescaled
+    y = (y - summary.loc) / summary.scale
+    summary = SegmentPrior(0.0, 1.0, summary.horizon)
     n = y.size
     log_h = math.log(hazard)
     floor = outlier_cost * log_h
