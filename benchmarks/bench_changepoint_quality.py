@@ -13,6 +13,10 @@ Methods (each with its package's defaults, as a new user would call it):
 * ``possibly default``: ``ps.ChangepointDetector()`` as it is on this branch;
 * ``possibly paper``: the paper's §5.3 model, normal segment mean with σ from the series
   (``sigma="auto"``), ``hazard=2.5e-3``, ``forgetting=0.9``;
+* ``segments (new)``: :func:`possibly.segment_models.detect_segments` with its defaults
+  (constant level, linear and quadratic trends with unknown noise precision competing per
+  segment, integrated evidence, scale-free priors); ``segments profile``: the same with the
+  profile (sup) evidence; ``segments level+var``: the normal-gamma level model alone;
 * ``ruptures Pelt`` / ``ruptures Binseg``: ``model="l2"`` (the default cost), with the
   BIC-style penalty ``pen = 2 σ̂² log(n) · dim`` for a mean change with noise variance σ̂²
   (σ̂ = MAD of first differences / √2, per dimension, the usual robust estimate);
@@ -37,6 +41,7 @@ import numpy as np
 import possibly as ps
 from possibly import datasets
 from possibly.metrics import covering, f1_score
+from possibly.segment_models import NormalMeanVariance, detect_segments
 
 MARGIN = 5
 
@@ -53,6 +58,18 @@ def possibly_default(y: np.ndarray) -> np.ndarray:
 
 def possibly_paper(y: np.ndarray) -> np.ndarray:
     return ps.ChangepointDetector(sigma="auto", hazard=2.5e-3, forgetting=0.9).fit(y).changepoints
+
+
+def possibly_segments(y: np.ndarray) -> np.ndarray:
+    return detect_segments(y).changepoints
+
+
+def possibly_segments_profile(y: np.ndarray) -> np.ndarray:
+    return detect_segments(y, evidence="profile").changepoints
+
+
+def possibly_level_variance(y: np.ndarray) -> np.ndarray:
+    return detect_segments(y, model=NormalMeanVariance()).changepoints
 
 
 def _ruptures(algo_name: str) -> Callable[[np.ndarray], np.ndarray]:
@@ -101,6 +118,9 @@ METHODS: dict[str, tuple[Callable[[np.ndarray], np.ndarray], bool]] = {
     # name -> (function, accepts vector series)
     "possibly default": (possibly_default, False),
     "possibly paper": (possibly_paper, False),
+    "segments (new)": (possibly_segments, False),
+    "segments profile": (possibly_segments_profile, False),
+    "segments level+var": (possibly_level_variance, False),
     "ruptures Pelt": (_ruptures("Pelt"), True),
     "ruptures Binseg": (_ruptures("Binseg"), True),
     "bocpd (bcd)": (bocpd_package, False),
