@@ -23,7 +23,7 @@ import numpy as np
 from timing import best_of
 
 import possibly as ps
-from possibly.changepoint import ChangepointDetector, _numba_available
+from possibly.changepoint import ChangepointDetector, numba_available
 
 SIGMA, HAZARD, FORGETTING = 2500.0, 2.5e-3, 0.9
 
@@ -69,7 +69,7 @@ def main() -> int:
     repeats = 3 if args.quick else 20
     y = ps.datasets.well_log()
     n = y.size
-    engine = "numba" if _numba_available() else "numpy"
+    engine = "numba" if numba_available() else "numpy"
     rows = []  # (name, seconds or None, note)
 
     # exactness first: pruning at 1e-12 gives the unpruned results, bit for bit

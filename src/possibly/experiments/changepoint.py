@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from possibly.changepoint import ChangepointDetector, _numba_available
+from possibly.changepoint import ChangepointDetector, numba_available
 from possibly.datasets import well_log
 from possibly.progress import progress_bar
 
@@ -74,7 +74,7 @@ def run(repeats: int = 5, seed: int = 0, quick: bool = False, progress: bool = F
     robust = _detector(True).fit(y)
     standard = _detector(False).fit(y)
 
-    engines = ["numpy"] + (["numba"] if _numba_available() else [])
+    engines = ["numpy"] + (["numba"] if numba_available() else [])
     configs = [(e, rob, 1e-12) for e in engines for rob in (True, False)]
     if not quick and "numba" in engines:
         configs.append(("numba", True, 0.0))  # unpruned, for the cost of pruning
