@@ -47,6 +47,12 @@ from possibly.changepoint.recursion import (
     step,
 )
 from possibly.changepoint.result import ChangepointResult
+from possibly.changepoint.segments import (
+    NormalMeanVariance,
+    PolynomialTrend,
+    SegmentPrior,
+    automatic_prior,
+)
 
 __all__ = [
     "ChangepointDetector",
@@ -55,8 +61,12 @@ __all__ = [
     "ChangepointResult",
     "ConjugateModel",
     "NormalMean",
+    "NormalMeanVariance",
+    "PolynomialTrend",
     "RunState",
     "SegmentModel",
+    "SegmentPrior",
+    "automatic_prior",
     "backtrack",
     "estimate_sigma",
     "init",

@@ -11,6 +11,10 @@ An observation is an outlier when
    :class:`~possibly.changepoint.ConjugateModel`), and
 3. it does not start a segment.
 
+Models with ``hindsight_outliers = True`` (:class:`~possibly.changepoint.PolynomialTrend`)
+skip the first condition: their ``outlying`` replays the segment with its discounts, which
+already says which observations the run left out.
+
 The second condition separates isolated spikes from the first few observations after a real
 change, which are discounted too: online they look like outliers until the change is
 confirmed. The standard recursion discounts nothing, so it has no outliers.
@@ -43,7 +47,12 @@ def find_outliers(y: np.ndarray, discount: np.ndarray, segments: Sequence[tuple[
     flagged = discount < outlier_level  # NaN (missing) compares False
     found = []
     for k, (a, b) in zip(segment_models, segments, strict=True):
-        candidates = np.flatnonzero(flagged[a + 1:b]) + a + 1  # a segment start is a change
+        if getattr(models[int(k)], "hindsight_outliers", False):
+            # the model's own replay decides (changepoint/segments.py): the second value of a
+            # burst is well predicted online by the run the first one started
+            candidates = np.arange(a + 1, b)
+        else:
+            candidates = np.flatnonzero(flagged[a + 1:b]) + a + 1  # a segment start is a change
         if candidates.size:
             far = models[int(k)].outlying(y[a:b], discount[a:b])
             found.extend(int(i) for i in candidates if far[i - a])

@@ -1,0 +1,317 @@
+"""Segment models with unknown noise precision: a level, or a polynomial trend (issue 12).
+
+:class:`PolynomialTrend` is a Bayesian linear regression on ``(1, τ, τ²)`` with unknown noise
+precision λ, whose state is shifted forward each step (``level ← level + slope + curvature``,
+...), so the regressor is always ``(1, 0, 0)`` and nothing grows with the segment length;
+:func:`NormalMeanVariance` is its degree 0 (a constant level). Given its run, the segment
+parameter ``(θ, λ)`` has the normal-gamma possibility ``exp(-λ (θ - m)ᵀ P⁻¹ (θ - m) / 2)
+Ḡ(λ; a, b)``. Per observation ``y`` with residual ``r = y - m₀`` and ``q = P₀₀``
+(docs/math.md §6, with an unknown λ):
+
+* forget (predict): shift ``m ← F m``, ``P ← F P Fᵀ``; with ``ρ < 1`` the power ``f^ρ``
+  (``P ← P / ρ``, ``a ← ρ a``, ``b ← ρ b``);
+* consistency (sup-based, possibilistic): ``log sup_{θ,λ} f L / sup_y (...) =
+  -(a + ½) log(1 + r² / (2 b (1 + q)))``, a Student-t shape;
+* evidence (the run weight increment), ``evidence="integrated"`` (default): the tempered
+  marginal likelihood ``∫ p(y | θ, λ)^γ π(θ, λ)``, whose ``-½ log(1 + γ q)`` is the Occam
+  factor that stops a richer model from winning for free; ``evidence="profile"``: the sup
+  counterpart (the paper's §5.3 rule), ``-(a + γ/2) log(1 + γ r² / (2 b (1 + γ q)))``;
+* outlier floor: the increment never falls more than ``outlier_cost`` below its value for a
+  perfectly predicted observation; where the floor is taken the observation leaves the run
+  unchanged. With ``outlier_cost`` about ``|log hazard|`` a lone spike of any size, or a burst
+  of two, costs less than the two change points that would isolate it;
+* update with exponent γ: ``P ← P - γ P e₀ e₀ᵀ P / (1 + γ q)``, ``m ← m + γ P e₀ r /
+  (1 + γ q)``, ``a ← a + γ/2``, ``b ← b + γ r² / (2 (1 + γ q))``.
+
+The discount is the recursion's ``γ = c^(1/d)`` (:func:`possibly.inference.discount`), with
+``dim`` the free parameters plus one for the run length: 3 for a level, 4 for a linear trend,
+5 for a quadratic one.
+
+Scale-free priors: ``resolve(y)`` (called by ``fit``) sets :class:`SegmentPrior` from robust
+summaries of the whole series (median, 1.4826 · MAD, length), never from first differences
+(tiny on a smooth series); the models work on ``(y - loc) / scale``, so the change points and
+the segment models are unchanged under ``y → a y + b`` with ``a > 0``. For streaming, pass
+``prior=automatic_prior(warm_up)`` with a warm-up window of the series.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any, ClassVar
+
+import numpy as np
+from scipy.special import gammaln
+
+from possibly.changepoint.models import Runs, SegmentModel, as_series
+
+__all__ = ["NormalMeanVariance", "PolynomialTrend", "SegmentPrior", "automatic_prior"]
+
+_LOG_2PI = math.log(2.0 * math.pi)
+#: hindsight log consistency below which an observation is an outlier: a normal value 5 σ from
+#: its prediction (the robust update underestimates σ a little: tails are discounted)
+OUTLIER_LOG_CONSISTENCY = -12.5
+#: default outlier cost: |log h| at the default hazard 2.5e-3
+DEFAULT_OUTLIER_COST = -math.log(2.5e-3)
+
+
+@dataclass(frozen=True)
+class SegmentPrior:
+    """Robust summaries of a series from which the segment priors are built.
+
+    Attributes
+    ----------
+    loc : float
+        Prior location of the level (the series' median).
+    scale : float
+        Robust overall scale (1.4826 · MAD), ``> 0``.
+    horizon : float
+        Time scale in steps (the series length) over which a slope may move the level by
+        about ``slope_scale · scale``.
+    """
+
+    loc: float
+    scale: float
+    horizon: float
+
+    def __post_init__(self) -> None:
+        for name in ("loc", "scale", "horizon"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) \
+                    or not math.isfinite(v):
+                raise ValueError(f"prior.{name} must be a finite number, got {v!r}")
+        if not (self.scale > 0 and self.horizon >= 1):
+            raise ValueError(f"prior needs scale > 0 and horizon >= 1, got {self!r}")
+
+
+def automatic_prior(y: Any) -> SegmentPrior:
+    """Scale-free prior summaries of a series: median, 1.4826 · MAD and length.
+
+    Parameters
+    ----------
+    y : array_like, shape (n,)
+        Observations (NaN = missing, ignored).
+
+    Returns
+    -------
+    SegmentPrior
+
+    Examples
+    --------
+    >>> automatic_prior([1.0, 2.0, 3.0, 4.0, 100.0])
+    SegmentPrior(loc=3.0, scale=1.4826, horizon=5.0)
+    """
+    y = as_series(y)
+    finite = y[np.isfinite(y)]
+    if finite.size == 0:
+        raise ValueError("y must hold at least one observed (non-NaN) value")
+    loc = float(np.median(finite))
+    scale = 1.4826 * float(np.median(np.abs(finite - loc)))
+    if not scale > 0:  # more than half the values tied: the spread, then the magnitude
+        scale = float(np.std(finite)) or max(abs(loc), 1.0)
+    return SegmentPrior(loc, scale, float(max(y.size, 2)))
+
+
+def _shift_matrix(p: int) -> np.ndarray:
+    """``F`` with ``θ(t + 1) = F θ(t)`` for ``y(t + τ) = Σ_j θ_j τ^j``: ``F[i, j] = C(j, i)``."""
+    f = np.zeros((p, p))
+    for i in range(p):
+        for j in range(i, p):
+            f[i, j] = math.comb(j, i)
+    return f
+
+
+def run_log_consistency(runs: Runs, z: float) -> np.ndarray:
+    """Sup-based consistency of the standardised ``z`` with each run's prediction."""
+    r = z - runs["m"][:, 0]
+    return -(runs["a"] + 0.5) * np.log1p(r * r / (2.0 * runs["b"] * (1.0 + runs["cov"][:, 0, 0])))
+
+
+def observe(runs: Runs, z: float, gamma: float, integrated: bool, floor: float
+            ) -> tuple[np.ndarray, Runs, np.ndarray]:
+    """One standardised observation with exponent γ: ``(evidence, new runs, outlier)``.
+
+    The evidence is floored at its value for a perfectly predicted observation minus
+    ``floor``; where the floor is taken (``outlier``) the run is left unchanged.
+    """
+    m, cov, a, b = runs["m"], runs["cov"], runs["a"], runs["b"]
+    r = z - m[:, 0]
+    q = cov[:, 0, 0]
+    gq = 1.0 + gamma * q
+    log_ratio = np.log1p(0.5 * gamma * r * r / (gq * b))
+    if integrated:
+        best = (-0.5 * gamma * _LOG_2PI + gammaln(a + 0.5 * gamma) - gammaln(a)
+                - 0.5 * np.log(gq) - 0.5 * gamma * np.log(b))
+    else:
+        best = np.zeros_like(r)
+    ev_in = best - (a + 0.5 * gamma) * log_ratio
+    outlier = ev_in < best - floor
+    g = np.where(outlier, 0.0, gamma)
+    gain = cov[:, :, 0] * (g / (1.0 + g * q))[:, None]    # (n, p)
+    new = {"m": m + gain * r[:, None],
+           "cov": cov - gain[:, :, None] * cov[:, None, 0, :],
+           "a": a + 0.5 * g,
+           "b": b + 0.5 * g * r * r / (1.0 + g * q),
+           "seen": runs["seen"] | ~outlier}
+    return np.where(outlier, best - floor, ev_in), new, outlier
+
+
+@dataclass(frozen=True)
+class PolynomialTrend(SegmentModel):
+    """Segments with a polynomial trend and unknown noise precision (normal-gamma regression).
+
+    Parameters
+    ----------
+    degree : int
+        0 (constant level), 1 (level and slope) or 2 (and curvature).
+    level_scale : float
+        Prior sd of a new segment's level, in units of the series scale, ``> 0``.
+    slope_scale : float
+        Prior sd of the change a slope makes over the horizon (the series length), in units
+        of the series scale (curvature likewise over the horizon squared), ``> 0``.
+    noise_scale : float
+        Prior noise sd in units of the series scale, ``> 0``.
+    noise_shape : float
+        Gamma shape ``a₀ > 0`` of the noise-precision prior.
+    evidence : {"integrated", "profile"}
+        Run-weight increment: the tempered marginal likelihood (with its Occam factor) or the
+        sup-based profile predictive (module docstring).
+    outlier_cost : float
+        Largest weight one observation can cost a run (log scale), ``> 0``; default
+        ``|log 2.5e-3|``, the default hazard's.
+    prior : SegmentPrior, optional
+        Location and scale of the series; None: set by ``fit`` from the whole series
+        (:func:`automatic_prior`). Needed for streaming.
+
+    Examples
+    --------
+    >>> import numpy as np, possibly as ps
+    >>> from possibly.changepoint import NormalMeanVariance, PolynomialTrend
+    >>> rng = np.random.default_rng(0)
+    >>> y = np.r_[np.zeros(50), 10 + 0.5 * np.arange(50)] + rng.normal(size=100)
+    >>> det = ps.ChangepointDetector(model=[NormalMeanVariance(), PolynomialTrend(1)],
+    ...                              forgetting=1.0)
+    >>> res = det.fit(y)
+    >>> res.changepoints.tolist(), res.segment_models
+    ([50], [0, 1])
+    """
+
+    degree: int = 1
+    level_scale: float = 2.0
+    slope_scale: float = 10.0
+    noise_scale: float = 0.5
+    noise_shape: float = 1.0
+    evidence: str = "integrated"
+    outlier_cost: float = DEFAULT_OUTLIER_COST
+    prior: SegmentPrior | None = None
+    dim: float = field(init=False)  # type: ignore[assignment]
+    #: the outlier rule uses ``outlying`` alone (no online discount condition)
+    hindsight_outliers: ClassVar[bool] = True
+    _f: np.ndarray = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.degree, bool) or not isinstance(self.degree, (int, np.integer)) \
+                or not 0 <= self.degree <= 2:
+            raise ValueError(f"degree must be 0, 1 or 2, got {self.degree!r}")
+        for name in ("level_scale", "slope_scale", "noise_scale", "noise_shape",
+                     "outlier_cost"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) \
+                    or not (math.isfinite(v) and v > 0):
+                raise ValueError(f"{name} must be a finite number > 0, got {v!r}")
+        if self.evidence not in ("integrated", "profile"):
+            raise ValueError(f"evidence must be 'integrated' or 'profile', got "
+                             f"{self.evidence!r}")
+        if self.prior is not None and not isinstance(self.prior, SegmentPrior):
+            raise ValueError(f"prior must be a SegmentPrior (see automatic_prior) or None, got "
+                             f"{self.prior!r}")
+        object.__setattr__(self, "degree", int(self.degree))
+        object.__setattr__(self, "dim", float(self.degree + 3))  # coefficients, λ, run length
+        object.__setattr__(self, "_f", _shift_matrix(self.degree + 1))
+
+    @property
+    def resolved(self) -> bool:
+        return self.prior is not None
+
+    def resolve(self, y: np.ndarray) -> PolynomialTrend:
+        return self if self.resolved else replace(self, prior=automatic_prior(y))
+
+    def _prior(self) -> SegmentPrior:
+        if self.prior is None:
+            raise ValueError("this model sets its prior from the whole series: call fit(y), or "
+                             "pass prior=automatic_prior(warm_up) to stream")
+        return self.prior
+
+    def check_series(self, y: Any) -> np.ndarray:
+        return as_series(y)
+
+    def new_runs(self, n: int) -> Runs:
+        # standardised units: the level's prior location is 0 and the series scale 1
+        p = self.degree + 1
+        noise_var = self.noise_scale ** 2
+        # the empty state of init() has the right shapes before the prior is known
+        horizon = 1.0 if n == 0 and self.prior is None else self._prior().horizon
+        sds = [self.level_scale] + [self.slope_scale / horizon ** j for j in range(1, p)]
+        cov = np.diag(np.square(sds)) / noise_var  # relative to the noise variance 1/λ
+        return {"m": np.zeros((n, p)), "cov": np.repeat(cov[None], n, axis=0),
+                "a": np.full(n, float(self.noise_shape)),
+                "b": np.full(n, float(self.noise_shape) * noise_var),
+                "seen": np.zeros(n, dtype=bool)}
+
+    def forget(self, runs: Runs, rho: float) -> Runs:
+        f = self._f
+        cov = f @ runs["cov"] @ f.T
+        if rho == 1.0:
+            return {**runs, "m": runs["m"] @ f.T, "cov": cov}
+        return {"m": runs["m"] @ f.T, "cov": cov / rho, "a": runs["a"] * rho,
+                "b": runs["b"] * rho, "seen": runs["seen"]}
+
+    def _z(self, y: Any) -> float:
+        prior = self._prior()
+        return (float(y) - prior.loc) / prior.scale
+
+    def log_consistency(self, runs: Runs, y: Any) -> np.ndarray:
+        return run_log_consistency(runs, self._z(y))
+
+    def update(self, runs: Runs, y: Any, gamma: float) -> tuple[np.ndarray, Runs]:
+        incr, new, _ = observe(runs, self._z(y), gamma, self.evidence == "integrated",
+                               self.outlier_cost)
+        return incr, new
+
+    def estimate(self, runs: Runs) -> np.ndarray:
+        """E* of the current level (in the units of the series)."""
+        prior = self._prior()
+        return np.where(runs["seen"], prior.loc + prior.scale * runs["m"][:, 0], np.nan)
+
+    def outlying(self, y: np.ndarray, discount: np.ndarray) -> np.ndarray:
+        """Replays the segment with its discounts: an observation is far from the segment when
+        the run's outlier floor took it, or its consistency with the run's prediction is
+        below ``exp(-12.5)`` (a normal value 5 σ away)."""
+        runs = self.new_runs(1)
+        out = np.zeros(len(y), dtype=bool)
+        integrated = self.evidence == "integrated"
+        for i in range(len(y)):
+            if i:
+                runs = self.forget(runs, 1.0)
+            if math.isnan(y[i]) or math.isnan(discount[i]):
+                continue
+            z = self._z(y[i])
+            lc = float(run_log_consistency(runs, z)[0])
+            _, runs, floored = observe(runs, z, float(discount[i]), integrated,
+                                       self.outlier_cost)
+            out[i] = bool(floored[0]) or lc < OUTLIER_LOG_CONSISTENCY
+        return out
+
+
+def NormalMeanVariance(**kwargs: Any) -> PolynomialTrend:  # noqa: N802 - a model constructor
+    """Segments with a constant level and unknown noise precision (normal-gamma).
+
+    ``PolynomialTrend(degree=0, **kwargs)``; keyword arguments as :class:`PolynomialTrend`.
+
+    Examples
+    --------
+    >>> from possibly.changepoint import NormalMeanVariance
+    >>> NormalMeanVariance().dim
+    3.0
+    """
+    return PolynomialTrend(0, **kwargs)

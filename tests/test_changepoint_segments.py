@@ -1,0 +1,200 @@
+"""Unknown-variance and trend segment models competing per segment (issue 12)."""
+
+from __future__ import annotations
+
+import math
+import pickle
+
+import numpy as np
+import pytest
+from scipy import stats
+from scipy.special import gammaln
+
+import possibly as ps
+from possibly import datasets
+from possibly.changepoint import (
+    NormalMean,
+    NormalMeanVariance,
+    PolynomialTrend,
+    SegmentPrior,
+    automatic_prior,
+)
+from possibly.changepoint.segments import observe
+
+FAMILY = [NormalMeanVariance(), PolynomialTrend(1), PolynomialTrend(2)]
+
+
+def detect(y, model=None, **kw):
+    return ps.ChangepointDetector(model=FAMILY if model is None else model, forgetting=1.0,
+                                  **kw).fit(y)
+
+
+@pytest.mark.parametrize("a, b", [(3.0, 7.0), (1e-3, -2.0), (250.0, 1e4)])
+def test_change_points_are_invariant_under_affine_maps(a, b):
+    y, _ = datasets.level_shifts(300, n_changes=3, seed=11)
+    y2, _ = datasets.trend_jumps(300, n_changes=2, seed=4)
+    for series in (y, y2):
+        ref = detect(series)
+        res = detect(a * series + b)
+        np.testing.assert_array_equal(res.changepoints, ref.changepoints)
+        assert res.segment_models == ref.segment_models
+        np.testing.assert_array_equal(res.outliers, ref.outliers)
+        np.testing.assert_allclose(res.discount, ref.discount, rtol=1e-6)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("size", [8.0, 25.0, 1e8, -25.0, -1e8])
+@pytest.mark.parametrize("burst", [1, 2])
+def test_a_spike_or_a_burst_of_two_is_an_outlier_never_two_change_points(seed, size, burst):
+    y = np.random.default_rng(seed).normal(size=200)
+    y[100:100 + burst] += size  # in units of the noise sd (1)
+    res = detect(y)
+    assert res.changepoints.size == 0
+    assert set(range(100, 100 + burst)) <= set(res.outliers.tolist())
+
+
+def test_the_paper_model_splits_a_huge_spike_where_the_new_models_do_not():
+    # the issue's report: with the known-σ model a +25σ spike becomes two change points
+    y = np.random.default_rng(0).normal(size=200)
+    y[100] += 1e8
+    paper = ps.ChangepointDetector(model=NormalMean(1.0)).fit(y)
+    assert paper.changepoints.tolist() == [100, 101]
+    assert detect(y).changepoints.size == 0
+
+
+def test_level_shift_is_a_change_point_not_an_outlier():
+    y = np.random.default_rng(3).normal(size=200)
+    y[100:] += 25.0
+    res = detect(y)
+    assert res.changepoints.tolist() == [100]
+    assert not set(res.outliers.tolist()) & set(range(100, 110))
+
+
+def test_each_segment_gets_its_model():
+    rng = np.random.default_rng(0)
+    y = np.r_[np.zeros(80), 10.0 + 0.5 * np.arange(80)] + rng.normal(size=160)
+    res = detect(y, model=[NormalMeanVariance(), PolynomialTrend(1)])
+    assert res.changepoints.tolist() == [80]
+    assert res.segment_models == [0, 1]
+
+
+def test_variance_change_is_found_with_the_level_unchanged():
+    rng = np.random.default_rng(5)
+    y = np.r_[rng.normal(0, 1, 150), rng.normal(0, 5, 150)]
+    res = detect(y, model=NormalMeanVariance())
+    assert res.changepoints.size == 1 and abs(int(res.changepoints[0]) - 150) <= 5
+
+
+def test_smooth_growth_is_not_cut_into_pieces():
+    y, _ = datasets.growth_curve(300, seed=0)
+    assert detect(y).changepoints.size <= 1
+    assert ps.ChangepointDetector().fit(y).changepoints.size > 10  # today's default
+
+
+def _one_run(m, q, a, b):
+    return {"m": np.array([[m]]), "cov": np.array([[[q]]]), "a": np.array([a]),
+            "b": np.array([b]), "seen": np.array([True])}
+
+
+def test_integrated_evidence_is_the_tempered_student_t_predictive():
+    # g = 1: the log density of the normal-gamma prior predictive, a Student t with 2a degrees
+    # of freedom, location m and scale² b (1 + q) / a (scipy as the reference)
+    m, q, a, b, z = 1.5, 0.8, 2.5, 3.0, 4.2
+    ev, new, out = observe(_one_run(m, q, a, b), z, 1.0, True, 1e9)
+    assert not out[0]
+    ref = stats.t.logpdf(z, df=2 * a, loc=m, scale=math.sqrt(b * (1 + q) / a))
+    assert ev[0] == pytest.approx(ref, rel=1e-12)
+    # g = 0.3, derived by hand: (2π)^(-g/2) Γ(a+g/2)/Γ(a) b^a (1+gq)^(-1/2)
+    #                            / (b + g r²/(2(1+gq)))^(a+g/2)
+    g, r = 0.3, z - m
+    ref_g = (-0.5 * g * math.log(2 * math.pi) + gammaln(a + g / 2) - gammaln(a)
+             + a * math.log(b) - 0.5 * math.log(1 + g * q)
+             - (a + g / 2) * math.log(b + g * r * r / (2 * (1 + g * q))))
+    ev_g, new_g, _ = observe(_one_run(m, q, a, b), z, g, True, 1e9)
+    assert ev_g[0] == pytest.approx(ref_g, rel=1e-12)
+    # the posterior: weighted conjugate update (precision 1/q + g, shape a + g/2)
+    assert new_g["cov"][0, 0, 0] == pytest.approx(1 / (1 / q + g))
+    assert new_g["m"][0, 0] == pytest.approx((m / q + g * z) / (1 / q + g))
+    assert new_g["a"][0] == pytest.approx(a + g / 2)
+
+
+def test_outlier_floor_leaves_the_run_unchanged():
+    ev, new, out = observe(_one_run(0.0, 0.01, 50.0, 50.0), 1e6, 0.5, True, 6.0)
+    assert out[0] and new["a"][0] == 50.0 and new["m"][0, 0] == 0.0
+    best, _, _ = observe(_one_run(0.0, 0.01, 50.0, 50.0), 0.0, 0.5, True, 6.0)
+    assert ev[0] == pytest.approx(best[0] - 6.0)
+
+
+def test_trend_state_is_shifted_forward():
+    y = 2.0 + 0.5 * np.arange(60) + np.random.default_rng(1).normal(scale=1e-3, size=60)
+    res = detect(y, model=PolynomialTrend(1), robust=False)  # γ = 1: plain conjugate updates
+    assert res.changepoints.size == 0 and res.outliers.size == 0
+    # E* of the current level = the ridge regression on (1, t) with the prior's precision
+    # (written directly: the prior is on the coefficients at the segment start)
+    prior = automatic_prior(y)
+    p0 = np.diag([2.0 ** 2, (10.0 / 60) ** 2]) / 0.5 ** 2  # level_scale, slope_scale/horizon
+    z = (y - prior.loc) / prior.scale
+    x = np.c_[np.ones(60), np.arange(60)]
+    theta = np.linalg.solve(np.linalg.inv(p0) + x.T @ x, x.T @ z)
+    level = prior.loc + prior.scale * (theta[0] + 59 * theta[1])
+    assert res.mean[-1] == pytest.approx(level, rel=1e-9)
+    assert res.mean[-1] == pytest.approx(y[-1], abs=0.05)
+
+
+def test_streaming_with_a_warm_up_prior_matches_fit_and_pickles():
+    y, _ = datasets.level_shifts(200, n_changes=2, outlier_rate=0.0, seed=7)
+    prior = automatic_prior(y[:50])
+    models = [NormalMeanVariance(prior=prior), PolynomialTrend(1, prior=prior)]
+    ref = ps.ChangepointDetector(model=models, forgetting=1.0).fit(y)
+    det = ps.ChangepointDetector(model=models, forgetting=1.0)
+    for x in y[:120]:
+        det.update(x)
+    det = pickle.loads(pickle.dumps(det))
+    for x in y[120:]:
+        det.update(x)
+    np.testing.assert_array_equal(det.result().changepoints, ref.changepoints)
+    np.testing.assert_array_equal(det.result().discount, ref.discount)
+    # without a prior, streaming cannot start (the detector asks for fit(y))
+    with pytest.raises(ValueError, match="fit"):
+        ps.ChangepointDetector(model=NormalMeanVariance(), forgetting=1.0).update(1.0)
+
+
+def test_missing_values_are_predict_only():
+    y, _ = datasets.level_shifts(200, n_changes=1, outlier_rate=0.0, seed=7)
+    y = y.copy()
+    y[[30, 31, 150]] = np.nan
+    res = detect(y)
+    assert np.isnan(res.log_consistency[[30, 31, 150]]).all()
+    assert np.isnan(res.discount[[30, 31, 150]]).all()
+    assert res.changepoints.size == 1
+
+
+def test_automatic_prior_is_robust():
+    assert automatic_prior([1.0, 2.0, 3.0, 4.0, 1e9]) == SegmentPrior(3.0, 1.4826, 5.0)
+    assert automatic_prior([5.0, 5.0, 5.0, 6.0]).scale > 0
+
+
+def test_dimensions_count_every_free_parameter_and_the_run_length():
+    assert [m.dim for m in FAMILY] == [3.0, 4.0, 5.0]
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: ps.ChangepointDetector(model=[]), "model"),
+    (lambda: PolynomialTrend(-1), "degree"),
+    (lambda: PolynomialTrend(3), "degree"),
+    (lambda: PolynomialTrend(1.5), "degree"),
+    (lambda: PolynomialTrend(1, slope_scale=0.0), "slope_scale"),
+    (lambda: PolynomialTrend(1, evidence="sup"), "evidence"),
+    (lambda: PolynomialTrend(1, prior=(0.0, 1.0)), "prior"),
+    (lambda: SegmentPrior(0.0, -1.0, 10.0), "prior"),
+    (lambda: detect(np.zeros((10, 2))), "y"),
+    (lambda: detect([np.nan, np.nan]), "y"),
+])
+def test_bad_input_names_the_argument(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()
+
+
+def test_a_non_model_object_is_rejected_naming_model():
+    with pytest.raises((TypeError, ValueError), match="model"):
+        ps.ChangepointDetector(model=[NormalMeanVariance(), "trend"])
