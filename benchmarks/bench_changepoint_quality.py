@@ -11,12 +11,13 @@ that mean; the time is the median over seeds of one fit (seconds, same process).
 Methods (each with its package's defaults, as a new user would call it):
 
 * ``possibly default``: ``ps.ChangepointDetector()`` as it is on this branch;
-* ``possibly paper``: the paper's §5.3 model, normal segment mean with σ from the series
-  (``sigma="auto"``), ``hazard=2.5e-3``, ``forgetting=0.9``;
-* ``segments (new)``: :func:`possibly.segment_models.detect_segments` with its defaults
-  (constant level, linear and quadratic trends with unknown noise precision competing per
-  segment, integrated evidence, scale-free priors); ``segments profile``: the same with the
-  profile (sup) evidence; ``segments level+var``: the normal-gamma level model alone;
+* ``possibly paper``: the paper's §5.3 model explicitly, ``model=NormalMean("auto")`` (σ from
+  the series), ``hazard=2.5e-3``, ``forgetting=0.9`` (today the same as the default);
+* ``segments (new)``: ``ChangepointDetector(model=[NormalMeanVariance(), PolynomialTrend(1),
+  PolynomialTrend(2)], forgetting=1.0)``: constant level, linear and quadratic trends with
+  unknown noise precision competing per segment, integrated evidence, scale-free priors;
+  ``segments profile``: the same with the profile (sup) evidence; ``segments level+var``:
+  ``NormalMeanVariance()`` alone;
 * ``ruptures Pelt`` / ``ruptures Binseg``: ``model="l2"`` (the default cost), with the
   BIC-style penalty ``pen = 2 σ̂² log(n) · dim`` for a mean change with noise variance σ̂²
   (σ̂ = MAD of first differences / √2, per dimension, the usual robust estimate);
@@ -40,8 +41,8 @@ import numpy as np
 
 import possibly as ps
 from possibly import datasets
+from possibly.changepoint import NormalMean, NormalMeanVariance, PolynomialTrend
 from possibly.metrics import covering, f1_score
-from possibly.segment_models import NormalMeanVariance, detect_segments
 
 MARGIN = 5
 
@@ -57,19 +58,27 @@ def possibly_default(y: np.ndarray) -> np.ndarray:
 
 
 def possibly_paper(y: np.ndarray) -> np.ndarray:
-    return ps.ChangepointDetector(sigma="auto", hazard=2.5e-3, forgetting=0.9).fit(y).changepoints
+    return ps.ChangepointDetector(model=NormalMean("auto"), hazard=2.5e-3,
+                                  forgetting=0.9).fit(y).changepoints
+
+
+def model_family(evidence: str = "integrated") -> list:
+    """The candidate default: level, linear and quadratic trend, unknown noise precision."""
+    return [NormalMeanVariance(evidence=evidence), PolynomialTrend(1, evidence=evidence),
+            PolynomialTrend(2, evidence=evidence)]
 
 
 def possibly_segments(y: np.ndarray) -> np.ndarray:
-    return detect_segments(y).changepoints
+    return ps.ChangepointDetector(model=model_family(), forgetting=1.0).fit(y).changepoints
 
 
 def possibly_segments_profile(y: np.ndarray) -> np.ndarray:
-    return detect_segments(y, evidence="profile").changepoints
+    return ps.ChangepointDetector(model=model_family("profile"),
+                                  forgetting=1.0).fit(y).changepoints
 
 
 def possibly_level_variance(y: np.ndarray) -> np.ndarray:
-    return detect_segments(y, model=NormalMeanVariance()).changepoints
+    return ps.ChangepointDetector(model=NormalMeanVariance(), forgetting=1.0).fit(y).changepoints
 
 
 def _ruptures(algo_name: str) -> Callable[[np.ndarray], np.ndarray]:
