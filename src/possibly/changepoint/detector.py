@@ -162,7 +162,7 @@ class ChangepointDetector(SequentialEstimator):
     ...     info = det.update(x)
     ...     if info.change_detected:
     ...         print(f"t={t}: change at {t - info.map_run_length}")
-    t=41: change at 40
+    t=45: change at 40
 
     Counts with a change of rate and one gross outlier, with a gamma prior on the rate:
 
@@ -407,7 +407,7 @@ class ChangepointDetector(SequentialEstimator):
         >>> det = ChangepointDetector(sigma=1.0, hazard=0.01)
         >>> flags = [det.update(x).change_detected for x in [0.0, 0.2, -0.1, 6.0, 6.1, 5.9]]
         >>> flags, det.changepoints.tolist()
-        ([False, False, False, True, False, False], [3])
+        ([False, False, False, False, True, False], [3])
         """
         with self._exclusive():
             single = np.asarray(y, dtype=np.float64) if not np.isscalar(y) else y
