@@ -203,7 +203,8 @@ def _same(a, b):
 def test_pruning_changes_nothing_on_well_log(well_log, robust):
     engine = "numba" if HAS_NUMBA else "numpy"
     pruned = ChangepointDetector(sigma=2500.0, robust=robust, engine=engine).fit(well_log)
-    full = ChangepointDetector(sigma=2500.0, robust=robust, tol=0.0, merge_tol=0.0, engine=engine).fit(well_log)
+    full = ChangepointDetector(sigma=2500.0, robust=robust, tol=0.0, merge_tol=0.0,
+                               engine=engine).fit(well_log)
     _same(pruned, full)
     assert pruned.n_active.max() < full.n_active.max() == len(well_log)
 
@@ -214,7 +215,8 @@ def test_pruning_changes_nothing_on_simulated(seed):
     y[[100, 101, 500]] = np.nan
     for engine in ENGINES:
         pruned = ChangepointDetector(sigma=1.0, hazard=1e-3, tol=1e-12, engine=engine).fit(y)
-        full = ChangepointDetector(sigma=1.0, hazard=1e-3, tol=0.0, merge_tol=0.0, engine=engine).fit(y)
+        full = ChangepointDetector(sigma=1.0, hazard=1e-3, tol=0.0, merge_tol=0.0,
+                                   engine=engine).fit(y)
         _same(pruned, full)
         # and the kept part of the run-length possibility is the same
         t = 650

@@ -5,6 +5,7 @@ Each area of the library adds its classes to its own list below.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -53,7 +54,24 @@ _scalar = np.r_[_rng.normal(size=20), 15.0, _rng.normal(size=19)]
 
 GENERIC_CASES = [Case("generic robust mean", _RobustMean, _scalar)]
 
-CHANGEPOINT_CASES: list[Case] = []
+_steps = np.r_[_scalar, _rng.normal(size=30) + 6.0]
+_counts = np.r_[_rng.poisson(3.0, 30), 25.0, _rng.poisson(12.0, 29)].astype(float)
+_poisson = ps.changepoint.ConjugateModel(ps.Gamma.uninformative(), ps.likelihood.poisson)
+CHANGEPOINT_CASES: list[Case] = [
+    Case("changepoint normal numpy",
+         functools.partial(ps.ChangepointDetector, sigma=1.0, engine="numpy"), _steps,
+         batch=False, rtol=0.0),
+    Case("changepoint normal numba",
+         functools.partial(ps.ChangepointDetector, sigma=1.0, engine="numba"), _steps,
+         batch=False, rtol=0.0),
+    Case("changepoint conjugate poisson",
+         functools.partial(ps.ChangepointDetector, model=_poisson), _counts,
+         batch=False, rtol=0.0),
+    Case("changepoint two models",
+         functools.partial(ps.ChangepointDetector, model=[ps.changepoint.NormalMean(1.0),
+                                                          ps.changepoint.NormalMean(3.0)]),
+         _steps, batch=False, rtol=0.0),
+]
 
 FILTER_CASES: list[Case] = []
 

