@@ -72,6 +72,14 @@ CHANGEPOINT_CASES: list[Case] = [
                                                           ps.changepoint.NormalMean(3.0)]),
          _steps, batch=False, rtol=0.0),
 ]
+# issue 12: the unknown-variance level and trend models, with a prior fixed for streaming
+_seg_prior = ps.changepoint.automatic_prior(_steps[:20])
+CHANGEPOINT_CASES.append(
+    Case("changepoint level+trend family",
+         functools.partial(ps.ChangepointDetector, forgetting=1.0,
+                           model=[ps.changepoint.NormalMeanVariance(prior=_seg_prior),
+                                  ps.changepoint.PolynomialTrend(1, prior=_seg_prior)]),
+         _steps, batch=False, rtol=0.0))
 
 FILTER_CASES: list[Case] = []
 
