@@ -198,3 +198,65 @@ def test_bad_input_names_the_argument(call, name):
 def test_a_non_model_object_is_rejected_naming_model():
     with pytest.raises((TypeError, ValueError), match="model"):
         ps.ChangepointDetector(model=[NormalMeanVariance(), "trend"])
+
+
+# ----------------------------------------------------------------------------------------------
+# possibilistic uncertainty: change possibility, intervals, outlier score
+
+
+def _brute_change_possibility(y, sigma, hazard):
+    """π(s) by enumerating every segmentation (the paper's model, standard update, no
+    forgetting): a segment's log weight is -SS/(2σ²) about its mean, each change costs log h."""
+    n = len(y)
+
+    def seg(a, b):
+        v = np.asarray(y[a:b])
+        return -0.5 * float(((v - v.mean()) ** 2).sum()) / sigma ** 2
+
+    import itertools
+
+    best_prefix = np.full(n + 1, -np.inf)  # best weight of y[0:s] segmented, s = 0..n
+    best_prefix[0] = 0.0
+    for s in range(1, n + 1):
+        for cuts in itertools.product([0, 1], repeat=s - 1):
+            bounds = [0] + [i + 1 for i, c in enumerate(cuts) if c] + [s]
+            w = sum(seg(a, b) for a, b in zip(bounds[:-1], bounds[1:], strict=True)) + \
+                (len(bounds) - 2) * math.log(hazard)
+            best_prefix[s] = max(best_prefix[s], w)
+    pi = np.full(n, -np.inf)
+    for t in range(n):
+        # weight at time t of "the current segment started at s"
+        w = np.array([best_prefix[s] + (math.log(hazard) if s else 0.0) + seg(s, t + 1)
+                      for s in range(t + 1)])
+        pi[:t + 1] = np.maximum(pi[:t + 1], w - w.max())
+    return np.exp(pi)
+
+
+def test_change_possibility_matches_brute_force_enumeration():
+    y = np.array([0.1, -0.3, 0.2, 2.9, 3.2, 2.7, 3.1, 0.2, 0.0])
+    res = ps.ChangepointDetector(sigma=0.5, hazard=0.05, forgetting=1.0, robust=False,
+                                 tol=0.0, merge_tol=0.0).fit(y)
+    np.testing.assert_allclose(res.change_possibility, _brute_change_possibility(y, 0.5, 0.05),
+                               rtol=1e-9)
+    assert res.changepoints.tolist() == [3, 7]
+
+
+def test_change_possibility_and_intervals():
+    y, truth = datasets.level_shifts(400, n_changes=3, outlier_rate=0.0, seed=2)
+    res = detect(y)
+    p = res.change_possibility
+    assert p.shape == (400,) and np.all((p >= 0) & (p <= 1))
+    assert p[0] == 1.0 and np.all(p[res.changepoints] == 1.0)
+    for alpha in (0.5, 0.1):
+        for (lo, hi), c in zip(res.changepoint_intervals(alpha), res.changepoints, strict=True):
+            assert lo <= c < hi and np.all(p[lo:hi] >= alpha)
+            assert (lo == 0 or p[lo - 1] < alpha) and (hi == 400 or p[hi] < alpha)
+    far = np.ones(400, bool)
+    for c in truth.changepoints:
+        far[max(c - 20, 0):c + 20] = False
+    far[:20] = False
+    assert np.median(p[far]) < 0.01  # far from a change no segment can start
+    score = res.outlier_score
+    assert np.all((score >= 0) & (score <= 1))
+    with pytest.raises(ValueError, match="alpha"):
+        res.changepoint_intervals(0.0)

@@ -13,6 +13,7 @@ import numpy as np
 
 from possibly.changepoint.outliers import find_outliers
 from possibly.changepoint.recursion import ChangepointParams, MapTrace, init, step
+from possibly.changepoint.uncertainty import change_possibility, possibility_intervals
 
 __all__ = ["ChangepointResult"]
 
@@ -114,6 +115,29 @@ class ChangepointResult:
                 self.y, self.discount, self.segments, self.segment_models, self.params.models,
                 self.outlier_level)
         return self._cache["outliers"].copy()
+
+    # -- possibilistic uncertainty (issue 12; changepoint/uncertainty.py) ------------------------
+
+    @property
+    def change_possibility(self) -> np.ndarray:
+        """Per step, the possibility that a segment starts there, in [0, 1] (1 at every change
+        point): the largest relative weight its hypotheses reached at any time. Replays the
+        recursion once (:mod:`possibly.changepoint.uncertainty`)."""
+        if "change_possibility" not in self._cache:
+            self._cache["change_possibility"] = change_possibility(
+                len(self.y), self.iter_run_lengths())
+        return self._cache["change_possibility"].copy()
+
+    @property
+    def outlier_score(self) -> np.ndarray:
+        """Per step, ``1 − discount`` in [0, 1]: how inconsistent the observation was with
+        what came before (NaN at missing observations; 0 for the standard recursion)."""
+        return 1.0 - self.discount
+
+    def changepoint_intervals(self, alpha: float = 0.5) -> list[tuple[int, int]]:
+        """Per change point, the half-open ``(first, stop)`` range of steps around it whose
+        :attr:`change_possibility` is at least ``alpha`` (a possibility interval)."""
+        return possibility_intervals(self.change_possibility, self.changepoints, alpha)
 
     def segment_medians(self) -> np.ndarray:
         """Median of the observations of each segment, broadcast to shape ``y.shape``.
