@@ -260,3 +260,59 @@ def test_change_possibility_and_intervals():
     assert np.all((score >= 0) & (score <= 1))
     with pytest.raises(ValueError, match="alpha"):
         res.changepoint_intervals(0.0)
+
+
+# ----------------------------------------------------------------------------------------------
+# vector series: MultivariateNormalSegments
+
+
+def test_vector_evidence_is_the_multivariate_student_t_predictive():
+    from possibly.changepoint import MultivariateNormalSegments
+
+    model = MultivariateNormalSegments(prior=(np.zeros(3), np.ones(3)))
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(3, 3))
+    psi, m, kappa, nu = a @ a.T + 3 * np.eye(3), rng.normal(size=3), 0.7, 5.5
+    runs = {"m": m[None], "kappa": np.array([kappa]), "psi": psi[None], "nu": np.array([nu]),
+            "seen": np.array([True])}
+    z = np.array([0.3, -1.2, 2.0])
+    incr, new = model.update(runs, z, 1.0)
+    # the NIW prior predictive: t with ν - d + 1 dof, location m, shape Ψ (κ+1) / (κ (ν-d+1))
+    df = nu - 3 + 1
+    ref = stats.multivariate_t(loc=m, shape=psi * (kappa + 1) / (kappa * df), df=df).logpdf(z)
+    assert incr[0] == pytest.approx(ref, rel=1e-10)
+    # and the conjugate update
+    assert new["kappa"][0] == kappa + 1 and new["nu"][0] == nu + 1
+    np.testing.assert_allclose(new["m"][0], (kappa * m + z) / (kappa + 1))
+    np.testing.assert_allclose(new["psi"][0],
+                               psi + kappa / (kappa + 1) * np.outer(z - m, z - m))
+
+
+def test_vector_changes_found_invariant_and_spikes_are_outliers():
+    from possibly.changepoint import MultivariateNormalSegments
+
+    y, truth = datasets.multivariate_shifts(300, n_changes=2, dim=3, seed=5)
+    y = y.copy()
+    y[150] += 1e6  # a gross spike in every component
+    det = ps.ChangepointDetector(model=MultivariateNormalSegments(), forgetting=1.0)
+    res = det.fit(y)
+    assert res.changepoints.tolist() == truth.changepoints.tolist()
+    assert 150 in res.outliers.tolist()
+    scaled = ps.ChangepointDetector(model=MultivariateNormalSegments(), forgetting=1.0).fit(
+        40.0 * y - 3.0)
+    np.testing.assert_array_equal(scaled.changepoints, res.changepoints)
+    np.testing.assert_array_equal(scaled.outliers, res.outliers)
+    assert res.mean.shape == (300, 3)
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: detect(np.zeros((30, 3)), model=NormalMeanVariance()), "y"),
+    (lambda: ps.ChangepointDetector(model=ps.changepoint.MultivariateNormalSegments(),
+                                    forgetting=1.0).fit(np.zeros(30)), "y"),
+    (lambda: ps.changepoint.MultivariateNormalSegments(level_scale=-1.0), "level_scale"),
+    (lambda: ps.changepoint.MultivariateNormalSegments(prior=(np.zeros(2), np.zeros(2))),
+     "prior"),
+])
+def test_vector_bad_input_names_the_argument(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()

@@ -48,10 +48,12 @@ from possibly.changepoint.recursion import (
 )
 from possibly.changepoint.result import ChangepointResult
 from possibly.changepoint.segments import (
+    MultivariateNormalSegments,
     NormalMeanVariance,
     PolynomialTrend,
     SegmentPrior,
     automatic_prior,
+    automatic_vector_prior,
 )
 
 __all__ = [
@@ -60,6 +62,7 @@ __all__ = [
     "ChangepointParams",
     "ChangepointResult",
     "ConjugateModel",
+    "MultivariateNormalSegments",
     "NormalMean",
     "NormalMeanVariance",
     "PolynomialTrend",
@@ -67,6 +70,7 @@ __all__ = [
     "SegmentModel",
     "SegmentPrior",
     "automatic_prior",
+    "automatic_vector_prior",
     "backtrack",
     "estimate_sigma",
     "init",
