@@ -17,7 +17,8 @@ Methods (each with its package's defaults, as a new user would call it):
   PolynomialTrend(2)], forgetting=1.0)``: constant level, linear and quadratic trends with
   unknown noise precision competing per segment, integrated evidence, scale-free priors;
   ``segments profile``: the same with the profile (sup) evidence; ``segments level+var``:
-  ``NormalMeanVariance()`` alone;
+  ``NormalMeanVariance()`` alone; on vector series ``segments (new)`` is
+  ``MultivariateNormalSegments()``;
 * ``ruptures Pelt`` / ``ruptures Binseg``: ``model="l2"`` (the default cost), with the
   BIC-style penalty ``pen = 2 σ̂² log(n) · dim`` for a mean change with noise variance σ̂²
   (σ̂ = MAD of first differences / √2, per dimension, the usual robust estimate);
@@ -41,7 +42,12 @@ import numpy as np
 
 import possibly as ps
 from possibly import datasets
-from possibly.changepoint import NormalMean, NormalMeanVariance, PolynomialTrend
+from possibly.changepoint import (
+    MultivariateNormalSegments,
+    NormalMean,
+    NormalMeanVariance,
+    PolynomialTrend,
+)
 from possibly.metrics import covering, f1_score
 
 MARGIN = 5
@@ -69,7 +75,8 @@ def model_family(evidence: str = "integrated") -> list:
 
 
 def possibly_segments(y: np.ndarray) -> np.ndarray:
-    return ps.ChangepointDetector(model=model_family(), forgetting=1.0).fit(y).changepoints
+    model = MultivariateNormalSegments() if y.ndim == 2 else model_family()
+    return ps.ChangepointDetector(model=model, forgetting=1.0).fit(y).changepoints
 
 
 def possibly_segments_profile(y: np.ndarray) -> np.ndarray:
@@ -127,7 +134,7 @@ METHODS: dict[str, tuple[Callable[[np.ndarray], np.ndarray], bool]] = {
     # name -> (function, accepts vector series)
     "possibly default": (possibly_default, False),
     "possibly paper": (possibly_paper, False),
-    "segments (new)": (possibly_segments, False),
+    "segments (new)": (possibly_segments, True),
     "segments profile": (possibly_segments_profile, False),
     "segments level+var": (possibly_level_variance, False),
     "ruptures Pelt": (_ruptures("Pelt"), True),
