@@ -238,6 +238,23 @@ def _draw_changepoints(rng: np.random.Generator, n: int, n_changes: int,
     return (np.arange(1, n_changes + 1) * min_segment + cuts).astype(np.int64)
 
 
+def _segmented(n, n_changes, seed, min_segment: int = 30
+               ) -> tuple[int, int, np.random.Generator, np.ndarray]:
+    """Checked ``n`` and ``n_changes``, the generator, and change points ``min_segment`` apart."""
+    n = _check_length("n", n, 1)
+    n_changes = _check_int("n_changes", n_changes, 0)
+    rng = np.random.default_rng(seed)
+    return n, n_changes, rng, _draw_changepoints(rng, n, n_changes, min_segment)
+
+
+def _level_path(rng: np.random.Generator, n: int, cps: np.ndarray, low: float, high: float
+                ) -> np.ndarray:
+    """A level starting at 0 that jumps by ``±U(low, high)`` at each change point."""
+    k = cps.size
+    steps = np.concatenate([[0.0], rng.uniform(low, high, k) * _signs(rng, k)])
+    return np.cumsum(steps)[_segment_ids(n, cps)]
+
+
 def _segment_ids(n: int, cps: np.ndarray) -> np.ndarray:
     ids = np.zeros(n, dtype=np.int64)
     ids[cps] = 1
@@ -310,10 +327,7 @@ def variance_changes(n: int = 500, n_changes: int = 3, *, seed=None
     >>> y.shape, truth.changepoints.tolist()
     ((300,), [164, 239])
     """
-    n = _check_length("n", n, 1)
-    n_changes = _check_int("n_changes", n_changes, 0)
-    rng = np.random.default_rng(seed)
-    cps = _draw_changepoints(rng, n, n_changes, 30)
+    n, n_changes, rng, cps = _segmented(n, n_changes, seed)
     # log sd alternates direction so that it stays within a bounded range
     factors = np.log(rng.uniform(3.0, 6.0, n_changes))
     direction = np.where(np.arange(n_changes) % 2 == 0, 1.0, -1.0) * _signs(rng, 1)
@@ -347,10 +361,7 @@ def trend_jumps(n: int = 500, n_changes: int = 3, *, seed=None
     >>> y.shape, truth.changepoints.size
     ((200,), 1)
     """
-    n = _check_length("n", n, 1)
-    n_changes = _check_int("n_changes", n_changes, 0)
-    rng = np.random.default_rng(seed)
-    cps = _draw_changepoints(rng, n, n_changes, 30)
+    n, n_changes, rng, cps = _segmented(n, n_changes, seed)
     starts = np.concatenate([[0], cps])
     ends = np.concatenate([cps, [n]])
     mean = np.empty(n)
@@ -465,18 +476,14 @@ def ar1_shifts(n: int = 500, n_changes: int = 3, *, phi: float = 0.5, seed=None
     >>> y.shape, truth.changepoints.size
     ((300,), 2)
     """
-    n = _check_length("n", n, 1)
-    n_changes = _check_int("n_changes", n_changes, 0)
     phi = _check_rate("phi", phi)
-    rng = np.random.default_rng(seed)
-    cps = _draw_changepoints(rng, n, n_changes, 30)
+    n, n_changes, rng, cps = _segmented(n, n_changes, seed)
     innov = rng.normal(0.0, np.sqrt(1.0 - phi * phi), n)
     noise = np.empty(n)
     noise[0] = rng.normal()
     for t in range(1, n):
         noise[t] = phi * noise[t - 1] + innov[t]
-    steps = np.concatenate([[0.0], rng.uniform(4.0, 7.0, n_changes) * _signs(rng, n_changes)])
-    level = np.cumsum(steps)[_segment_ids(n, cps)]
+    level = _level_path(rng, n, cps, 4.0, 7.0)
     return level + noise, ChangepointTruth(cps, _no_outliers(n))
 
 
@@ -509,13 +516,9 @@ def heavy_tailed(n: int = 500, n_changes: int = 3, *, df: float = 3.0, seed=None
     >>> y.shape, truth.changepoints.size
     ((300,), 2)
     """
-    n = _check_length("n", n, 1)
-    n_changes = _check_int("n_changes", n_changes, 0)
     df = _check_positive("df", df)
-    rng = np.random.default_rng(seed)
-    cps = _draw_changepoints(rng, n, n_changes, 30)
-    steps = np.concatenate([[0.0], rng.uniform(3.0, 6.0, n_changes) * _signs(rng, n_changes)])
-    level = np.cumsum(steps)[_segment_ids(n, cps)]
+    n, n_changes, rng, cps = _segmented(n, n_changes, seed)
+    level = _level_path(rng, n, cps, 3.0, 6.0)
     return level + rng.standard_t(df, n), ChangepointTruth(cps, _no_outliers(n))
 
 
@@ -576,10 +579,7 @@ def count_shifts(n: int = 500, n_changes: int = 3, *, seed=None
     >>> bool(np.all(y == np.round(y)) and y.min() >= 0), truth.changepoints.size
     (True, 2)
     """
-    n = _check_length("n", n, 1)
-    n_changes = _check_int("n_changes", n_changes, 0)
-    rng = np.random.default_rng(seed)
-    cps = _draw_changepoints(rng, n, n_changes, 30)
+    n, n_changes, rng, cps = _segmented(n, n_changes, seed)
     log_rates = [rng.uniform(0.0, np.log(30.0))]
     while len(log_rates) < n_changes + 1:
         cand = rng.uniform(0.0, np.log(30.0))
@@ -616,13 +616,10 @@ def multivariate_shifts(n: int = 400, n_changes: int = 3, *, dim: int = 3, seed=
     >>> y.shape, truth.changepoints.size
     ((200, 2), 1)
     """
-    n = _check_length("n", n, 1)
-    n_changes = _check_int("n_changes", n_changes, 0)
     dim = _check_int("dim", dim, 2)
     if dim > 50:
         raise ValueError(f"dim must be in [2, 50], got {dim}")
-    rng = np.random.default_rng(seed)
-    cps = _draw_changepoints(rng, n, n_changes, 30)
+    n, n_changes, rng, cps = _segmented(n, n_changes, seed)
     ids = _segment_ids(n, cps)
     y = np.empty((n, dim))
     mean = np.zeros(dim)

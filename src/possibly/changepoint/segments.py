@@ -119,6 +119,17 @@ def automatic_prior(y: Any) -> SegmentPrior:
     return SegmentPrior(loc, scale, float(max(y.size, 2)))
 
 
+def _check_settings(model: Any, positive: tuple[str, ...]) -> None:
+    """The named settings are finite numbers > 0 and ``evidence`` is a known rule."""
+    for name in positive:
+        v = getattr(model, name)
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) \
+                or not (math.isfinite(v) and v > 0):
+            raise ValueError(f"{name} must be a finite number > 0, got {v!r}")
+    if model.evidence not in ("integrated", "profile"):
+        raise ValueError(f"evidence must be 'integrated' or 'profile', got {model.evidence!r}")
+
+
 def _shift_matrix(p: int) -> np.ndarray:
     """``F`` with ``θ(t + 1) = F θ(t)`` for ``y(t + τ) = Σ_j θ_j τ^j``: ``F[i, j] = C(j, i)``."""
     f = np.zeros((p, p))
@@ -220,15 +231,8 @@ class PolynomialTrend(SegmentModel):
         if isinstance(self.degree, bool) or not isinstance(self.degree, (int, np.integer)) \
                 or not 0 <= self.degree <= 2:
             raise ValueError(f"degree must be 0, 1 or 2, got {self.degree!r}")
-        for name in ("level_scale", "slope_scale", "noise_scale", "noise_shape",
-                     "outlier_cost"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) \
-                    or not (math.isfinite(v) and v > 0):
-                raise ValueError(f"{name} must be a finite number > 0, got {v!r}")
-        if self.evidence not in ("integrated", "profile"):
-            raise ValueError(f"evidence must be 'integrated' or 'profile', got "
-                             f"{self.evidence!r}")
+        _check_settings(self, ("level_scale", "slope_scale", "noise_scale", "noise_shape",
+                               "outlier_cost"))
         if self.prior is not None and not isinstance(self.prior, SegmentPrior):
             raise ValueError(f"prior must be a SegmentPrior (see automatic_prior) or None, got "
                              f"{self.prior!r}")
@@ -413,14 +417,7 @@ class MultivariateNormalSegments(SegmentModel):
     hindsight_outliers: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
-        for name in ("level_scale", "noise_scale", "outlier_cost"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) \
-                    or not (math.isfinite(v) and v > 0):
-                raise ValueError(f"{name} must be a finite number > 0, got {v!r}")
-        if self.evidence not in ("integrated", "profile"):
-            raise ValueError(f"evidence must be 'integrated' or 'profile', got "
-                             f"{self.evidence!r}")
+        _check_settings(self, ("level_scale", "noise_scale", "outlier_cost"))
         d = 0
         if self.prior is not None:
             try:
