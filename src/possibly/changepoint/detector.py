@@ -81,6 +81,8 @@ def _deferred_sigint() -> Iterator[list[bool]]:
 def _run_numba(state: RunState, y: np.ndarray, params: ChangepointParams
                ) -> tuple[RunState, dict[str, np.ndarray]]:
     """The compiled engine (one NormalMean model), in chunks so that Ctrl-C stays clean."""
+    if y.size == 1:  # one streamed value: microseconds, not worth two signal() calls
+        return _run_numba_chunks(state, y, params, [False])
     with _deferred_sigint() as interrupted:
         return _run_numba_chunks(state, y, params, interrupted)
 
@@ -108,7 +110,7 @@ def _run_numba_chunks(state: RunState, y: np.ndarray, params: ChangepointParams,
         parts.append(res[4:])
     if interrupted[0]:
         raise KeyboardInterrupt
-    cat = [np.concatenate(p) for p in zip(*parts, strict=True)]
+    cat = parts[0] if len(parts) == 1 else [np.concatenate(p) for p in zip(*parts, strict=True)]
     out = {"start": cat[0], "model": np.zeros(y.size, dtype=np.int64), "mean": cat[1],
            "log_consistency": cat[2], "discount": cat[3], "n_active": cat[4],
            "log_change_possibility": cat[5]}
@@ -394,9 +396,14 @@ class ChangepointDetector(SequentialEstimator):
                 dtype = (np.int8 if name == "model" else np.int32 if name == "n_active"
                          else v.dtype)
                 self._history[name] = Growable(dtype, v.shape[1:])
-        self._history["y"].extend(arr)
-        for name in _COLUMNS:
-            self._history[name].extend(out[name])
+        if len(arr) == 1:  # streaming: scalar appends
+            self._history["y"].append(arr[0])
+            for name in _COLUMNS:
+                self._history[name].append(out[name][0])
+        else:
+            self._history["y"].extend(arr)
+            for name in _COLUMNS:
+                self._history[name].extend(out[name])
         if index is not None:
             self._index = index
 
