@@ -241,6 +241,10 @@ class ChangepointDetector(SequentialEstimator):
     def _configure(self) -> None:
         """Validate the parameters (errors point at the call site) and reset."""
         self._models = self._build_models()
+        hazard = real_scalar("hazard", self.hazard)
+        if self.tol == 1e-12 and 0.0 < hazard <= self.tol:  # the default tol: name hazard
+            raise ValueError(f"hazard must be greater than tol = {self.tol:g} (pass a smaller "
+                             f"tol, e.g. tol=0, for such a hazard), got {hazard!r}")
         self._base_params = ChangepointParams.make(
             None, self.hazard, self.forgetting, self.robust, self.tau, self.tol,
             self._models, self.merge_tol)
@@ -257,6 +261,7 @@ class ChangepointDetector(SequentialEstimator):
             level = (4.0 * float(self.hazard)) ** (1.0 / self._base_params.dim)
             if self._base_params.dim == 2.0:
                 level = 2.0 * math.sqrt(self.hazard)  # the same value, as it always was
+            level = min(level, 1.0)  # hazard > 1/4: every discounted observation counts
         self._outlier_level = float(check_unit_interval(
             "outlier_level", real_scalar("outlier_level", level), low_open=True,
             high_open=False))
