@@ -286,13 +286,21 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="fewer repeats, shorter stream")
     ap.add_argument("--big", action="store_true", help="add the 10^6-point rows")
     ap.add_argument("--stream", type=int, default=None, help="points streamed by update()")
+    ap.add_argument("--tables", default="well-log,scaling,streaming,startup",
+                    help="comma-separated subset of the tables to print")
     args = ap.parse_args()
+    tables = set(args.tables.split(","))
     engine = "numba" if numba_available() else "numpy"
-    print(f"{os.cpu_count()} cores (shared), one used; numpy {np.__version__}")
-    well_log_table(3 if args.quick else 10, engine)
-    scaling_table(args.big, args.quick, engine)
-    streaming_table(args.stream or (50_000 if args.quick else 200_000), engine)
-    startup_table(engine)
+    print(f"{os.cpu_count()} cores (shared), one used; numpy {np.__version__}; load average "
+          f"{os.getloadavg()[0]:.1f}")
+    if "well-log" in tables:
+        well_log_table(3 if args.quick else 10, engine)
+    if "scaling" in tables:
+        scaling_table(args.big, args.quick, engine)
+    if "streaming" in tables:
+        streaming_table(args.stream or (50_000 if args.quick else 200_000), engine)
+    if "startup" in tables:
+        startup_table(engine)
     return 0
 
 
