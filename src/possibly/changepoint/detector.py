@@ -91,6 +91,7 @@ def _run_numba_chunks(state: RunState, y: np.ndarray, params: ChangepointParams,
                       interrupted: list[bool]) -> tuple[RunState, dict[str, np.ndarray]]:
     kernel = _numba_kernel()
     model = params.models[0]
+    assert isinstance(model, NormalMean)  # the engine is chosen for this model only
     tau = math.nan if params.tau is None else params.tau
     log_tol = math.log(params.tol) if params.tol > 0.0 else -math.inf
     parts = []
