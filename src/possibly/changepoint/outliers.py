@@ -41,7 +41,7 @@ def find_outliers(y: np.ndarray, discount: np.ndarray, segments: Sequence[tuple[
     [2]
     """
     flagged = discount < outlier_level  # NaN (missing) compares False
-    found: list[int] = []
+    found = []
     for k, (a, b) in zip(segment_models, segments, strict=True):
         candidates = np.flatnonzero(flagged[a + 1:b]) + a + 1  # a segment start is a change
         if candidates.size:
