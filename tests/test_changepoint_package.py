@@ -233,13 +233,20 @@ def test_smallest_sigma_gives_finite_results(engine):
     (dict(history="yes"), TypeError, "history must be a bool"),
     (dict(hazard=0.3, tol=0.5), ValueError, r"tol must be in \[0, hazard\)"),
     (dict(hazard="0.1"), TypeError, "hazard must be a real number, got the string"),
-    (dict(hazard=1e-13), ValueError, r"tol must be in \[0, hazard\)"),
+    (dict(hazard=1e-13), ValueError, r"hazard must be greater than tol = 1e-12"),
+    (dict(hazard=0.3, tol=0.4), ValueError, r"tol must be in \[0, hazard\)"),
     (dict(hazard=1.5), ValueError, "hazard must be in"),
     (dict(merge_tol=-1.0), ValueError, r"merge_tol must be in \[0, 1\)"),
 ])
 def test_bad_arguments_name_the_argument(kw, exc, match):
     with pytest.raises(exc, match=match):
         ps.ChangepointDetector(sigma=1.0, **kw)
+
+
+def test_large_hazard_is_accepted():
+    # the derived outlier level 2 √hazard would exceed 1: it is capped, not an error
+    det = ps.ChangepointDetector(sigma=1.0, hazard=0.3)
+    assert det.fit(np.r_[np.zeros(10), np.ones(10) * 5]).changepoints.tolist() == [10]
 
 
 def test_pickle_round_trip_mid_stream():
@@ -277,3 +284,17 @@ def test_ctrl_c_during_a_numba_fit_is_a_clean_keyboard_interrupt(tmp_path):
     assert proc.returncode == 7, (out, err)
     assert "interrupted" in out
     assert "SystemError" not in err and "Segmentation" not in err
+
+
+def test_numba_cache_defaults_to_the_user_cache_dir(tmp_path):
+    code = "import os, possibly; print(os.environ.get('NUMBA_CACHE_DIR'))"
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    env["PYTHONPATH"] = os.pathsep.join(sys.path)
+    env["XDG_CACHE_HOME"] = str(tmp_path)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=env, check=True).stdout.strip()
+    if sys.platform.startswith("linux"):
+        assert out == str(tmp_path / "possibly" / "numba")
+    mine = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**env, "NUMBA_CACHE_DIR": "/elsewhere"}, check=True)
+    assert mine.stdout.strip() == "/elsewhere"  # the user's setting wins

@@ -81,6 +81,8 @@ def _deferred_sigint() -> Iterator[list[bool]]:
 def _run_numba(state: RunState, y: np.ndarray, params: ChangepointParams
                ) -> tuple[RunState, dict[str, np.ndarray]]:
     """The compiled engine (one NormalMean model), in chunks so that Ctrl-C stays clean."""
+    if y.size == 1:  # one streamed value: microseconds, not worth two signal() calls
+        return _run_numba_chunks(state, y, params, [False])
     with _deferred_sigint() as interrupted:
         return _run_numba_chunks(state, y, params, interrupted)
 
@@ -89,6 +91,7 @@ def _run_numba_chunks(state: RunState, y: np.ndarray, params: ChangepointParams,
                       interrupted: list[bool]) -> tuple[RunState, dict[str, np.ndarray]]:
     kernel = _numba_kernel()
     model = params.models[0]
+    assert isinstance(model, NormalMean)  # the engine is chosen for this model only
     tau = math.nan if params.tau is None else params.tau
     log_tol = math.log(params.tol) if params.tol > 0.0 else -math.inf
     parts = []
@@ -108,7 +111,7 @@ def _run_numba_chunks(state: RunState, y: np.ndarray, params: ChangepointParams,
         parts.append(res[4:])
     if interrupted[0]:
         raise KeyboardInterrupt
-    cat = [np.concatenate(p) for p in zip(*parts, strict=True)]
+    cat = parts[0] if len(parts) == 1 else [np.concatenate(p) for p in zip(*parts, strict=True)]
     out = {"start": cat[0], "model": np.zeros(y.size, dtype=np.int64), "mean": cat[1],
            "log_consistency": cat[2], "discount": cat[3], "n_active": cat[4],
            "log_change_possibility": cat[5]}
@@ -239,6 +242,10 @@ class ChangepointDetector(SequentialEstimator):
     def _configure(self) -> None:
         """Validate the parameters (errors point at the call site) and reset."""
         self._models = self._build_models()
+        hazard = real_scalar("hazard", self.hazard)
+        if self.tol == 1e-12 and 0.0 < hazard <= self.tol:  # the default tol: name hazard
+            raise ValueError(f"hazard must be greater than tol = {self.tol:g} (pass a smaller "
+                             f"tol, e.g. tol=0, for such a hazard), got {hazard!r}")
         self._base_params = ChangepointParams.make(
             None, self.hazard, self.forgetting, self.robust, self.tau, self.tol,
             self._models, self.merge_tol)
@@ -255,6 +262,7 @@ class ChangepointDetector(SequentialEstimator):
             level = (4.0 * float(self.hazard)) ** (1.0 / self._base_params.dim)
             if self._base_params.dim == 2.0:
                 level = 2.0 * math.sqrt(self.hazard)  # the same value, as it always was
+            level = min(level, 1.0)  # hazard > 1/4: every discounted observation counts
         self._outlier_level = float(check_unit_interval(
             "outlier_level", real_scalar("outlier_level", level), low_open=True,
             high_open=False))
@@ -394,9 +402,14 @@ class ChangepointDetector(SequentialEstimator):
                 dtype = (np.int8 if name == "model" else np.int32 if name == "n_active"
                          else v.dtype)
                 self._history[name] = Growable(dtype, v.shape[1:])
-        self._history["y"].extend(arr)
-        for name in _COLUMNS:
-            self._history[name].extend(out[name])
+        if len(arr) == 1:  # streaming: scalar appends
+            self._history["y"].append(arr[0])
+            for name in _COLUMNS:
+                self._history[name].append(out[name][0])
+        else:
+            self._history["y"].extend(arr)
+            for name in _COLUMNS:
+                self._history[name].extend(out[name])
         if index is not None:
             self._index = index
 

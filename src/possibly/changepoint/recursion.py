@@ -425,6 +425,16 @@ class Growable:
         self.data[self.n:need] = values
         self.n = need
 
+    def append(self, value: Any) -> None:
+        if self.n == len(self.data):
+            self.extend(np.asarray(value, dtype=self.data.dtype)[None])
+            return
+        self.data[self.n] = value
+        self.n += 1
+
+    def last(self) -> Any:
+        return self.data[self.n - 1]
+
     def view(self) -> np.ndarray:
         return self.data[:self.n]
 
@@ -451,6 +461,9 @@ class MapTrace:
         model = np.asarray(model, dtype=np.int64)
         if start.size == 0:
             return
+        if start.size == 1:  # streaming: plain Python on scalars
+            self._append(int(start[0]), int(model[0]))
+            return
         if self.start.n:
             prev_s, prev_m = self.start.view()[-1], self.model.view()[-1]
         else:
@@ -468,6 +481,16 @@ class MapTrace:
         parents = np.searchsorted(self.time.view(), starts - 1, side="right") - 1
         self.parent.extend(np.where(starts > 0, parents, -1))
         self.t += start.size
+
+    def _append(self, s: int, k: int) -> None:
+        if self.start.n and int(self.start.last()) == s and int(self.model.last()) == k:
+            self.t += 1
+            return
+        self.time.append(self.t)
+        self.start.append(s)
+        self.model.append(k)
+        self.parent.append(self.event_at(s - 1) if s > 0 else -1)
+        self.t += 1
 
     def event_at(self, t: int) -> int:
         return int(np.searchsorted(self.time.view(), t, side="right")) - 1

@@ -32,8 +32,10 @@ ZOOMS = ((1175, 1250), (3875, 4000))
 
 
 def _detector(robust: bool, engine: str = "auto", tol: float = 1e-12) -> ChangepointDetector:
+    # tol = 0: the full recursion (no pruning, no merging), for the cost of both
     return ChangepointDetector(sigma=SIGMA, hazard=HAZARD, forgetting=FORGETTING,
-                               robust=robust, tol=tol, engine=engine)
+                               robust=robust, tol=tol, engine=engine,
+                               merge_tol=1e-6 if tol > 0 else 0.0)
 
 
 def _best_time(det: ChangepointDetector, y: np.ndarray, repeats: int) -> float:
