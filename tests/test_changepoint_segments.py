@@ -316,3 +316,43 @@ def test_vector_changes_found_invariant_and_spikes_are_outliers():
 def test_vector_bad_input_names_the_argument(call, name):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+# ----------------------------------------------------------------------------------------------
+# compiled engine (changepoint/_numba_segments.py) against the numpy recursion
+
+
+@pytest.mark.parametrize("robust, tol", [(True, 1e-12), (False, 1e-12), (True, 0.0)])
+def test_compiled_engine_agrees_with_the_numpy_recursion(robust, tol):
+    pytest.importorskip("numba")
+    y, _ = datasets.level_shifts(400, n_changes=3, outlier_rate=0.02, seed=3)
+    y2, _ = datasets.trend_jumps(300, n_changes=2, seed=1)
+    for series in (y, y2):
+        series = series.copy()
+        series[[17, 18, 200]] = np.nan  # missing values: predict only
+        kw = dict(model=FAMILY, forgetting=0.95, robust=robust, tol=tol)
+        ref = ps.ChangepointDetector(engine="numpy", **kw).fit(series)
+        res = ps.ChangepointDetector(engine="numba", **kw).fit(series)
+        np.testing.assert_array_equal(res.changepoints, ref.changepoints)
+        assert res.segment_models == ref.segment_models
+        np.testing.assert_array_equal(res.n_active, ref.n_active)
+        np.testing.assert_array_equal(res.map_model, ref.map_model)
+        for name in ("discount", "log_consistency", "mean", "log_change_possibility"):
+            np.testing.assert_allclose(getattr(res, name), getattr(ref, name), rtol=1e-9,
+                                       atol=1e-12, equal_nan=True)
+        np.testing.assert_array_equal(res.outliers, ref.outliers)
+
+
+def test_compiled_engine_streams_and_resumes_like_fit():
+    pytest.importorskip("numba")
+    y, _ = datasets.trend_jumps(200, n_changes=2, seed=2)
+    prior = automatic_prior(y)
+    models = [NormalMeanVariance(prior=prior), PolynomialTrend(2, prior=prior)]
+    ref = ps.ChangepointDetector(model=models, forgetting=1.0, engine="numpy").fit(y)
+    det = ps.ChangepointDetector(model=models, forgetting=1.0, engine="numba")
+    det.extend(y[:90])
+    det = pickle.loads(pickle.dumps(det))
+    for x in y[90:]:
+        det.update(x)
+    np.testing.assert_array_equal(det.result().changepoints, ref.changepoints)
+    np.testing.assert_allclose(det.result().discount, ref.discount, rtol=1e-9)

@@ -26,6 +26,7 @@ from possibly.changepoint.recursion import (
     step,
 )
 from possibly.changepoint.result import ChangepointResult
+from possibly.changepoint.segments import PolynomialTrend, compiled_family, run_compiled
 from possibly.sequential import SequentialEstimator
 from possibly.validation import check_unit_interval
 
@@ -285,7 +286,8 @@ class ChangepointDetector(SequentialEstimator):
         return models
 
     def _compiled_model(self) -> bool:
-        return len(self._models) == 1 and type(self._models[0]) is NormalMean
+        return (len(self._models) == 1 and type(self._models[0]) is NormalMean) or \
+            all(type(m) is PolynomialTrend for m in self._models)
 
     def _engine(self) -> str:
         if not self._compiled_model():
@@ -388,7 +390,11 @@ class ChangepointDetector(SequentialEstimator):
     def _run(self, state: RunState, arr: np.ndarray) -> tuple[RunState, dict[str, np.ndarray]]:
         params = self._params()
         if self._engine() == "numba":
-            return _run_numba(state, arr, params)
+            if compiled_family(params.models):  # PolynomialTrend models (issue 12)
+                with _deferred_sigint() as interrupted:
+                    return run_compiled(state, arr, params, interrupted, CHUNK)
+            if type(params.models[0]) is NormalMean:
+                return _run_numba(state, arr, params)
         return _run_numpy(state, arr, params)
 
     def _record(self, arr: np.ndarray, out: dict[str, np.ndarray], index: Any = None) -> None:

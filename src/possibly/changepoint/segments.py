@@ -541,3 +541,81 @@ def _multigammaln(a: np.ndarray, d: int) -> np.ndarray:
     """``log Γ_d(a)`` elementwise: ``d(d-1)/4 log π + Σ_j log Γ(a - j/2)``."""
     a = np.asarray(a, dtype=np.float64)
     return 0.25 * d * (d - 1) * math.log(math.pi) + sum(gammaln(a - 0.5 * j) for j in range(d))
+
+
+# ----------------------------------------------------------------------------------------------
+# compiled engine for a family of PolynomialTrend models (changepoint/_numba_segments.py)
+
+
+def compiled_family(models: tuple[SegmentModel, ...]) -> bool:
+    """Whether the compiled engine runs these models: resolved :class:`PolynomialTrend` models
+    (degrees 0 to 2) sharing one prior."""
+    return (all(type(m) is PolynomialTrend and m.prior is not None for m in models)
+            and len({m.prior for m in models}) == 1)
+
+
+def run_compiled(state: Any, y: np.ndarray, params: Any, interrupted: list[bool],
+                 chunk: int) -> tuple[Any, dict[str, np.ndarray]]:
+    """The compiled recursion over ``y`` from ``state``, in chunks (Ctrl-C between them)."""
+    from possibly.changepoint._numba_segments import run_trend_family
+    from possibly.changepoint.recursion import RunBlock, RunState
+
+    models = params.models
+    k_models = len(models)
+    prior = models[0].prior
+    degrees = np.array([mod.degree for mod in models], dtype=np.int64)
+    m0 = np.zeros((k_models, 3))
+    cov0 = np.zeros((k_models, 3, 3))
+    a0, b0 = np.empty(k_models), np.empty(k_models)
+    for k, mod in enumerate(models):
+        new = mod.new_runs(1)
+        p = mod.degree + 1
+        cov0[k, :p, :p] = new["cov"][0]
+        a0[k], b0[k] = new["a"][0], new["b"][0]
+    integrated = np.array([mod.evidence == "integrated" for mod in models])
+    floor = np.array([mod.outlier_cost for mod in models], dtype=np.float64)
+    # pack the state into per-model buffers (coefficients padded to 3)
+    count = np.array([blk.start.size for blk in state.blocks], dtype=np.int64)
+    cap = max(int(count.max()), 1)
+    start = np.zeros((k_models, cap), np.int64)
+    log_w = np.zeros((k_models, cap))
+    m = np.zeros((k_models, cap, 3))
+    cov = np.zeros((k_models, cap, 3, 3))
+    a, b = np.zeros((k_models, cap)), np.zeros((k_models, cap))
+    seen = np.zeros((k_models, cap), dtype=bool)
+    for k, (mod, blk) in enumerate(zip(models, state.blocks, strict=True)):
+        c, p = count[k], mod.degree + 1
+        start[k, :c], log_w[k, :c] = blk.start, blk.log_w
+        if c:
+            m[k, :c, :p], cov[k, :c, :p, :p] = blk.runs["m"], blk.runs["cov"]
+            a[k, :c], b[k, :c], seen[k, :c] = blk.runs["a"], blk.runs["b"], blk.runs["seen"]
+    tau = math.nan if params.tau is None else params.tau
+    log_tol = math.log(params.tol) if params.tol > 0.0 else -math.inf
+    t = state.t
+    y = np.ascontiguousarray(y, dtype=np.float64)
+    parts = []
+    for first in range(0, y.size, chunk):
+        if interrupted[0]:
+            raise KeyboardInterrupt
+        part = y[first:first + chunk]
+        res = run_trend_family(part, t, count, start, log_w, m, cov, a, b, seen, degrees, m0,
+                               cov0, a0, b0, integrated, floor, prior.loc, prior.scale,
+                               math.log(params.hazard), params.forgetting, params.robust, tau,
+                               params.dim, log_tol, params.tol > 0.0)
+        count, start, log_w, m, cov, a, b, seen = res[:8]
+        parts.append(res[8:])
+        t += part.size
+    if interrupted[0]:
+        raise KeyboardInterrupt
+    cat = [np.concatenate(col) for col in zip(*parts, strict=True)] if parts else \
+        [np.zeros(0, np.int64), np.zeros(0, np.int64)] + [np.zeros(0)] * 3 + \
+        [np.zeros(0, np.int64), np.zeros(0)]
+    blocks = []
+    for k, mod in enumerate(models):
+        c, p = int(count[k]), mod.degree + 1
+        blocks.append(RunBlock(start[k, :c].copy(), log_w[k, :c].copy(), {
+            "m": m[k, :c, :p].copy(), "cov": cov[k, :c, :p, :p].copy(), "a": a[k, :c].copy(),
+            "b": b[k, :c].copy(), "seen": seen[k, :c].copy()}))
+    out = {"start": cat[0], "model": cat[1], "mean": cat[2], "log_consistency": cat[3],
+           "discount": cat[4], "n_active": cat[5], "log_change_possibility": cat[6]}
+    return RunState(t, tuple(blocks)), out
