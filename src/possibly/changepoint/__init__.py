@@ -54,6 +54,7 @@ from possibly.changepoint.segments import (
     SegmentPrior,
     automatic_prior,
     automatic_vector_prior,
+    model_family,
 )
 
 __all__ = [
@@ -74,6 +75,7 @@ __all__ = [
     "backtrack",
     "estimate_sigma",
     "init",
+    "model_family",
     "numba_available",
     "step",
 ]

@@ -52,6 +52,7 @@ __all__ = [
     "SegmentPrior",
     "automatic_prior",
     "automatic_vector_prior",
+    "model_family",
 ]
 
 _LOG_2PI = math.log(2.0 * math.pi)
@@ -312,6 +313,20 @@ class PolynomialTrend(SegmentModel):
                                        self.outlier_cost)
             out[i] = bool(floored[0]) or lc < OUTLIER_LOG_CONSISTENCY
         return out
+
+
+def model_family(**kwargs: Any) -> list[PolynomialTrend]:
+    """The model family chosen on the synthetic suite: constant level, linear and quadratic
+    trend, all with unknown noise precision (keyword arguments go to every model).
+
+    Use it with ``forgetting=1.0`` (benchmarks/bench_changepoint_quality.py, BENCHMARKS.md).
+
+    Examples
+    --------
+    >>> [m.degree for m in model_family()]
+    [0, 1, 2]
+    """
+    return [PolynomialTrend(degree, **kwargs) for degree in (0, 1, 2)]
 
 
 def NormalMeanVariance(**kwargs: Any) -> PolynomialTrend:  # noqa: N802 - a model constructor
