@@ -23,7 +23,7 @@ def main() -> None:
               rng.normal(20, 4, 120)]
     y[60] += 40.0
     family = [NormalMeanVariance(), PolynomialTrend(1), PolynomialTrend(2)]
-    new = ps.ChangepointDetector(model=family, forgetting=1.0).fit(y)
+    new = ps.ChangepointDetector(model=family, forgetting=1.0, tol=1e-3).fit(y)
     old = ps.ChangepointDetector().fit(y)
     names = ["level", "linear", "quadratic"]
 
