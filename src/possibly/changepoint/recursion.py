@@ -45,7 +45,9 @@ Two rules keep the number of hypotheses bounded:
   homogeneous segment only ``O(log(1/ε) / log(1/ρ))`` hypotheses stay distinguishable (about
   130 for ``ρ = 0.9``, ``ε = 10⁻⁶``): the cost per observation is bounded at any segment
   length. Without forgetting (``ρ = 1``) estimates converge like ``1/r`` only and the merge
-  bounds the cost far less; ``tol`` remains the bound there.
+  bounds the cost far less; ``tol`` remains the bound there. Only models that implement
+  ``indistinguishable`` are merged (:class:`~possibly.changepoint.NormalMean` does,
+  :class:`~possibly.changepoint.ConjugateModel` does not).
 """
 
 from __future__ import annotations

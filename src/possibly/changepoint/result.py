@@ -76,7 +76,10 @@ class ChangepointResult:
     @property
     def consistency(self) -> np.ndarray:
         """``c_t = exp(log c_t)``."""
-        return np.exp(self.log_consistency)
+        # math.exp, not numpy's vectorised exp (which can differ in the last bit): the values
+        # the detector always reported, and the compiled engine's arithmetic
+        lc = self.log_consistency
+        return np.fromiter((math.exp(v) for v in lc.tolist()), dtype=np.float64, count=lc.size)
 
     def _trace(self) -> MapTrace:
         if "trace" not in self._cache:
