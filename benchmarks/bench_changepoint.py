@@ -1,12 +1,23 @@
-"""Change-point detection: possibly's detector against the PyPI BOCPD packages.
+"""Change-point detection: possibly's detector against a plain numpy recursion and the peers.
 
-Prints a table. All timings are best-of-N wall-clock times in this process on the same data;
-ratios are against the robust detector (numba engine when installed). The PyPI packages
-``bocpd`` and ``bayesian-changepoint-detection`` implement the standard probabilistic BOCPD of
-Adams & MacKay with a normal-gamma (Student-t predictive) model, a dense (T+1)² run-length
-matrix and no truncation; they are timed once on the same series with hazard 1/400.
+Prints four tables, every timing measured in this process (start-up in fresh subprocesses):
 
-Run: ``.venv/bin/python benchmarks/bench_changepoint.py [--quick]``
+1. the well log (4050 points): ours (numba and numpy engines, robust and standard, merged and
+   unmerged), a plain numpy recursion (the textbook possibilistic BOCPD, every run length kept,
+   vectorised over run lengths), ``ruptures`` Pelt (l2 cost), and the PyPI probabilistic BOCPD
+   packages ``bocpd`` and ``bayesian-changepoint-detection`` (dense run-length matrix);
+2. scaling in the series length, with short segments (a change every 400 points) and long
+   segments (5 changes whatever the length);
+3. streaming: ``update()`` latency at the start and at the end of a long stream, and the
+   bytes kept per step;
+4. start-up: ``import possibly`` and the first fit, with a cold and a warm numba cache.
+
+Timings are medians over repeats with the min–max spread in brackets; ratios are of medians in
+the same run. The machine is shared: compare ratios, not absolute times, across runs.
+
+Run: ``.venv/bin/python benchmarks/bench_changepoint.py [--quick] [--big] [--stream N]``
+(``--big`` adds the 10⁶-point rows and the 10⁵ long-segment row without merging: about as
+slow as before merging existed, i.e. quadratic).
 """
 
 from __future__ import annotations
@@ -14,39 +25,92 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import math
 import os
-import resource
+import statistics
+import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
-from timing import best_of
 
 import possibly as ps
-from possibly.changepoint import ChangepointDetector, _numba_available
+from possibly.changepoint import ChangepointDetector, numba_available
 
 SIGMA, HAZARD, FORGETTING = 2500.0, 2.5e-3, 0.9
 
 
+def timed(fn, repeats: int) -> tuple[float, float, float]:
+    """(median, min, max) wall-clock seconds of ``fn()`` over ``repeats`` runs."""
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), min(times), max(times)
 
 
-def detector(**kw) -> ChangepointDetector:
-    base = dict(sigma=SIGMA, hazard=HAZARD, forgetting=FORGETTING)
-    base.update(kw)
-    return ChangepointDetector(**base)
+def fmt(t: tuple[float, float, float] | None) -> str:
+    if t is None:
+        return "-"
+    med, lo, hi = t
+    unit, k = ("s", 1.0) if med >= 1 else ("ms", 1e3)
+    return f"{med * k:.3g} {unit} [{lo * k:.3g}–{hi * k:.3g}]"
 
 
-def bocpd_package(y: np.ndarray):
+def plain_numpy(y: np.ndarray, sigma: float, hazard: float, forgetting: float,
+                robust: bool = True) -> np.ndarray:
+    """The textbook recursion in plain numpy: every run length kept, no pruning or merging.
+
+    Returns the MAP run lengths (backtracked into change points by the caller).
+    """
+    s2 = sigma * sigma
+    n = y.size
+    log_w = np.empty(n)
+    mu = np.empty(n)
+    lam = np.empty(n)
+    r_map = np.empty(n, dtype=np.int64)
+    log_h = math.log(hazard)
+    m = 0
+    for t in range(n):
+        new = log_h + log_w[:m].max() if m else 0.0
+        lam[:m] *= forgetting
+        log_w[m], mu[m], lam[m] = new, 0.0, 0.0
+        m += 1
+        d = y[t] - mu[:m]
+        q = d * d
+        log_c = float(np.max(log_w[:m] - 0.5 * q * (lam[:m] / (1.0 + lam[:m] * s2))))
+        g = math.exp(0.5 * log_c) if robust else 1.0
+        k = g / s2
+        gain = k / (lam[:m] + k)
+        log_w[:m] -= 0.5 * q * (lam[:m] * gain)
+        mu[:m] += gain * d
+        lam[:m] += k
+        log_w[:m] -= log_w[:m].max()
+        r_map[t] = t - int(np.argmax(log_w[:m]))  # runs are stored oldest first: start = index
+    return r_map
+
+
+def ruptures_pelt(y: np.ndarray, sigma: float) -> np.ndarray:
+    import ruptures
+
+    pen = 2.0 * sigma * sigma * math.log(y.size)  # BIC-like penalty in l2-cost units
+    bkps = ruptures.Pelt(model="l2").fit(y).predict(pen=pen)  # its defaults: min_size 2, jump 5
+    return np.array(bkps[:-1], dtype=np.int64)
+
+
+def bocpd_package(y: np.ndarray, sigma: float, hazard: float):
     """``bocpd`` (PyPI): online_changepoint_detection with a Student-t model."""
     with contextlib.redirect_stdout(io.StringIO()):  # it prints on import
         from bocpd.bayesian_models import online_changepoint_detection
         from bocpd.hazard_functions import constant_hazard
         from bocpd.online_likelihoods import StudentT
-    lik = StudentT(alpha=1.0, beta=SIGMA**2, kappa=1.0, mu=float(np.mean(y)))
-    return online_changepoint_detection(y, lambda r: constant_hazard(1 / HAZARD, r), lik)
+    lik = StudentT(alpha=1.0, beta=sigma**2, kappa=1.0, mu=float(np.mean(y)))
+    return online_changepoint_detection(y, lambda r: constant_hazard(1 / hazard, r), lik)
 
 
-def bcd_package(y: np.ndarray):
+def bcd_package(y: np.ndarray, sigma: float, hazard: float):
     """``bayesian-changepoint-detection`` (PyPI): the same algorithm, its own Student-t."""
     from bayesian_changepoint_detection.online_changepoint_detection import (
         StudentT,
@@ -54,103 +118,190 @@ def bcd_package(y: np.ndarray):
         online_changepoint_detection,
     )
 
-    lik = StudentT(alpha=1.0, beta=SIGMA**2, kappa=1.0, mu=float(np.mean(y)))
-    return online_changepoint_detection(y, lambda r: constant_hazard(1 / HAZARD, r), lik)
+    lik = StudentT(alpha=1.0, beta=sigma**2, kappa=1.0, mu=float(np.mean(y)))
+    return online_changepoint_detection(y, lambda r: constant_hazard(1 / hazard, r), lik)
 
 
-def rss_mib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+def peer_changepoints(R: np.ndarray) -> np.ndarray:
+    # column t + 1 of R is after observation t; its run length counts observation t
+    r = np.maximum(np.argmax(R[:, 1:], axis=0) - 1, 0)
+    return ps.changepoint.backtrack(r)
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="fewer repeats, 10^5 streamed points")
-    args = ap.parse_args()
-    repeats = 3 if args.quick else 20
+def series(n: int, n_changes: int, seed: int = 0) -> np.ndarray:
+    y, _, _ = ps.datasets.piecewise_constant(n, n_changes=n_changes, outlier_rate=0.01,
+                                             seed=seed)
+    return y
+
+
+def well_log_table(repeats: int, engine: str) -> None:
     y = ps.datasets.well_log()
     n = y.size
-    engine = "numba" if _numba_available() else "numpy"
-    rows = []  # (name, seconds or None, note)
-
-    # exactness first: pruning at 1e-12 gives the unpruned results, bit for bit
-    pruned = detector(engine=engine).fit(y)
-    full = detector(engine=engine, tol=0.0).fit(y)
-    exact = all(np.array_equal(getattr(pruned, f), getattr(full, f), equal_nan=True)
-                for f in ("map_run_length", "mean", "consistency", "discount"))
-
-    det = detector(engine=engine)
-    det.fit(y[:10])  # compile / warm up
-    base = best_of(lambda: det.fit(y), repeats)
-    rows.append((f"possibly robust ({engine}, tol 1e-12)", base,
-                 f"{pruned.changepoints.size} change points; identical to unpruned: {exact}"))
-    std = detector(engine=engine, robust=False)
-    std.fit(y[:10])
-    rows.append((f"possibly standard ({engine}, tol 1e-12)", best_of(lambda: std.fit(y), repeats),
-                 f"{std.fit(y).changepoints.size} change points"))
-    unpruned = detector(engine=engine, tol=0.0)
-    rows.append((f"possibly robust ({engine}, unpruned)",
-                 best_of(lambda: unpruned.fit(y), max(1, repeats // 5)), "every run length kept"))
+    det = ChangepointDetector(sigma=SIGMA, hazard=HAZARD, forgetting=FORGETTING, engine=engine)
+    ref = det.fit(y)
+    full = ChangepointDetector(sigma=SIGMA, hazard=HAZARD, forgetting=FORGETTING, tol=0.0,
+                               merge_tol=0.0, engine=engine).fit(y)
+    exact = all(np.array_equal(getattr(ref, f), getattr(full, f), equal_nan=True)
+                for f in ("map_run_length", "mean", "log_consistency", "discount"))
+    rows = []
+    base = timed(lambda: det.fit(y), repeats)
+    rows.append((f"possibly robust ({engine}, default: tol 1e-12, merge 1e-6)", base,
+                 f"{ref.changepoints.size} cps; max {ref.n_active.max()} runs; "
+                 f"identical to unpruned+unmerged: {exact}"))
+    std = ChangepointDetector(sigma=SIGMA, robust=False, engine=engine)
+    rows.append((f"possibly standard ({engine})", timed(lambda: std.fit(y), repeats),
+                 f"{std.fit(y).changepoints.size} cps"))
+    unm = ChangepointDetector(sigma=SIGMA, tol=0.0, merge_tol=0.0, engine=engine)
+    rows.append((f"possibly robust ({engine}, unpruned, unmerged)",
+                 timed(lambda: unm.fit(y), max(1, repeats // 3)),
+                 f"max {full.n_active.max()} runs"))
     if engine == "numba":
-        npdet = detector(engine="numpy")
-        rows.append(("possibly robust (numpy engine)", best_of(lambda: npdet.fit(y), 2),
-                     "pure numpy step function"))
-
+        npdet = ChangepointDetector(sigma=SIGMA, engine="numpy")
+        rows.append(("possibly robust (numpy engine, generic step)",
+                     timed(lambda: npdet.fit(y), 2), "per-step Python, any segment model"))
+    r_plain = plain_numpy(y, SIGMA, HAZARD, FORGETTING)
+    same = np.array_equal(ps.changepoint.backtrack(r_plain), full.changepoints)
+    rows.append(("plain numpy recursion (textbook, every run)",
+                 timed(lambda: plain_numpy(y, SIGMA, HAZARD, FORGETTING), 2),
+                 f"same change points as ours: {same}"))
+    try:
+        cps = ruptures_pelt(y, SIGMA)
+        rows.append(("ruptures Pelt (l2, BIC-like penalty, jump 5)",
+                     timed(lambda: ruptures_pelt(y, SIGMA), 1),
+                     f"{cps.size} cps (offline, not robust)"))
+    except ImportError as exc:
+        rows.append(("ruptures Pelt", None, f"not installed: {exc}"))
     for name, fn in (("bocpd 0.0.4 (PyPI)", bocpd_package),
                      ("bayesian-changepoint-detection (PyPI)", bcd_package)):
         try:
             t0 = time.perf_counter()
-            R, _ = fn(y)
+            R, _ = fn(y, SIGMA, HAZARD)
             secs = time.perf_counter() - t0
-            # column t + 1 of R is after observation t; its run length counts observation t
-            # (0: a change right after it), ours does not: shift by one, clip at 0
-            r = np.maximum(np.argmax(R[:, 1:], axis=0) - 1, 0)
-            cps = ps.changepoint.backtrack(r)
+            cps = peer_changepoints(R)
             del R
-            rows.append((name, secs, f"standard BOCPD, Student-t; {cps.size} change points "
-                                     f"(its MAP run lengths backtracked)"))
+            rows.append((name + ", 1 run", (secs, secs, secs),
+                         f"standard BOCPD, Student-t; {cps.size} cps"))
         except Exception as exc:  # report, do not hide, a package that fails
             rows.append((name, None, f"failed: {type(exc).__name__}: {exc}"[:90]))
-
-    print(f"well log: {n} observations, sigma={SIGMA:g}, hazard={HAZARD:g}, "
-          f"forgetting={FORGETTING:g}; best of {repeats}; {os.cpu_count()} cores, one used")
-    print(f"{'method':44s} {'total':>11s} {'per obs':>11s} {'ratio':>9s}  note")
-    for name, secs, note in rows:
-        if secs is None:
-            print(f"{name:44s} {'-':>11s} {'-':>11s} {'-':>9s}  {note}")
+    print(f"## well log: {n} observations, sigma={SIGMA:g}, hazard={HAZARD:g}, "
+          f"forgetting={FORGETTING:g}; {repeats} repeats")
+    print(f"{'method':58s} {'whole series':>26s} {'per obs':>9s} {'ratio':>8s}  note")
+    for name, t, note in rows:
+        if t is None:
+            print(f"{name:58s} {'-':>26s} {'-':>9s} {'-':>8s}  {note}")
             continue
-        print(f"{name:44s} {secs * 1e3:8.2f} ms {secs / n * 1e6:8.2f} µs "
-              f"{secs / base:8.1f}x  {note}")
+        print(f"{name:58s} {fmt(t):>26s} {t[0] / n * 1e6:7.2f}µs {t[0] / base[0]:7.1f}x  {note}")
 
-    # streaming in bounded memory
-    n_stream = 10**5 if args.quick else 10**6
-    sig, true_cps, _ = ps.datasets.piecewise_constant(
-        n_stream, n_changes=n_stream // 400, outlier_rate=0.01, seed=0)
-    lean = ChangepointDetector(sigma=1.0, hazard=HAZARD, forgetting=FORGETTING, engine=engine,
-                               history=False)
-    lean.extend(sig[:10])
-    lean.reset()
-    rss0 = rss_mib()
-    max_active = 0
-    t0 = time.perf_counter()
-    for chunk in np.array_split(sig, n_stream // 1000):
-        out = lean.extend(chunk)
-        max_active = max(max_active, int(out.n_active.max()))
-    secs = time.perf_counter() - t0
-    found = lean.changepoints
-    hit = np.mean([np.min(np.abs(found - c)) <= 3 for c in true_cps]) if found.size else 0.0
+
+def scaling_table(big: bool, quick: bool, engine: str) -> None:
+    sizes = [10**3, 10**4, 10**5] + ([10**6] if big else [])
     print()
-    print(f"streamed {n_stream:,} points in chunks of 1000 (history=False, {engine}): "
-          f"{secs:.2f} s, {secs / n_stream * 1e6:.2f} µs/obs; at most {max_active} run lengths "
-          f"kept; {len(lean._trace.times)} MAP resets stored; max RSS grew by "
-          f"{rss_mib() - rss0:.1f} MiB; {found.size} change points found, "
-          f"{100 * hit:.1f}% of the {true_cps.size} true ones within 3 steps")
-    single = ChangepointDetector(sigma=1.0, hazard=HAZARD, engine=engine, history=False)
-    m = 20000
-    t0 = time.perf_counter()
-    for v in sig[:m]:
-        single.update(v)
-    secs = time.perf_counter() - t0
-    print(f"one value at a time with update(): {secs / m * 1e6:.1f} µs/obs (call overhead)")
+    print("## scaling: short segments (a change every 400 points) and long (5 changes)")
+    print(f"{'n':>9s} {'segments':>8s} {'ours (' + engine + ')':>28s} {'µs/obs':>7s} "
+          f"{'max runs':>8s} {'ours tol only, no merge':>26s} {'plain numpy':>26s} "
+          f"{'ruptures Pelt':>26s}")
+    per_obs = {}
+    for n in sizes:
+        for kind, n_changes in (("short", max(1, n // 400)), ("long", 5)):
+            y = series(n, n_changes, seed=1)
+            rep = 1 if n >= 10**5 else (2 if quick else 5)
+            det = ChangepointDetector(sigma=1.0, hazard=HAZARD, forgetting=FORGETTING,
+                                      engine=engine, history=False)
+            t = timed(lambda det=det, y=y: det.fit(y), rep)
+            res = det.fit(y)
+            per_obs[n, kind] = t[0] / n
+            unm = plain = pelt = None
+            if n <= 10**4 or (big and n <= 10**5 and kind == "long"):
+                full = ChangepointDetector(sigma=1.0, hazard=HAZARD, merge_tol=0.0,
+                                           engine=engine, history=False)
+                unm = timed(lambda full=full, y=y: full.fit(y), 1)
+            if n <= 10**4:
+                plain = timed(lambda y=y: plain_numpy(y, 1.0, HAZARD, FORGETTING), 1)
+            if n <= 10**3 or (n <= 10**4 and not quick):  # Pelt is slow here: 10^4 ~ 10 s
+                try:
+                    pelt = timed(lambda y=y: ruptures_pelt(y, 1.0), 1)
+                except ImportError:
+                    pelt = None
+            print(f"{n:9d} {kind:>8s} {fmt(t):>28s} {t[0] / n * 1e6:7.2f} "
+                  f"{int(res.n_active.max()):8d} {fmt(unm):>26s} {fmt(plain):>26s} "
+                  f"{fmt(pelt):>26s}")
+    n_max = sizes[-1]
+    print(f"long / short time per observation at n = {n_max:g}: "
+          f"{per_obs[n_max, 'long'] / per_obs[n_max, 'short']:.2f}x")
+
+
+def streaming_table(n_stream: int, engine: str) -> None:
+    y = series(n_stream, n_stream // 400, seed=2)
+    window = min(10_000, n_stream // 10)
+    print()
+    print(f"## streaming: update() one value at a time over {n_stream:,} points ({engine})")
+    # history=True keeps ~70 bytes per step: skip it on very long streams (shared machine)
+    for history in ((True, False) if n_stream <= 10**6 else (False,)):
+        det = ChangepointDetector(sigma=1.0, hazard=HAZARD, engine=engine, history=history)
+        det.update(0.0)
+        det.reset()
+        lat = np.empty(n_stream)
+        clock = time.perf_counter
+        for i in range(n_stream):
+            t0 = clock()
+            det.update(y[i])
+            lat[i] = clock() - t0
+        first, last = lat[:window] * 1e6, lat[-window:] * 1e6
+        t0 = clock()
+        cps = det.changepoints
+        t_cps = clock() - t0
+        print(f"history={history!s:5s}: p50 {np.median(first):.1f} µs / p99 "
+              f"{np.percentile(first, 99):.1f} µs over the first {window:,} calls, "
+              f"p50 {np.median(last):.1f} µs / p99 {np.percentile(last, 99):.1f} µs over the "
+              f"last {window:,}; {det.history_nbytes() / n_stream:.1f} bytes kept per step; "
+              f".changepoints ({cps.size} of them) {t_cps * 1e3:.2f} ms")
+
+
+_STARTUP = """
+import time
+t0 = time.perf_counter()
+import numpy as np
+import possibly as ps
+t1 = time.perf_counter()
+ps.ChangepointDetector(sigma=1.0, engine={engine!r}).fit(np.zeros(1000))
+t2 = time.perf_counter()
+print(t1 - t0, t2 - t1)
+"""
+
+
+def startup_table(engine: str) -> None:
+    print()
+    print(f"## start-up (fresh interpreters; {engine} engine)")
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "NUMBA_CACHE_DIR": cache}
+        for label in ("cold cache", "warm cache", "warm cache"):
+            out = subprocess.run([sys.executable, "-c", _STARTUP.format(engine=engine)],
+                                 capture_output=True, text=True, env=env, check=True)
+            imp, first = (float(v) for v in out.stdout.split())
+            print(f"{label}: import possibly {imp * 1e3:.0f} ms, first fit (1000 points) "
+                  f"{first * 1e3:.0f} ms")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="fewer repeats, shorter stream")
+    ap.add_argument("--big", action="store_true", help="add the 10^6-point rows")
+    ap.add_argument("--stream", type=int, default=None, help="points streamed by update()")
+    ap.add_argument("--tables", default="well-log,scaling,streaming,startup",
+                    help="comma-separated subset of the tables to print")
+    args = ap.parse_args()
+    tables = set(args.tables.split(","))
+    engine = "numba" if numba_available() else "numpy"
+    print(f"{os.cpu_count()} cores (shared), one used; numpy {np.__version__}; load average "
+          f"{os.getloadavg()[0]:.1f}")
+    if "well-log" in tables:
+        well_log_table(3 if args.quick else 10, engine)
+    if "scaling" in tables:
+        scaling_table(args.big, args.quick, engine)
+    if "streaming" in tables:
+        streaming_table(args.stream or (50_000 if args.quick else 200_000), engine)
+    if "startup" in tables:
+        startup_table(engine)
     return 0
 
 

@@ -137,7 +137,7 @@ def test_matches_brute_force(engine, robust, forgetting, tau, seed):
     sigma, hazard = 1.3, 0.02
     ref = brute_force(y, sigma, hazard, forgetting, robust, tau)
     det = ChangepointDetector(sigma=sigma, hazard=hazard, forgetting=forgetting, robust=robust,
-                              tau=tau, tol=0.0, engine=engine)
+                              tau=tau, tol=0.0, merge_tol=0.0, engine=engine)
     res = det.fit(y)
     assert res.map_run_length.tolist() == [s["r"] for s in ref]
     np.testing.assert_allclose(res.consistency, [s["c"] for s in ref], rtol=1e-7)
@@ -158,7 +158,7 @@ def test_standard_matches_exhaustive_enumeration(engine):
     y = np.concatenate([rng.normal(0, 1, 5), rng.normal(4, 1, 6)])
     sigma, hazard = 1.0, 0.05
     res = ChangepointDetector(sigma=sigma, hazard=hazard, forgetting=1.0, robust=False,
-                              tol=0.0, engine=engine).fit(y)
+                              tol=0.0, merge_tol=0.0, engine=engine).fit(y)
     for t in range(len(y)):
         expect = exhaustive_log_possibility(y, sigma, hazard, t)
         np.testing.assert_allclose(res.log_run_length_possibility(t), expect,
@@ -203,7 +203,8 @@ def _same(a, b):
 def test_pruning_changes_nothing_on_well_log(well_log, robust):
     engine = "numba" if HAS_NUMBA else "numpy"
     pruned = ChangepointDetector(sigma=2500.0, robust=robust, engine=engine).fit(well_log)
-    full = ChangepointDetector(sigma=2500.0, robust=robust, tol=0.0, engine=engine).fit(well_log)
+    full = ChangepointDetector(sigma=2500.0, robust=robust, tol=0.0, merge_tol=0.0,
+                               engine=engine).fit(well_log)
     _same(pruned, full)
     assert pruned.n_active.max() < full.n_active.max() == len(well_log)
 
@@ -214,7 +215,8 @@ def test_pruning_changes_nothing_on_simulated(seed):
     y[[100, 101, 500]] = np.nan
     for engine in ENGINES:
         pruned = ChangepointDetector(sigma=1.0, hazard=1e-3, tol=1e-12, engine=engine).fit(y)
-        full = ChangepointDetector(sigma=1.0, hazard=1e-3, tol=0.0, engine=engine).fit(y)
+        full = ChangepointDetector(sigma=1.0, hazard=1e-3, tol=0.0, merge_tol=0.0,
+                                   engine=engine).fit(y)
         _same(pruned, full)
         # and the kept part of the run-length possibility is the same
         t = 650
@@ -406,7 +408,7 @@ def test_auto_sigma_errors():
         ChangepointDetector().fit(np.ones(50))
     with pytest.raises(ValueError, match="at least 3 observed"):
         ChangepointDetector().fit([1.0, np.nan, 2.0])
-    with pytest.raises(ValueError, match="x must be a number"):
+    with pytest.raises(ValueError, match="y must be one observation"):
         ChangepointDetector(sigma=1.0).update("x")
 
 
@@ -423,7 +425,7 @@ def test_run_length_possibility_is_not_truncated_by_pruning():
     # every run length gets its value, also those the default pruning dropped during the fit
     y = ps.datasets.well_log()[:600]
     pruned = ps.ChangepointDetector(sigma=2500.0, hazard=2.5e-3).fit(y)
-    full = ps.ChangepointDetector(sigma=2500.0, hazard=2.5e-3, tol=0.0).fit(y)
+    full = ps.ChangepointDetector(sigma=2500.0, hazard=2.5e-3, tol=0.0, merge_tol=0.0).fit(y)
     for t in (100, 599):
         a = pruned.log_run_length_possibility(t)
         assert np.all(np.isfinite(a)) and a.size == t + 1

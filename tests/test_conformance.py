@@ -5,6 +5,7 @@ Each area of the library adds its classes to its own list below.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -53,7 +54,32 @@ _scalar = np.r_[_rng.normal(size=20), 15.0, _rng.normal(size=19)]
 
 GENERIC_CASES = [Case("generic robust mean", _RobustMean, _scalar)]
 
-CHANGEPOINT_CASES: list[Case] = []
+_steps = np.r_[_scalar, _rng.normal(size=30) + 6.0]
+_counts = np.r_[_rng.poisson(3.0, 30), 25.0, _rng.poisson(12.0, 29)].astype(float)
+_poisson = ps.changepoint.ConjugateModel(ps.Gamma.uninformative(), ps.likelihood.poisson)
+CHANGEPOINT_CASES: list[Case] = [
+    Case("changepoint normal numpy",
+         functools.partial(ps.ChangepointDetector, sigma=1.0, engine="numpy"), _steps,
+         batch=False, rtol=0.0),
+    Case("changepoint normal numba",
+         functools.partial(ps.ChangepointDetector, sigma=1.0, engine="numba"), _steps,
+         batch=False, rtol=0.0),
+    Case("changepoint conjugate poisson",
+         functools.partial(ps.ChangepointDetector, model=_poisson), _counts,
+         batch=False, rtol=0.0),
+    Case("changepoint two models",
+         functools.partial(ps.ChangepointDetector, model=[ps.changepoint.NormalMean(1.0),
+                                                          ps.changepoint.NormalMean(3.0)]),
+         _steps, batch=False, rtol=0.0),
+]
+# issue 12: the unknown-variance level and trend models, with a prior fixed for streaming
+_seg_prior = ps.changepoint.automatic_prior(_steps[:20])
+CHANGEPOINT_CASES.append(
+    Case("changepoint level+trend family",
+         functools.partial(ps.ChangepointDetector, forgetting=1.0,
+                           model=[ps.changepoint.NormalMeanVariance(prior=_seg_prior),
+                                  ps.changepoint.PolynomialTrend(1, prior=_seg_prior)]),
+         _steps, batch=False, rtol=0.0))
 
 _frng = np.random.default_rng(1)
 _track = np.cumsum(_frng.normal(size=30))[:, None] + _frng.normal(size=(30, 1))

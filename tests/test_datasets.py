@@ -174,3 +174,97 @@ def test_a_wrong_file_in_the_data_dir_is_an_error(places):
     (data / "well_log.txt").write_text("1\n2\n")
     with pytest.raises(ValueError, match="does not have the expected SHA-256"):
         datasets.well_log()
+# ----------------------------------------------------------------------------------------------
+# synthetic change-point suite
+
+
+@pytest.mark.parametrize("name", sorted(datasets.SYNTHETIC_SUITE))
+def test_synthetic_suite_is_seeded_and_annotated(name):
+    gen = datasets.SYNTHETIC_SUITE[name]
+    y, truth = gen(seed=3)
+    y2, truth2 = gen(seed=3)
+    np.testing.assert_array_equal(y, y2)
+    np.testing.assert_array_equal(truth.changepoints, truth2.changepoints)
+    assert not np.array_equal(y, gen(seed=4)[0])
+    assert y.dtype == np.float64 and np.all(np.isfinite(y))
+    n = y.shape[0]
+    cps = truth.changepoints
+    assert cps.dtype == np.int64 and np.all(np.diff(cps) > 0)
+    assert cps.size == 0 or (cps[0] > 0 and cps[-1] < n)
+    assert truth.outliers.shape == (n,) and truth.outliers.dtype == bool
+
+
+def _segments(y, cps):
+    bounds = np.concatenate([[0], cps, [y.shape[0]]])
+    return [y[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+
+
+def test_variance_changes_change_the_spread_only():
+    y, truth = datasets.variance_changes(3000, n_changes=3, seed=0)
+    sds = [np.std(s) for s in _segments(y, truth.changepoints)]
+    ratios = np.exp(np.abs(np.diff(np.log(sds))))
+    assert np.all((ratios > 2.4) & (ratios < 7.5))  # factor 3-6, estimated on ~700 points
+    assert all(abs(np.mean(s)) < 4 * np.std(s) / np.sqrt(s.size) for s in
+               _segments(y, truth.changepoints))
+
+
+def test_level_shift_scenarios_have_the_stated_jumps():
+    for gen, low, high in ((datasets.ar1_shifts, 4.0, 7.0), (datasets.trend_jumps, 0.0, 12.0),
+                           (datasets.heavy_tailed, 3.0, 6.0)):
+        y, truth = gen(3000, n_changes=3, seed=1)
+        med = [np.median(s) for s in _segments(y, truth.changepoints)]
+        if gen is not datasets.trend_jumps:
+            jumps = np.abs(np.diff(med))
+            assert np.all((jumps > low - 1) & (jumps < high + 1)), jumps
+    y, truth = datasets.level_shifts(2000, n_changes=3, outlier_rate=0.02, seed=2)
+    assert 10 < truth.outliers.sum() < 80
+    segs = _segments(np.where(truth.outliers, np.nan, y), truth.changepoints)
+    resid = np.concatenate([s - np.nanmedian(s) for s in segs])
+    assert np.nanstd(resid) == pytest.approx(1.0, rel=0.1)
+    out_resid = np.abs(y - np.repeat([np.median(s[np.isfinite(s)]) for s in segs],
+                                     [s.size for s in segs]))[truth.outliers]
+    assert out_resid.min() > 4.0  # 6-20 sd, minus the noise
+
+
+def test_no_change_scenarios():
+    y, truth = datasets.growth_curve(300, seed=0)
+    assert truth.changepoints.size == 0
+    curve = 1.0 + 99.0 / (1.0 + np.exp(-np.linspace(-6.0, 6.0, 300)))  # the documented curve
+    assert np.std(y - curve) == pytest.approx(0.01 * 99.0, rel=0.15)
+    y, truth = datasets.seasonal(400, period=50, amplitude=3.0, seed=0)
+    assert truth.changepoints.size == 0
+    assert np.std(y) == pytest.approx(np.sqrt(1 + 4.5), rel=0.15)  # noise + sine variance
+
+
+def test_short_counts_and_multivariate():
+    for n in (15, 60):
+        y, truth = datasets.short_series(n, seed=0)
+        assert y.shape == (n,) and n // 4 <= truth.changepoints[0] <= n - n // 4
+    y, truth = datasets.count_shifts(3000, n_changes=3, seed=0)
+    assert np.all(y >= 0) and np.all(y == np.round(y))
+    rates = [s.mean() for s in _segments(y, truth.changepoints)]
+    assert np.all(np.exp(np.abs(np.diff(np.log(rates)))) > 1.7)  # at least a factor 2
+    y, truth = datasets.multivariate_shifts(3000, n_changes=2, dim=4, seed=0)
+    assert y.shape == (3000, 4)
+    for s in _segments(y, truth.changepoints):
+        np.testing.assert_allclose(np.std(s, axis=0), 1.0, rtol=0.15)  # unit variances
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: datasets.level_shifts(0), "n"),
+    (lambda: datasets.level_shifts(10**7), "n"),
+    (lambda: datasets.level_shifts(100, n_changes=-1), "n_changes"),
+    (lambda: datasets.level_shifts(100, outlier_rate=1.0), "outlier_rate"),
+    (lambda: datasets.variance_changes(50, n_changes=3), "n must be >="),
+    (lambda: datasets.growth_curve(100, noise=0.0), "noise"),
+    (lambda: datasets.seasonal(100, period=2), "period"),
+    (lambda: datasets.ar1_shifts(300, phi=1.0), "phi"),
+    (lambda: datasets.heavy_tailed(300, df=-1.0), "df"),
+    (lambda: datasets.short_series(61), "n"),
+    (lambda: datasets.short_series(14), "n"),
+    (lambda: datasets.multivariate_shifts(300, dim=1), "dim"),
+    (lambda: datasets.count_shifts(300, n_changes=2.5), "n_changes"),
+])
+def test_synthetic_bad_input_names_the_argument(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()

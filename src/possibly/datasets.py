@@ -14,11 +14,29 @@ import os
 import tempfile
 import urllib.request
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["WELL_LOG_SHA256", "DataUnavailableError", "cache_dir", "piecewise_constant",
-           "well_log"]
+__all__ = [
+    "DataUnavailableError",
+    "SYNTHETIC_SUITE",
+    "WELL_LOG_SHA256",
+    "ChangepointTruth",
+    "ar1_shifts",
+    "cache_dir",
+    "count_shifts",
+    "growth_curve",
+    "heavy_tailed",
+    "level_shifts",
+    "multivariate_shifts",
+    "piecewise_constant",
+    "seasonal",
+    "short_series",
+    "trend_jumps",
+    "variance_changes",
+    "well_log",
+]
 
 WELL_LOG_FILE = "well_log.txt"
 WELL_LOG_SHA256 = "cd2a1be7dd895e92e28f00cc522d8c2721b67208ecb6ef942547b797d6dccb7a"
@@ -197,3 +215,475 @@ def _check_int(name: str, value, low: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
         raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
     return int(value)
+
+
+# ----------------------------------------------------------------------------------------------
+# synthetic change-point suite: seeded generators returning (series, truth)
+#
+# Each generator returns ``(series, truth)``: ``series`` has the time axis first (shape ``(n,)``,
+# or ``(n, dim)`` for vector series) and ``truth`` is a :class:`ChangepointTruth`. Sizes are
+# bounded by :data:`MAX_SYNTHETIC_LENGTH` so that a typo cannot allocate gigabytes.
+
+#: largest series length the synthetic generators accept
+MAX_SYNTHETIC_LENGTH = 1_000_000
+
+
+class ChangepointTruth(NamedTuple):
+    """The annotation of a synthetic series.
+
+    Attributes
+    ----------
+    changepoints : ndarray of int64
+        0-based start indices of the segments after the first (empty: no change).
+    outliers : ndarray of bool, shape (n,)
+        True where an isolated outlier was added.
+    """
+
+    changepoints: np.ndarray
+    outliers: np.ndarray
+
+
+def _check_length(name: str, value, low: int) -> int:
+    value = _check_int(name, value, low)
+    if value > MAX_SYNTHETIC_LENGTH:
+        raise ValueError(f"{name} must be <= {MAX_SYNTHETIC_LENGTH}, got {value}")
+    return value
+
+
+def _check_positive(name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
+            or not np.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    return float(value)
+
+
+def _check_rate(name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
+            or not 0 <= value < 1:
+        raise ValueError(f"{name} must be in [0, 1), got {value!r}")
+    return float(value)
+
+
+def _draw_changepoints(rng: np.random.Generator, n: int, n_changes: int,
+                       min_segment: int) -> np.ndarray:
+    """Change points with every segment at least ``min_segment`` long (stars and bars)."""
+    if n < min_segment * (n_changes + 1):
+        raise ValueError(f"n must be >= min_segment * (n_changes + 1) = "
+                         f"{min_segment * (n_changes + 1)}, got {n}")
+    slack = n - min_segment * (n_changes + 1)
+    cuts = np.sort(rng.integers(0, slack + 1, n_changes))
+    return (np.arange(1, n_changes + 1) * min_segment + cuts).astype(np.int64)
+
+
+def _segmented(n, n_changes, seed, min_segment: int = 30
+               ) -> tuple[int, int, np.random.Generator, np.ndarray]:
+    """Checked ``n`` and ``n_changes``, the generator, and change points ``min_segment`` apart."""
+    n = _check_length("n", n, 1)
+    n_changes = _check_int("n_changes", n_changes, 0)
+    rng = np.random.default_rng(seed)
+    return n, n_changes, rng, _draw_changepoints(rng, n, n_changes, min_segment)
+
+
+def _level_path(rng: np.random.Generator, n: int, cps: np.ndarray, low: float, high: float
+                ) -> np.ndarray:
+    """A level starting at 0 that jumps by ``±U(low, high)`` at each change point."""
+    k = cps.size
+    steps = np.concatenate([[0.0], rng.uniform(low, high, k) * _signs(rng, k)])
+    return np.cumsum(steps)[_segment_ids(n, cps)]
+
+
+def _segment_ids(n: int, cps: np.ndarray) -> np.ndarray:
+    ids = np.zeros(n, dtype=np.int64)
+    ids[cps] = 1
+    return np.cumsum(ids)
+
+
+def _signs(rng: np.random.Generator, k: int) -> np.ndarray:
+    return rng.choice([-1.0, 1.0], k)
+
+
+def _no_outliers(n: int) -> np.ndarray:
+    return np.zeros(n, dtype=bool)
+
+
+def level_shifts(n: int = 500, n_changes: int = 4, *, outlier_rate: float = 0.01,
+                 seed=None) -> tuple[np.ndarray, ChangepointTruth]:
+    """Level shifts of 2 to 5 noise sd, unit normal noise, isolated outliers of 6 to 20 sd.
+
+    Parameters
+    ----------
+    n : int
+        Length, ``>= 20 * (n_changes + 1)`` and ``<= MAX_SYNTHETIC_LENGTH``.
+    n_changes : int
+        Number of change points, ``>= 0``.
+    outlier_rate : float
+        Probability that an observation (not the first of a segment) is an outlier, [0, 1).
+    seed : int, numpy Generator or None
+
+    Returns
+    -------
+    series : ndarray, shape (n,)
+    truth : ChangepointTruth
+
+    Examples
+    --------
+    >>> import possibly as ps
+    >>> y, truth = ps.datasets.level_shifts(300, n_changes=2, seed=0)
+    >>> y.shape, truth.changepoints.shape, int(truth.outliers.sum())
+    ((300,), (2,), 3)
+    """
+    n = _check_length("n", n, 1)
+    n_changes = _check_int("n_changes", n_changes, 0)
+    outlier_rate = _check_rate("outlier_rate", outlier_rate)
+    y, cps, out = piecewise_constant(n, n_changes, jump=(2.0, 5.0), outlier_rate=outlier_rate,
+                                     outlier_size=(6.0, 20.0), seed=seed)
+    return y, ChangepointTruth(cps, out)
+
+
+def variance_changes(n: int = 500, n_changes: int = 3, *, seed=None
+                     ) -> tuple[np.ndarray, ChangepointTruth]:
+    """Constant mean, noise sd changing by a factor 3 to 6 (up or down) at each change point.
+
+    Parameters
+    ----------
+    n : int
+        Length, ``>= 30 * (n_changes + 1)``.
+    n_changes : int
+        Number of change points, ``>= 0``.
+    seed : int, numpy Generator or None
+
+    Returns
+    -------
+    series : ndarray, shape (n,)
+    truth : ChangepointTruth
+
+    Examples
+    --------
+    >>> import possibly as ps
+    >>> y, truth = ps.datasets.variance_changes(300, n_changes=2, seed=0)
+    >>> y.shape, truth.changepoints.tolist()
+    ((300,), [164, 239])
+    """
+    n, n_changes, rng, cps = _segmented(n, n_changes, seed)
+    # log sd alternates direction so that it stays within a bounded range
+    factors = np.log(rng.uniform(3.0, 6.0, n_changes))
+    direction = np.where(np.arange(n_changes) % 2 == 0, 1.0, -1.0) * _signs(rng, 1)
+    log_sd = np.concatenate([[0.0], np.cumsum(factors * direction)])
+    sd = np.exp(log_sd)[_segment_ids(n, cps)]
+    return rng.normal(0.0, 1.0, n) * sd, ChangepointTruth(cps, _no_outliers(n))
+
+
+def trend_jumps(n: int = 500, n_changes: int = 3, *, seed=None
+                ) -> tuple[np.ndarray, ChangepointTruth]:
+    """Piecewise-linear trends: at each change point the level jumps by 3 to 6 noise sd and the
+    slope is redrawn (up to ±0.1 noise sd per step); unit normal noise.
+
+    Parameters
+    ----------
+    n : int
+        Length, ``>= 30 * (n_changes + 1)``.
+    n_changes : int
+        Number of change points, ``>= 0``.
+    seed : int, numpy Generator or None
+
+    Returns
+    -------
+    series : ndarray, shape (n,)
+    truth : ChangepointTruth
+
+    Examples
+    --------
+    >>> import possibly as ps
+    >>> y, truth = ps.datasets.trend_jumps(200, n_changes=1, seed=0)
+    >>> y.shape, truth.changepoints.size
+    ((200,), 1)
+    """
+    n, n_changes, rng, cps = _segmented(n, n_changes, seed)
+    starts = np.concatenate([[0], cps])
+    ends = np.concatenate([cps, [n]])
+    mean = np.empty(n)
+    level = 0.0
+    for k, (a, b) in enumerate(zip(starts, ends, strict=True)):
+        if k > 0:
+            level += rng.uniform(3.0, 6.0) * _signs(rng, 1)[0]
+        slope = rng.uniform(-0.1, 0.1)
+        mean[a:b] = level + slope * np.arange(b - a)
+        level = mean[b - 1] + slope
+    return mean + rng.normal(0.0, 1.0, n), ChangepointTruth(cps, _no_outliers(n))
+
+
+def growth_curve(n: int = 300, *, noise: float = 0.01, seed=None
+                 ) -> tuple[np.ndarray, ChangepointTruth]:
+    """A smooth logistic growth curve (population-like) with small noise: no change point.
+
+    The curve rises from about 1 to about 100 over the series; the noise sd is ``noise`` times
+    the curve's range (0.01: much smaller than the step-to-step increments in the middle).
+
+    Parameters
+    ----------
+    n : int
+        Length, ``>= 2``.
+    noise : float
+        Noise sd relative to the range of the curve, ``> 0``.
+    seed : int, numpy Generator or None
+
+    Returns
+    -------
+    series : ndarray, shape (n,)
+    truth : ChangepointTruth
+        No change point, no outlier.
+
+    Examples
+    --------
+    >>> import possibly as ps
+    >>> y, truth = ps.datasets.growth_curve(100, seed=0)
+    >>> bool(y[-1] > 90 > 2 > y[0]), truth.changepoints.size
+    (True, 0)
+    """
+    n = _check_length("n", n, 2)
+    noise = _check_positive("noise", noise)
+    rng = np.random.default_rng(seed)
+    x = np.linspace(-6.0, 6.0, n)
+    curve = 1.0 + 99.0 / (1.0 + np.exp(-x))
+    return curve + rng.normal(0.0, noise * 99.0, n), ChangepointTruth(
+        np.zeros(0, np.int64), _no_outliers(n))
+
+
+def seasonal(n: int = 400, *, period: int = 50, amplitude: float = 3.0, seed=None
+             ) -> tuple[np.ndarray, ChangepointTruth]:
+    """A sinusoid of period ``period`` and amplitude ``amplitude`` (in noise sd) plus unit normal
+    noise: a periodic pattern with no change point.
+
+    Parameters
+    ----------
+    n : int
+        Length, ``>= 2``.
+    period : int
+        Period in steps, ``>= 4``.
+    amplitude : float
+        Amplitude in units of the noise sd, ``> 0``.
+    seed : int, numpy Generator or None
+
+    Returns
+    -------
+    series : ndarray, shape (n,)
+    truth : ChangepointTruth
+        No change point, no outlier.
+
+    Examples
+    --------
+    >>> import possibly as ps
+    >>> y, truth = ps.datasets.seasonal(200, seed=0)
+    >>> y.shape, truth.changepoints.size
+    ((200,), 0)
+    """
+    n = _check_length("n", n, 2)
+    period = _check_int("period", period, 4)
+    amplitude = _check_positive("amplitude", amplitude)
+    rng = np.random.default_rng(seed)
+    phase = rng.uniform(0.0, 2.0 * np.pi)
+    wave = amplitude * np.sin(2.0 * np.pi * np.arange(n) / period + phase)
+    return wave + rng.normal(0.0, 1.0, n), ChangepointTruth(np.zeros(0, np.int64),
+                                                            _no_outliers(n))
+
+
+def ar1_shifts(n: int = 500, n_changes: int = 3, *, phi: float = 0.5, seed=None
+               ) -> tuple[np.ndarray, ChangepointTruth]:
+    """Level shifts of 4 to 7 marginal sd in stationary AR(1) noise (unit marginal sd).
+
+    Parameters
+    ----------
+    n : int
+        Length, ``>= 30 * (n_changes + 1)``.
+    n_changes : int
+        Number of change points, ``>= 0``.
+    phi : float
+        AR coefficient, in [0, 1).
+    seed : int, numpy Generator or None
+
+    Returns
+    -------
+    series : ndarray, shape (n,)
+    truth : ChangepointTruth
+
+    Examples
+    --------
+    >>> import possibly as ps
+    >>> y, truth = ps.datasets.ar1_shifts(300, n_changes=2, seed=0)
+    >>> y.shape, truth.changepoints.size
+    ((300,), 2)
+    """
+    phi = _check_rate("phi", phi)
+    n, n_changes, rng, cps = _segmented(n, n_changes, seed)
+    innov = rng.normal(0.0, np.sqrt(1.0 - phi * phi), n)
+    noise = np.empty(n)
+    noise[0] = rng.normal()
+    for t in range(1, n):
+        noise[t] = phi * noise[t - 1] + innov[t]
+    level = _level_path(rng, n, cps, 4.0, 7.0)
+    return level + noise, ChangepointTruth(cps, _no_outliers(n))
+
+
+def heavy_tailed(n: int = 500, n_changes: int = 3, *, df: float = 3.0, seed=None
+                 ) -> tuple[np.ndarray, ChangepointTruth]:
+    """Level shifts of 3 to 6 scale units in Student-t noise with ``df`` degrees of freedom.
+
+    The heavy tails are the point: there is no annotated outlier (``truth.outliers`` is all
+    False), but single large values are common and are not change points.
+
+    Parameters
+    ----------
+    n : int
+        Length, ``>= 30 * (n_changes + 1)``.
+    n_changes : int
+        Number of change points, ``>= 0``.
+    df : float
+        Degrees of freedom, ``> 0``.
+    seed : int, numpy Generator or None
+
+    Returns
+    -------
+    series : ndarray, shape (n,)
+    truth : ChangepointTruth
+
+    Examples
+    --------
+    >>> import possibly as ps
+    >>> y, truth = ps.datasets.heavy_tailed(300, n_changes=2, seed=0)
+    >>> y.shape, truth.changepoints.size
+    ((300,), 2)
+    """
+    df = _check_positive("df", df)
+    n, n_changes, rng, cps = _segmented(n, n_changes, seed)
+    level = _level_path(rng, n, cps, 3.0, 6.0)
+    return level + rng.standard_t(df, n), ChangepointTruth(cps, _no_outliers(n))
+
+
+def short_series(n: int = 40, *, seed=None) -> tuple[np.ndarray, ChangepointTruth]:
+    """A short series (15 to 60 points) with one level shift of 3 to 5 noise sd in its middle
+    half, unit normal noise.
+
+    Parameters
+    ----------
+    n : int
+        Length, in [15, 60].
+    seed : int, numpy Generator or None
+
+    Returns
+    -------
+    series : ndarray, shape (n,)
+    truth : ChangepointTruth
+
+    Examples
+    --------
+    >>> import possibly as ps
+    >>> y, truth = ps.datasets.short_series(30, seed=0)
+    >>> y.shape, truth.changepoints.size
+    ((30,), 1)
+    """
+    n = _check_int("n", n, 15)
+    if n > 60:
+        raise ValueError(f"n must be in [15, 60], got {n}")
+    rng = np.random.default_rng(seed)
+    cp = int(rng.integers(n // 4, n - n // 4 + 1))
+    y = rng.normal(0.0, 1.0, n)
+    y[cp:] += rng.uniform(3.0, 5.0) * _signs(rng, 1)[0]
+    return y, ChangepointTruth(np.array([cp], dtype=np.int64), _no_outliers(n))
+
+
+def count_shifts(n: int = 500, n_changes: int = 3, *, seed=None
+                 ) -> tuple[np.ndarray, ChangepointTruth]:
+    """Poisson counts whose rate changes (log-uniform in [1, 30], at least a factor 2 per change).
+
+    Parameters
+    ----------
+    n : int
+        Length, ``>= 30 * (n_changes + 1)``.
+    n_changes : int
+        Number of change points, ``>= 0``.
+    seed : int, numpy Generator or None
+
+    Returns
+    -------
+    series : ndarray of float64, shape (n,)
+        Non-negative integer counts.
+    truth : ChangepointTruth
+
+    Examples
+    --------
+    >>> import possibly as ps
+    >>> y, truth = ps.datasets.count_shifts(300, n_changes=2, seed=0)
+    >>> bool(np.all(y == np.round(y)) and y.min() >= 0), truth.changepoints.size
+    (True, 2)
+    """
+    n, n_changes, rng, cps = _segmented(n, n_changes, seed)
+    log_rates = [rng.uniform(0.0, np.log(30.0))]
+    while len(log_rates) < n_changes + 1:
+        cand = rng.uniform(0.0, np.log(30.0))
+        if abs(cand - log_rates[-1]) >= np.log(2.0):
+            log_rates.append(cand)
+    rate = np.exp(np.asarray(log_rates))[_segment_ids(n, cps)]
+    return rng.poisson(rate).astype(np.float64), ChangepointTruth(cps, _no_outliers(n))
+
+
+def multivariate_shifts(n: int = 400, n_changes: int = 3, *, dim: int = 3, seed=None
+                        ) -> tuple[np.ndarray, ChangepointTruth]:
+    """A ``dim``-variate series with unit normal noise whose mean vector jumps at each change
+    point (a random direction, norm 3 to 6) and whose correlation is redrawn.
+
+    Parameters
+    ----------
+    n : int
+        Length, ``>= 30 * (n_changes + 1)``.
+    n_changes : int
+        Number of change points, ``>= 0``.
+    dim : int
+        Dimension of each observation, in [2, 50].
+    seed : int, numpy Generator or None
+
+    Returns
+    -------
+    series : ndarray, shape (n, dim)
+    truth : ChangepointTruth
+
+    Examples
+    --------
+    >>> import possibly as ps
+    >>> y, truth = ps.datasets.multivariate_shifts(200, n_changes=1, dim=2, seed=0)
+    >>> y.shape, truth.changepoints.size
+    ((200, 2), 1)
+    """
+    dim = _check_int("dim", dim, 2)
+    if dim > 50:
+        raise ValueError(f"dim must be in [2, 50], got {dim}")
+    n, n_changes, rng, cps = _segmented(n, n_changes, seed)
+    ids = _segment_ids(n, cps)
+    y = np.empty((n, dim))
+    mean = np.zeros(dim)
+    for k in range(n_changes + 1):
+        if k > 0:
+            direction = rng.normal(size=dim)
+            mean = mean + direction / np.linalg.norm(direction) * rng.uniform(3.0, 6.0)
+        a = rng.normal(size=(dim, dim))
+        # unit variances with a redrawn correlation: normalise a random covariance
+        cov = a @ a.T + dim * np.eye(dim)
+        d = np.sqrt(np.diag(cov))
+        corr = cov / np.outer(d, d)
+        rows = ids == k
+        y[rows] = rng.multivariate_normal(mean, corr, int(rows.sum()))
+    return y, ChangepointTruth(cps, _no_outliers(n))
+
+
+#: the synthetic suite: scenario name -> generator called as ``generator(seed=seed)``
+SYNTHETIC_SUITE = {
+    "level_shifts_outliers": level_shifts,
+    "variance_changes": variance_changes,
+    "trend_jumps": trend_jumps,
+    "growth_curve": growth_curve,
+    "seasonal": seasonal,
+    "ar1_shifts": ar1_shifts,
+    "heavy_tailed": heavy_tailed,
+    "short_series": short_series,
+    "count_shifts": count_shifts,
+    "multivariate_shifts": multivariate_shifts,
+}

@@ -388,7 +388,8 @@ def _changepoint_task(df: Any, id_column: str, value_column: str, kwargs: dict,
             ev = pd.DataFrame({"index": idx, "kind": kind, "value": y[idx]})
             ev = ev.sort_values(["index", "kind"], kind="stable", ignore_index=True)
             row.update(n_changepoints=int(cps.size), n_outliers=int(outs.size),
-                       sigma=float(res.sigma))
+                       # σ belongs to NormalMean; other segment models have none
+                       sigma=math.nan if res.sigma is None else float(res.sigma))
         if series_dir is not None:
             name = series_filename(key)
             ev.to_parquet(os.path.join(series_dir, name), index=False)

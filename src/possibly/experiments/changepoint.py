@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from possibly.changepoint import ChangepointDetector, _numba_available
+from possibly.changepoint import ChangepointDetector, numba_available
 from possibly.datasets import well_log
 from possibly.progress import progress_bar
 
@@ -32,8 +32,10 @@ ZOOMS = ((1175, 1250), (3875, 4000))
 
 
 def _detector(robust: bool, engine: str = "auto", tol: float = 1e-12) -> ChangepointDetector:
+    # tol = 0: the full recursion (no pruning, no merging), for the cost of both
     return ChangepointDetector(sigma=SIGMA, hazard=HAZARD, forgetting=FORGETTING,
-                               robust=robust, tol=tol, engine=engine)
+                               robust=robust, tol=tol, engine=engine,
+                               merge_tol=1e-6 if tol > 0 else 0.0)
 
 
 def _best_time(det: ChangepointDetector, y: np.ndarray, repeats: int) -> float:
@@ -74,7 +76,7 @@ def run(repeats: int = 5, seed: int = 0, quick: bool = False, progress: bool = F
     robust = _detector(True).fit(y)
     standard = _detector(False).fit(y)
 
-    engines = ["numpy"] + (["numba"] if _numba_available() else [])
+    engines = ["numpy"] + (["numba"] if numba_available() else [])
     configs = [(e, rob, 1e-12) for e in engines for rob in (True, False)]
     if not quick and "numba" in engines:
         configs.append(("numba", True, 0.0))  # unpruned, for the cost of pruning

@@ -1,0 +1,97 @@
+"""Robust online change-point detection: the possibilistic BOCPD of the paper's §5.3.
+
+The package separates what a segment is from how segmentations are searched:
+
+* :mod:`~possibly.changepoint.models`: the segment models (:class:`NormalMean`, the paper's
+  model with a compiled engine; :class:`ConjugateModel`, any conjugate family) and the
+  interface a new model implements;
+* :mod:`~possibly.changepoint.recursion`: the run-length recursion (one state type, pure
+  ``init``/``step``, the exact MAP backtracking, the bounded-cost pruning and merging);
+* :mod:`~possibly.changepoint.outliers`: the outlier rule;
+* :mod:`~possibly.changepoint.result`: :class:`ChangepointResult`;
+* :mod:`~possibly.changepoint.detector`: :class:`ChangepointDetector`, the streaming class.
+
+Choosing the parameters
+-----------------------
+``sigma``
+    Noise scale within a segment. ``"auto"`` uses :func:`estimate_sigma` (MAD of first
+    differences / √2), which is insensitive to both the jumps and the outliers.
+``hazard``
+    Possibility of a change at any step: roughly the largest probability of a change per
+    observation that you consider plausible (``2.5e-3``: at most one change in 400 points).
+    Lower values need stronger evidence before a change is called.
+``forgetting``
+    ``ρ`` in ``(0, 1]``: the precision of the segment mean is multiplied by ``ρ`` at each step,
+    so the level is learnt from about ``1 / (1 − ρ)`` recent observations (10 for 0.9). Values
+    below 1 absorb slow drifts within a segment; 1 is the constant-mean model.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from possibly.changepoint.detector import ChangepointDetector, numba_available
+from possibly.changepoint.models import (
+    ConjugateModel,
+    NormalMean,
+    SegmentModel,
+    estimate_sigma,
+)
+from possibly.changepoint.recursion import (
+    ChangepointInfo,
+    ChangepointParams,
+    RunState,
+    backtrack,
+    init,
+    step,
+)
+from possibly.changepoint.result import ChangepointResult
+from possibly.changepoint.segments import (
+    MultivariateNormalSegments,
+    NormalMeanVariance,
+    PolynomialTrend,
+    SegmentPrior,
+    automatic_prior,
+    automatic_vector_prior,
+    model_family,
+)
+
+__all__ = [
+    "ChangepointDetector",
+    "ChangepointInfo",
+    "ChangepointParams",
+    "ChangepointResult",
+    "ConjugateModel",
+    "MultivariateNormalSegments",
+    "NormalMean",
+    "NormalMeanVariance",
+    "PolynomialTrend",
+    "RunState",
+    "SegmentModel",
+    "SegmentPrior",
+    "automatic_prior",
+    "automatic_vector_prior",
+    "backtrack",
+    "estimate_sigma",
+    "init",
+    "model_family",
+    "numba_available",
+    "step",
+]
+
+
+def _default_numba_cache_dir() -> str:
+    """The user cache directory for compiled kernels (site-packages may be read-only)."""
+    if sys.platform == "win32":
+        base = os.environ.get("LOCALAPPDATA") or os.path.expanduser("~")
+    elif sys.platform == "darwin":
+        base = os.path.expanduser("~/Library/Caches")
+    else:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+    return os.path.join(base, "possibly", "numba")
+
+
+# numba reads this when it is first imported; a value set by the user wins
+if "numba" not in sys.modules:
+    os.environ.setdefault("NUMBA_CACHE_DIR", _default_numba_cache_dir())

@@ -1,0 +1,523 @@
+"""The change-point detector: a thin :class:`~possibly.sequential.SequentialEstimator`."""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import math
+import signal
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from possibly.changepoint.models import NormalMean, SegmentModel, real_scalar
+from possibly.changepoint.recursion import (
+    ChangepointInfo,
+    ChangepointParams,
+    Growable,
+    MapTrace,
+    RunBlock,
+    RunState,
+    _check_bool,
+    as_models,
+    init,
+    step,
+)
+from possibly.changepoint.result import ChangepointResult
+from possibly.changepoint.segments import PolynomialTrend, compiled_family, run_compiled
+from possibly.sequential import SequentialEstimator
+from possibly.validation import check_unit_interval
+
+__all__ = ["ChangepointDetector", "numba_available"]
+
+#: observations per call of the compiled loop: Python checks for Ctrl-C between chunks
+CHUNK = 1 << 15
+_COLUMNS = ("start", "model", "mean", "log_consistency", "discount", "n_active",
+            "log_change_possibility")
+
+
+def numba_available() -> bool:
+    """Whether the compiled engine can be used (numba importable)."""
+    try:
+        import numba  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _numba_kernel() -> Any:
+    from possibly.changepoint._numba import run_normal_mean
+
+    return run_normal_mean
+
+
+@contextlib.contextmanager
+def _deferred_sigint() -> Iterator[list[bool]]:
+    """Record Ctrl-C instead of raising it inside compiled code (checked between chunks).
+
+    A KeyboardInterrupt raised while numba code runs surfaces as a SystemError (or worse);
+    outside the main thread signals cannot be handled here and nothing is changed.
+    """
+    hit = [False]
+    if threading.current_thread() is not threading.main_thread():
+        yield hit
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        hit[0] = True
+
+    try:
+        previous = signal.signal(signal.SIGINT, handler)
+    except ValueError:  # pragma: no cover - e.g. embedded interpreters
+        yield hit
+        return
+    try:
+        yield hit
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _run_numba(state: RunState, y: np.ndarray, params: ChangepointParams
+               ) -> tuple[RunState, dict[str, np.ndarray]]:
+    """The compiled engine (one NormalMean model), in chunks so that Ctrl-C stays clean."""
+    if y.size == 1:  # one streamed value: microseconds, not worth two signal() calls
+        return _run_numba_chunks(state, y, params, [False])
+    with _deferred_sigint() as interrupted:
+        return _run_numba_chunks(state, y, params, interrupted)
+
+
+def _run_numba_chunks(state: RunState, y: np.ndarray, params: ChangepointParams,
+                      interrupted: list[bool]) -> tuple[RunState, dict[str, np.ndarray]]:
+    kernel = _numba_kernel()
+    model = params.models[0]
+    assert isinstance(model, NormalMean)  # the engine is chosen for this model only
+    tau = math.nan if params.tau is None else params.tau
+    log_tol = math.log(params.tol) if params.tol > 0.0 else -math.inf
+    parts = []
+    block = state.blocks[0]
+    t = state.t
+    y = np.ascontiguousarray(y, dtype=np.float64)
+    for a in range(0, y.size, CHUNK):
+        if interrupted[0]:
+            raise KeyboardInterrupt
+        chunk = y[a:a + CHUNK]
+        res = kernel(chunk, t, block.start, block.log_w, block.runs["mean"],
+                     block.runs["precision"], float(model.sigma), math.log(params.hazard),
+                     params.forgetting, params.robust, tau, float(model.dim), log_tol,
+                     params.tol > 0.0, params.merge_tol)
+        block = RunBlock(res[0], res[1], {"mean": res[2], "precision": res[3]})
+        t += chunk.size
+        parts.append(res[4:])
+    if interrupted[0]:
+        raise KeyboardInterrupt
+    cat = parts[0] if len(parts) == 1 else [np.concatenate(p) for p in zip(*parts, strict=True)]
+    out = {"start": cat[0], "model": np.zeros(y.size, dtype=np.int64), "mean": cat[1],
+           "log_consistency": cat[2], "discount": cat[3], "n_active": cat[4],
+           "log_change_possibility": cat[5]}
+    return RunState(t, (block,)), out
+
+
+def _run_numpy(state: RunState, y: np.ndarray, params: ChangepointParams
+               ) -> tuple[RunState, dict[str, np.ndarray]]:
+    n = len(y)
+    shape = params.models[0].estimate_shape
+    out = {"start": np.empty(n, np.int64), "model": np.empty(n, np.int64),
+           "mean": np.empty((n, *shape)), "log_consistency": np.empty(n),
+           "discount": np.empty(n), "n_active": np.empty(n, np.int64),
+           "log_change_possibility": np.empty(n)}
+    scalar = y.ndim == 1
+    for i in range(n):
+        state, info = step(state, float(y[i]) if scalar else y[i], params)
+        out["start"][i] = info.t - info.map_run_length
+        out["model"][i] = info.map_model
+        out["mean"][i] = info.mean
+        out["log_consistency"][i] = info.log_consistency
+        out["discount"][i] = info.discount
+        out["n_active"][i] = info.n_active
+        out["log_change_possibility"][i] = info.log_change_possibility
+    return state, out
+
+
+class ChangepointDetector(SequentialEstimator):
+    """Robust online change-point detector (paper §5.3), for any segment model.
+
+    Parameters
+    ----------
+    sigma : "auto" or float
+        Shorthand for ``model=NormalMean(sigma)``: the noise scale within a segment of the
+        default normal-mean model, in ``[1e-100, 1e100]``; ``"auto"`` estimates it from the
+        series given to :meth:`fit` (the value used is ``result.sigma``). Leave it at
+        ``"auto"`` with another ``model``.
+    hazard : float
+        Possibility of a change at each step, in (0, 1).
+    forgetting : float
+        ``ρ`` in (0, 1]: every segment's possibility function is raised to this power per
+        step (the normal mean's precision is multiplied by it), so the level is learnt from
+        about ``1 / (1 − ρ)`` recent observations; 1 is the constant-parameter model.
+    robust : bool
+        Discount observations by ``γ = c^(1/d)`` (True) or run the standard recursion (False).
+    tau : float, optional
+        Threshold variant: keep observations whole unless ``γ ≤ tau``.
+    tol : float
+        Relative possibility below which run hypotheses are dropped, in [0, hazard).
+    outlier_level : float, optional
+        Discount below which an observation counts as discounted; default ``(4 hazard)^(1/d)``
+        (consistency within a factor 4 of its floor ``hazard``; ``2 √hazard`` for ``d = 2``).
+    engine : {"auto", "numpy", "numba"}
+        Inner loop; ``"auto"`` uses numba for a single :class:`NormalMean` when installed
+        (identical results).
+    history : bool
+        Keep per-step outputs (about 50 bytes per step) so that :meth:`result` works after
+        streaming; False streams in bounded memory (:attr:`changepoints` and each step's Info
+        stay available).
+    model : "normal", SegmentModel or list of SegmentModel
+        The segment model(s): ``"normal"`` is ``NormalMean(sigma)``; a list proposes a new
+        segment under each model at every step, and ``result.segment_models`` says which model
+        each segment has.
+    merge_tol : float
+        Adjacent run hypotheses whose segment possibility functions agree within this relative
+        tolerance are merged (the larger weight is kept), which bounds the cost per observation
+        at any segment length with forgetting; 0 never merges. See
+        :mod:`possibly.changepoint.recursion`.
+
+    Notes
+    -----
+    Thread safety: one detector must not be used by several threads at once; concurrent
+    ``fit``/``update`` calls raise :class:`possibly.sequential.ConcurrentUseError`. The pure
+    :meth:`init`/:meth:`step` are safe from any thread. Numeric range: observations up to
+    ``1e150`` in magnitude, σ in ``[1e-100, 1e100]``.
+
+    Examples
+    --------
+    >>> import possibly as ps
+    >>> y, cps, outliers = ps.datasets.piecewise_constant(300, n_changes=2, seed=3)
+    >>> res = ps.ChangepointDetector(sigma=1.0, hazard=1e-3).fit(y)
+    >>> res.changepoints.tolist(), cps.tolist()
+    ([40, 235], [40, 235])
+    >>> res.outliers.tolist(), np.flatnonzero(outliers).tolist()  # y[5] is a 3.5 σ noise value
+    ([5, 7, 159, 223], [7, 159, 223])
+
+    Online, river-style: each :meth:`update` says whether a change or an outlier was detected.
+
+    >>> det = ps.ChangepointDetector(sigma=1.0, hazard=1e-3)
+    >>> for t, x in enumerate(y[:60]):
+    ...     info = det.update(x)
+    ...     if info.change_detected:
+    ...         print(f"t={t}: change at {t - info.map_run_length}")
+    t=45: change at 40
+
+    Counts with a change of rate and one gross outlier, with a gamma prior on the rate:
+
+    >>> from possibly.changepoint import ConjugateModel
+    >>> counts = np.r_[np.full(30, 4), np.full(30, 12)]
+    >>> counts[10] = 40
+    >>> model = ConjugateModel(ps.Gamma.uninformative(), ps.likelihood.poisson)
+    >>> res = ps.ChangepointDetector(hazard=1e-3, model=model).fit(counts)
+    >>> res.changepoints.tolist(), res.outliers.tolist()
+    ([30], [10])
+    """
+
+    def __init__(self, sigma: float | str = "auto", hazard: float = 2.5e-3,
+                 forgetting: float = 0.9, robust: bool = True, tau: float | None = None,
+                 tol: float = 1e-12, outlier_level: float | None = None,
+                 engine: str = "auto", history: bool = True,
+                 model: str | SegmentModel | list[SegmentModel] = "normal",
+                 merge_tol: float = 1e-6) -> None:
+        self.sigma = sigma
+        self.hazard = hazard
+        self.forgetting = forgetting
+        self.robust = robust
+        self.tau = tau
+        self.tol = tol
+        self.outlier_level = outlier_level
+        self.engine = engine
+        self.history = history
+        self.model = model
+        self.merge_tol = merge_tol
+        self._configure()
+
+    # -- parameters ----------------------------------------------------------------------------
+
+    def _configure(self) -> None:
+        """Validate the parameters (errors point at the call site) and reset."""
+        self._models = self._build_models()
+        hazard = real_scalar("hazard", self.hazard)
+        if self.tol == 1e-12 and 0.0 < hazard <= self.tol:  # the default tol: name hazard
+            raise ValueError(f"hazard must be greater than tol = {self.tol:g} (pass a smaller "
+                             f"tol, e.g. tol=0, for such a hazard), got {hazard!r}")
+        self._base_params = ChangepointParams.make(
+            None, self.hazard, self.forgetting, self.robust, self.tau, self.tol,
+            self._models, self.merge_tol)
+        if self.engine not in ("auto", "numpy", "numba"):
+            raise ValueError(f"engine must be 'auto', 'numpy' or 'numba', got {self.engine!r}")
+        if self.engine == "numba" and not self._compiled_model():
+            raise ValueError("engine='numba' supports a single NormalMean model only; use "
+                             "engine='auto' or 'numpy' with other models")
+        if self.engine == "numba" and not numba_available():
+            raise ImportError("engine='numba' needs numba: pip install 'possibly[fast]'")
+        _check_bool("history", self.history)
+        level = self.outlier_level
+        if level is None:  # γ = c^(1/d) at c = 4 · hazard
+            level = (4.0 * float(self.hazard)) ** (1.0 / self._base_params.dim)
+            if self._base_params.dim == 2.0:
+                level = 2.0 * math.sqrt(self.hazard)  # the same value, as it always was
+            level = min(level, 1.0)  # hazard > 1/4: every discounted observation counts
+        self._outlier_level = float(check_unit_interval(
+            "outlier_level", real_scalar("outlier_level", level), low_open=True,
+            high_open=False))
+        self.reset()
+
+    def _build_models(self) -> tuple[SegmentModel, ...]:
+        if isinstance(self.model, str):
+            if self.model != "normal":
+                raise ValueError(f"model must be 'normal', a segment model or a list of them, "
+                                 f"got {self.model!r}")
+            if isinstance(self.sigma, str) and self.sigma != "auto":
+                raise ValueError(f"sigma must be 'auto' or a positive number, got "
+                                 f"{self.sigma!r}")
+            return (NormalMean(self.sigma),)
+        models = as_models(self.model)
+        if not (isinstance(self.sigma, str) and self.sigma == "auto"):
+            raise ValueError(f"sigma belongs to model='normal' (NormalMean); with model=... "
+                             f"leave sigma at 'auto' (NormalMean(sigma) sets it), got "
+                             f"{self.sigma!r}")
+        return models
+
+    def _compiled_model(self) -> bool:
+        return (len(self._models) == 1 and type(self._models[0]) is NormalMean) or \
+            all(type(m) is PolynomialTrend for m in self._models)
+
+    def _engine(self) -> str:
+        if not self._compiled_model():
+            return "numpy"
+        if self.engine == "auto":
+            return "numba" if numba_available() else "numpy"
+        return self.engine
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """The constructor arguments (scikit-learn convention)."""
+        names = list(inspect.signature(type(self).__init__).parameters)[1:]
+        return {name: getattr(self, name) for name in names}
+
+    def set_params(self, **params: Any) -> ChangepointDetector:
+        """Set constructor arguments, validate them and reset (scikit-learn convention)."""
+        valid = self.get_params()
+        for name in params:
+            if name not in valid:
+                raise ValueError(f"unknown parameter {name!r}; valid: {', '.join(valid)}")
+        old = {k: getattr(self, k) for k in params}
+        for k, v in params.items():
+            setattr(self, k, v)
+        try:
+            self._configure()
+        except Exception:
+            for k, v in old.items():
+                setattr(self, k, v)
+            raise
+        return self
+
+    def __repr__(self) -> str:
+        defaults = {name: p.default for name, p in
+                    inspect.signature(type(self).__init__).parameters.items() if name != "self"}
+        shown = [f"{k}={v!r}" for k, v in self.get_params().items()
+                 if not (type(v) is type(defaults[k]) and v == defaults[k])]
+        return f"ChangepointDetector({', '.join(shown)})"
+
+    # -- state ---------------------------------------------------------------------------------
+
+    def reset(self) -> ChangepointDetector:
+        """Forget every observation (``sigma='auto'`` is estimated again by :meth:`fit`)."""
+        with self._exclusive():
+            return self._reset()
+
+    def _reset(self) -> ChangepointDetector:
+        object.__setattr__(self, "_state", None)
+        self.params_: ChangepointParams | None = None
+        self.sigma_estimated_ = False
+        self._trace = MapTrace()
+        self._history: dict[str, Growable] | None = None
+        self._index: Any = None
+        return self
+
+    @property
+    def t(self) -> int:
+        """Number of observations processed."""
+        return 0 if self._state is None else self._state.t
+
+    @property
+    def state_(self) -> RunState:
+        """The current run hypotheses (:class:`~possibly.changepoint.recursion.RunState`)."""
+        return self.init() if self._state is None else self._state
+
+    @property
+    def changepoints(self) -> np.ndarray:
+        """Change points so far (integer positions; also with history=False)."""
+        return self._trace.changepoints()
+
+    def init(self, batch_shape: tuple[int, ...] = ()) -> RunState:
+        """The state before any observation (one series: ``batch_shape`` must be ``()``)."""
+        if tuple(batch_shape) != ():
+            raise ValueError(f"ChangepointDetector processes one series: batch_shape must be "
+                             f"(), got {batch_shape!r}")
+        return init(self._models)
+
+    def _params(self, y: np.ndarray | None = None) -> ChangepointParams:
+        if self.params_ is None:
+            if not all(m.resolved for m in self._models):
+                if y is None:
+                    raise ValueError("sigma='auto' needs the whole series: call fit(y) first, "
+                                     "or construct the detector with sigma=<float> to stream")
+                models = tuple(m.resolve(y) for m in self._models)
+                self.sigma_estimated_ = True
+            else:
+                models = self._models
+            self.params_ = ChangepointParams(models, *(
+                getattr(self._base_params, f) for f in
+                ("hazard", "forgetting", "robust", "tau", "tol", "merge_tol")))
+        return self.params_
+
+    def step(self, state: RunState, y: Any) -> tuple[RunState, ChangepointInfo]:
+        """One observation from ``state``: ``(new_state, info)`` (pure; numpy engine)."""
+        return step(state, y, self._params())
+
+    # -- processing ----------------------------------------------------------------------------
+
+    def _check(self, y: Any) -> np.ndarray:
+        return self._models[0].check_series(y)
+
+    def _run(self, state: RunState, arr: np.ndarray) -> tuple[RunState, dict[str, np.ndarray]]:
+        params = self._params()
+        if self._engine() == "numba":
+            if compiled_family(params.models):  # PolynomialTrend models (issue 12)
+                with _deferred_sigint() as interrupted:
+                    return run_compiled(state, arr, params, interrupted, CHUNK)
+            if type(params.models[0]) is NormalMean:
+                return _run_numba(state, arr, params)
+        return _run_numpy(state, arr, params)
+
+    def _record(self, arr: np.ndarray, out: dict[str, np.ndarray], index: Any = None) -> None:
+        self._trace.extend(out["start"], out["model"])
+        if not self.history:
+            return
+        if self._history is None:
+            self._history = {"y": Growable(np.float64, arr.shape[1:])}
+            for name in _COLUMNS:
+                v = out[name]
+                dtype = (np.int8 if name == "model" else np.int32 if name == "n_active"
+                         else v.dtype)
+                self._history[name] = Growable(dtype, v.shape[1:])
+        if len(arr) == 1:  # streaming: scalar appends
+            self._history["y"].append(arr[0])
+            for name in _COLUMNS:
+                self._history[name].append(out[name][0])
+        else:
+            self._history["y"].extend(arr)
+            for name in _COLUMNS:
+                self._history[name].extend(out[name])
+        if index is not None:
+            self._index = index
+
+    def fit(self, y: Any) -> ChangepointResult:
+        """Process a whole series from scratch and return the result.
+
+        ``y`` is a 1-D array or pandas Series (its index is kept: ``result.index``); NaN marks
+        a missing observation (prediction only). For vector observations of a
+        :class:`ConjugateModel`, time is the first axis. The detector keeps its state, so
+        :meth:`update` continues the same stream; with ``history=False`` it keeps no per-step
+        outputs (the returned result has them).
+        """
+        with self._exclusive():
+            index = getattr(y, "index", None)  # a pandas Series' index (lists have a method)
+            index = None if callable(index) else index
+            arr = self._check(y)
+            self._reset()
+            self._params(arr)
+            state, out = self._run(self.init(), arr)
+            object.__setattr__(self, "_state", state)
+            history, self.history = self.history, True
+            try:
+                self._record(arr, out, index)
+                res = self._result()
+            finally:
+                self.history = history
+            if not history:
+                self._history, self._index = None, None
+            return res
+
+    def extend(self, values: Any) -> dict[str, np.ndarray]:
+        """Process several observations in order; returns their per-step outputs (arrays)."""
+        with self._exclusive():
+            arr = self._check(values)
+            state, out = self._run(self.state_, arr)
+            object.__setattr__(self, "_state", state)
+            self._record(arr, out)
+            return out
+
+    def update(self, y: Any) -> ChangepointInfo:
+        """Process one observation (NaN = missing); same results as :meth:`fit`.
+
+        Returns the step's :class:`~possibly.changepoint.recursion.ChangepointInfo`, with the
+        online flags ``change_detected`` and ``outlier_detected``.
+
+        Examples
+        --------
+        >>> det = ChangepointDetector(sigma=1.0, hazard=0.01)
+        >>> flags = [det.update(x).change_detected for x in [0.0, 0.2, -0.1, 6.0, 6.1, 5.9]]
+        >>> flags, det.changepoints.tolist()
+        ([False, False, False, False, True, False], [3])
+        """
+        with self._exclusive():
+            single = np.asarray(y, dtype=np.float64) if not np.isscalar(y) else y
+            try:
+                arr = self._check(np.asarray(single, dtype=np.float64)[None])
+            except (TypeError, ValueError):
+                raise ValueError(f"y must be one observation (a number, NaN for a missing "
+                                 f"value), got {y!r}") from None
+            prev = int(self._trace.start.view()[-1]) if self._trace.start.n else 0
+            state, out = self._run(self.state_, arr)
+            object.__setattr__(self, "_state", state)
+            self._record(arr, out)
+            t = state.t - 1
+            start = int(out["start"][0])
+            mean = out["mean"][0]
+            changed = start > prev
+            disc = float(out["discount"][0])
+            return ChangepointInfo(
+                float(out["log_consistency"][0]), disc, t=t, map_run_length=t - start,
+                map_model=int(out["model"][0]),
+                mean=float(mean) if np.ndim(mean) == 0 else mean,
+                n_active=int(out["n_active"][0]),
+                log_change_possibility=float(out["log_change_possibility"][0]),
+                change_detected=changed,
+                outlier_detected=bool(disc < self._outlier_level) and not changed)
+
+    def result(self) -> ChangepointResult:
+        """Everything processed since the last :meth:`fit` or :meth:`reset` (needs history)."""
+        with self._exclusive():
+            if not self.history and self.t > 0:
+                raise ValueError("result() needs history=True (this detector streams in "
+                                 "bounded memory: use .changepoints or each update's Info)")
+            return self._result()
+
+    def _result(self) -> ChangepointResult:
+        if self.t == 0 or self._history is None:
+            raise ValueError("no observation processed yet: call fit(y) or update(y)")
+        h = {k: g.view().copy() for k, g in self._history.items()}
+        t = np.arange(len(h["y"]))
+        index = None
+        if self._index is not None and len(self._index) == len(t):
+            index = self._index
+        return ChangepointResult(
+            h["y"], t - h["start"], h["model"].astype(np.int64), h["mean"],
+            h["log_consistency"], h["discount"], h["n_active"].astype(np.int64),
+            h["log_change_possibility"], params=self._params(),
+            sigma_estimated=self.sigma_estimated_, outlier_level=self._outlier_level,
+            index=index)
+
+    def history_nbytes(self) -> int:
+        """Bytes held for the per-step history and the MAP trace."""
+        hist = 0 if self._history is None else sum(g.data.nbytes
+                                                   for g in self._history.values())
+        return hist + self._trace.nbytes()

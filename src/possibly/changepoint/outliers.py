@@ -1,0 +1,59 @@
+"""The outlier rule of the change-point detector (one rule for every segment model).
+
+An observation is an outlier when
+
+1. online, its discount fell below ``outlier_level`` (it was at most about ``outlier_level^d``
+   consistent with what came before), and
+2. in hindsight, its segment's model says it lies far from the segment
+   (:meth:`~possibly.changepoint.models.SegmentModel.outlying`: more than ``3 σ`` from the
+   segment median for :class:`~possibly.changepoint.NormalMean`; a consistency with the
+   segment's possibility function below ``exp(-4.5)`` for a
+   :class:`~possibly.changepoint.ConjugateModel`), and
+3. it does not start a segment.
+
+Models with ``hindsight_outliers = True`` (:class:`~possibly.changepoint.PolynomialTrend`)
+skip the first condition: their ``outlying`` replays the segment with its discounts, which
+already says which observations the run left out.
+
+The second condition separates isolated spikes from the first few observations after a real
+change, which are discounted too: online they look like outliers until the change is
+confirmed. The standard recursion discounts nothing, so it has no outliers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from possibly.changepoint.models import SegmentModel
+
+__all__ = ["find_outliers"]
+
+
+def find_outliers(y: np.ndarray, discount: np.ndarray, segments: Sequence[tuple[int, int]],
+                  segment_models: Sequence[int], models: Sequence[SegmentModel],
+                  outlier_level: float) -> np.ndarray:
+    """Indices of the outliers (see the module docstring), increasing.
+
+    Examples
+    --------
+    >>> from possibly.changepoint import NormalMean
+    >>> y = np.array([0.0, 0.1, 9.0, -0.1, 0.0])
+    >>> disc = np.array([1.0, 1.0, 0.01, 0.9, 1.0])
+    >>> find_outliers(y, disc, [(0, 5)], [0], [NormalMean(1.0)], 0.1).tolist()
+    [2]
+    """
+    flagged = discount < outlier_level  # NaN (missing) compares False
+    found = []
+    for k, (a, b) in zip(segment_models, segments, strict=True):
+        if getattr(models[int(k)], "hindsight_outliers", False):
+            # the model's own replay decides (changepoint/segments.py): the second value of a
+            # burst is well predicted online by the run the first one started
+            candidates = np.arange(a + 1, b)
+        else:
+            candidates = np.flatnonzero(flagged[a + 1:b]) + a + 1  # a segment start is a change
+        if candidates.size:
+            far = models[int(k)].outlying(y[a:b], discount[a:b])
+            found.extend(int(i) for i in candidates if far[i - a])
+    return np.array(found, dtype=np.int64)

@@ -1,0 +1,282 @@
+"""The result of a change-point fit: per-step outputs, the MAP segmentation, outliers, frames."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from possibly.changepoint.outliers import find_outliers
+from possibly.changepoint.recursion import ChangepointParams, MapTrace, init, step
+from possibly.changepoint.uncertainty import change_possibility, possibility_intervals
+
+__all__ = ["ChangepointResult"]
+
+
+@dataclass(frozen=True, eq=False)
+class ChangepointResult:
+    """Output of :meth:`ChangepointDetector.fit` (arrays of shape ``(T,)``).
+
+    Attributes
+    ----------
+    y : ndarray
+        The observations (NaN = missing); shape ``(T, *event)`` for vector observations.
+    map_run_length : ndarray of int64
+        MAP run length after each observation (``0``: a segment starts here).
+    map_model : ndarray of int
+        Segment model index of the MAP hypothesis after each observation.
+    mean : ndarray
+        E* of the segment parameter of the MAP hypothesis; NaN before any observation of the
+        segment. Shape ``(T, *estimate_shape)`` when the parameter is not scalar (the
+        components of a joint mode, e.g. ``NormalGamma``'s ``(mean, precision)``, are
+        concatenated).
+    log_consistency, discount : ndarray
+        ``log c_t`` and the exponent ``γ_t`` applied to the likelihood (1 for the standard
+        version); NaN at missing observations.
+    n_active : ndarray of int
+        Number of kept run hypotheses after each step.
+    log_change_possibility : ndarray
+        Log possibility, after each step, that a segment starts at that observation (the new
+        run's weight; ``-inf`` once it was pruned or merged).
+    params : ChangepointParams
+        The parameters used, with the resolved models (e.g. the ``sigma`` actually used).
+    sigma_estimated : bool
+        Whether ``sigma`` came from :func:`~possibly.changepoint.estimate_sigma`.
+    outlier_level : float
+        Discount level below which an observation counts as discounted (see ``outliers``).
+    index : pandas.Index or None
+        The index of the input when it was a pandas Series (positions stay integers
+        everywhere else); used by :meth:`to_frame`.
+    """
+
+    y: np.ndarray
+    map_run_length: np.ndarray
+    map_model: np.ndarray
+    mean: np.ndarray
+    log_consistency: np.ndarray
+    discount: np.ndarray
+    n_active: np.ndarray
+    log_change_possibility: np.ndarray
+    params: ChangepointParams
+    sigma_estimated: bool = False
+    outlier_level: float = 0.1
+    index: Any = None
+    _cache: dict = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def sigma(self) -> float | None:
+        """σ of the normal-mean model (None without one)."""
+        return self.params.sigma
+
+    @property
+    def consistency(self) -> np.ndarray:
+        """``c_t = exp(log c_t)``."""
+        # math.exp, not numpy's vectorised exp (which can differ in the last bit): the values
+        # the detector always reported, and the compiled engine's arithmetic
+        lc = self.log_consistency
+        return np.fromiter((math.exp(v) for v in lc.tolist()), dtype=np.float64, count=lc.size)
+
+    def _trace(self) -> MapTrace:
+        if "trace" not in self._cache:
+            trace = MapTrace()
+            t = np.arange(len(self.map_run_length))
+            trace.extend(t - self.map_run_length, self.map_model)
+            self._cache["trace"] = trace
+        return self._cache["trace"]
+
+    @property
+    def changepoints(self) -> np.ndarray:
+        """Start indices (integer positions) of the MAP segments after the first."""
+        return self._trace().changepoints()
+
+    @property
+    def segment_models(self) -> list[int]:
+        """Model index of each MAP segment (see ``segments``)."""
+        return self._trace().segment_models().tolist()
+
+    @property
+    def segments(self) -> list[tuple[int, int]]:
+        """``[(start, stop), ...]``, half-open, covering ``0..T``."""
+        bounds = [0, *self.changepoints.tolist(), len(self.y)]
+        return list(zip(bounds[:-1], bounds[1:], strict=True))
+
+    @property
+    def discounted(self) -> np.ndarray:
+        """Indices whose discount fell below ``outlier_level`` (change points included)."""
+        return np.flatnonzero(self.discount < self.outlier_level)
+
+    @property
+    def outliers(self) -> np.ndarray:
+        """Observations treated as outliers (:mod:`possibly.changepoint.outliers`)."""
+        if "outliers" not in self._cache:
+            self._cache["outliers"] = find_outliers(
+                self.y, self.discount, self.segments, self.segment_models, self.params.models,
+                self.outlier_level)
+        return self._cache["outliers"].copy()
+
+    # -- possibilistic uncertainty (issue 12; changepoint/uncertainty.py) ------------------------
+
+    @property
+    def change_possibility(self) -> np.ndarray:
+        """Per step, the possibility that a segment starts there, in [0, 1] (1 at every change
+        point): the largest relative weight its hypotheses reached at any time. Replays the
+        recursion once (:mod:`possibly.changepoint.uncertainty`)."""
+        if "change_possibility" not in self._cache:
+            self._cache["change_possibility"] = change_possibility(
+                len(self.y), self.iter_run_lengths())
+        return self._cache["change_possibility"].copy()
+
+    @property
+    def outlier_score(self) -> np.ndarray:
+        """Per step, ``1 − discount`` in [0, 1]: how inconsistent the observation was with
+        what came before (NaN at missing observations; 0 for the standard recursion)."""
+        return 1.0 - self.discount
+
+    def changepoint_intervals(self, alpha: float = 0.5) -> list[tuple[int, int]]:
+        """Per change point, the half-open ``(first, stop)`` range of steps around it whose
+        :attr:`change_possibility` is at least ``alpha`` (a possibility interval)."""
+        return possibility_intervals(self.change_possibility, self.changepoints, alpha)
+
+    def segment_medians(self) -> np.ndarray:
+        """Median of the observations of each segment, broadcast to shape ``y.shape``.
+
+        Vector observations get componentwise medians; observations containing a NaN are left
+        out.
+        """
+        out = np.full(self.y.shape, np.nan)
+        for a, b in self.segments:
+            seg = self.y[a:b]
+            seg = seg[~np.isnan(seg.reshape(len(seg), -1)).any(axis=1)]
+            if len(seg):
+                out[a:b] = np.median(seg, axis=0)
+        return out
+
+    def log_run_length_possibility(self, t: int) -> np.ndarray:
+        """Log possibility of every run length ``0..t`` after observation ``t`` (one model).
+
+        Recomputed by replaying the (deterministic) recursion without pruning or merging, so
+        nothing is stored by :meth:`~ChangepointDetector.fit` and every run length gets its
+        value, also those that were dropped (dropping changes no kept value: there is no
+        normalising sum). With several models, the maximum over the models. Costs ``O(t²)``.
+        """
+        t = self._check_t(t)
+        for s, (starts, log_w) in enumerate(self.iter_run_lengths(stop=t + 1, tol=0.0)):
+            if s == t:
+                out = np.full(t + 1, -np.inf)
+                np.maximum.at(out, t - starts, log_w)
+                return out
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def run_length_possibility(self, t: int) -> np.ndarray:
+        """Possibility of every run length ``0..t`` after observation ``t`` (max 1).
+
+        Examples
+        --------
+        >>> import possibly as ps
+        >>> det = ps.ChangepointDetector(sigma=1.0, hazard=0.01)
+        >>> res = det.fit([0.0, 0.1, -0.1, 5.0, 5.1, 4.9, 5.0])
+        >>> res.run_length_possibility(6).round(4).tolist()  # MAP r = 3: a segment began at 3
+        [0.01, 0.0394, 0.3005, 1.0, 0.001, 0.0001, 0.0007]
+        >>> res.discount.round(2)  # the jump was discounted until it was confirmed
+        array([1.  , 1.  , 1.  , 0.1 , 0.18, 0.5 , 1.  ])
+        """
+        return np.exp(self.log_run_length_possibility(t))
+
+    def iter_run_lengths(self, stop: int | None = None, tol: float | None = None
+                         ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """Yield ``(start, log_w)`` of the kept hypotheses after each step ``0..stop-1``.
+
+        ``tol`` overrides the pruning tolerance of the fit (0 keeps every run length and
+        disables the merging).
+        """
+        stop = len(self.y) if stop is None else stop
+        params = self.params
+        if tol is not None:
+            params = dataclasses.replace(params, tol=tol,
+                                         merge_tol=params.merge_tol if tol > 0 else 0.0)
+        state = init(params)
+        scalar = self.y.ndim == 1
+        for t in range(stop):
+            state, _ = step(state, float(self.y[t]) if scalar else self.y[t], params)
+            yield state.start, state.log_w
+
+    def _check_t(self, t: Any) -> int:
+        if isinstance(t, bool) or not isinstance(t, numbers.Integral):
+            raise ValueError(f"t must be an integer index, got {t!r}")
+        t = int(t)
+        n = len(self.y)
+        if t < 0:
+            t += n
+        if not 0 <= t < n:
+            raise ValueError(f"t must be in [0, {n}), got {t}")
+        return t
+
+    def to_frame(self) -> Any:
+        """A pandas DataFrame with one row per observation, indexed like the input.
+
+        Columns: ``changepoint`` (a segment starts here, in the final MAP segmentation),
+        ``change_possibility`` (the possibility that a segment starts at this observation, as
+        seen online right after it), ``outlier`` and ``outlier_score`` (``1 − discount``),
+        ``segment_mean`` (E* of the MAP segment's parameter, online), ``discount`` and
+        ``log_consistency``. With vector parameters ``segment_mean`` holds arrays.
+
+        Examples
+        --------
+        >>> import pandas as pd, possibly as ps
+        >>> y = pd.Series([0.0, 0.1, -0.1, 5.0, 5.1, 4.9],
+        ...               index=pd.date_range("2024-01-01", periods=6, freq="D"))
+        >>> frame = ps.ChangepointDetector(sigma=1.0, hazard=0.01).fit(y).to_frame()
+        >>> frame["changepoint"].loc[lambda s: s].index.strftime("%m-%d").tolist()
+        ['01-04']
+        """
+        import pandas as pd
+
+        n = len(self.y)
+        cp = np.zeros(n, dtype=bool)
+        cp[self.changepoints] = True
+        out = np.zeros(n, dtype=bool)
+        out[self.outliers] = True
+        mean = self.mean if self.mean.ndim == 1 else list(self.mean)
+        index = self.index if self.index is not None else pd.RangeIndex(n)
+        return pd.DataFrame({
+            "changepoint": cp,
+            "change_possibility": np.exp(self.log_change_possibility),
+            "outlier": out,
+            "outlier_score": 1.0 - self.discount,
+            "segment_mean": mean,
+            "discount": self.discount,
+            "log_consistency": self.log_consistency,
+        }, index=index)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain lists and numbers (JSON-serialisable; NaN becomes None)."""
+
+        def floats(a: Any) -> Any:
+            if np.ndim(a) > 1:
+                return [floats(row) for row in a]
+            return [None if math.isnan(v) else float(v) for v in a]
+
+        p = self.params
+        params: dict[str, Any] = {"sigma": p.sigma, "hazard": p.hazard,
+                                  "forgetting": p.forgetting, "robust": p.robust,
+                                  "tau": p.tau, "tol": p.tol, "merge_tol": p.merge_tol}
+        if p.sigma is None or len(p.models) > 1:
+            params["model"] = [repr(m) for m in p.models] if len(p.models) > 1 else repr(
+                p.models[0])
+        return {
+            "params": params,
+            "sigma_estimated": self.sigma_estimated,
+            "outlier_level": self.outlier_level,
+            "changepoints": self.changepoints.tolist(),
+            "outliers": self.outliers.tolist(),
+            "y": floats(self.y),
+            "map_run_length": self.map_run_length.tolist(),
+            "mean": floats(self.mean),
+            "consistency": floats(self.consistency),
+            "discount": floats(self.discount),
+        }

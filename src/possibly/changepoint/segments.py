@@ -1,0 +1,638 @@
+"""Segment models with unknown noise precision: a level, or a polynomial trend (issue 12).
+
+:class:`PolynomialTrend` is a Bayesian linear regression on ``(1, τ, τ²)`` with unknown noise
+precision λ, whose state is shifted forward each step (``level ← level + slope + curvature``,
+...), so the regressor is always ``(1, 0, 0)`` and nothing grows with the segment length;
+:func:`NormalMeanVariance` is its degree 0 (a constant level). Given its run, the segment
+parameter ``(θ, λ)`` has the normal-gamma possibility ``exp(-λ (θ - m)ᵀ P⁻¹ (θ - m) / 2)
+Ḡ(λ; a, b)``. Per observation ``y`` with residual ``r = y - m₀`` and ``q = P₀₀``
+(docs/math.md §6, with an unknown λ):
+
+* forget (predict): shift ``m ← F m``, ``P ← F P Fᵀ``; with ``ρ < 1`` the power ``f^ρ``
+  (``P ← P / ρ``, ``a ← ρ a``, ``b ← ρ b``);
+* consistency (sup-based, possibilistic): ``log sup_{θ,λ} f L / sup_y (...) =
+  -(a + ½) log(1 + r² / (2 b (1 + q)))``, a Student-t shape;
+* evidence (the run weight increment), ``evidence="integrated"`` (default): the tempered
+  marginal likelihood ``∫ p(y | θ, λ)^γ π(θ, λ)``, whose ``-½ log(1 + γ q)`` is the Occam
+  factor that stops a richer model from winning for free; ``evidence="profile"``: the sup
+  counterpart (the paper's §5.3 rule), ``-(a + γ/2) log(1 + γ r² / (2 b (1 + γ q)))``;
+* outlier floor: the increment never falls more than ``outlier_cost`` below its value for a
+  perfectly predicted observation; where the floor is taken the observation leaves the run
+  unchanged. With ``outlier_cost`` about ``|log hazard|`` a lone spike of any size, or a burst
+  of two, costs less than the two change points that would isolate it;
+* update with exponent γ: ``P ← P - γ P e₀ e₀ᵀ P / (1 + γ q)``, ``m ← m + γ P e₀ r /
+  (1 + γ q)``, ``a ← a + γ/2``, ``b ← b + γ r² / (2 (1 + γ q))``.
+
+The discount is the recursion's ``γ = c^(1/d)`` (:func:`possibly.inference.discount`), with
+``dim`` the free parameters plus one for the run length: 3 for a level, 4 for a linear trend,
+5 for a quadratic one.
+
+Scale-free priors: ``resolve(y)`` (called by ``fit``) sets :class:`SegmentPrior` from robust
+summaries of the whole series (median, 1.4826 · MAD, length), never from first differences
+(tiny on a smooth series); the models work on ``(y - loc) / scale``, so the change points and
+the segment models are unchanged under ``y → a y + b`` with ``a > 0``. For streaming, pass
+``prior=automatic_prior(warm_up)`` with a warm-up window of the series.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any, ClassVar
+
+import numpy as np
+from scipy.special import gammaln
+
+from possibly.changepoint.models import Runs, SegmentModel, as_series
+
+__all__ = [
+    "MultivariateNormalSegments",
+    "NormalMeanVariance",
+    "PolynomialTrend",
+    "SegmentPrior",
+    "automatic_prior",
+    "automatic_vector_prior",
+    "model_family",
+]
+
+_LOG_2PI = math.log(2.0 * math.pi)
+#: hindsight log consistency below which an observation is an outlier: a normal value 5 σ from
+#: its prediction (the robust update underestimates σ a little: tails are discounted)
+OUTLIER_LOG_CONSISTENCY = -12.5
+#: default outlier cost: |log h| at the default hazard 2.5e-3
+DEFAULT_OUTLIER_COST = -math.log(2.5e-3)
+
+
+@dataclass(frozen=True)
+class SegmentPrior:
+    """Robust summaries of a series from which the segment priors are built.
+
+    Attributes
+    ----------
+    loc : float
+        Prior location of the level (the series' median).
+    scale : float
+        Robust overall scale (1.4826 · MAD), ``> 0``.
+    horizon : float
+        Time scale in steps (the series length) over which a slope may move the level by
+        about ``slope_scale · scale``.
+    """
+
+    loc: float
+    scale: float
+    horizon: float
+
+    def __post_init__(self) -> None:
+        for name in ("loc", "scale", "horizon"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) \
+                    or not math.isfinite(v):
+                raise ValueError(f"prior.{name} must be a finite number, got {v!r}")
+        if not (self.scale > 0 and self.horizon >= 1):
+            raise ValueError(f"prior needs scale > 0 and horizon >= 1, got {self!r}")
+
+
+def automatic_prior(y: Any) -> SegmentPrior:
+    """Scale-free prior summaries of a series: median, 1.4826 · MAD and length.
+
+    Parameters
+    ----------
+    y : array_like, shape (n,)
+        Observations (NaN = missing, ignored).
+
+    Returns
+    -------
+    SegmentPrior
+
+    Examples
+    --------
+    >>> automatic_prior([1.0, 2.0, 3.0, 4.0, 100.0])
+    SegmentPrior(loc=3.0, scale=1.4826, horizon=5.0)
+    """
+    y = as_series(y)
+    finite = y[np.isfinite(y)]
+    if finite.size == 0:
+        raise ValueError("y must hold at least one observed (non-NaN) value")
+    loc = float(np.median(finite))
+    scale = 1.4826 * float(np.median(np.abs(finite - loc)))
+    if not scale > 0:  # more than half the values tied: the spread, then the magnitude
+        scale = float(np.std(finite)) or max(abs(loc), 1.0)
+    return SegmentPrior(loc, scale, float(max(y.size, 2)))
+
+
+def _check_settings(model: Any, positive: tuple[str, ...]) -> None:
+    """The named settings are finite numbers > 0 and ``evidence`` is a known rule."""
+    for name in positive:
+        v = getattr(model, name)
+        if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) \
+                or not (math.isfinite(v) and v > 0):
+            raise ValueError(f"{name} must be a finite number > 0, got {v!r}")
+    if model.evidence not in ("integrated", "profile"):
+        raise ValueError(f"evidence must be 'integrated' or 'profile', got {model.evidence!r}")
+
+
+def _shift_matrix(p: int) -> np.ndarray:
+    """``F`` with ``θ(t + 1) = F θ(t)`` for ``y(t + τ) = Σ_j θ_j τ^j``: ``F[i, j] = C(j, i)``."""
+    f = np.zeros((p, p))
+    for i in range(p):
+        for j in range(i, p):
+            f[i, j] = math.comb(j, i)
+    return f
+
+
+def run_log_consistency(runs: Runs, z: float) -> np.ndarray:
+    """Sup-based consistency of the standardised ``z`` with each run's prediction."""
+    r = z - runs["m"][:, 0]
+    return -(runs["a"] + 0.5) * np.log1p(r * r / (2.0 * runs["b"] * (1.0 + runs["cov"][:, 0, 0])))
+
+
+def observe(runs: Runs, z: float, gamma: float, integrated: bool, floor: float
+            ) -> tuple[np.ndarray, Runs, np.ndarray]:
+    """One standardised observation with exponent γ: ``(evidence, new runs, outlier)``.
+
+    The evidence is floored at its value for a perfectly predicted observation minus
+    ``floor``; where the floor is taken (``outlier``) the run is left unchanged.
+    """
+    m, cov, a, b = runs["m"], runs["cov"], runs["a"], runs["b"]
+    r = z - m[:, 0]
+    q = cov[:, 0, 0]
+    gq = 1.0 + gamma * q
+    log_ratio = np.log1p(0.5 * gamma * r * r / (gq * b))
+    if integrated:
+        best = (-0.5 * gamma * _LOG_2PI + gammaln(a + 0.5 * gamma) - gammaln(a)
+                - 0.5 * np.log(gq) - 0.5 * gamma * np.log(b))
+    else:
+        best = np.zeros_like(r)
+    ev_in = best - (a + 0.5 * gamma) * log_ratio
+    outlier = ev_in < best - floor
+    g = np.where(outlier, 0.0, gamma)
+    gain = cov[:, :, 0] * (g / (1.0 + g * q))[:, None]    # (n, p)
+    new = {"m": m + gain * r[:, None],
+           "cov": cov - gain[:, :, None] * cov[:, None, 0, :],
+           "a": a + 0.5 * g,
+           "b": b + 0.5 * g * r * r / (1.0 + g * q),
+           "seen": runs["seen"] | ~outlier}
+    return np.where(outlier, best - floor, ev_in), new, outlier
+
+
+@dataclass(frozen=True)
+class PolynomialTrend(SegmentModel):
+    """Segments with a polynomial trend and unknown noise precision (normal-gamma regression).
+
+    Parameters
+    ----------
+    degree : int
+        0 (constant level), 1 (level and slope) or 2 (and curvature).
+    level_scale : float
+        Prior sd of a new segment's level, in units of the series scale, ``> 0``.
+    slope_scale : float
+        Prior sd of the change a slope makes over the horizon (the series length), in units
+        of the series scale (curvature likewise over the horizon squared), ``> 0``.
+    noise_scale : float
+        Prior noise sd in units of the series scale, ``> 0``.
+    noise_shape : float
+        Gamma shape ``a₀ > 0`` of the noise-precision prior.
+    evidence : {"integrated", "profile"}
+        Run-weight increment: the tempered marginal likelihood (with its Occam factor) or the
+        sup-based profile predictive (module docstring).
+    outlier_cost : float
+        Largest weight one observation can cost a run (log scale), ``> 0``; default
+        ``|log 2.5e-3|``, the default hazard's.
+    prior : SegmentPrior, optional
+        Location and scale of the series; None: set by ``fit`` from the whole series
+        (:func:`automatic_prior`). Needed for streaming.
+
+    Examples
+    --------
+    >>> import numpy as np, possibly as ps
+    >>> from possibly.changepoint import NormalMeanVariance, PolynomialTrend
+    >>> rng = np.random.default_rng(0)
+    >>> y = np.r_[np.zeros(50), 10 + 0.5 * np.arange(50)] + rng.normal(size=100)
+    >>> det = ps.ChangepointDetector(model=[NormalMeanVariance(), PolynomialTrend(1)],
+    ...                              forgetting=1.0)
+    >>> res = det.fit(y)
+    >>> res.changepoints.tolist(), res.segment_models
+    ([50], [0, 1])
+    """
+
+    degree: int = 1
+    level_scale: float = 2.0
+    slope_scale: float = 10.0
+    noise_scale: float = 0.5
+    noise_shape: float = 1.0
+    evidence: str = "integrated"
+    outlier_cost: float = DEFAULT_OUTLIER_COST
+    prior: SegmentPrior | None = None
+    dim: float = field(init=False)  # type: ignore[assignment]
+    #: the outlier rule uses ``outlying`` alone (no online discount condition)
+    hindsight_outliers: ClassVar[bool] = True
+    _f: np.ndarray = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.degree, bool) or not isinstance(self.degree, (int, np.integer)) \
+                or not 0 <= self.degree <= 2:
+            raise ValueError(f"degree must be 0, 1 or 2, got {self.degree!r}")
+        _check_settings(self, ("level_scale", "slope_scale", "noise_scale", "noise_shape",
+                               "outlier_cost"))
+        if self.prior is not None and not isinstance(self.prior, SegmentPrior):
+            raise ValueError(f"prior must be a SegmentPrior (see automatic_prior) or None, got "
+                             f"{self.prior!r}")
+        object.__setattr__(self, "degree", int(self.degree))
+        object.__setattr__(self, "dim", float(self.degree + 3))  # coefficients, λ, run length
+        object.__setattr__(self, "_f", _shift_matrix(self.degree + 1))
+
+    @property
+    def resolved(self) -> bool:
+        return self.prior is not None
+
+    def resolve(self, y: np.ndarray) -> PolynomialTrend:
+        return self if self.resolved else replace(self, prior=automatic_prior(y))
+
+    def _prior(self) -> SegmentPrior:
+        if self.prior is None:
+            raise ValueError("this model sets its prior from the whole series: call fit(y), or "
+                             "pass prior=automatic_prior(warm_up) to stream")
+        return self.prior
+
+    def check_series(self, y: Any) -> np.ndarray:
+        return as_series(y)
+
+    def new_runs(self, n: int) -> Runs:
+        # standardised units: the level's prior location is 0 and the series scale 1
+        p = self.degree + 1
+        noise_var = self.noise_scale ** 2
+        # the empty state of init() has the right shapes before the prior is known
+        horizon = 1.0 if n == 0 and self.prior is None else self._prior().horizon
+        sds = [self.level_scale] + [self.slope_scale / horizon ** j for j in range(1, p)]
+        cov = np.diag(np.square(sds)) / noise_var  # relative to the noise variance 1/λ
+        return {"m": np.zeros((n, p)), "cov": np.repeat(cov[None], n, axis=0),
+                "a": np.full(n, float(self.noise_shape)),
+                "b": np.full(n, float(self.noise_shape) * noise_var),
+                "seen": np.zeros(n, dtype=bool)}
+
+    def forget(self, runs: Runs, rho: float) -> Runs:
+        f = self._f
+        cov = f @ runs["cov"] @ f.T
+        if rho == 1.0:
+            return {**runs, "m": runs["m"] @ f.T, "cov": cov}
+        return {"m": runs["m"] @ f.T, "cov": cov / rho, "a": runs["a"] * rho,
+                "b": runs["b"] * rho, "seen": runs["seen"]}
+
+    def _z(self, y: Any) -> float:
+        prior = self._prior()
+        return (float(y) - prior.loc) / prior.scale
+
+    def log_consistency(self, runs: Runs, y: Any) -> np.ndarray:
+        return run_log_consistency(runs, self._z(y))
+
+    def update(self, runs: Runs, y: Any, gamma: float) -> tuple[np.ndarray, Runs]:
+        incr, new, _ = observe(runs, self._z(y), gamma, self.evidence == "integrated",
+                               self.outlier_cost)
+        return incr, new
+
+    def estimate(self, runs: Runs) -> np.ndarray:
+        """E* of the current level (in the units of the series)."""
+        prior = self._prior()
+        return np.where(runs["seen"], prior.loc + prior.scale * runs["m"][:, 0], np.nan)
+
+    def outlying(self, y: np.ndarray, discount: np.ndarray) -> np.ndarray:
+        """Replays the segment with its discounts: an observation is far from the segment when
+        the run's outlier floor took it, or its consistency with the run's prediction is
+        below ``exp(-12.5)`` (a normal value 5 σ away)."""
+        runs = self.new_runs(1)
+        out = np.zeros(len(y), dtype=bool)
+        integrated = self.evidence == "integrated"
+        for i in range(len(y)):
+            if i:
+                runs = self.forget(runs, 1.0)
+            if math.isnan(y[i]) or math.isnan(discount[i]):
+                continue
+            z = self._z(y[i])
+            lc = float(run_log_consistency(runs, z)[0])
+            _, runs, floored = observe(runs, z, float(discount[i]), integrated,
+                                       self.outlier_cost)
+            out[i] = bool(floored[0]) or lc < OUTLIER_LOG_CONSISTENCY
+        return out
+
+
+def model_family(**kwargs: Any) -> list[PolynomialTrend]:
+    """The model family chosen on the synthetic suite: constant level, linear and quadratic
+    trend, all with unknown noise precision (keyword arguments go to every model).
+
+    Use it with ``forgetting=1.0`` and ``tol=0.4 * hazard`` (``1e-3`` at the default hazard),
+    which bounds the number of runs kept: ``ChangepointDetector(model=model_family(),
+    forgetting=1.0, tol=1e-3)`` (benchmarks/bench_changepoint_quality.py, BENCHMARKS.md).
+
+    Examples
+    --------
+    >>> [m.degree for m in model_family()]
+    [0, 1, 2]
+    """
+    return [PolynomialTrend(degree, **kwargs) for degree in (0, 1, 2)]
+
+
+def NormalMeanVariance(**kwargs: Any) -> PolynomialTrend:  # noqa: N802 - a model constructor
+    """Segments with a constant level and unknown noise precision (normal-gamma).
+
+    ``PolynomialTrend(degree=0, **kwargs)``; keyword arguments as :class:`PolynomialTrend`.
+
+    Examples
+    --------
+    >>> from possibly.changepoint import NormalMeanVariance
+    >>> NormalMeanVariance().dim
+    3.0
+    """
+    return PolynomialTrend(0, **kwargs)
+
+
+# ----------------------------------------------------------------------------------------------
+# vector series: mean and covariance (normal-inverse-Wishart)
+
+
+def automatic_vector_prior(y: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Componentwise median and ``1.4826 · MAD`` of a vector series ``(T, d)`` (NaN rows
+    ignored): the location and scale that :class:`MultivariateNormalSegments` standardises by.
+
+    Examples
+    --------
+    >>> loc, scale = automatic_vector_prior([[0.0, 10.0], [1.0, 30.0], [2.0, 20.0]])
+    >>> loc.tolist(), scale.round(4).tolist()
+    ([1.0, 20.0], [1.4826, 14.826])
+    """
+    y = _vector_series(y)
+    rows = y[~np.isnan(y).any(axis=1)]
+    if not len(rows):
+        raise ValueError("y must hold at least one fully observed (non-NaN) row")
+    loc = np.median(rows, axis=0)
+    scale = 1.4826 * np.median(np.abs(rows - loc), axis=0)
+    spread = rows.std(axis=0)
+    scale = np.where(scale > 0, scale, np.where(spread > 0, spread, np.maximum(np.abs(loc), 1.0)))
+    return loc, scale
+
+
+def _vector_series(y: Any) -> np.ndarray:
+    try:
+        arr = np.asarray(y, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError("y must be an array of numbers of shape (T, d), time first") from None
+    if arr.ndim != 2 or arr.shape[1] < 2 or arr.shape[0] == 0:
+        raise ValueError(f"y must have shape (T, d) with T >= 1 and d >= 2 for "
+                         f"MultivariateNormalSegments (use NormalMeanVariance for a scalar "
+                         f"series), got shape {arr.shape}")
+    if np.isinf(arr).any():
+        raise ValueError("y must be finite or NaN (missing)")
+    return arr
+
+
+@dataclass(frozen=True)
+class MultivariateNormalSegments(SegmentModel):
+    """Segments of a vector series with unknown mean and covariance (normal-inverse-Wishart).
+
+    Given its run, ``(μ, Σ)`` has the normal-inverse-Wishart form ``μ | Σ ~ N(m, Σ/κ)``,
+    ``Σ ~ IW(Ψ, ν)``, on the componentwise standardised series. Per observation ``y`` with
+    ``r = y - m`` and ``δ = rᵀ Ψ⁻¹ r``:
+
+    * consistency: ``-(ν + 1)/2 · log(1 + κ δ / (κ + 1))``, the Student-t shape of the scalar
+      models with the Mahalanobis distance;
+    * evidence (integrated): the tempered marginal likelihood ``∫ N(y; μ, Σ)^γ NIW``
+      ``= π^(-γd/2) (κ/κ')^(d/2) Γ_d(ν'/2)/Γ_d(ν/2) |Ψ|^(ν/2) / |Ψ'|^(ν'/2)``, or the profile
+      ``-(ν'/2) log(1 + κ γ δ / κ')``; floored like the scalar models (``outlier_cost``);
+    * update with exponent γ: ``κ' = κ + γ``, ``m' = m + γ r / κ'``,
+      ``Ψ' = Ψ + (κ γ / κ') r rᵀ``, ``ν' = ν + γ``.
+
+    ``dim`` counts the free parameters plus one: ``d + d(d + 1)/2 + 1`` (6 for ``d = 2``,
+    10 for ``d = 3``).
+
+    Parameters
+    ----------
+    level_scale, noise_scale : float
+        Prior sd of a new segment's mean and prior noise sd, per component in units of its
+        scale, ``> 0``.
+    evidence : {"integrated", "profile"}
+    outlier_cost : float
+        As :class:`PolynomialTrend`.
+    prior : (loc, scale) pair of arrays, optional
+        Componentwise location and scale; None: set by ``fit`` (:func:`automatic_vector_prior`).
+
+    Examples
+    --------
+    >>> import numpy as np, possibly as ps
+    >>> from possibly.changepoint import MultivariateNormalSegments
+    >>> y, truth = ps.datasets.multivariate_shifts(200, n_changes=1, dim=2, seed=0)
+    >>> res = ps.ChangepointDetector(model=MultivariateNormalSegments(), forgetting=1.0).fit(y)
+    >>> res.changepoints.tolist() == truth.changepoints.tolist()
+    True
+    """
+
+    level_scale: float = 2.0
+    noise_scale: float = 0.5
+    evidence: str = "integrated"
+    outlier_cost: float = DEFAULT_OUTLIER_COST
+    prior: tuple[np.ndarray, np.ndarray] | None = field(default=None, compare=False)
+    dim: float = field(init=False)  # type: ignore[assignment]
+    event_ndim: ClassVar[int] = 1
+    hindsight_outliers: ClassVar[bool] = True
+
+    def __post_init__(self) -> None:
+        _check_settings(self, ("level_scale", "noise_scale", "outlier_cost"))
+        d = 0
+        if self.prior is not None:
+            try:
+                loc, scale = (np.asarray(v, dtype=np.float64) for v in self.prior)
+            except (TypeError, ValueError):
+                raise ValueError(f"prior must be a pair (loc, scale) of arrays, got "
+                                 f"{self.prior!r}") from None
+            if loc.ndim != 1 or loc.shape != scale.shape or loc.size < 2 or \
+                    not (np.isfinite(loc).all() and np.isfinite(scale).all()
+                         and (scale > 0).all()):
+                raise ValueError(f"prior must be (loc, scale), two finite arrays of shape (d,), "
+                                 f"d >= 2, with scale > 0, got {self.prior!r}")
+            object.__setattr__(self, "prior", (loc, scale))
+            d = loc.size
+        # before fit knows d, dim is that of d = 2 (it only sets the detector's default
+        # outlier_level, which this model does not use: hindsight_outliers)
+        dd = d or 2
+        object.__setattr__(self, "dim", float(dd + dd * (dd + 1) // 2 + 1))
+        object.__setattr__(self, "estimate_shape", (d,) if d else ())
+
+    @property
+    def resolved(self) -> bool:
+        return self.prior is not None
+
+    def resolve(self, y: np.ndarray) -> MultivariateNormalSegments:
+        return self if self.resolved else replace(self, prior=automatic_vector_prior(y))
+
+    def _loc_scale(self) -> tuple[np.ndarray, np.ndarray]:
+        if self.prior is None:
+            raise ValueError("this model sets its prior from the whole series: call fit(y), or "
+                             "pass prior=automatic_vector_prior(warm_up) to stream")
+        return self.prior
+
+    def check_series(self, y: Any) -> np.ndarray:
+        arr = _vector_series(y)
+        if self.prior is not None and arr.shape[1] != self.prior[0].size:
+            raise ValueError(f"y must have {self.prior[0].size} columns (the prior's), got "
+                             f"shape {arr.shape}")
+        return arr
+
+    def new_runs(self, n: int) -> Runs:
+        d = 0 if self.prior is None else self.prior[0].size
+        nu = float(d + 1)
+        noise_var = self.noise_scale ** 2
+        return {"m": np.zeros((n, d)),
+                "kappa": np.full(n, noise_var / self.level_scale ** 2),
+                "psi": np.repeat((nu * noise_var * np.eye(d))[None], n, axis=0),
+                "nu": np.full(n, nu), "seen": np.zeros(n, dtype=bool)}
+
+    def forget(self, runs: Runs, rho: float) -> Runs:
+        if not len(runs["nu"]):
+            return self.new_runs(0)  # the empty initial state was built before d was known
+        if rho == 1.0:
+            return runs
+        return {"m": runs["m"], "kappa": runs["kappa"] * rho, "psi": runs["psi"] * rho,
+                "nu": runs["nu"] * rho, "seen": runs["seen"]}
+
+    def _z(self, y: Any) -> np.ndarray:
+        loc, scale = self._loc_scale()
+        return (np.asarray(y, dtype=np.float64) - loc) / scale
+
+    @staticmethod
+    def _mahalanobis(runs: Runs, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        r = z[None, :] - runs["m"]
+        delta = np.einsum("ni,ni->n", r, np.linalg.solve(runs["psi"], r[:, :, None])[:, :, 0])
+        return r, delta
+
+    def log_consistency(self, runs: Runs, y: Any) -> np.ndarray:
+        _, delta = self._mahalanobis(runs, self._z(y))
+        k = runs["kappa"]
+        return -0.5 * (runs["nu"] + 1.0) * np.log1p(k * delta / (k + 1.0))
+
+    def _observe(self, runs: Runs, z: np.ndarray, gamma: float
+                 ) -> tuple[np.ndarray, Runs, np.ndarray]:
+        r, delta = self._mahalanobis(runs, z)
+        k, nu, psi = runs["kappa"], runs["nu"], runs["psi"]
+        d = z.size
+        k1, nu1 = k + gamma, nu + gamma
+        log_ratio = np.log1p(k * gamma * delta / k1)
+        if self.evidence == "integrated":
+            _, logdet = np.linalg.slogdet(psi)
+            best = (-0.5 * gamma * d * math.log(math.pi) + 0.5 * d * np.log(k / k1)
+                    + _multigammaln(0.5 * nu1, d) - _multigammaln(0.5 * nu, d)
+                    - 0.5 * gamma * logdet)
+        else:
+            best = np.zeros_like(delta)
+        ev_in = best - 0.5 * nu1 * log_ratio
+        outlier = ev_in < best - self.outlier_cost
+        g = np.where(outlier, 0.0, gamma)
+        k1 = k + g
+        new = {"m": runs["m"] + (g / k1)[:, None] * r,
+               "kappa": k1,
+               "psi": psi + (k * g / k1)[:, None, None] * (r[:, :, None] * r[:, None, :]),
+               "nu": nu + g, "seen": runs["seen"] | ~outlier}
+        return np.where(outlier, best - self.outlier_cost, ev_in), new, outlier
+
+    def update(self, runs: Runs, y: Any, gamma: float) -> tuple[np.ndarray, Runs]:
+        incr, new, _ = self._observe(runs, self._z(y), gamma)
+        return incr, new
+
+    def estimate(self, runs: Runs) -> np.ndarray:
+        """E* of the segment mean (in the units of the series)."""
+        loc, scale = self._loc_scale()
+        est = loc + scale * runs["m"]
+        return np.where(runs["seen"][:, None], est, np.nan)
+
+    def outlying(self, y: np.ndarray, discount: np.ndarray) -> np.ndarray:
+        """As :meth:`PolynomialTrend.outlying`, with this model's consistency."""
+        runs = self.new_runs(1)
+        out = np.zeros(len(y), dtype=bool)
+        for i in range(len(y)):
+            if np.isnan(y[i]).any() or math.isnan(discount[i]):
+                continue
+            lc = float(self.log_consistency(runs, y[i])[0])
+            _, runs, floored = self._observe(runs, self._z(y[i]), float(discount[i]))
+            out[i] = bool(floored[0]) or lc < OUTLIER_LOG_CONSISTENCY
+        return out
+
+
+def _multigammaln(a: np.ndarray, d: int) -> np.ndarray:
+    """``log Γ_d(a)`` elementwise: ``d(d-1)/4 log π + Σ_j log Γ(a - j/2)``."""
+    a = np.asarray(a, dtype=np.float64)
+    return 0.25 * d * (d - 1) * math.log(math.pi) + sum(gammaln(a - 0.5 * j) for j in range(d))
+
+
+# ----------------------------------------------------------------------------------------------
+# compiled engine for a family of PolynomialTrend models (changepoint/_numba_segments.py)
+
+
+def compiled_family(models: tuple[SegmentModel, ...]) -> bool:
+    """Whether the compiled engine runs these models: resolved :class:`PolynomialTrend` models
+    (degrees 0 to 2) sharing one prior."""
+    return (all(type(m) is PolynomialTrend and m.prior is not None for m in models)
+            and len({m.prior for m in models}) == 1)
+
+
+def run_compiled(state: Any, y: np.ndarray, params: Any, interrupted: list[bool],
+                 chunk: int) -> tuple[Any, dict[str, np.ndarray]]:
+    """The compiled recursion over ``y`` from ``state``, in chunks (Ctrl-C between them)."""
+    from possibly.changepoint._numba_segments import run_trend_family
+    from possibly.changepoint.recursion import RunBlock, RunState
+
+    models = params.models
+    k_models = len(models)
+    prior = models[0].prior
+    degrees = np.array([mod.degree for mod in models], dtype=np.int64)
+    m0 = np.zeros((k_models, 3))
+    cov0 = np.zeros((k_models, 3, 3))
+    a0, b0 = np.empty(k_models), np.empty(k_models)
+    for k, mod in enumerate(models):
+        new = mod.new_runs(1)
+        p = mod.degree + 1
+        cov0[k, :p, :p] = new["cov"][0]
+        a0[k], b0[k] = new["a"][0], new["b"][0]
+    integrated = np.array([mod.evidence == "integrated" for mod in models])
+    floor = np.array([mod.outlier_cost for mod in models], dtype=np.float64)
+    # pack the state into per-model buffers (coefficients padded to 3)
+    count = np.array([blk.start.size for blk in state.blocks], dtype=np.int64)
+    cap = max(int(count.max()), 1)
+    start = np.zeros((k_models, cap), np.int64)
+    log_w = np.zeros((k_models, cap))
+    m = np.zeros((k_models, cap, 3))
+    cov = np.zeros((k_models, cap, 3, 3))
+    a, b = np.zeros((k_models, cap)), np.zeros((k_models, cap))
+    seen = np.zeros((k_models, cap), dtype=bool)
+    for k, (mod, blk) in enumerate(zip(models, state.blocks, strict=True)):
+        c, p = count[k], mod.degree + 1
+        start[k, :c], log_w[k, :c] = blk.start, blk.log_w
+        if c:
+            m[k, :c, :p], cov[k, :c, :p, :p] = blk.runs["m"], blk.runs["cov"]
+            a[k, :c], b[k, :c], seen[k, :c] = blk.runs["a"], blk.runs["b"], blk.runs["seen"]
+    tau = math.nan if params.tau is None else params.tau
+    log_tol = math.log(params.tol) if params.tol > 0.0 else -math.inf
+    t = state.t
+    y = np.ascontiguousarray(y, dtype=np.float64)
+    parts = []
+    for first in range(0, y.size, chunk):
+        if interrupted[0]:
+            raise KeyboardInterrupt
+        part = y[first:first + chunk]
+        res = run_trend_family(part, t, count, start, log_w, m, cov, a, b, seen, degrees, m0,
+                               cov0, a0, b0, integrated, floor, prior.loc, prior.scale,
+                               math.log(params.hazard), params.forgetting, params.robust, tau,
+                               params.dim, log_tol, params.tol > 0.0)
+        count, start, log_w, m, cov, a, b, seen = res[:8]
+        parts.append(res[8:])
+        t += part.size
+    if interrupted[0]:
+        raise KeyboardInterrupt
+    cat = [np.concatenate(col) for col in zip(*parts, strict=True)] if parts else \
+        [np.zeros(0, np.int64), np.zeros(0, np.int64)] + [np.zeros(0)] * 3 + \
+        [np.zeros(0, np.int64), np.zeros(0)]
+    blocks = []
+    for k, mod in enumerate(models):
+        c, p = int(count[k]), mod.degree + 1
+        blocks.append(RunBlock(start[k, :c].copy(), log_w[k, :c].copy(), {
+            "m": m[k, :c, :p].copy(), "cov": cov[k, :c, :p, :p].copy(), "a": a[k, :c].copy(),
+            "b": b[k, :c].copy(), "seen": seen[k, :c].copy()}))
+    out = {"start": cat[0], "model": cat[1], "mean": cat[2], "log_consistency": cat[3],
+           "discount": cat[4], "n_active": cat[5], "log_change_possibility": cat[6]}
+    return RunState(t, tuple(blocks)), out
