@@ -3,7 +3,7 @@
 Beyond conjugacy a possibility function is represented by its (log) values at a finite set of
 points: the nodes of a grid (:class:`GridPossibility`, here) or particles
 (:class:`possibly.ParticlePossibility`). Every operation of the algebra is then a pointwise
-operation followed by a maximum (MATH.md §1):
+operation followed by a maximum (docs/math.md §1):
 
 * Bayes (``combine``): ``log f + log L``, minus its maximum;
 * consistency: ``log c = max(log f + log L)``;

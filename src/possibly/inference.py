@@ -2,7 +2,7 @@
 
 All operations act on two possibility functions of one family, the prior ``f`` and the
 information in the likelihood ``L(θ | y) = p(y | θ) / sup p(y | ·)`` (see
-:mod:`possibly.likelihood`). In natural parameters (MATH.md §2):
+:mod:`possibly.likelihood`). In natural parameters (docs/math.md §2):
 
 * ``combine``: ``eta_post = eta_prior + eta_lik`` (the product renormalised by its sup);
 * ``consistency``: ``log c = S(eta_prior + eta_lik) - S(eta_prior) - S(eta_lik)``;
@@ -177,7 +177,7 @@ def robust_update(prior: Possibility, likelihood: Possibility, dim=None, tau=Non
     tau : float in (0, 1], optional
         Threshold: observations with ``gamma > tau`` are not discounted.
     omega : float in (0, 1), optional
-        ω split for unbounded likelihoods (paper §4.3, MATH.md §3): a fraction ``1 - omega``
+        ω split for unbounded likelihoods (paper §4.3, docs/math.md §3): a fraction ``1 - omega``
         of the prior is lent to the likelihood so that it becomes bounded; the consistency is
         that of the lent-to likelihood with the kept prior, and the lent part is returned to
         the posterior only as far as the observation is trusted.

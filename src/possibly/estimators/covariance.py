@@ -1,7 +1,7 @@
 """Robust streaming estimation of a mean and a full covariance matrix (paper §5.1).
 
 A batch ``Y_t`` of ``n > d`` vectors ``y ~ N(μ, Σ)`` carries the information
-``L(μ, Σ | Y_t) = N̄IW̄(ȳ_t, n, S_t, n)`` with ``S_t = Σᵢ (yᵢ - ȳ_t)(yᵢ - ȳ_t)ᵀ`` (MATH.md §2).
+``L(μ, Σ | Y_t) = N̄IW̄(ȳ_t, n, S_t, n)`` with ``S_t = Σᵢ (yᵢ - ȳ_t)(yᵢ - ȳ_t)ᵀ`` (docs/math.md §2).
 The state is the normal-inverse-Wishart posterior ``N̄IW̄(μ_t, λ_t, Ψ_t, ν_t)``; each step is
 the robust update of the algebra,
 

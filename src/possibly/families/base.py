@@ -1,6 +1,6 @@
 """Generic machinery shared by every possibility family.
 
-A conjugate family only supplies a handful of formulas (MATH.md §2): its sufficient statistic
+A conjugate family only supplies a handful of formulas (docs/math.md §2): its sufficient statistic
 ``T``, its natural parameters ``eta``, the support function ``S(eta)`` in usual parameters,
 the mode, the curvature at the mode, power (``eta -> g * eta``) and the conjugate sum
 (``eta_a + eta_b``) in usual parameters. Everything else (possibility, credibility, Bayes,
@@ -261,7 +261,7 @@ class Possibility:
 
 
 class ExponentialFamily(Possibility):
-    """Maxitive exponential family ``f(x) = exp(<eta, T(x)> - S(eta))`` (MATH.md §2)."""
+    """Maxitive exponential family ``f(x) = exp(<eta, T(x)> - S(eta))`` (docs/math.md §2)."""
 
     #: number of event dimensions of each component of ``eta`` (and of ``T``)
     _natural_ndims: ClassVar[tuple[int, ...]] = ()

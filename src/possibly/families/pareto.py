@@ -21,7 +21,7 @@ class Pareto(Possibility):
     cannot discount the indicator (``Pareto(a, s) ** 0 = 1[x >= s]``, not 1; paper §4.4).
     E* is ``scale``. The product of two Pareto functions is Pareto with shapes added and the
     larger scale; the consistency of the uniform likelihood ``Pareto(1, y)`` with a prior
-    ``Pareto(a, s)`` is ``y / s`` if ``y < s`` and ``(s / y)**a`` otherwise (MATH.md §4).
+    ``Pareto(a, s)`` is ``y / s`` if ``y < s`` and ``(s / y)**a`` otherwise (docs/math.md §4).
 
     Examples
     --------
