@@ -1,9 +1,11 @@
 """``possibly changepoint-many`` and ``possibly kalman-many``: many series on a Dask cluster.
 
-Both read a long Parquet table (a column naming the series, value columns, rows in time order
-within each series) and run the detector or the filter per series with
-:mod:`possibly.scaleout`: on a local cluster bound to 127.0.0.1 by default, or on a running
-scheduler given by ``--scheduler ADDRESS``. With ``--out DIR`` they write one Parquet file per
+Both read a long table (a column naming the series, value columns, rows in time order within
+each series): a Parquet file or dataset directory, or a CSV/TSV/text file (or ``-``, standard
+input) read by :mod:`possibly.tables` like every command's input. They run the detector or
+the filter per series with :mod:`possibly.scaleout`: by default in this process for a small
+table and on a local cluster bound to 127.0.0.1 for a large one, or on a running scheduler
+given by ``--scheduler ADDRESS``. With ``--out DIR`` they write one Parquet file per
 series under ``DIR/series/`` and the tables described in :mod:`possibly.scaleout`; without it
 they print the change points (or the filtered states) as CSV on stdout. A one-line summary goes
 to stderr. The exit status is 1 when some series could not be processed (their error is in the
@@ -15,26 +17,60 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
+
+from possibly.cli.arguments import SCALE, add_robust, check_robust, integer, number, sigma
+from possibly.cli.changepoint import HAZARD
+from possibly.cli.kalman import DT
+from possibly.tables import display
 
 __all__ = ["register"]
 
+CHANGEPOINT_DESCRIPTION = (
+    "Change points and outliers of many series at once: a long table (Parquet, or CSV/TSV/"
+    "text read like every command's input) with a column naming the series and a column of "
+    "values, rows in time order within each series. Each series goes through the robust "
+    "change-point detector (as 'possibly changepoint' would run it), in this process for a "
+    "small table, on a local Dask cluster for a large one, or on --scheduler. Prints the change "
+    "points and outliers as CSV (id, index from 0, kind, value), or writes them under --out.")
+KALMAN_DESCRIPTION = (
+    "Robust Kalman filtering of many tracks at once: a long table (Parquet, or CSV/TSV/text "
+    "read like every command's input) with a column naming the track and one position column "
+    "per axis, rows in time order within each track. Each track goes through the robust "
+    "constant-velocity filter (as 'possibly kalman' would run it), in this process for a small "
+    "table, on a local Dask cluster for a large one, or on --scheduler. Prints the filtered "
+    "states as CSV (step from 0, means, consistency, discount, id), or writes them under --out.")
+#: extensions of the inputs read as text by possibly.tables (others are read as Parquet)
+TEXT_SUFFIXES = (".csv", ".tsv", ".txt", ".dat")
 
-def _sigma(text: str) -> float | str:
-    if text == "auto":
-        return text
+
+def _input(args: argparse.Namespace, value_columns: list[str]):
+    """The input for possibly.scaleout: a Parquet path as given, or a text table as a frame."""
+    if args.input != "-" and Path(args.input).suffix.lower() not in TEXT_SUFFIXES:
+        return args.input
     try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be 'auto' or a number, got {text!r}") from None
+        import pandas as pd
+    except ImportError:
+        raise ImportError("reading many series needs pandas and dask: pip install "
+                          "'possibly[dask]'") from None
+    from possibly.tables import read_table
+
+    table = read_table(args.input)
+    ids = table.column(table.column_index(args.id, "--id"))
+    frame = {args.id: [None if c == "" else c for c in ids]}
+    values = table.numbers(value_columns, "--value")
+    for k, c in enumerate(value_columns):
+        frame[c] = values[:, k]
+    return pd.DataFrame(frame)
 
 
 def _cluster_args(args: argparse.Namespace) -> dict:
-    if args.workers is not None:
-        if args.scheduler is not None:
-            raise ValueError("--workers sizes the local cluster; it cannot be combined with "
-                             "--scheduler")
-        if args.workers < 1:
-            raise ValueError(f"--workers must be >= 1, got {args.workers}")
+    check_robust(args)
+    if args.workers is not None and args.scheduler is not None:
+        raise ValueError("--workers sizes the local cluster; it cannot be combined with "
+                         "--scheduler")
+    if args.out is not None and Path(args.out).resolve() == Path(args.input).resolve():
+        raise ValueError(f"--out {display(args.out)!r} is the input: refusing to overwrite it")
     return {"scheduler": args.scheduler, "n_workers": args.workers, "out": args.out,
             "overwrite": args.overwrite, "progress": True,
             "connect_timeout": args.connect_timeout}
@@ -57,7 +93,8 @@ def run_changepoints(args: argparse.Namespace) -> int:
     from possibly.scaleout import changepoints_many
 
     t0 = time.perf_counter()
-    res = changepoints_many(args.input, args.id, args.value, **_cluster_args(args),
+    cluster = _cluster_args(args)
+    res = changepoints_many(_input(args, [args.value]), args.id, args.value, **cluster,
                             sigma=args.sigma, hazard=args.hazard, forgetting=args.forgetting,
                             robust=not args.standard, tau=args.tau)
     seconds = time.perf_counter() - t0
@@ -81,8 +118,9 @@ def run_kalman(args: argparse.Namespace) -> int:
     else:
         names = [f"{q}_{c}" for c in cols for q in ("position", "velocity")]
     t0 = time.perf_counter()
-    res = kalman_many(args.input, args.id, cols, model, robust=not args.standard, tau=args.tau,
-                      state_names=names, **_cluster_args(args))
+    cluster = _cluster_args(args)
+    res = kalman_many(_input(args, cols), args.id, cols, model, robust=not args.standard,
+                      tau=args.tau, state_names=names, **cluster)
     seconds = time.perf_counter() - t0
     if res.out is None and res.states is not None:
         res.states.to_csv(sys.stdout, index=False)
@@ -93,45 +131,51 @@ def run_kalman(args: argparse.Namespace) -> int:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("input", metavar="INPUT.parquet",
-                   help="Parquet file or dataset directory, one row per observation")
+    p.add_argument("input", metavar="INPUT",
+                   help="Parquet file or dataset directory, or a .csv/.tsv/.txt/.dat file (or "
+                        "- for standard input), one row per observation")
     p.add_argument("--id", required=True, metavar="COLUMN", help="column naming the series")
     p.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                   help="address of a running Dask scheduler (tcp://host:port); default: a "
-                        "local cluster on 127.0.0.1; 'synchronous': this process only")
-    p.add_argument("--workers", type=int, default=None, metavar="N",
-                   help="worker processes of the local cluster (Dask's default)")
+                   help="address of a running Dask scheduler (tcp://host:port); 'synchronous': "
+                        "this process only; default: this process for a table of fewer than "
+                        "5 million rows, else a local cluster on 127.0.0.1")
+    p.add_argument("--workers", type=integer(1, 1024), default=None, metavar="N",
+                   help="start a local cluster of N worker processes, whatever the size")
     p.add_argument("--out", default=None, metavar="DIR",
                    help="write DIR/series/id=<id>.parquet per series and DIR/summary.parquet "
                         "(default: print CSV on stdout)")
     p.add_argument("--overwrite", action="store_true",
                    help="replace the results of a previous run in --out")
-    p.add_argument("--connect-timeout", type=float, default=10.0, metavar="S",
-                   help="seconds to wait for --scheduler (10)")
-    p.add_argument("--standard", action="store_true", help="the standard, non-robust version")
-    p.add_argument("--tau", type=float, default=None, help="threshold variant (off)")
+    p.add_argument("--connect-timeout", type=number(0, 3600, low_open=True), default=10.0,
+                   metavar="S", help="seconds to wait for --scheduler, in (0, 3600] (10)")
+    add_robust(p)
 
 
 def register(sub) -> None:
-    doc = __doc__.split("\n\n")[0]
-    p = sub.add_parser("changepoint-many", help="change points of many series with Dask",
-                       description=doc)
+    p = sub.add_parser("changepoint-many", help="change points of many series (Dask)",
+                       description=CHANGEPOINT_DESCRIPTION)
     _common(p)
     p.add_argument("--value", required=True, metavar="COLUMN", help="column of observations")
-    p.add_argument("--sigma", type=_sigma, default="auto",
+    p.add_argument("--sigma", type=sigma, default="auto",
                    help="noise scale, or 'auto' per series (auto)")
-    p.add_argument("--hazard", type=float, default=2.5e-3, help="hazard (2.5e-3)")
-    p.add_argument("--forgetting", type=float, default=0.9, help="forgetting factor (0.9)")
+    p.add_argument("--hazard", type=number(*HAZARD, low_open=True), default=2.5e-3,
+                   help=f"possibility of a change at each step, in ({HAZARD[0]:g}, "
+                        f"{HAZARD[1]:g}] (2.5e-3)")
+    p.add_argument("--forgetting", type=number(0, 1, low_open=True), default=0.9,
+                   help="precision forgetting factor, in (0, 1] (0.9)")
     p.set_defaults(func=run_changepoints)
 
-    p = sub.add_parser("kalman-many", help="robust Kalman filter over many tracks with Dask",
-                       description=doc)
+    p = sub.add_parser("kalman-many", help="robust Kalman filter of many tracks (Dask)",
+                       description=KALMAN_DESCRIPTION)
     _common(p)
     p.add_argument("--value", required=True, nargs="+", metavar="COLUMN",
                    help="observed position column(s), one per axis")
     p.add_argument("--model", choices=["constant-velocity"], default="constant-velocity",
                    help="state-space model (constant-velocity)")
-    p.add_argument("--dt", type=float, default=1.0, help="time step (1)")
-    p.add_argument("--accel-sd", type=float, default=0.05, help="acceleration sd (0.05)")
-    p.add_argument("--obs-sd", type=float, default=1.0, help="observation sd (1)")
+    p.add_argument("--dt", type=number(*DT), default=1.0,
+                   help=f"time step, in [{DT[0]:g}, {DT[1]:g}] (1)")
+    p.add_argument("--accel-sd", type=number(*SCALE), default=0.05,
+                   help=f"acceleration sd, in [{SCALE[0]:g}, {SCALE[1]:g}] (0.05)")
+    p.add_argument("--obs-sd", type=number(*SCALE), default=1.0,
+                   help=f"observation sd, in [{SCALE[0]:g}, {SCALE[1]:g}] (1)")
     p.set_defaults(func=run_kalman)
