@@ -151,6 +151,9 @@ def _sniff(sample: list[str]) -> str | None:
         counts = {len(_split(line, d)) for line in sample}
         if len(counts) == 1 and counts.pop() >= 2:
             return d
+    counts = {len(line.split()) for line in sample}
+    if len(counts) == 1 and counts.pop() >= 2:
+        return None  # columns separated by spaces (or tabs and spaces)
     present = [d for d in _DELIMITERS if any(d in line for line in sample)]
     if present:  # ragged: the most frequent one, and a row-length error names the line
         return max(present, key=lambda d: sum(line.count(d) for line in sample))
