@@ -240,13 +240,10 @@ class Table:
         and for a column without any observed value.
         """
         idx = [self.column_index(c, flag) for c in columns]
-        decimal_comma = self.delimiter in ("\t", ";")
         out = np.empty((self.n_rows, len(idx)))
         for k, j in enumerate(idx):
             for i, row in enumerate(self.cells):
                 cell = row[j]
-                if decimal_comma and _DECIMAL_COMMA.fullmatch(cell):
-                    cell = cell.replace(",", ".")
                 value = _number(cell)
                 if value is None:
                     raise ValueError(f"{self.source}, line {self.lines[i]}, column "
@@ -322,8 +319,10 @@ def _is_header(first: list[str], rest: list[list[str]]) -> bool:
     if "text" not in kinds:
         return False
     for j, kind in enumerate(kinds):
-        below = {_kind(row[j]) for row in rest if j < len(row)} - {"missing"}
-        if kind == "text" and below <= {"number", "time"}:
+        below = [k for k in (_kind(row[j]) for row in rest if j < len(row)) if k != "missing"]
+        data = sum(k in ("number", "time") for k in below)
+        # a text cell over a column of data (a stray bad cell below does not hide it)
+        if kind == "text" and (not below or (data and below.count("text") <= data)):
             return True
     all_text = all(k == "text" for k in kinds)
     return all_text and not any(row and all(_kind(c) == "text" for c in row) for row in rest)
@@ -353,6 +352,10 @@ def parse_table(text: str, source: str = "input") -> Table:
     sample = [ln for _, ln in numbered if ln.strip()][:_SAMPLE]
     delimiter = _sniff(sample)
     rows = [(no, _split(ln, delimiter) if ln.strip() else None) for no, ln in numbered]
+    if delimiter in ("\t", ";"):  # a decimal comma cannot be a delimiter here: 1,5 -> 1.5
+        rows = [(no, None if row is None else
+                 [c.replace(",", ".") if _DECIMAL_COMMA.fullmatch(c) else c for c in row])
+                for no, row in rows]
     first = rows[0][1]
     assert first is not None
     header = _is_header(first, [r for _, r in rows[1:_SAMPLE + 1] if r is not None])

@@ -46,7 +46,12 @@ TEXT_SUFFIXES = (".csv", ".tsv", ".txt", ".dat")
 
 def _input(args: argparse.Namespace, value_columns: list[str]):
     """The input for possibly.scaleout: a Parquet path as given, or a text table as a frame."""
-    if args.input != "-" and Path(args.input).suffix.lower() not in TEXT_SUFFIXES:
+    path = Path(args.input)
+    if path.is_dir() and not any(f.is_file() for f in path.rglob("*.parquet")):
+        raise ValueError(f"input {display(args.input)!r} is a folder without Parquet files "
+                         f"(give a Parquet file or dataset folder, or a {'/'.join(TEXT_SUFFIXES)} "
+                         "file)")
+    if args.input != "-" and path.suffix.lower() not in TEXT_SUFFIXES:
         return args.input
     try:
         import pandas as pd
