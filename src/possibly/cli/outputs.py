@@ -62,13 +62,15 @@ def check_plot(path: str, inputs: Iterable[str] = (), flag: str = "--plot") -> P
     installed, so that a plot that cannot be made fails before the computation.
     """
     out = Path(path)
+    if out.is_dir():
+        raise ValueError(f"{flag} {display(path)!r} is a directory: give a file path")
     if not out.suffix:
         out = out.with_name(out.name + ".png")
+    out = check_output(str(out), flag, inputs)
     fmt = out.suffix[1:].lower()
     if fmt not in PLOT_FORMATS:
         raise ValueError(f"{flag} {display(path)!r}: unknown image format {display(fmt)!r} "
                          f"(use one of {', '.join(PLOT_FORMATS)})")
-    out = check_output(str(out), flag, inputs)
     from possibly.plotting import pyplot
 
     pyplot()  # ImportError with the extra to install, before any work
