@@ -61,7 +61,8 @@ def test_blank_lines_are_missing_observations_in_both_commands(tmp_path, capsys)
     assert doc["n"] == 60 and doc["n_missing"] == 9 and doc["index_base"] == 0
     expect = y.copy()
     expect[[0, 5, 17, 18, 40, 50, 51, 52, 53]] = np.nan
-    assert doc["changepoints"] == ps.ChangepointDetector(sigma=0.5).fit(expect).changepoints.tolist()
+    expect_cps = ps.ChangepointDetector(sigma=0.5).fit(expect).changepoints.tolist()
+    assert doc["changepoints"] == expect_cps
     assert main(["kalman", str(path)]) == 0
     rows = capsys.readouterr().out.splitlines()[1:]
     assert len(rows) == 60 and [r.split(",")[1] for r in rows[5:6]] == ["nan"]
@@ -97,7 +98,8 @@ def test_time_column_in_every_output(tmp_path, capsys):
     y = step_series(80, 50)
     y[20] = 5.0  # an outlier
     stamps = [f"{DAY0 + dt.timedelta(days=i)}T06:00:00" for i in range(80)]
-    path = write(tmp_path / "ts.csv", ["when,level"] + [f"{s},{v!r}" for s, v in zip(stamps, y.tolist())])
+    path = write(tmp_path / "ts.csv", ["when,level"] + [f"{s},{v!r}" for s, v in
+                                                        zip(stamps, y.tolist(), strict=True)])
     res = ps.ChangepointDetector(sigma=0.5).fit(y)
     cps, outs = res.changepoints.tolist(), res.outliers.tolist()
     assert cps and outs == [20]
@@ -431,3 +433,22 @@ def test_many_commands_refuse_an_empty_folder_and_read_text_tables(tmp_path, cap
     assert main(["changepoint-many", str(path), "--id", "sensor", "--value", "v",
                  "--standard", "--tau", "0.5"]) == 2
     assert "--tau applies" in one_error_line(capsys.readouterr().err, "changepoint-many")
+
+
+@pytest.mark.parametrize(("command", "lines", "args"), [
+    # found by the fuzz test: sigma='auto' estimated at ~1e-239 broke the detector
+    ("changepoint", ["0.0", "0.0", "2.6841041799858735e-239"], []),
+    # #14: the filter went NaN from a 1e155 observation on, exit 0
+    ("kalman", ["", "1e155", "1", "2"], []),
+])
+def test_extreme_magnitudes_are_refused_or_finite(tmp_path, capsys, command, lines, args):
+    path = write(tmp_path / "x.csv", lines)
+    code = main([command, str(path), *args])
+    captured = capsys.readouterr()
+    if code == 2:
+        one_error_line(captured.err, command)
+    else:  # a fixed library: finite results
+        assert code == 0 and captured.err == ""
+        if command == "kalman":  # the rows after the first observation: finite states
+            rows = [r.split(",") for r in captured.out.splitlines()[2:]]
+            assert all(np.isfinite(float(c)) for r in rows for c in r[2:4])

@@ -46,7 +46,8 @@ def test_small_job_runs_without_a_cluster(no_cluster, tmp_path):
     res = scaleout.changepoints_many(frame, "id", "y", sigma=1.0)
     assert no_cluster == []
     for k, y in ys.items():
-        got = res.events.query("id == @k and kind == 'changepoint'")["index"].tolist()
+        events = res.events[(res.events["id"] == k) & (res.events["kind"] == "changepoint")]
+        got = events["index"].tolist()
         assert got == ps.ChangepointDetector(sigma=1.0).fit(y).changepoints.tolist()
     path = tmp_path / "fleet.parquet"
     frame.to_parquet(path, index=False)

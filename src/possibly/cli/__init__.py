@@ -17,6 +17,8 @@ import os
 import re
 import sys
 
+import numpy as np
+
 from possibly.tables import display
 
 __all__ = ["main"]
@@ -83,7 +85,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     name = f"possibly {args.command}"
     try:
-        return int(args.func(args) or 0)
+        # numpy's floating-point warnings are not shown: every command checks that what it
+        # reports is finite and refuses otherwise, in one line
+        with np.errstate(all="ignore"):
+            return int(args.func(args) or 0)
     except BrokenPipeError:  # output piped into `head`: not an error, files are written
         _quiet_stdout()
         return 0

@@ -8,12 +8,16 @@ accepted range (``argument --hazard: must be a number in (1e-12, 0.25], got '0.3
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+
+import numpy as np
 
 from possibly.tables import display
 
-__all__ = ["add_input", "add_robust", "check_robust", "integer", "number", "sigma"]
+__all__ = ["add_input", "add_robust", "check_finite", "check_robust", "integer", "number",
+           "numeric_range", "sigma"]
 
 
 def _interval(low: float, high: float, low_open: bool, high_open: bool) -> str:
@@ -122,3 +126,38 @@ def check_robust(args: argparse.Namespace) -> None:
     """``--standard --tau`` is refused by every command (tau only acts on the robust version)."""
     if getattr(args, "standard", False) and getattr(args, "tau", None) is not None:
         raise ValueError("--tau applies to the robust version only: drop --standard or --tau")
+
+
+def check_finite(source: str, y: np.ndarray, estimate: np.ndarray, what: str) -> None:
+    """Refuse to report a non-finite estimate after the first observation (never silently).
+
+    ``y`` has shape ``(T, ...)``, ``estimate`` ``(T, ...)``; rows before the first observed
+    value may hold the prior (any value).
+    """
+    observed = ~np.isnan(y.reshape(y.shape[0], -1)).all(axis=1)
+    if not observed.any():
+        return
+    first = int(np.argmax(observed))
+    bad = ~np.isfinite(estimate[first:].reshape(estimate.shape[0] - first, -1)).all(axis=1)
+    if bad.any():
+        t = first + int(np.argmax(bad))
+        size = float(np.nanmax(np.abs(y)))
+        raise ValueError(f"{source}: the {what} became non-finite at row {t} (observations up "
+                         f"to {size:.3g} in magnitude): rescale the data, e.g. to units near 1")
+
+
+@contextlib.contextmanager
+def numeric_range(source: str, y: np.ndarray) -> Iterator[None]:
+    """Turn an arithmetic failure of the computation on ``y`` into one line asking to rescale.
+
+    Values of extreme magnitude (e.g. an estimated noise scale of 1e-239) can still break a
+    computation; the user gets a readable refusal rather than an internal error.
+    """
+    try:
+        yield
+    except (ArithmeticError, np.linalg.LinAlgError) as exc:
+        finite = y[np.isfinite(y)]
+        size = float(np.max(np.abs(finite))) if finite.size else math.nan
+        raise ValueError(f"{source}: the computation failed on these numbers (largest "
+                         f"magnitude {size:.3g}; {type(exc).__name__}: {exc}): rescale the "
+                         "data, e.g. to units near 1") from None

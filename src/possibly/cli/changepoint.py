@@ -18,7 +18,15 @@ import sys
 import numpy as np
 
 from possibly.changepoint import ChangepointDetector
-from possibly.cli.arguments import add_input, add_robust, check_robust, number, sigma
+from possibly.cli.arguments import (
+    add_input,
+    add_robust,
+    check_finite,
+    check_robust,
+    number,
+    numeric_range,
+    sigma,
+)
 from possibly.cli.outputs import accepts, atomic_path, check_output, check_plot, write_text
 from possibly.tables import TimeAxis, read_table
 
@@ -134,7 +142,9 @@ def run(args: argparse.Namespace) -> int:
     det = ChangepointDetector(sigma=args.sigma, hazard=args.hazard, forgetting=args.forgetting,
                               robust=not args.standard, tau=args.tau)
     y, source, time = _load(args)
-    res = det.fit(y)
+    with numeric_range(source, y):
+        res = det.fit(y)
+    check_finite(source, y, res.mean, "segment mean estimate")
     if args.format == "json":
         text = _json(args, res, y, source, time)
     elif args.format == "csv":

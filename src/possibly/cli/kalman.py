@@ -18,7 +18,15 @@ import sys
 
 import numpy as np
 
-from possibly.cli.arguments import SCALE, add_input, add_robust, check_robust, number
+from possibly.cli.arguments import (
+    SCALE,
+    add_input,
+    add_robust,
+    check_finite,
+    check_robust,
+    number,
+    numeric_range,
+)
 from possibly.cli.outputs import accepts, atomic_path, check_output, check_plot, write_text
 from possibly.kalman import KalmanFilter
 from possibly.models import constant_velocity
@@ -111,14 +119,16 @@ def run(args: argparse.Namespace) -> int:
     model = constant_velocity(dt=args.dt, accel_sd=args.accel_sd, obs_sd=args.obs_sd, ndim=k)
     kf = KalmanFilter(*model, robust=not args.standard, tau=args.tau, dim=args.dim)
     obs = ys[:, 0] if k == 1 else ys
-    if args.smooth:
-        res = kf.smooth(obs)
-        mean, cov, fr = res.mean, res.covariance, res.filtered
-        precision = None
-    else:
-        fr = kf.filter(obs)
-        mean, cov = fr.mean, fr.covariance
-        precision = getattr(fr, "precision", None)
+    with numeric_range(table.source, ys):
+        if args.smooth:
+            res = kf.smooth(obs)
+            mean, cov, fr = res.mean, res.covariance, res.filtered
+            precision = None
+        else:
+            fr = kf.filter(obs)
+            mean, cov = fr.mean, fr.covariance
+            precision = getattr(fr, "precision", None)
+    check_finite(table.source, ys, mean, "filtered state")
     sd = _marginal_sd(cov, precision)
     text = _table(ys, time, columns, mean, sd, fr)
     kind = "standard" if args.standard else "robust"
