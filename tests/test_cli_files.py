@@ -452,3 +452,23 @@ def test_extreme_magnitudes_are_refused_or_finite(tmp_path, capsys, command, lin
         if command == "kalman":  # the rows after the first observation: finite states
             rows = [r.split(",") for r in captured.out.splitlines()[2:]]
             assert all(np.isfinite(float(c)) for r in rows for c in r[2:4])
+
+
+def test_docs_cli_page_runs_verbatim(tmp_path, capsys, monkeypatch):
+    """docs/cli.md: its files are written, its commands run and print what the page shows."""
+    import re
+    import shlex
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "cli.md").read_text()
+    monkeypatch.chdir(tmp_path)
+    for name, body in re.findall(r"```csv (\S+)\n(.*?)```", page, flags=re.S):
+        (tmp_path / name).write_text(body)
+    sessions = re.findall(r"```console\n(.*?)```", page, flags=re.S)
+    assert len(sessions) == 2
+    for session in sessions:
+        command, *shown = session.rstrip("\n").split("\n")
+        assert command.startswith("$ possibly ")
+        assert main(shlex.split(command)[2:]) == 0
+        assert capsys.readouterr().out.rstrip("\n").split("\n") == shown
+    rows = (tmp_path / "filtered.csv").read_text().splitlines()
+    assert float(rows[6].split(",")[-1]) < 1e-200  # the outlier's discount, as the page says

@@ -138,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
         _plot(ys, mean, fr, plot, f"{kind} Kalman {what}: {table.source}{axis}", time)
     if out is not None:
         write_text(out, text)
-        missing = int(np.isnan(ys).all(axis=1).sum())
+        missing = int(np.isnan(ys).sum())  # missing values (a component of a row counts)
         low = int(np.sum(fr.discount < 1e-3))
         print(f"{ys.shape[0]} time steps ({missing} missing); {low} observation(s) discounted "
               f"below 1e-3; wrote {out}" + (f" and {plot}" if plot is not None else ""))
