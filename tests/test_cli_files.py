@@ -472,3 +472,39 @@ def test_docs_cli_page_runs_verbatim(tmp_path, capsys, monkeypatch):
         assert capsys.readouterr().out.rstrip("\n").split("\n") == shown
     rows = (tmp_path / "filtered.csv").read_text().splitlines()
     assert float(rows[6].split(",")[-1]) < 1e-200  # the outlier's discount, as the page says
+
+
+def test_many_commands_report_time_stamps(tmp_path, capsys):
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("dask")
+    ya, yb = step_series(60, 25, seed=3), step_series(60, 40, seed=4)
+    stamps = [str(DAY0 + dt.timedelta(days=i)) for i in range(60)]
+    frame = pd.DataFrame({"id": ["a"] * 60 + ["b"] * 60, "when": stamps * 2,
+                          "v": np.r_[ya, yb]})
+    csv_path = tmp_path / "many.csv"
+    frame.to_csv(csv_path, index=False)
+    expect = {k: ps.ChangepointDetector(sigma=0.5).fit(y).changepoints.tolist()
+              for k, y in (("a", ya), ("b", yb))}
+    assert main(["changepoint-many", str(csv_path), "--id", "id", "--value", "v",
+                 "--sigma", "0.5", "--time", "when"]) == 0
+    rows = [r.split(",") for r in capsys.readouterr().out.splitlines()]
+    assert rows[0] == ["id", "index", "time", "kind", "value"]
+    for key, cps in expect.items():
+        got = [(int(r[1]), r[2]) for r in rows[1:] if r[0] == key and r[3] == "changepoint"]
+        assert got == [(c, stamps[c]) for c in cps]
+    # Parquet in, --out: the events table carries the time stamps
+    pq = tmp_path / "many.parquet"
+    frame.to_parquet(pq, index=False)
+    out = tmp_path / "out"
+    assert main(["changepoint-many", str(pq), "--id", "id", "--value", "v", "--sigma", "0.5",
+                 "--time", "when", "--out", str(out)]) == 0
+    events = pd.read_parquet(out / "events.parquet")
+    cps = events[events["kind"] == "changepoint"]
+    assert [stamps[i] for i in cps["index"]] == cps["time"].tolist()
+    assert main(["kalman-many", str(csv_path), "--id", "id", "--value", "v",
+                 "--time", "when"]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    assert rows[0].startswith("id,step,time,") and rows[1].startswith(f"a,0,{stamps[0]},")
+    assert main(["kalman-many", str(pq), "--id", "id", "--value", "v", "--time", "nope"]) == 2
+    assert "--time 'nope': no such column" in one_error_line(capsys.readouterr().err,
+                                                              "kalman-many")

@@ -66,7 +66,42 @@ def _input(args: argparse.Namespace, value_columns: list[str]):
     values = table.numbers(value_columns, "--value")
     for k, c in enumerate(value_columns):
         frame[c] = values[:, k]
+    if args.time is not None:
+        stamps = table.column(table.column_index(args.time, "--time"))
+        frame[args.time] = [None if c == "" else c for c in stamps]
     return pd.DataFrame(frame)
+
+
+def _times(args: argparse.Namespace, data):
+    """For ``--time``: (id, row within the series) -> time stamp, or None without it."""
+    if args.time is None:
+        return None
+    import pandas as pd
+
+    if isinstance(data, pd.DataFrame):
+        frame = data[[args.id, args.time]]
+    else:
+        try:
+            frame = pd.read_parquet(data, columns=[args.id, args.time])
+        except Exception as exc:  # pyarrow's errors have no common base class
+            first = str(exc).strip().splitlines()[:1]
+            raise ValueError(f"--time {display(args.time)!r}: no such column in "
+                             f"{display(args.input)!r}, or unreadable ({type(exc).__name__}"
+                             f"{': ' + first[0][:120] if first else ''})") from None
+    key = frame[args.id].astype(str)
+    return pd.DataFrame({"_key": key, "_pos": frame.groupby(key, sort=False).cumcount(),
+                         "time": frame[args.time].to_numpy()})
+
+
+def _with_time(table, times, position: str):
+    """``table`` (with ``id`` and a 0-based ``position`` column) with ``time`` after it."""
+    if times is None or table is None:
+        return table
+    keyed = table.assign(_key=table["id"].astype(str), _pos=table[position].astype("int64"))
+    out = keyed.merge(times, on=["_key", "_pos"], how="left").drop(columns=["_key", "_pos"])
+    cols = [c for c in table.columns]
+    cols.insert(cols.index(position) + 1, "time")
+    return out[cols]
 
 
 def _cluster_args(args: argparse.Namespace) -> dict:
@@ -76,6 +111,8 @@ def _cluster_args(args: argparse.Namespace) -> dict:
                          "--scheduler")
     if args.out is not None and Path(args.out).resolve() == Path(args.input).resolve():
         raise ValueError(f"--out {display(args.out)!r} is the input: refusing to overwrite it")
+    if args.time is not None and args.time in (args.id, *args.value):
+        raise ValueError(f"--time {display(args.time)!r} is also the --id or a --value column")
     return {"scheduler": args.scheduler, "n_workers": args.workers, "out": args.out,
             "overwrite": args.overwrite, "progress": True,
             "connect_timeout": args.connect_timeout}
@@ -99,12 +136,20 @@ def run_changepoints(args: argparse.Namespace) -> int:
 
     t0 = time.perf_counter()
     cluster = _cluster_args(args)
-    res = changepoints_many(_input(args, [args.value]), args.id, args.value, **cluster,
+    data = _input(args, [args.value])
+    times = _times(args, data)
+    res = changepoints_many(data, args.id, args.value, **cluster,
                             sigma=args.sigma, hazard=args.hazard, forgetting=args.forgetting,
                             robust=not args.standard, tau=args.tau)
     seconds = time.perf_counter() - t0
+    events = _with_time(res.events, times, "index")
     if res.out is None:
-        res.events.to_csv(sys.stdout, index=False)
+        events.to_csv(sys.stdout, index=False)
+    elif times is not None:  # the events table gets the time stamps too
+        from possibly.cli.outputs import atomic_path
+
+        with atomic_path(res.out / "events.parquet") as tmp:
+            events.to_parquet(tmp, index=False)
     ok = res.summary[res.summary["error"].isna()]
     extra = (f", {int(ok['n_points'].sum())} points: {int(ok['n_changepoints'].sum())} change "
              f"points, {int(ok['n_outliers'].sum())} outliers")
@@ -124,11 +169,16 @@ def run_kalman(args: argparse.Namespace) -> int:
         names = [f"{q}_{c}" for c in cols for q in ("position", "velocity")]
     t0 = time.perf_counter()
     cluster = _cluster_args(args)
-    res = kalman_many(_input(args, cols), args.id, cols, model, robust=not args.standard,
+    if args.time is not None and args.out is not None:
+        raise ValueError("--time applies to the states printed on standard output; with --out "
+                         "the per-track files keep 'step' (0-based) to join on")
+    data = _input(args, cols)
+    times = _times(args, data)
+    res = kalman_many(data, args.id, cols, model, robust=not args.standard,
                       tau=args.tau, state_names=names, **cluster)
     seconds = time.perf_counter() - t0
     if res.out is None and res.states is not None:
-        res.states.to_csv(sys.stdout, index=False)
+        _with_time(res.states, times, "step").to_csv(sys.stdout, index=False)
     ok = res.summary[res.summary["error"].isna()]
     extra = (f", {int(ok['n_steps'].sum())} steps, {int(ok['n_discounted'].sum())} "
              f"discounted below 0.1")
@@ -140,6 +190,9 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="Parquet file or dataset directory, or a .csv/.tsv/.txt/.dat file (or "
                         "- for standard input), one row per observation")
     p.add_argument("--id", required=True, metavar="COLUMN", help="column naming the series")
+    p.add_argument("--time", default=None, metavar="COLUMN",
+                   help="column of time stamps: the printed results get a 'time' column next "
+                        "to their 0-based position in the series")
     p.add_argument("--scheduler", default=None, metavar="ADDRESS",
                    help="address of a running Dask scheduler (tcp://host:port); 'synchronous': "
                         "this process only; default: this process for a table of fewer than "
