@@ -43,9 +43,12 @@ Examples
 from __future__ import annotations
 
 import csv
+import gc
+import itertools
 import math
 import re
 import sys
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, time, timezone
@@ -242,23 +245,33 @@ class Table:
         idx = [self.column_index(c, flag) for c in columns]
         out = np.empty((self.n_rows, len(idx)))
         for k, j in enumerate(idx):
-            for i, row in enumerate(self.cells):
-                cell = row[j]
-                value = _number(cell)
-                if value is None:
-                    raise ValueError(f"{self.source}, line {self.lines[i]}, column "
-                                     f"{display(self.names[j])}: non-numeric cell "
-                                     f"{display(cell)!r} (a number, or empty/NA for missing)")
-                if math.isinf(value):
-                    raise ValueError(f"{self.source}, line {self.lines[i]}, column "
-                                     f"{display(self.names[j])}: infinite or out-of-range "
-                                     f"value {display(cell)!r} (numbers must be finite, at "
-                                     "most 1.8e308 in size; empty/NA for missing)")
-                out[i, k] = value
+            out[:, k] = self._column_numbers(j)
             if np.isnan(out[:, k]).all():
                 raise ValueError(f"{self.source}: column {display(self.names[j])} has no "
                                  "observed value (every cell is missing)")
         return out
+
+    def _column_numbers(self, j: int) -> np.ndarray:
+        column = self.column(j)
+        try:  # the fast path: numpy parses the whole column at once
+            values = np.array(["nan" if c.lower() in MISSING else c for c in column],
+                              dtype=np.float64)
+        except ValueError:
+            values = None
+        if values is not None and np.isfinite(values[~np.isnan(values)]).all():
+            return values
+        for i, cell in enumerate(column):  # find the cell to name, and say why
+            value = _number(cell)
+            if value is None:
+                raise ValueError(f"{self.source}, line {self.lines[i]}, column "
+                                 f"{display(self.names[j])}: non-numeric cell "
+                                 f"{display(cell)!r} (a number, or empty/NA for missing)")
+            if math.isinf(value):
+                raise ValueError(f"{self.source}, line {self.lines[i]}, column "
+                                 f"{display(self.names[j])}: infinite or out-of-range "
+                                 f"value {display(cell)!r} (numbers must be finite, at "
+                                 "most 1.8e308 in size; empty/NA for missing)")
+        raise ValueError(f"{self.source}, column {display(self.names[j])}: unreadable numbers")
 
     def detect_time(self, exclude: Sequence[int] = ()) -> int | None:
         """The only column of dates/times (all non-missing cells ISO 8601), if exactly one."""
@@ -266,24 +279,38 @@ class Table:
         for j in range(self.width):
             if j in exclude:
                 continue
-            kinds = {_kind(c) for c in self.column(j)} - {"missing"}
-            if kinds == {"time"}:
-                found.append(j)
+            kinds = set()
+            sample = (c for c in self.column(j) if c.lower() not in MISSING)
+            for c in itertools.islice(sample, _SAMPLE):  # the whole column: in time_axis
+                kind = _kind(c)
+                if kind not in ("time", "missing"):
+                    break  # not a time column: no need to look further
+                kinds.add(kind)
+            else:
+                if "time" in kinds:
+                    found.append(j)
         return found[0] if len(found) == 1 else None
 
     def time_axis(self, j: int) -> TimeAxis:
         """Column ``j`` as time stamps (dates/times, numbers, or labels)."""
         labels = tuple(self.column(j))
-        kinds = {_kind(c) for c in labels} - {"missing"}
-        values: np.ndarray | None
-        if kinds == {"time"}:
-            stamps = [_time(c) if c.lower() not in MISSING else None for c in labels]
-            values = np.array([np.datetime64(s, "us") if s is not None
-                               else np.datetime64("NaT", "us") for s in stamps])
-        elif kinds <= {"number"}:
-            values = np.array([_number(c) for c in labels], dtype=float)
-        else:
-            values = None
+        values: np.ndarray | None = None
+        if self.detect_time(exclude=[k for k in range(self.width) if k != j]) == j:
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")  # e.g. numpy's time-zone deprecation: slow path
+                try:  # the fast path: numpy parses plain ISO 8601 dates/times at once
+                    values = np.array(["NaT" if c.lower() in MISSING else c for c in labels],
+                                      dtype="datetime64[us]")
+                except (ValueError, Warning):
+                    values = None
+        if values is None:
+            kinds = {_kind(c) for c in labels} - {"missing"}
+            if kinds == {"time"}:
+                stamps = [_time(c) if c.lower() not in MISSING else None for c in labels]
+                values = np.array([np.datetime64(s, "us") if s is not None
+                                   else np.datetime64("NaT", "us") for s in stamps])
+            elif kinds <= {"number"}:
+                values = np.array([_number(c) for c in labels], dtype=float)
         return TimeAxis(display(self.names[j]), tuple(display(c) for c in labels), values)
 
     def choose(self, columns: Sequence[str] | None, time: str | None, *,
@@ -339,6 +366,17 @@ def parse_table(text: str, source: str = "input") -> Table:
     >>> parse_table("a;b\\n1,5;2\\n").numbers(["a", "b"]).tolist()
     [[1.5, 2.0]]
     """
+    # millions of small lists: the cyclic garbage collector would rescan them again and again
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _parse_table(text, source)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _parse_table(text: str, source: str) -> Table:
     text = text.removeprefix("\ufeff")
     numbered = [(i + 1, ln) for i, ln in enumerate(text.splitlines())
                 if not ln.lstrip().startswith("#")]
@@ -351,7 +389,14 @@ def parse_table(text: str, source: str = "input") -> Table:
         raise ValueError(f"{source} is empty: no values to read")
     sample = [ln for _, ln in numbered if ln.strip()][:_SAMPLE]
     delimiter = _sniff(sample)
-    rows = [(no, _split(ln, delimiter) if ln.strip() else None) for no, ln in numbered]
+    filled = [(no, ln) for no, ln in numbered if ln.strip()]
+    if delimiter is None:
+        split = [ln.split() for _, ln in filled]
+    else:  # one csv reader over every line: much faster than one per line
+        split = [[c.strip() for c in row]
+                 for row in csv.reader([ln for _, ln in filled], delimiter=delimiter)]
+    by_line = {no: row for (no, _), row in zip(filled, split, strict=True)}
+    rows = [(no, by_line.get(no)) for no, _ in numbered]
     if delimiter in ("\t", ";"):  # a decimal comma cannot be a delimiter here: 1,5 -> 1.5
         rows = [(no, None if row is None else
                  [c.replace(",", ".") if _DECIMAL_COMMA.fullmatch(c) else c for c in row])
