@@ -27,7 +27,7 @@ from possibly.cli.arguments import (
     numeric_range,
     sigma,
 )
-from possibly.cli.outputs import accepts, atomic_path, check_output, check_plot, write_text
+from possibly.cli.outputs import check_outputs, save_plot, write_text
 from possibly.tables import TimeAxis, read_table
 
 DESCRIPTION = (
@@ -122,22 +122,14 @@ def _csv(res, y, time) -> str:
 def _plot(res, path, title: str, time: TimeAxis | None) -> None:
     from possibly.plotting.changepoint import plot_changepoints
 
-    kwargs = {"title": title}
-    # a time-stamp x-axis where the plotting function offers one (``index=``)
-    if time is not None and time.values is not None and accepts(plot_changepoints, "index"):
-        kwargs["index"] = time.values
-    with atomic_path(path) as tmp:
-        plot_changepoints(res, tmp, **kwargs)
+    save_plot(plot_changepoints, path, res, title=title,
+              index=None if time is None else time.values)
 
 
 def run(args: argparse.Namespace) -> int:
     check_robust(args)
     # outputs first: a bad path should not wait for (or waste) the computation
-    inputs = [args.file]
-    plot = check_plot(args.plot, inputs) if args.plot else None
-    out = check_output(args.out, "--out", inputs) if args.out else None
-    if plot is not None and out is not None and plot.resolve() == out.resolve():
-        raise ValueError("--out and --plot name the same file")
+    out, plot = check_outputs(args)
     # parameters next: a bad value should not wait for (or trigger) a data download
     det = ChangepointDetector(sigma=args.sigma, hazard=args.hazard, forgetting=args.forgetting,
                               robust=not args.standard, tau=args.tau)

@@ -27,7 +27,7 @@ from possibly.cli.arguments import (
     number,
     numeric_range,
 )
-from possibly.cli.outputs import accepts, atomic_path, check_output, check_plot, write_text
+from possibly.cli.outputs import check_outputs, save_plot, write_text
 from possibly.kalman import KalmanFilter
 from possibly.models import constant_velocity
 from possibly.tables import TimeAxis, display, read_table
@@ -96,20 +96,13 @@ def _table(ys, time, columns, mean, sd, fr) -> str:
 def _plot(ys, mean, fr, path, title: str, time: TimeAxis | None) -> None:
     from possibly.plotting.kalman import plot_filtered_series
 
-    kwargs = {"title": title}
-    if time is not None and time.values is not None and accepts(plot_filtered_series, "index"):
-        kwargs["index"] = time.values
-    with atomic_path(path) as tmp:
-        plot_filtered_series(ys[:, 0], mean[:, 0], fr.discount, tmp, **kwargs)
+    save_plot(plot_filtered_series, path, ys[:, 0], mean[:, 0], fr.discount, title=title,
+              index=None if time is None else time.values)
 
 
 def run(args: argparse.Namespace) -> int:
     check_robust(args)
-    inputs = [args.file]
-    out = check_output(args.out, "--out", inputs) if args.out else None
-    plot = check_plot(args.plot, inputs) if args.plot else None
-    if plot is not None and out is not None and plot.resolve() == out.resolve():
-        raise ValueError("--out and --plot name the same file")
+    out, plot = check_outputs(args)  # before any work
     table = read_table(args.file)
     idx, t = table.choose(args.column, args.time, several=True)
     columns = [display(table.names[j]) for j in idx]

@@ -17,7 +17,8 @@ from pathlib import Path
 
 from possibly.tables import display
 
-__all__ = ["accepts", "atomic_path", "check_output", "check_plot", "write_text"]
+__all__ = ["accepts", "atomic_path", "check_output", "check_outputs", "check_plot", "save_plot",
+           "write_text"]
 
 #: file formats matplotlib writes (the extension picks the format)
 PLOT_FORMATS = ("png", "pdf", "svg", "svgz", "eps", "ps", "jpg", "jpeg", "tif", "tiff", "webp")
@@ -106,3 +107,25 @@ def accepts(func, name: str) -> bool:
         return name in inspect.signature(func).parameters
     except (TypeError, ValueError):
         return False
+
+
+def check_outputs(args) -> tuple[Path | None, Path | None]:
+    """``--out`` and ``--plot`` of a command reading ``args.file``, checked (None if absent)."""
+    inputs = [args.file]
+    out = check_output(args.out, "--out", inputs) if args.out else None
+    plot = check_plot(args.plot, inputs) if args.plot else None
+    if plot is not None and out is not None and plot.resolve() == out.resolve():
+        raise ValueError("--out and --plot name the same file")
+    return out, plot
+
+
+def save_plot(draw, path: Path, *args, index=None, **kwargs) -> None:
+    """``draw(*args, path=..., **kwargs)`` written atomically to ``path``.
+
+    ``index`` (the time stamps of the rows) is passed on when ``draw`` takes it, for a
+    time-stamp x-axis.
+    """
+    if index is not None and accepts(draw, "index"):
+        kwargs["index"] = index
+    with atomic_path(path) as tmp:
+        draw(*args, path=tmp, **kwargs)
