@@ -75,11 +75,14 @@ def main(argv: list[str] | None = None) -> int:
     reported in one line; ``POSSIBLY_DEBUG=1`` shows the traceback); 2: bad input or arguments,
     one line naming the argument or file; 130: interrupted (Ctrl-C).
     """
-    parser = build_parser()
     try:
+        parser = build_parser()
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, --version, or a usage error (already printed)
         return exc.code if isinstance(exc.code, int) else 2
+    except KeyboardInterrupt:
+        print("possibly: interrupted", file=sys.stderr)
+        return 130
     if args.command is None:
         parser.print_help()
         return 2

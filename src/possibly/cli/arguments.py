@@ -103,7 +103,8 @@ def add_input(p: argparse.ArgumentParser, *, several: bool = False,
     if several:
         p.add_argument("--column", nargs="+", metavar="COLUMN", default=None,
                        help="value column(s), by header name or 0-based index; several "
-                            "columns are one vector observation (e.g. x y of a 2-D track)")
+                            "columns are one vector observation (e.g. x y of a 2-D track; "
+                            "give FILE before --column)")
     else:
         p.add_argument("--column", metavar="COLUMN", default=None,
                        help="value column, by header name or 0-based index (needed when the "
