@@ -196,7 +196,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--scheduler", default=None, metavar="ADDRESS",
                    help="address of a running Dask scheduler (tcp://host:port); 'synchronous': "
                         "this process only; default: this process for a table of fewer than "
-                        "5 million rows, else a local cluster on 127.0.0.1")
+                        "2 million rows, else a local cluster on 127.0.0.1")
     p.add_argument("--workers", type=integer(1, 1024), default=None, metavar="N",
                    help="start a local cluster of N worker processes, whatever the size")
     p.add_argument("--out", default=None, metavar="DIR",
