@@ -19,9 +19,8 @@ not depend on the cut (the tests check this against the plain detector and filte
 Where it runs
 -------------
 ``scheduler=None`` picks by the size of the job: a table of fewer than
-:data:`LOCAL_CLUSTER_MIN_ROWS` rows runs in this process (starting worker processes costs
-seconds: 3 series of 400 points took 17.6 s on a local cluster against 3.4 s without one), a
-larger one (or any table when ``n_workers`` is given) on a local cluster (worker processes,
+:data:`LOCAL_CLUSTER_MIN_ROWS` rows runs in this process (starting worker processes and moving
+the data to them costs seconds; the measurements are at that constant), a larger one (or any table when ``n_workers`` is given) on a local cluster (worker processes,
 one thread each, bound to 127.0.0.1) started for the call and closed afterwards; an address
 (``"tcp://host:8786"``) connects to a running ``dask scheduler``; a
 :class:`distributed.Client` is used as is (and left open); ``"synchronous"`` runs every task in
