@@ -20,8 +20,9 @@ Where it runs
 -------------
 ``scheduler=None`` picks by the size of the job: a table of fewer than
 :data:`LOCAL_CLUSTER_MIN_ROWS` rows runs in this process (starting worker processes and moving
-the data to them costs seconds; the measurements are at that constant), a larger one (or any table when ``n_workers`` is given) on a local cluster (worker processes,
-one thread each, bound to 127.0.0.1) started for the call and closed afterwards; an address
+the data to them costs seconds; the measurements are at that constant), a larger one (or any
+table when ``n_workers`` is given) on a local cluster (worker processes, one thread each,
+bound to 127.0.0.1) started for the call and closed afterwards; an address
 (``"tcp://host:8786"``) connects to a running ``dask scheduler``; a
 :class:`distributed.Client` is used as is (and left open); ``"synchronous"`` runs every task in
 this process without a cluster (for debugging, doctests and single-process baselines).
