@@ -10,7 +10,7 @@ import pytest
 
 import possibly as ps
 from possibly.cli import main
-from possibly.cli.changepoint import read_series
+from possibly.tables import parse_table
 
 
 @pytest.fixture
@@ -75,17 +75,17 @@ def test_example_well_log_and_plot(tmp_path, capsys):
     ("", [], "is empty"),
     ("\n\n", [], "is empty"),
     ("a,b\n", [], "header but no values"),
-    ("a,b\n1,2\n3,x\n", ["--column", "b"], "non-numeric cell 'x' at line 3, column b"),
+    ("a,b\n1,2\n3,x\n", ["--column", "b"], "line 3, column b: non-numeric cell 'x'"),
     ("a,b\n1,2\n", [], "has 2 columns .a, b.: choose one with --column"),
-    ("a,b\n1,2\n", ["--column", "c"], "column 'c' not found"),
-    ("1,2\n3\n", ["--column", "0"], "line 2 .* has 1 cells, expected 2"),
+    ("a,b\n1,2\n", ["--column", "c"], "--column 'c': no such column"),
+    ("1,2\n3\n", ["--column", "0"], "line 2: 1 cell.s., expected 2"),
     ("NA\nNA\n", [], "no observed"),
-    ("1\n2\n3\n", ["--sigma", "0"], r"sigma must be in \[1e-100"),
-    ("1\n2\n3\n", ["--sigma", "-2"], r"sigma must be in \[1e-100"),
-    ("1\n2\n3\n", ["--hazard", "1.5"], r"hazard must be in \(0, 1\)"),
-    ("1\n2\n3\n", ["--hazard", "0"], r"hazard must be in \(0, 1\)"),
-    ("1\n2\n3\n", ["--forgetting", "0"], r"forgetting must be in \(0, 1\]"),
-    ("1\n2\n3\n", ["--tau", "2"], r"tau must be in \(0, 1\]"),
+    ("1\n2\n3\n", ["--sigma", "0"], r"argument --sigma: must be 'auto' or a number in \[1e-100"),
+    ("1\n2\n3\n", ["--sigma", "-2"], r"argument --sigma: must be 'auto' or a number in"),
+    ("1\n2\n3\n", ["--hazard", "1.5"], r"argument --hazard: must be a number in \(1e-12, 0.25\]"),
+    ("1\n2\n3\n", ["--hazard", "0"], r"argument --hazard: must be a number in \(1e-12, 0.25\]"),
+    ("1\n2\n3\n", ["--forgetting", "0"], r"argument --forgetting: must be a number in \(0, 1\]"),
+    ("1\n2\n3\n", ["--tau", "2"], r"argument --tau: must be a number in \(0, 1\]"),
     ("1\n1\n1\n1\n", [], "zero median absolute deviation"),
     ("1\ninf\n3\n", ["--sigma", "1"], "infinite"),
 ])
@@ -94,7 +94,8 @@ def test_bad_input_one_line_exit_2(tmp_path, capsys, content, args, match):
     path.write_text(content)
     assert main(["changepoint", str(path), *args]) == 2
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and err.startswith("possibly changepoint: error:")
+    assert len(err.splitlines()) == 1 and err.startswith("possibly changepoint")
+    assert "error:" in err
     import re
 
     assert re.search(match, err), err
@@ -109,13 +110,11 @@ def test_missing_file_binary_file_and_usage(tmp_path, capsys):
     assert "not a text file" in capsys.readouterr().err
     assert main(["changepoint"]) == 2
     assert "give a FILE" in capsys.readouterr().err
-    with pytest.raises(SystemExit) as exc:
-        main(["changepoint", "x", "--sigma", "wide"])
-    assert exc.value.code == 2
+    assert main(["changepoint", "x", "--sigma", "wide"]) == 2
     assert "must be 'auto' or a number" in capsys.readouterr().err
 
 
 def test_read_series_headerless_index():
-    assert read_series("1;2\n3;4\n", column="1").tolist() == [2.0, 4.0]
-    y = read_series("1 2\n3 NaN\n-4 \t 5\n", column="1")
+    assert parse_table("1;2\n3;4\n").numbers(["1"])[:, 0].tolist() == [2.0, 4.0]
+    y = parse_table("1 2\n3 NaN\n-4 \t 5\n").numbers(["1"])[:, 0]
     assert np.isnan(y[1]) and y[[0, 2]].tolist() == [2.0, 5.0]

@@ -52,11 +52,21 @@ def test_changepoint_demo_without_matplotlib(tmp_path, monkeypatch, capsys):
 
 def test_changepoint_demo_bad_arguments(capsys):
     assert main(["demo", "--n", "30", "--changes", "3"]) == 2
-    assert "--n must be >= 20 * (--changes + 1)" in capsys.readouterr().err
+    assert "--n must be in [20 * (--changes + 1), 1000000] = [80, 1000000], got 30" in \
+        capsys.readouterr().err
     assert main(["demo", "--outlier-rate", "1.5"]) == 2
-    assert "--outlier-rate must be in [0, 1)" in capsys.readouterr().err
+    assert "argument --outlier-rate: must be a number in [0, 1)" in capsys.readouterr().err
     assert main(["demo", "--hazard", "3", "--plot", ""]) == 2
-    assert "hazard must be in (0, 1)" in capsys.readouterr().err
+    assert "argument --hazard: must be a number in (1e-12, 0.25]" in capsys.readouterr().err
+
+
+def test_demo_n_is_bounded_before_any_work(capsys):
+    """#14: ``demo --n 1000000000`` was killed for memory after 94 s; now one line at once."""
+    for argv in (["demo", "--n", "1000000000"], ["demo", "--stream", "--n", "1000000000"]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1
+        assert "argument --n: must be an integer in [2, 1000000], got '1000000000'" in err
 
 
 def test_stream_demo_still_available(capsys):
@@ -65,4 +75,4 @@ def test_stream_demo_still_available(capsys):
     assert out.startswith("200 observations of N(3, 1)")
     assert "robust update" in out and "standard update" in out
     assert main(["demo", "--stream", "--n", "1"]) == 2
-    assert "--n must be >= 2" in capsys.readouterr().err
+    assert "argument --n: must be an integer in [2, 1000000], got '1'" in capsys.readouterr().err

@@ -37,9 +37,9 @@ def test_report_lists_paper_and_ours(toy, tmp_path):
 
 
 def test_cli_rejects_unknown_study_and_bad_repeats(tmp_path, capsys):
-    with pytest.raises(SystemExit) as exc:
-        main(["reproduce", "nope", "--out", str(tmp_path)])
-    assert exc.value.code == 2
+    # usage errors return 2 from main (one line on stderr) like every other error
+    assert main(["reproduce", "nope", "--out", str(tmp_path)]) == 2
+    assert "invalid choice: 'nope'" in capsys.readouterr().err
     assert main(["reproduce", "kalman", "--out", str(tmp_path), "--repeats", "0"]) == 2
     assert "repeats must be >= 1" in capsys.readouterr().err
 

@@ -4,7 +4,8 @@ A seeded piecewise-constant series with known change points and outliers (no dow
 analysed by the robust detector and by the standard one; found and true change points are
 printed and a PNG is written. ``possibly demo --stream`` runs the earlier demo instead: the mean
 of N(mu, 1) data with gross outliers, estimated sequentially with the standard and the robust
-update.
+update. The generated series are bounded (:data:`MAX_N` observations) so that a typo cannot
+exhaust the memory.
 """
 
 from __future__ import annotations
@@ -14,6 +15,17 @@ import argparse
 import numpy as np
 
 from possibly import Normal, likelihood, update_sequence
+from possibly.cli.arguments import integer, number
+from possibly.cli.outputs import atomic_path, check_plot
+
+DESCRIPTION = (
+    "Robust change-point detection on a generated piecewise-constant series with outliers (no "
+    "download): the robust and the standard detector against the true change points, and a "
+    "plot. With --stream: the earlier demo, the mean of N(mean, 1) data with gross outliers "
+    "estimated sequentially by the standard and the robust update.")
+
+#: the largest generated series (a few seconds and about 100 MB at most)
+MAX_N = 1_000_000
 
 
 def simulate(n: int, outlier_rate: float, seed: int, mean: float = 3.0, outlier_sd: float = 30.0):
@@ -59,12 +71,15 @@ def run_changepoint(args: argparse.Namespace) -> int:
     n = CHANGEPOINT_DEFAULTS["n"] if args.n is None else args.n
     rate = CHANGEPOINT_DEFAULTS["outlier_rate"] if args.outlier_rate is None else args.outlier_rate
     n_changes = args.changes
-    if n_changes < 0:
-        raise ValueError(f"--changes must be >= 0, got {n_changes}")
-    if n < 20 * (n_changes + 1):
-        raise ValueError(f"--n must be >= 20 * (--changes + 1) = {20 * (n_changes + 1)}, got {n}")
-    if not 0 <= rate < 1:
-        raise ValueError(f"--outlier-rate must be in [0, 1), got {rate}")
+    if not 20 * (n_changes + 1) <= n <= MAX_N:
+        raise ValueError(f"--n must be in [20 * (--changes + 1), {MAX_N}] = "
+                         f"[{20 * (n_changes + 1)}, {MAX_N}], got {n}")
+    plot = None
+    if args.plot:
+        try:
+            plot = check_plot(args.plot)
+        except ImportError as exc:  # the demo runs without matplotlib, minus its plot
+            print(f"no plot: {exc}")
     y, true_cps, is_out = piecewise_constant(n, n_changes, outlier_rate=rate, seed=args.seed)
     robust = ChangepointDetector(sigma="auto", hazard=args.hazard, tau=args.tau).fit(y)
     standard = ChangepointDetector(sigma=robust.sigma, hazard=args.hazard, robust=False).fit(y)
@@ -90,27 +105,22 @@ def run_changepoint(args: argparse.Namespace) -> int:
     print(f"  robust outliers        {flagged.tolist()}")
     print(f"           {caught}/{true_out.size} true outliers flagged, "
           f"{flagged.size - caught} other observations flagged")
-    if args.plot:
-        try:
-            from possibly.plotting.changepoint import plot_changepoints
+    if plot is not None:
+        from possibly.plotting.changepoint import plot_changepoints
 
-            path = plot_changepoints(robust, args.plot, truth=true_cps,
-                                     title="possibly demo: robust change-point detection "
-                                           "(dashed: true change points)")
-        except ImportError as exc:
-            print(f"no plot: {exc}")
-        else:
-            print(f"plot written to {path}")
+        with atomic_path(plot) as tmp:
+            plot_changepoints(robust, tmp, truth=true_cps,
+                              title="possibly demo: robust change-point detection "
+                                    "(dashed: true change points)")
+        print(f"plot written to {plot}")
     return 0
 
 
 def run_stream(args: argparse.Namespace) -> int:
     args.n = 200 if args.n is None else args.n
     args.outlier_rate = 0.1 if args.outlier_rate is None else args.outlier_rate
-    if args.n < 2:
-        raise ValueError(f"--n must be >= 2, got {args.n}")
-    if not 0 <= args.outlier_rate < 1:
-        raise ValueError(f"--outlier-rate must be in [0, 1), got {args.outlier_rate}")
+    if not 2 <= args.n <= MAX_N:
+        raise ValueError(f"--n must be in [2, {MAX_N}], got {args.n}")
     y, out = simulate(args.n, args.outlier_rate, args.seed, mean=args.mean)
     lik = likelihood.normal(y, sd=1.0)
     prior = Normal(0.0, 0.0)
@@ -140,22 +150,24 @@ def run_stream(args: argparse.Namespace) -> int:
 
 def register(sub) -> None:
     p = sub.add_parser("demo", help="robust change-point detection on a generated series",
-                       description=__doc__.split("\n\n")[0])
+                       description=DESCRIPTION)
     p.add_argument("--stream", action="store_true",
                    help="the earlier demo: robust vs standard estimation of a mean")
-    p.add_argument("--n", type=int, default=None,
-                   help="number of observations (1500; 200 with --stream)")
-    p.add_argument("--outlier-rate", type=float, default=None,
-                   help="fraction of outliers (0.015; 0.1 with --stream)")
-    p.add_argument("--seed", type=int, default=1, help="random seed (1)")
-    p.add_argument("--tau", type=float, default=None, help="threshold variant (off)")
-    p.add_argument("--changes", type=int, default=CHANGEPOINT_DEFAULTS["n_changes"],
-                   help="number of change points (7)")
-    p.add_argument("--hazard", type=float, default=1e-3,
-                   help="possibility of a change at each step (1e-3)")
-    p.add_argument("--plot", metavar="PNG", default="demo_changepoints.png",
+    p.add_argument("--n", type=integer(2, MAX_N), default=None,
+                   help=f"number of observations, at most {MAX_N} (1500; 200 with --stream)")
+    p.add_argument("--outlier-rate", type=number(0, 1, high_open=True), default=None,
+                   help="fraction of outliers, in [0, 1) (0.015; 0.1 with --stream)")
+    p.add_argument("--seed", type=integer(0, 2**32 - 1), default=1, help="random seed (1)")
+    p.add_argument("--tau", type=number(0, 1, low_open=True), default=None,
+                   help="threshold variant of the robust version, in (0, 1] (off)")
+    p.add_argument("--changes", type=integer(0, MAX_N // 20 - 1),
+                   default=CHANGEPOINT_DEFAULTS["n_changes"], help="number of change points (7)")
+    p.add_argument("--hazard", type=number(1e-12, 0.25, low_open=True), default=1e-3,
+                   help="possibility of a change at each step, in (1e-12, 0.25] (1e-3)")
+    p.add_argument("--plot", metavar="IMAGE", default="demo_changepoints.png",
                    help="where to write the plot (demo_changepoints.png; '' for none)")
-    p.add_argument("--mean", type=float, default=3.0, help="--stream: true mean (3)")
-    p.add_argument("--flag", type=float, default=1e-3,
+    p.add_argument("--mean", type=number(-1e100, 1e100), default=3.0,
+                   help="--stream: true mean (3)")
+    p.add_argument("--flag", type=number(0, 1, low_open=True), default=1e-3,
                    help="--stream: list observations whose discount fell below this (1e-3)")
     p.set_defaults(func=run)

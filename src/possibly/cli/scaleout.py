@@ -1,9 +1,11 @@
 """``possibly changepoint-many`` and ``possibly kalman-many``: many series on a Dask cluster.
 
-Both read a long Parquet table (a column naming the series, value columns, rows in time order
-within each series) and run the detector or the filter per series with
-:mod:`possibly.scaleout`: on a local cluster bound to 127.0.0.1 by default, or on a running
-scheduler given by ``--scheduler ADDRESS``. With ``--out DIR`` they write one Parquet file per
+Both read a long table (a column naming the series, value columns, rows in time order within
+each series): a Parquet file or dataset directory, or a CSV/TSV/text file (or ``-``, standard
+input) read by :mod:`possibly.tables` like every command's input. They run the detector or
+the filter per series with :mod:`possibly.scaleout`: by default in this process for a small
+table and on a local cluster bound to 127.0.0.1 for a large one, or on a running scheduler
+given by ``--scheduler ADDRESS``. With ``--out DIR`` they write one Parquet file per
 series under ``DIR/series/`` and the tables described in :mod:`possibly.scaleout`; without it
 they print the change points (or the filtered states) as CSV on stdout. A one-line summary goes
 to stderr. The exit status is 1 when some series could not be processed (their error is in the
@@ -15,26 +17,102 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
+
+from possibly.cli.arguments import SCALE, add_robust, check_robust, integer, number, sigma
+from possibly.cli.changepoint import HAZARD
+from possibly.cli.kalman import DT
+from possibly.tables import display
 
 __all__ = ["register"]
 
+CHANGEPOINT_DESCRIPTION = (
+    "Change points and outliers of many series at once: a long table (Parquet, or CSV/TSV/"
+    "text read like every command's input) with a column naming the series and a column of "
+    "values, rows in time order within each series. Each series goes through the robust "
+    "change-point detector (as 'possibly changepoint' would run it), in this process for a "
+    "small table, on a local Dask cluster for a large one, or on --scheduler. Prints the change "
+    "points and outliers as CSV (id, index from 0, kind, value), or writes them under --out.")
+KALMAN_DESCRIPTION = (
+    "Robust Kalman filtering of many tracks at once: a long table (Parquet, or CSV/TSV/text "
+    "read like every command's input) with a column naming the track and one position column "
+    "per axis, rows in time order within each track. Each track goes through the robust "
+    "constant-velocity filter (as 'possibly kalman' would run it), in this process for a small "
+    "table, on a local Dask cluster for a large one, or on --scheduler. Prints the filtered "
+    "states as CSV (step from 0, means, consistency, discount, id), or writes them under --out.")
+#: extensions of the inputs read as text by possibly.tables (others are read as Parquet)
+TEXT_SUFFIXES = (".csv", ".tsv", ".txt", ".dat")
 
-def _sigma(text: str) -> float | str:
-    if text == "auto":
-        return text
+
+def _input(args: argparse.Namespace, value_columns: list[str]):
+    """The input for possibly.scaleout: a Parquet path as given, or a text table as a frame."""
+    path = Path(args.input)
+    if path.is_dir() and not any(f.is_file() for f in path.rglob("*.parquet")):
+        raise ValueError(f"input {display(args.input)!r} is a folder without Parquet files "
+                         f"(give a Parquet file or dataset folder, or a {'/'.join(TEXT_SUFFIXES)} "
+                         "file)")
+    if args.input != "-" and path.suffix.lower() not in TEXT_SUFFIXES:
+        return args.input
     try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be 'auto' or a number, got {text!r}") from None
+        import pandas as pd
+    except ImportError:
+        raise ImportError("reading many series needs pandas and dask: pip install "
+                          "'possibly[dask]'") from None
+    from possibly.tables import read_table
+
+    table = read_table(args.input)
+    ids = table.column(table.column_index(args.id, "--id"))
+    frame = {args.id: [None if c == "" else c for c in ids]}
+    values = table.numbers(value_columns, "--value")
+    for k, c in enumerate(value_columns):
+        frame[c] = values[:, k]
+    if args.time is not None:
+        stamps = table.column(table.column_index(args.time, "--time"))
+        frame[args.time] = [None if c == "" else c for c in stamps]
+    return pd.DataFrame(frame)
+
+
+def _times(args: argparse.Namespace, data):
+    """For ``--time``: (id, row within the series) -> time stamp, or None without it."""
+    if args.time is None:
+        return None
+    import pandas as pd
+
+    if isinstance(data, pd.DataFrame):
+        frame = data[[args.id, args.time]]
+    else:
+        try:
+            frame = pd.read_parquet(data, columns=[args.id, args.time])
+        except Exception as exc:  # pyarrow's errors have no common base class
+            first = str(exc).strip().splitlines()[:1]
+            raise ValueError(f"--time {display(args.time)!r}: no such column in "
+                             f"{display(args.input)!r}, or unreadable ({type(exc).__name__}"
+                             f"{': ' + first[0][:120] if first else ''})") from None
+    key = frame[args.id].astype(str)
+    return pd.DataFrame({"_key": key, "_pos": frame.groupby(key, sort=False).cumcount(),
+                         "time": frame[args.time].to_numpy()})
+
+
+def _with_time(table, times, position: str):
+    """``table`` (with ``id`` and a 0-based ``position`` column) with ``time`` after it."""
+    if times is None or table is None:
+        return table
+    keyed = table.assign(_key=table["id"].astype(str), _pos=table[position].astype("int64"))
+    out = keyed.merge(times, on=["_key", "_pos"], how="left").drop(columns=["_key", "_pos"])
+    cols = [c for c in table.columns]
+    cols.insert(cols.index(position) + 1, "time")
+    return out[cols]
 
 
 def _cluster_args(args: argparse.Namespace) -> dict:
-    if args.workers is not None:
-        if args.scheduler is not None:
-            raise ValueError("--workers sizes the local cluster; it cannot be combined with "
-                             "--scheduler")
-        if args.workers < 1:
-            raise ValueError(f"--workers must be >= 1, got {args.workers}")
+    check_robust(args)
+    if args.workers is not None and args.scheduler is not None:
+        raise ValueError("--workers sizes the local cluster; it cannot be combined with "
+                         "--scheduler")
+    if args.out is not None and Path(args.out).resolve() == Path(args.input).resolve():
+        raise ValueError(f"--out {display(args.out)!r} is the input: refusing to overwrite it")
+    if args.time is not None and args.time in (args.id, *args.value):
+        raise ValueError(f"--time {display(args.time)!r} is also the --id or a --value column")
     return {"scheduler": args.scheduler, "n_workers": args.workers, "out": args.out,
             "overwrite": args.overwrite, "progress": True,
             "connect_timeout": args.connect_timeout}
@@ -57,12 +135,21 @@ def run_changepoints(args: argparse.Namespace) -> int:
     from possibly.scaleout import changepoints_many
 
     t0 = time.perf_counter()
-    res = changepoints_many(args.input, args.id, args.value, **_cluster_args(args),
+    cluster = _cluster_args(args)
+    data = _input(args, [args.value])
+    times = _times(args, data)
+    res = changepoints_many(data, args.id, args.value, **cluster,
                             sigma=args.sigma, hazard=args.hazard, forgetting=args.forgetting,
                             robust=not args.standard, tau=args.tau)
     seconds = time.perf_counter() - t0
+    events = _with_time(res.events, times, "index")
     if res.out is None:
-        res.events.to_csv(sys.stdout, index=False)
+        events.to_csv(sys.stdout, index=False)
+    elif times is not None:  # the events table gets the time stamps too
+        from possibly.cli.outputs import atomic_path
+
+        with atomic_path(res.out / "events.parquet") as tmp:
+            events.to_parquet(tmp, index=False)
     ok = res.summary[res.summary["error"].isna()]
     extra = (f", {int(ok['n_points'].sum())} points: {int(ok['n_changepoints'].sum())} change "
              f"points, {int(ok['n_outliers'].sum())} outliers")
@@ -81,11 +168,17 @@ def run_kalman(args: argparse.Namespace) -> int:
     else:
         names = [f"{q}_{c}" for c in cols for q in ("position", "velocity")]
     t0 = time.perf_counter()
-    res = kalman_many(args.input, args.id, cols, model, robust=not args.standard, tau=args.tau,
-                      state_names=names, **_cluster_args(args))
+    cluster = _cluster_args(args)
+    if args.time is not None and args.out is not None:
+        raise ValueError("--time applies to the states printed on standard output; with --out "
+                         "the per-track files keep 'step' (0-based) to join on")
+    data = _input(args, cols)
+    times = _times(args, data)
+    res = kalman_many(data, args.id, cols, model, robust=not args.standard,
+                      tau=args.tau, state_names=names, **cluster)
     seconds = time.perf_counter() - t0
     if res.out is None and res.states is not None:
-        res.states.to_csv(sys.stdout, index=False)
+        _with_time(res.states, times, "step").to_csv(sys.stdout, index=False)
     ok = res.summary[res.summary["error"].isna()]
     extra = (f", {int(ok['n_steps'].sum())} steps, {int(ok['n_discounted'].sum())} "
              f"discounted below 0.1")
@@ -93,45 +186,54 @@ def run_kalman(args: argparse.Namespace) -> int:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("input", metavar="INPUT.parquet",
-                   help="Parquet file or dataset directory, one row per observation")
+    p.add_argument("input", metavar="INPUT",
+                   help="Parquet file or dataset directory, or a .csv/.tsv/.txt/.dat file (or "
+                        "- for standard input), one row per observation")
     p.add_argument("--id", required=True, metavar="COLUMN", help="column naming the series")
+    p.add_argument("--time", default=None, metavar="COLUMN",
+                   help="column of time stamps: the printed results get a 'time' column next "
+                        "to their 0-based position in the series")
     p.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                   help="address of a running Dask scheduler (tcp://host:port); default: a "
-                        "local cluster on 127.0.0.1; 'synchronous': this process only")
-    p.add_argument("--workers", type=int, default=None, metavar="N",
-                   help="worker processes of the local cluster (Dask's default)")
+                   help="address of a running Dask scheduler (tcp://host:port); 'synchronous': "
+                        "this process only; default: this process for a table of fewer than "
+                        "2 million rows, else a local cluster on 127.0.0.1")
+    p.add_argument("--workers", type=integer(1, 1024), default=None, metavar="N",
+                   help="start a local cluster of N worker processes, whatever the size")
     p.add_argument("--out", default=None, metavar="DIR",
                    help="write DIR/series/id=<id>.parquet per series and DIR/summary.parquet "
                         "(default: print CSV on stdout)")
     p.add_argument("--overwrite", action="store_true",
                    help="replace the results of a previous run in --out")
-    p.add_argument("--connect-timeout", type=float, default=10.0, metavar="S",
-                   help="seconds to wait for --scheduler (10)")
-    p.add_argument("--standard", action="store_true", help="the standard, non-robust version")
-    p.add_argument("--tau", type=float, default=None, help="threshold variant (off)")
+    p.add_argument("--connect-timeout", type=number(0, 3600, low_open=True), default=10.0,
+                   metavar="S", help="seconds to wait for --scheduler, in (0, 3600] (10)")
+    add_robust(p)
 
 
 def register(sub) -> None:
-    doc = __doc__.split("\n\n")[0]
-    p = sub.add_parser("changepoint-many", help="change points of many series with Dask",
-                       description=doc)
+    p = sub.add_parser("changepoint-many", help="change points of many series (Dask)",
+                       description=CHANGEPOINT_DESCRIPTION)
     _common(p)
     p.add_argument("--value", required=True, metavar="COLUMN", help="column of observations")
-    p.add_argument("--sigma", type=_sigma, default="auto",
+    p.add_argument("--sigma", type=sigma, default="auto",
                    help="noise scale, or 'auto' per series (auto)")
-    p.add_argument("--hazard", type=float, default=2.5e-3, help="hazard (2.5e-3)")
-    p.add_argument("--forgetting", type=float, default=0.9, help="forgetting factor (0.9)")
+    p.add_argument("--hazard", type=number(*HAZARD, low_open=True), default=2.5e-3,
+                   help=f"possibility of a change at each step, in ({HAZARD[0]:g}, "
+                        f"{HAZARD[1]:g}] (2.5e-3)")
+    p.add_argument("--forgetting", type=number(0, 1, low_open=True), default=0.9,
+                   help="precision forgetting factor, in (0, 1] (0.9)")
     p.set_defaults(func=run_changepoints)
 
-    p = sub.add_parser("kalman-many", help="robust Kalman filter over many tracks with Dask",
-                       description=doc)
+    p = sub.add_parser("kalman-many", help="robust Kalman filter of many tracks (Dask)",
+                       description=KALMAN_DESCRIPTION)
     _common(p)
     p.add_argument("--value", required=True, nargs="+", metavar="COLUMN",
                    help="observed position column(s), one per axis")
     p.add_argument("--model", choices=["constant-velocity"], default="constant-velocity",
                    help="state-space model (constant-velocity)")
-    p.add_argument("--dt", type=float, default=1.0, help="time step (1)")
-    p.add_argument("--accel-sd", type=float, default=0.05, help="acceleration sd (0.05)")
-    p.add_argument("--obs-sd", type=float, default=1.0, help="observation sd (1)")
+    p.add_argument("--dt", type=number(*DT), default=1.0,
+                   help=f"time step, in [{DT[0]:g}, {DT[1]:g}] (1)")
+    p.add_argument("--accel-sd", type=number(*SCALE), default=0.05,
+                   help=f"acceleration sd, in [{SCALE[0]:g}, {SCALE[1]:g}] (0.05)")
+    p.add_argument("--obs-sd", type=number(*SCALE), default=1.0,
+                   help=f"observation sd, in [{SCALE[0]:g}, {SCALE[1]:g}] (1)")
     p.set_defaults(func=run_kalman)

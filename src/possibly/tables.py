@@ -1,0 +1,431 @@
+"""Read a series or a table from CSV, TSV or plain text the way users write them.
+
+This is the one file reader of the command line (``possibly changepoint``, ``kalman``,
+``changepoint-many`` and ``kalman-many`` read their text input through it), so that every
+command reads a file the same way:
+
+- **Input**: a path, or ``-`` for standard input. UTF-8 text (a byte-order mark, as
+  spreadsheet programs write it, is dropped); anything else is refused with one line naming
+  the file.
+- **Lines**: lines starting with ``#`` are comments; blank lines at the end of the input are
+  ignored; **any other blank line is a row of missing values**, never dropped, so the row
+  numbers of the observations after it do not move.
+- **Delimiter**: tab, semicolon or comma when every one of the first rows splits into the same
+  number (at least two) of cells on it, tried in that order; otherwise runs of spaces;
+  otherwise one column. With a tab or semicolon delimiter a decimal comma (``1,5``) reads
+  as ``1.5``.
+- **Header**: detected by content, not by position: the first row is a header when it holds a
+  text cell (not a number, a missing mark or a date/time) in a column whose other cells are
+  numbers or dates/times, or when all its cells are text and no later row is. A headerless
+  ``date,value`` file therefore keeps its first row.
+- **Missing**: an empty cell, ``NA``, ``NaN``, ``N/A``, ``null``, ``none`` or ``-`` is a
+  missing observation (NaN). Infinite or out-of-range numbers (``inf``, ``1e309``) are
+  refused: write a missing mark instead.
+- **Numbering**: rows are numbered from 0 (``t = 0`` is the first data row, the header
+  excluded), as the Python API numbers them; columns are chosen by header name or 0-based
+  position. Error messages cite the file's line numbers, counted from 1 as editors show them.
+- **Time**: a column whose cells are all ISO 8601 dates or times (``2024-03-01``,
+  ``2024-03-01T12:00:00``, ``12:00``) is the time axis, unless another one is named.
+
+Examples
+--------
+>>> table = parse_table("date,value\\n2024-01-01,1.5\\n2024-01-02,\\n\\n2024-01-04,2.5\\n")
+>>> table.names, table.n_rows
+(('date', 'value'), 4)
+>>> table.numbers(["value"])[:, 0].tolist()
+[1.5, nan, nan, 2.5]
+>>> table.detect_time()
+0
+>>> parse_table("2024-01-01,1.5\\n2024-01-02,2.0\\n").n_rows  # no header: both rows kept
+2
+"""
+
+from __future__ import annotations
+
+import csv
+import gc
+import itertools
+import math
+import re
+import sys
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, time, timezone
+
+import numpy as np
+
+__all__ = ["MISSING", "Table", "TimeAxis", "display", "parse_table", "read_table", "read_text"]
+
+#: cell texts (case-insensitive, after stripping spaces) that mark a missing observation
+MISSING = frozenset({"", "na", "nan", "n/a", "null", "none", "-"})
+_DELIMITERS = ("\t", ";", ",")
+_SAMPLE = 50  # rows inspected to sniff the delimiter and the header
+_DECIMAL_COMMA = re.compile(r"[+-]?\d+,\d+([eE][+-]?\d+)?")
+
+
+def display(text: object) -> str:
+    """``text`` printable on any terminal: undecodable bytes (``\\udcff``) become ``?``."""
+    s = str(text)
+    return s.encode("utf-8", "replace").decode("utf-8").replace("\n", " ")
+
+
+def read_text(path: str, stdin=None) -> tuple[str, str]:
+    """The text of ``path`` (``-``: standard input) and the name to show for it.
+
+    Raises ValueError with one line naming the file when it cannot be read or is not text.
+    """
+    if path == "-":
+        source = "standard input"
+        stream = sys.stdin if stdin is None else stdin
+        buffer = getattr(stream, "buffer", None)
+        data = buffer.read() if buffer is not None else stream.read()
+    else:
+        source = display(path)
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except OSError as exc:
+            raise ValueError(f"cannot read {source}: {exc.strerror or exc}") from None
+    if isinstance(data, str):
+        return data.removeprefix("\ufeff"), source
+    return _decode(data, source), source
+
+
+def _decode(data: bytes, source: str) -> str:
+    if b"\x00" in data:
+        hint = (" (it looks like UTF-16: save it as UTF-8 CSV)"
+                if data.startswith((b"\xff\xfe", b"\xfe\xff")) else "")
+        raise ValueError(f"{source} is not a text file: it holds NUL bytes{hint}; give a "
+                         "UTF-8 CSV or text file")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{source} is not a text file in UTF-8 (undecodable byte at offset "
+                         f"{exc.start}); save it as UTF-8 CSV") from None
+
+
+def _number(cell: str) -> float | None:
+    """The float in ``cell`` (NaN if missing), or None if it is not a number."""
+    if cell.lower() in MISSING:
+        return math.nan
+    try:
+        return float(cell)
+    except ValueError:
+        return None
+
+
+def _time(cell: str) -> datetime | None:
+    """The date/time in ``cell`` (ISO 8601; a time of day is put on 1970-01-01), or None."""
+    if len(cell) < 4 or not any(c in cell for c in "-:"):
+        return None
+    try:
+        value = datetime.fromisoformat(cell)
+    except ValueError:
+        try:
+            t = time.fromisoformat(cell)
+        except ValueError:
+            return None
+        value = datetime.combine(datetime(1970, 1, 1), t)
+    if value.tzinfo is not None:  # one clock for the axis: UTC
+        value = value.astimezone(timezone.utc).replace(tzinfo=None)
+    return value
+
+
+def _kind(cell: str) -> str:
+    if cell.lower() in MISSING:
+        return "missing"
+    if _number(cell) is not None:
+        return "number"
+    if _time(cell) is not None:
+        return "time"
+    return "text"
+
+
+def _split(line: str, delimiter: str | None) -> list[str]:
+    if delimiter is None:
+        return line.split()
+    return [c.strip() for c in next(csv.reader([line], delimiter=delimiter))]
+
+
+def _sniff(sample: list[str]) -> str | None:
+    """The delimiter of the sample lines (None: runs of spaces, or one column)."""
+    for d in _DELIMITERS:
+        counts = {len(_split(line, d)) for line in sample}
+        if len(counts) == 1 and counts.pop() >= 2:
+            return d
+    counts = {len(line.split()) for line in sample}
+    if len(counts) == 1 and counts.pop() >= 2:
+        return None  # columns separated by spaces (or tabs and spaces)
+    present = [d for d in _DELIMITERS if any(d in line for line in sample)]
+    if present:  # ragged: the most frequent one, and a row-length error names the line
+        return max(present, key=lambda d: sum(line.count(d) for line in sample))
+    return None
+
+
+@dataclass(frozen=True)
+class TimeAxis:
+    """Time stamps of the rows: ``labels`` as written, ``values`` for a plot axis.
+
+    ``values`` is ``datetime64[us]`` (NaT where missing) for dates/times, float for a numeric
+    column (NaN where missing), or None when the column holds other text.
+    """
+
+    name: str
+    labels: tuple[str, ...]
+    values: np.ndarray | None
+
+    def label(self, t: int) -> str:
+        return self.labels[t] or "?"
+
+
+@dataclass(frozen=True)
+class Table:
+    """Cells of a delimited text, as read by :func:`parse_table` (see the module docstring).
+
+    Attributes
+    ----------
+    source : str
+        The name to show for the input (file name or ``standard input``).
+    names : tuple of str
+        Column names: the header's, or ``"0"``, ``"1"``, ... without a header.
+    has_header : bool
+    cells : tuple of tuple of str
+        Stripped cell texts per data row (a blank line: all empty).
+    lines : tuple of int
+        Line number (from 1) of each data row in the input.
+    delimiter : str or None
+        None: runs of spaces, or one column.
+    """
+
+    source: str
+    names: tuple[str, ...]
+    has_header: bool
+    cells: tuple[tuple[str, ...], ...]
+    lines: tuple[int, ...]
+    delimiter: str | None
+
+    @property
+    def n_rows(self) -> int:
+        return len(self.cells)
+
+    @property
+    def width(self) -> int:
+        return len(self.names)
+
+    def describe_columns(self) -> str:
+        if self.has_header:
+            return ", ".join(display(n) for n in self.names)
+        return f"0..{self.width - 1}, no header row"
+
+    def column_index(self, column: str | int, flag: str = "--column") -> int:
+        """Position of ``column`` (a header name, else a 0-based index)."""
+        column = str(column)
+        if self.has_header and column in self.names:
+            return self.names.index(column)
+        try:
+            index = int(column)
+        except ValueError:
+            raise ValueError(f"{flag} {display(column)!r}: no such column in {self.source} "
+                             f"(columns: {self.describe_columns()})") from None
+        if not 0 <= index < self.width:
+            raise ValueError(f"{flag} {index}: a column index must be in [0, {self.width - 1}]"
+                             f" for {self.source} (columns: {self.describe_columns()})")
+        return index
+
+    def column(self, j: int) -> list[str]:
+        return [row[j] for row in self.cells]
+
+    def numbers(self, columns: Sequence[str | int], flag: str = "--column") -> np.ndarray:
+        """The chosen columns as floats, shape ``(n_rows, len(columns))``, NaN = missing.
+
+        Raises ValueError naming the file, line and column of a non-numeric or infinite cell,
+        and for a column without any observed value.
+        """
+        idx = [self.column_index(c, flag) for c in columns]
+        out = np.empty((self.n_rows, len(idx)))
+        for k, j in enumerate(idx):
+            out[:, k] = self._column_numbers(j)
+            if np.isnan(out[:, k]).all():
+                raise ValueError(f"{self.source}: column {display(self.names[j])} has no "
+                                 "observed value (every cell is missing)")
+        return out
+
+    def _column_numbers(self, j: int) -> np.ndarray:
+        column = self.column(j)
+        try:  # the fast path: numpy parses the whole column at once
+            values = np.array(["nan" if c.lower() in MISSING else c for c in column],
+                              dtype=np.float64)
+        except ValueError:
+            values = None
+        if values is not None and np.isfinite(values[~np.isnan(values)]).all():
+            return values
+        for i, cell in enumerate(column):  # find the cell to name, and say why
+            value = _number(cell)
+            if value is None:
+                raise ValueError(f"{self.source}, line {self.lines[i]}, column "
+                                 f"{display(self.names[j])}: non-numeric cell "
+                                 f"{display(cell)!r} (a number, or empty/NA for missing)")
+            if math.isinf(value):
+                raise ValueError(f"{self.source}, line {self.lines[i]}, column "
+                                 f"{display(self.names[j])}: infinite or out-of-range "
+                                 f"value {display(cell)!r} (numbers must be finite, at "
+                                 "most 1.8e308 in size; empty/NA for missing)")
+        raise ValueError(f"{self.source}, column {display(self.names[j])}: unreadable numbers")
+
+    def detect_time(self, exclude: Sequence[int] = ()) -> int | None:
+        """The only column of dates/times (all non-missing cells ISO 8601), if exactly one."""
+        found = []
+        for j in range(self.width):
+            if j in exclude:
+                continue
+            kinds = set()
+            sample = (c for c in self.column(j) if c.lower() not in MISSING)
+            for c in itertools.islice(sample, _SAMPLE):  # the whole column: in time_axis
+                kind = _kind(c)
+                if kind not in ("time", "missing"):
+                    break  # not a time column: no need to look further
+                kinds.add(kind)
+            else:
+                if "time" in kinds:
+                    found.append(j)
+        return found[0] if len(found) == 1 else None
+
+    def time_axis(self, j: int) -> TimeAxis:
+        """Column ``j`` as time stamps (dates/times, numbers, or labels)."""
+        labels = tuple(self.column(j))
+        values: np.ndarray | None = None
+        if self.detect_time(exclude=[k for k in range(self.width) if k != j]) == j:
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")  # e.g. numpy's time-zone deprecation: slow path
+                try:  # the fast path: numpy parses plain ISO 8601 dates/times at once
+                    values = np.array(["NaT" if c.lower() in MISSING else c for c in labels],
+                                      dtype="datetime64[us]")
+                except (ValueError, Warning):
+                    values = None
+        if values is None:
+            kinds = {_kind(c) for c in labels} - {"missing"}
+            if kinds == {"time"}:
+                stamps = [_time(c) if c.lower() not in MISSING else None for c in labels]
+                values = np.array([np.datetime64(s, "us") if s is not None
+                                   else np.datetime64("NaT", "us") for s in stamps])
+            elif kinds <= {"number"}:
+                values = np.array([_number(c) for c in labels], dtype=float)
+        return TimeAxis(display(self.names[j]), tuple(display(c) for c in labels), values)
+
+    def choose(self, columns: Sequence[str] | None, time: str | None, *,
+               several: bool = False) -> tuple[list[int], int | None]:
+        """Value columns and time column (or None) from ``--column`` and ``--time``.
+
+        Without ``columns`` the value column is the only column left once the time column
+        (named, or detected) is set aside; otherwise the user must choose.
+        """
+        t = None if time is None else self.column_index(time, "--time")
+        if columns:
+            idx = [self.column_index(c) for c in columns]
+            if len(set(idx)) != len(idx):
+                raise ValueError(f"--column names a column twice: {', '.join(columns)}")
+            if t is not None and t in idx:
+                raise ValueError(f"--time {display(time)!r} is also a value column (--column)")
+            if time is None:
+                t = self.detect_time(exclude=idx)
+            return idx, t
+        if t is None:
+            t = self.detect_time()
+        rest = [j for j in range(self.width) if j != t]
+        if len(rest) != 1:
+            how = ("choose one with --column (several for a vector observation)" if several
+                   else "choose one with --column")
+            raise ValueError(f"{self.source} has {self.width} columns "
+                             f"({self.describe_columns()}): {how}")
+        return rest, t
+
+
+def _is_header(first: list[str], rest: list[list[str]]) -> bool:
+    kinds = [_kind(c) for c in first]
+    if "text" not in kinds:
+        return False
+    for j, kind in enumerate(kinds):
+        below = [k for k in (_kind(row[j]) for row in rest if j < len(row)) if k != "missing"]
+        data = sum(k in ("number", "time") for k in below)
+        # a text cell over a column of data (a stray bad cell below does not hide it)
+        if kind == "text" and (not below or (data and below.count("text") <= data)):
+            return True
+    all_text = all(k == "text" for k in kinds)
+    return all_text and not any(row and all(_kind(c) == "text" for c in row) for row in rest)
+
+
+def parse_table(text: str, source: str = "input") -> Table:
+    """Parse a delimited text into a :class:`Table` (conventions in the module docstring).
+
+    Examples
+    --------
+    >>> t = parse_table("\\ufeffy\\n1\\n\\n3\\n")
+    >>> t.names, t.numbers(["y"])[:, 0].tolist()
+    (('y',), [1.0, nan, 3.0])
+    >>> parse_table("a;b\\n1,5;2\\n").numbers(["a", "b"]).tolist()
+    [[1.5, 2.0]]
+    """
+    # millions of small lists: the cyclic garbage collector would rescan them again and again
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _parse_table(text, source)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _parse_table(text: str, source: str) -> Table:
+    text = text.removeprefix("\ufeff")
+    numbered = [(i + 1, ln) for i, ln in enumerate(text.splitlines())
+                if not ln.lstrip().startswith("#")]
+    while numbered and not numbered[-1][1].strip():
+        numbered.pop()
+    lead = []  # blank lines before the first row: missing rows, unless a header follows
+    while numbered and not numbered[0][1].strip():
+        lead.append(numbered.pop(0))
+    if not numbered:
+        raise ValueError(f"{source} is empty: no values to read")
+    sample = [ln for _, ln in numbered if ln.strip()][:_SAMPLE]
+    delimiter = _sniff(sample)
+    filled = [(no, ln) for no, ln in numbered if ln.strip()]
+    if delimiter is None:
+        split = [ln.split() for _, ln in filled]
+    else:  # one csv reader over every line: much faster than one per line
+        split = [[c.strip() for c in row]
+                 for row in csv.reader([ln for _, ln in filled], delimiter=delimiter)]
+    by_line = {no: row for (no, _), row in zip(filled, split, strict=True)}
+    rows = [(no, by_line.get(no)) for no, _ in numbered]
+    if delimiter in ("\t", ";"):  # a decimal comma cannot be a delimiter here: 1,5 -> 1.5
+        rows = [(no, None if row is None else
+                 [c.replace(",", ".") if _DECIMAL_COMMA.fullmatch(c) else c for c in row])
+                for no, row in rows]
+    first = rows[0][1]
+    assert first is not None
+    header = _is_header(first, [r for _, r in rows[1:_SAMPLE + 1] if r is not None])
+    width = len(first)
+    if header:
+        names = tuple(c if c else str(j) for j, c in enumerate(first))
+        rows = rows[1:]
+        if not rows:
+            raise ValueError(f"{source} has a header but no values")
+    else:
+        names = tuple(str(j) for j in range(width))
+        rows = [(no, None) for no, _ in lead] + rows
+    cells, lines = [], []
+    for no, row in rows:
+        if row is None:  # a blank line: a row of missing values
+            row = [""] * width
+        elif len(row) != width:
+            raise ValueError(f"{source}, line {no}: {len(row)} cell(s), expected {width} "
+                             f"(columns: {', '.join(display(n) for n in names)})")
+        cells.append(tuple(row))
+        lines.append(no)
+    return Table(source, names, header, tuple(cells), tuple(lines), delimiter)
+
+
+def read_table(path: str, stdin=None) -> Table:
+    """Read and parse ``path`` (``-``: standard input) with :func:`parse_table`."""
+    text, source = read_text(path, stdin)
+    return parse_table(text, source)

@@ -1,0 +1,155 @@
+"""``possibly.tables``: the one reader of the command line (#14 "files read the way users
+write them", #11 item 5). Expected values are written out by hand from the file texts."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+
+from possibly.tables import display, parse_table, read_table, read_text
+
+
+def values(text: str, *columns: str) -> list:
+    return parse_table(text).numbers(list(columns) or ["0"]).tolist()
+
+
+def test_blank_lines_are_missing_rows_never_dropped():
+    # #14: 51 of 60 observations kept, "0 missing": every blank line is a row
+    text = "\n".join(["1.0", "", "2.0", "", "", "3.0"]) + "\n\n"  # trailing blanks: EOF noise
+    t = parse_table(text)
+    assert t.n_rows == 6 and t.lines == (1, 2, 3, 4, 5, 6)
+    got = t.numbers(["0"])[:, 0]
+    np.testing.assert_array_equal(np.isnan(got), [False, True, False, True, True, False])
+    # a blank first line of a headerless column is a missing first observation
+    assert np.isnan(values("\n1\n2\n")[0][0]) and parse_table("\n1\n2\n").n_rows == 3
+    # with a header, blank lines before it are not rows; blank lines after it are
+    t = parse_table("\ny\n\n1\n")
+    assert t.names == ("y",) and t.n_rows == 2
+
+
+def test_blank_cells_are_missing_in_every_delimiter():
+    for text in ("a,b\n1,\n,2\n", "a;b\n1;\n;2\n", "a\tb\n1\t\n\t2\n"):
+        got = np.array(values(text, "a", "b"))
+        np.testing.assert_array_equal(np.isnan(got), [[False, True], [True, False]])
+    for mark in ("NA", "nan", "N/A", "null", "None", "-", "NaN"):
+        assert np.isnan(values(f"y\n1\n{mark}\n", "y")[1][0])
+
+
+def test_header_detected_by_content_not_position():
+    # #14: a headerless date,value file lost its first row as a header
+    t = parse_table("2024-01-01,1.5\n2024-01-02,2.5\n")
+    assert not t.has_header and t.n_rows == 2 and t.names == ("0", "1")
+    assert t.numbers(["1"])[:, 0].tolist() == [1.5, 2.5]
+    assert t.detect_time() == 0
+    t = parse_table("date,value\n2024-01-01,1.5\n")
+    assert t.has_header and t.names == ("date", "value") and t.n_rows == 1
+    assert not parse_table("1,2\n3,4\n").has_header
+    assert parse_table("x,y\n1,2\n").has_header
+    # a label column stays data: the header is found in the numeric column
+    t = parse_table("sensor,v\na,1\nb,2\n")
+    assert t.has_header and t.column(0) == ["a", "b"]
+    t = parse_table("a,1\nb,2\n")
+    assert not t.has_header and t.n_rows == 2
+
+
+def test_bom_is_stripped():
+    # #14: a UTF-8 BOM header (spreadsheet export) broke the column lookup
+    t = parse_table("\ufeffvalue,other\n1,2\n")
+    assert t.names == ("value", "other") and t.numbers(["value"]).tolist() == [[1.0]]
+
+
+def test_bom_stripped_from_bytes_and_stdin(tmp_path):
+    p = tmp_path / "bom.csv"
+    p.write_bytes(b"\xef\xbb\xbfy\n1\n2\n")
+    assert read_table(str(p)).names == ("y",)
+    assert read_text("-", io.TextIOWrapper(io.BytesIO(b"\xef\xbb\xbfy\n3\n")))[0] == "y\n3\n"
+    assert read_table("-", io.StringIO("\ufeffy\n3\n")).names == ("y",)
+
+
+def test_delimiters_sniffed():
+    assert values("1;2\n3;4\n", "0", "1") == [[1.0, 2.0], [3.0, 4.0]]
+    assert values("1\t2\n3\t4\n", "0", "1") == [[1.0, 2.0], [3.0, 4.0]]
+    assert values("1 2\n3   4\n", "0", "1") == [[1.0, 2.0], [3.0, 4.0]]
+    assert values("1,2\n3,4\n", "0", "1") == [[1.0, 2.0], [3.0, 4.0]]
+    # semicolon files from locales with a decimal comma
+    assert values("a;b\n1,5;-2,25e1\n", "a", "b") == [[1.5, -22.5]]
+    assert values('a,b\n"1",2\n', "a", "b") == [[1.0, 2.0]]  # quoted cells
+
+
+def test_time_column_detected_and_parsed():
+    t = parse_table("when,v\n2024-01-01T10:00:00,1\n,2\n2024-01-01T12:30:00+01:00,3\n")
+    assert t.detect_time() == 0
+    axis = t.time_axis(0)
+    assert axis.name == "when" and axis.labels[1] == "" and axis.label(1) == "?"
+    assert axis.values.dtype == np.dtype("datetime64[us]")
+    assert str(axis.values[0]) == "2024-01-01T10:00:00.000000"
+    assert np.isnat(axis.values[1])
+    assert str(axis.values[2]) == "2024-01-01T11:30:00.000000"  # in UTC
+    num = parse_table("depth,v\n1.5,1\n2.5,2\n")
+    assert num.detect_time() is None  # numbers are never guessed to be time
+    assert num.time_axis(0).values.tolist() == [1.5, 2.5]
+    assert parse_table("k,v\na,1\nb,2\n").time_axis(0).values is None
+
+
+def test_choose_columns():
+    t = parse_table("date,value\n2024-01-01,1\n")
+    assert t.choose(None, None) == ([1], 0)  # the time column is set aside
+    t = parse_table("t,x,y\n0,1,2\n")
+    assert t.choose(["x", "y"], "t") == ([1, 2], 0)
+    assert t.choose(["2"], None) == ([2], None)
+    with pytest.raises(ValueError, match=r"has 3 columns \(t, x, y\): choose one with --column"):
+        t.choose(None, None)
+    with pytest.raises(ValueError, match="--time 'x' is also a value column"):
+        t.choose(["x"], "x")
+    with pytest.raises(ValueError, match=r"--time 'z': no such column .* \(columns: t, x, y\)"):
+        t.choose(["x"], "z")
+    with pytest.raises(ValueError, match="names a column twice"):
+        t.choose(["x", "1"], None)
+    with pytest.raises(ValueError, match=r"a column index must be in \[0, 2\]"):
+        t.choose(["3"], None)
+
+
+@pytest.mark.parametrize(("text", "match"), [
+    ("", "is empty"),
+    ("# only a comment\n\n", "is empty"),
+    ("y\n", "header but no values"),
+    ("y\nNA\n\n", "column y has no observed value"),
+    ("1,2\n3\n", r"line 2: 1 cell\(s\), expected 2"),
+    ("y\n1\nabc\n", "line 3, column y: non-numeric cell 'abc'"),
+    ("y\n1\n-inf\n", "line 3, column y: infinite or out-of-range value '-inf'"),
+    ("y\n1\n2e308\n", "infinite or out-of-range value '2e308'"),
+])
+def test_errors_name_the_file_line_and_column(text, match):
+    with pytest.raises(ValueError, match=match) as exc:
+        parse_table(text, "f.csv").numbers(["0"] if "y" not in text else ["y"])
+    assert str(exc.value).startswith("f.csv") and "\n" not in str(exc.value)
+
+
+def test_largest_finite_numbers_are_kept():
+    assert values("y\n1.7976931348623157e308\n-1e308\n5e-324\n", "y") == \
+        [[1.7976931348623157e308], [-1e308], [5e-324]]
+
+
+def test_binary_and_undecodable_input_one_line_naming_the_file(tmp_path):
+    for name, data, match in (("b.bin", b"\x00\x01\x02", "is not a text file: it holds NUL"),
+                              ("u16.csv", "y\n1\n".encode("utf-16"), "looks like UTF-16"),
+                              ("l1.csv", b"y\n\xe9\n", "not a text file in UTF-8")):
+        p = tmp_path / name
+        p.write_bytes(data)
+        with pytest.raises(ValueError, match=match) as exc:
+            read_table(str(p))
+        assert str(exc.value).startswith(str(p)) and "\\udc" not in str(exc.value)
+    with pytest.raises(ValueError, match="cannot read .*: No such file or directory"):
+        read_table(str(tmp_path / "none.csv"))
+    with pytest.raises(ValueError, match="cannot read"):
+        read_table(str(tmp_path))  # a directory
+
+
+def test_display_never_shows_surrogate_escapes():
+    name = b"\xffdata.csv".decode("utf-8", "surrogateescape")
+    assert name == "\udcffdata.csv"
+    shown = display(name)
+    assert shown == "?data.csv"
+    shown.encode("utf-8")  # printable
