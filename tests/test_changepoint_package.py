@@ -17,6 +17,8 @@ import time
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import possibly as ps
 from possibly.changepoint import ConjugateModel, NormalMean, numba_available
@@ -298,3 +300,60 @@ def test_numba_cache_defaults_to_the_user_cache_dir(tmp_path):
     mine = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env={**env, "NUMBA_CACHE_DIR": "/elsewhere"}, check=True)
     assert mine.stdout.strip() == "/elsewhere"  # the user's setting wins
+
+
+# -- fuzz: clean errors or finite outputs --------------------------------------------------------
+
+_values = st.one_of(st.floats(allow_nan=True, allow_infinity=True),
+                    st.floats(min_value=-1e150, max_value=1e150))
+_params = st.fixed_dictionaries({}, optional={
+    "sigma": st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.just("auto"),
+                       st.text(max_size=3), st.integers(-3, 3)),
+    "hazard": st.one_of(st.floats(allow_nan=True), st.just("0.1"), st.booleans()),
+    "forgetting": st.floats(allow_nan=True),
+    "robust": st.one_of(st.booleans(), st.just("no"), st.integers(0, 1)),
+    "tau": st.one_of(st.none(), st.floats(allow_nan=True)),
+    "tol": st.floats(allow_nan=True),
+    "merge_tol": st.floats(allow_nan=True),
+    "engine": st.sampled_from(["auto", "numpy", "numba", "fast"]),
+})
+
+
+@settings(max_examples=300, deadline=None)
+@given(y=st.lists(_values, max_size=40), params=_params)
+def test_fuzz_detector_clean_errors_or_finite_outputs(y, params):
+    try:
+        det = ps.ChangepointDetector(**params)
+        res = det.fit(y)
+    except (ValueError, TypeError) as exc:
+        assert str(exc)  # a message, not a bare exception
+        return
+    except ImportError:  # engine="numba" without numba
+        return
+    observed = ~np.isnan(np.asarray(y, dtype=float))
+    assert np.isfinite(res.discount[observed]).all()
+    assert np.isfinite(res.log_consistency[observed]).all()
+    assert np.all(res.log_consistency[observed] <= 0.0)
+    assert np.isfinite(res.mean[~np.isnan(res.mean)]).all()
+    assert res.changepoints.dtype == np.int64
+
+
+@settings(max_examples=200, deadline=None)
+@given(y=st.lists(st.one_of(st.floats(min_value=-1e150, max_value=1e150), st.just(np.nan)),
+                  min_size=1, max_size=60),
+       sigma=st.floats(min_value=1e-100, max_value=1e100),
+       hazard=st.floats(min_value=1e-10, max_value=0.99),
+       forgetting=st.floats(min_value=1e-3, max_value=1.0),
+       robust=st.booleans(), engine=st.sampled_from(ENGINES))
+def test_fuzz_valid_parameters_give_finite_outputs(y, sigma, hazard, forgetting, robust,
+                                                   engine):
+    res = ps.ChangepointDetector(sigma=sigma, hazard=hazard, forgetting=forgetting,
+                                 robust=robust, engine=engine).fit(y)
+    observed = ~np.isnan(np.asarray(y))
+    assert np.isfinite(res.discount[observed]).all()
+    assert np.isfinite(res.log_consistency[observed]).all()
+    assert (res.log_consistency[observed] <= 0.0).all()
+    assert np.isfinite(res.mean[~np.isnan(res.mean)]).all()
+    # a segment's estimate exists once it has seen an observation
+    seen = np.array([observed[t - r:t + 1].any() for t, r in enumerate(res.map_run_length)])
+    assert not np.isnan(res.mean[seen]).any()

@@ -280,15 +280,18 @@ class NormalMean(SegmentModel):
         s2 = self._s2()
         lam = runs["precision"]
         d = y - runs["mean"]
-        # 1 / (1/λ + σ²) written so that λ = 0 gives 0 (uninformative: no penalty)
-        return -(0.5 * (d * d) * (lam / (1.0 + lam * s2)))
+        # 1 / (1/λ + σ²) written so that λ = 0 gives 0 (uninformative: no penalty); an
+        # overflow to -inf is the right limit (an impossible run), so it is not warned about
+        with np.errstate(over="ignore"):
+            return -(0.5 * (d * d) * (lam / (1.0 + lam * s2)))
 
     def update(self, runs: Runs, y: Any, gamma: float) -> tuple[np.ndarray, Runs]:
         k = gamma / self._s2()  # precision of the discounted observation
         lam, mu = runs["precision"], runs["mean"]
         d = y - mu
         gain = k / (lam + k)
-        incr = -(0.5 * (d * d) * (lam * gain))
+        with np.errstate(over="ignore"):  # -inf: an impossible run (see log_consistency)
+            incr = -(0.5 * (d * d) * (lam * gain))
         return incr, {"mean": mu + gain * d, "precision": lam + k}
 
     def estimate(self, runs: Runs) -> np.ndarray:
@@ -301,7 +304,8 @@ class NormalMean(SegmentModel):
         lam, mu = runs["precision"], runs["mean"]
         lmax = np.maximum(lam[:-1], lam[1:])
         dm = mu[1:] - mu[:-1]
-        return (np.abs(lam[1:] - lam[:-1]) <= tol * lmax) & ((dm * dm) * lmax <= tol * tol)
+        with np.errstate(over="ignore"):  # inf: far apart, not merged
+            return (np.abs(lam[1:] - lam[:-1]) <= tol * lmax) & ((dm * dm) * lmax <= tol * tol)
 
     def outlying(self, y: np.ndarray, discount: np.ndarray) -> np.ndarray:
         obs = y[~np.isnan(y)]
