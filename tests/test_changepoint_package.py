@@ -75,7 +75,7 @@ def test_numba_equals_numpy_bit_for_bit_with_merging(engine):
     ref = ps.ChangepointDetector(sigma=1.0, hazard=1e-3, engine="numpy").fit(y)
     got = ps.ChangepointDetector(sigma=1.0, hazard=1e-3, engine=engine).fit(y)
     for f in ("map_run_length", "mean", "log_consistency", "discount", "n_active",
-              "log_change_possibility"):
+              "log_online_change_possibility"):
         np.testing.assert_array_equal(getattr(got, f), getattr(ref, f), err_msg=f)
 
 
@@ -202,13 +202,17 @@ def test_pandas_index_is_kept():
     assert res.index.equals(idx)
     frame = res.to_frame()
     assert frame.index.equals(idx)
-    assert list(frame.columns) == ["changepoint", "change_possibility", "outlier",
+    assert list(frame.columns) == ["changepoint", "change_possibility",
+                                   "online_change_possibility", "outlier",
                                    "outlier_score", "segment_mean", "discount",
                                    "log_consistency"]
     assert frame.index[frame["changepoint"]].tolist() == [idx[40]]
     assert frame.index[frame["outlier"]].tolist() == [idx[10]]
     np.testing.assert_array_equal(frame["discount"].to_numpy(), res.discount)
-    assert ((frame["change_possibility"] >= 0) & (frame["change_possibility"] <= 1)).all()
+    for col in ("change_possibility", "online_change_possibility"):
+        assert ((frame[col] >= 0) & (frame[col] <= 1)).all()
+    np.testing.assert_array_equal(frame["change_possibility"].to_numpy(),
+                                  res.change_possibility)
     plain = ps.ChangepointDetector(sigma=0.1).fit(y.to_numpy()).to_frame()
     assert isinstance(plain.index, pd.RangeIndex)
 

@@ -337,7 +337,7 @@ def test_compiled_engine_agrees_with_the_numpy_recursion(robust, tol):
         assert res.segment_models == ref.segment_models
         np.testing.assert_array_equal(res.n_active, ref.n_active)
         np.testing.assert_array_equal(res.map_model, ref.map_model)
-        for name in ("discount", "log_consistency", "mean", "log_change_possibility"):
+        for name in ("discount", "log_consistency", "mean", "log_online_change_possibility"):
             np.testing.assert_allclose(getattr(res, name), getattr(ref, name), rtol=1e-9,
                                        atol=1e-12, equal_nan=True)
         np.testing.assert_array_equal(res.outliers, ref.outliers)

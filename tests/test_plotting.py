@@ -238,3 +238,19 @@ def test_time_axis_fills_missing_stamps_and_rejects_unsorted():
         cpplot._TimeAxis(3, np.array([3.0, 1.0, 2.0]))
     with pytest.raises(ValueError, match="no valid time stamp"):
         cpplot._TimeAxis(2, np.array(["NaT", "NaT"], dtype="datetime64[us]"))
+
+
+def test_result_plot_method_draws_with_the_inputs_time_stamps():
+    import matplotlib.dates as mdates
+    import pandas as pd
+
+    idx = pd.date_range("2024-01-01", periods=60, freq="h")
+    y = pd.Series(np.r_[np.zeros(30), np.full(30, 5.0)] + 0.1 * np.sin(np.arange(60)),
+                  index=idx, name="level")
+    res = ps.ChangepointDetector(sigma=0.1, hazard=1e-3).fit(y)
+    ax = res.plot()
+    lo, hi = ax.get_xlim()
+    # the x-axis is in Matplotlib's date units, spanning the input's time stamps
+    first, last = mdates.date2num(idx[0]), mdates.date2num(idx[-1])
+    assert lo <= first and last <= hi and hi - lo < 1.2 * (last - first)
+    assert res.plot(ylabel="level").get_ylabel() == "level"

@@ -18,7 +18,8 @@ def discount_scalar(log_c, dim, tau, robust):  # pragma: no cover - compiled
     """Numba twin of :func:`possibly.inference.discount` for one observation.
 
     ``tau`` is the threshold, or NaN for none. The same floating-point expressions as the
-    numpy original, so both give bit-identical values.
+    numpy original; values agree to one ulp (numpy's vectorised ``exp`` and libm's ``exp``
+    may round differently), and exactly where no exponential is taken.
     """
     if math.isnan(log_c):
         return math.nan

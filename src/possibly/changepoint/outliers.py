@@ -45,7 +45,7 @@ def find_outliers(y: np.ndarray, discount: np.ndarray, segments: Sequence[tuple[
     [2]
     """
     flagged = discount < outlier_level  # NaN (missing) compares False
-    found = []
+    found: list[int] = []
     for k, (a, b) in zip(segment_models, segments, strict=True):
         if getattr(models[int(k)], "hindsight_outliers", False):
             # the model's own replay decides (changepoint/segments.py): the second value of a

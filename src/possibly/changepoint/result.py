@@ -40,9 +40,9 @@ class ChangepointResult:
         version); NaN at missing observations.
     n_active : ndarray of int
         Number of kept run hypotheses after each step.
-    log_change_possibility : ndarray
-        Log possibility, after each step, that a segment starts at that observation (the new
-        run's weight; ``-inf`` once it was pruned or merged).
+    log_online_change_possibility : ndarray
+        Log possibility, right after each step, that a segment starts at that observation (the
+        new run's weight as seen online). :attr:`change_possibility` is the hindsight value.
     params : ChangepointParams
         The parameters used, with the resolved models (e.g. the ``sigma`` actually used).
     sigma_estimated : bool
@@ -61,7 +61,7 @@ class ChangepointResult:
     log_consistency: np.ndarray
     discount: np.ndarray
     n_active: np.ndarray
-    log_change_possibility: np.ndarray
+    log_online_change_possibility: np.ndarray
     params: ChangepointParams
     sigma_estimated: bool = False
     outlier_level: float = 0.1
@@ -216,12 +216,24 @@ class ChangepointResult:
             raise ValueError(f"t must be in [0, {n}), got {t}")
         return t
 
+    def plot(self, ax: Any = None, **kwargs: Any) -> Any:
+        """Draw the result (needs the ``plot`` extra): shaded segments, outliers, the series.
+
+        A thin wrapper of :func:`possibly.plotting.changepoint.plot_result` (keyword
+        arguments are passed on); the x-axis shows the input's time stamps when it had them.
+        Returns the Matplotlib Axes.
+        """
+        from possibly.plotting.changepoint import plot_result
+
+        return plot_result(self, None, ax, **kwargs)
+
     def to_frame(self) -> Any:
         """A pandas DataFrame with one row per observation, indexed like the input.
 
         Columns: ``changepoint`` (a segment starts here, in the final MAP segmentation),
-        ``change_possibility`` (the possibility that a segment starts at this observation, as
-        seen online right after it), ``outlier`` and ``outlier_score`` (``1 − discount``),
+        ``change_possibility`` (the possibility that a segment starts at this observation, in
+        hindsight: :attr:`change_possibility`), ``online_change_possibility`` (the same as seen
+        right after the observation), ``outlier`` and ``outlier_score`` (``1 − discount``),
         ``segment_mean`` (E* of the MAP segment's parameter, online), ``discount`` and
         ``log_consistency``. With vector parameters ``segment_mean`` holds arrays.
 
@@ -245,7 +257,8 @@ class ChangepointResult:
         index = self.index if self.index is not None else pd.RangeIndex(n)
         return pd.DataFrame({
             "changepoint": cp,
-            "change_possibility": np.exp(self.log_change_possibility),
+            "change_possibility": self.change_possibility,
+            "online_change_possibility": np.exp(self.log_online_change_possibility),
             "outlier": out,
             "outlier_score": 1.0 - self.discount,
             "segment_mean": mean,

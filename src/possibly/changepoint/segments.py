@@ -223,7 +223,7 @@ class PolynomialTrend(SegmentModel):
     evidence: str = "integrated"
     outlier_cost: float = DEFAULT_OUTLIER_COST
     prior: SegmentPrior | None = None
-    dim: float = field(init=False)  # type: ignore[assignment]
+    dim: float = field(init=False)
     #: the outlier rule uses ``outlying`` alone (no online discount condition)
     hindsight_outliers: ClassVar[bool] = True
     _f: np.ndarray = field(init=False, repr=False, compare=False)
@@ -429,7 +429,7 @@ class MultivariateNormalSegments(SegmentModel):
     evidence: str = "integrated"
     outlier_cost: float = DEFAULT_OUTLIER_COST
     prior: tuple[np.ndarray, np.ndarray] | None = field(default=None, compare=False)
-    dim: float = field(init=False)  # type: ignore[assignment]
+    dim: float = field(init=False)
     event_ndim: ClassVar[int] = 1
     hindsight_outliers: ClassVar[bool] = True
 
@@ -567,8 +567,9 @@ def _multigammaln(a: np.ndarray, d: int) -> np.ndarray:
 def compiled_family(models: tuple[SegmentModel, ...]) -> bool:
     """Whether the compiled engine runs these models: resolved :class:`PolynomialTrend` models
     (degrees 0 to 2) sharing one prior."""
-    return (all(type(m) is PolynomialTrend and m.prior is not None for m in models)
-            and len({m.prior for m in models}) == 1)
+    return (all(isinstance(m, PolynomialTrend) and type(m) is PolynomialTrend
+                and m.prior is not None for m in models)
+            and len({m.prior for m in models if isinstance(m, PolynomialTrend)}) == 1)
 
 
 def run_compiled(state: Any, y: np.ndarray, params: Any, interrupted: list[bool],
