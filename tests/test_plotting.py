@@ -255,4 +255,3 @@ def test_time_axis_fills_missing_stamps_and_rejects_unsorted():
         cpplot._TimeAxis(3, np.array([3.0, 1.0, 2.0]))
     with pytest.raises(ValueError, match="no valid time stamp"):
         cpplot._TimeAxis(2, np.array(["NaT", "NaT"], dtype="datetime64[us]"))
-
