@@ -10,7 +10,8 @@ Start hypotheses ``h``: which of the first ``k`` observations are outliers (at m
 ``max_outliers`` of them); under ``h`` those observations are treated as missing and the robust
 filter is run from the uninformative prior. Every hypothesis is then scored on the *same*
 observations, those after the first ``k``: its possibility is the product of the
-consistencies ``c_t`` of these observations under it, max-normalised over the hypotheses
+consistencies ``max(c_t, ε)`` of these observations under it (``ε``: an outlier, equally
+possible under every hypothesis), max-normalised over the hypotheses
 (a maxitive mixture of the filters, whose weight is the likelihood-based possibility of
 the hypothesis given the common data). A hypothesis built on an outlier predicts the next
 inliers badly, so its weight collapses; hypotheses built on inliers only predict alike and
@@ -26,6 +27,7 @@ from __future__ import annotations
 from itertools import combinations
 
 import numpy as np
+from scipy.stats import chi2
 
 import possibly as ps
 
@@ -51,7 +53,11 @@ def robust_start_filter(kf: ps.KalmanFilter, ys: np.ndarray, *, k: int = 3,
         trial[i][:, list(h)] = np.nan
     res = kf.filter(trial.reshape(H * B, head, m))
     log_c = res.log_consistency.reshape(H, B, head)[:, :, k:]
-    score = np.nansum(log_c, axis=-1)  # (H, B)
+    # an observation may also be an outlier under every hypothesis: its possibility is then
+    # floored at the consistency that 99.9% of inliers exceed (vᵀS⁻¹v ~ χ²_m), the same for
+    # every hypothesis, so one outlier in the window cannot decide between hypotheses
+    floor = -0.5 * chi2.ppf(0.999, m)
+    score = np.nansum(np.maximum(log_c, floor), axis=-1)  # (H, B)
     best = np.argmax(score, axis=0)  # ties -> fewest outliers (listed first)
     mean = res.mean.reshape(H, B, head, -1)[best, np.arange(B)]
     out = np.empty((B, T, mean.shape[-1]))
