@@ -14,7 +14,7 @@ Examples
 (0.9394, 0.2422)
 """
 
-from possibly import datasets, likelihood, models
+from possibly import datasets, likelihood, models, nonlinear
 from possibly.changepoint import ChangepointDetector
 from possibly.covariance import RobustCovarianceEstimator
 from possibly.families import (
@@ -42,6 +42,7 @@ from possibly.inference import (
 )
 from possibly.kalman import KalmanFilter
 from possibly.location_scale import RobustNormalEstimator
+from possibly.nonlinear import ExtendedKalmanFilter, UnscentedKalmanFilter
 from possibly.particles import ParticleFilter, ParticlePossibility
 from possibly.soft_uniform import SoftUniformEstimator
 
@@ -50,6 +51,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Beta",
     "ChangepointDetector",
+    "ExtendedKalmanFilter",
     "Gamma",
     "GridPossibility",
     "InverseGamma",
@@ -69,6 +71,7 @@ __all__ = [
     "RobustUpdate",
     "SequentialResult",
     "SoftUniformEstimator",
+    "UnscentedKalmanFilter",
     "combine",
     "consistency",
     "datasets",
@@ -76,6 +79,7 @@ __all__ = [
     "likelihood",
     "log_consistency",
     "models",
+    "nonlinear",
     "robust_update",
     "update_sequence",
 ]
