@@ -80,6 +80,9 @@ _bivariate[12] = [25.0, -9.0]
 FILTER_CASES += [
     Case("robust EKF", _nonlinear(ps.nonlinear.ExtendedKalmanFilter), _bivariate, 1),
     Case("robust UKF", _nonlinear(ps.nonlinear.UnscentedKalmanFilter), _bivariate, 1),
+    Case("Kalman filter, learned noise scale",
+         lambda: ps.noise_scale.NoiseScaleKalmanFilter(
+             *ps.models.constant_velocity(ndim=2), scale_prior=(2.0, 1.0)), _bivariate, 1),
 ]
 
 ESTIMATOR_CASES: list[Case] = []

@@ -14,7 +14,7 @@ Examples
 (0.9394, 0.2422)
 """
 
-from possibly import datasets, likelihood, models, nonlinear
+from possibly import datasets, likelihood, models, noise_scale, nonlinear
 from possibly.changepoint import ChangepointDetector
 from possibly.covariance import RobustCovarianceEstimator
 from possibly.families import (
@@ -79,6 +79,7 @@ __all__ = [
     "likelihood",
     "log_consistency",
     "models",
+    "noise_scale",
     "nonlinear",
     "robust_update",
     "update_sequence",
