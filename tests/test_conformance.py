@@ -55,7 +55,23 @@ GENERIC_CASES = [Case("generic robust mean", _RobustMean, _scalar)]
 
 CHANGEPOINT_CASES: list[Case] = []
 
-FILTER_CASES: list[Case] = []
+_frng = np.random.default_rng(1)
+_track = np.cumsum(_frng.normal(size=30))[:, None] + _frng.normal(size=(30, 1))
+_track[12] += 40.0
+_track2 = np.cumsum(_frng.normal(size=(30, 2)), axis=0)
+_track2[9] = [35.0, -20.0]
+_track2[20, 1] = np.nan  # a partly missing observation
+_cv = ps.models.constant_velocity()
+FILTER_CASES: list[Case] = [
+    Case("KalmanFilter", lambda: ps.KalmanFilter(_cv), _track, event_ndim=1),
+    Case("KalmanFilter standard", lambda: ps.KalmanFilter(_cv, robust=False), _track,
+         event_ndim=1),
+    Case("KalmanFilter 2-D tau", lambda: ps.KalmanFilter(ps.models.constant_velocity(ndim=2),
+                                                         tau=0.5), _track2, event_ndim=1),
+    Case("ParticleFilter", lambda: ps.ParticleFilter.from_model(
+        _cv, n_particles=60, prior=ps.MultivariateNormal([0.0, 0.0], np.eye(2)), seed=3),
+        _track[:12], event_ndim=1, batch=False),
+]
 
 
 def _nl_f(x):  # module level: the model must pickle

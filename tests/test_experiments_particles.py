@@ -22,7 +22,9 @@ def test_quick_run_structure_and_reproducibility(quick_result):
     assert set(rb["summary"]) == set(ex.METHODS)
     for errs in (*lin["errors"].values(), *rb["errors"].values()):
         assert len(errs) == res["config"]["repeats"] and np.isfinite(errs).all()
-    assert res == ex.run(quick=True, seed=3)
+    # compared as JSON: missing measurements have NaN discounts, and NaN != NaN
+    assert json.dumps(res, sort_keys=True) == json.dumps(ex.run(quick=True, seed=3),
+                                                         sort_keys=True)
 
 
 def test_simulated_range_bearing_data_is_consistent():

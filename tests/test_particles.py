@@ -160,7 +160,7 @@ def test_prediction_keeps_the_spread_and_values_of_a_normal():
     pf = ps.ParticleFilter(lambda x: x @ F.T, pp.GaussianNoise(Q), lambda x, y: 0.0 * x[:, 0],
                            n_particles=3000)
     rng = np.random.default_rng(5)
-    state = pp.predict(pf, pf.init(prior, rng), rng)
+    state = pp.predict(pf, pp.sample_prior(pf, prior, rng), rng)
     pred_mean = F @ prior.mean
     pred_cov = F @ sigma @ F.T + Q
     d = state.particles - pred_mean

@@ -207,7 +207,7 @@ def test_kalman_two_axes_synchronous():
     res = kalman_many(df, "id", ["x", "y"], model, scheduler="synchronous")
     kf = ps.KalmanFilter(*model)
     for k, y in ys.items():
-        got = res.states[res.states["id"] == k][[f"mean_x{j}" for j in range(4)]]
+        got = res.states[res.states["id"] == k][[f"mean_{s}" for s in model.names]]
         np.testing.assert_allclose(got, kf.filter(y).mean, rtol=1e-12, atol=1e-12)
     with pytest.raises(ValueError, match="value_columns has 1"):
         kalman_many(df, "id", "x", model, scheduler="synchronous")

@@ -29,6 +29,8 @@ from possibly.families import (
     Pareto,
     Possibility,
 )
+from possibly.filters import KalmanFilter, LinearGaussianModel, ParticleFilter
+from possibly.nonlinear import ExtendedKalmanFilter, UnscentedKalmanFilter
 from possibly.grid import GridPossibility, LogLikelihood
 from possibly.inference import (
     RobustUpdate,
@@ -40,10 +42,8 @@ from possibly.inference import (
     robust_update,
     update_sequence,
 )
-from possibly.kalman import KalmanFilter
 from possibly.location_scale import RobustNormalEstimator
-from possibly.nonlinear import ExtendedKalmanFilter, UnscentedKalmanFilter
-from possibly.particles import ParticleFilter, ParticlePossibility
+from possibly.particles import ParticlePossibility
 from possibly.soft_uniform import SoftUniformEstimator
 
 __version__ = "0.1.0"
@@ -57,6 +57,7 @@ __all__ = [
     "InverseGamma",
     "InverseWishart",
     "KalmanFilter",
+    "LinearGaussianModel",
     "LogLikelihood",
     "MultivariateNormal",
     "Normal",

@@ -495,7 +495,7 @@ def _kalman_task(df: Any, id_column: str, value_columns: list[str], kf: Any,
     rows: list[Any] = [None] * len(tracks)
     for idx in by_length.values():
         try:
-            res = kf.filter(np.stack([tracks[i][1] for i in idx]))
+            res = kf.filter(np.stack([tracks[i][1] for i in idx]), keep=("mean",))
         except ValueError as exc:  # reported per track, the others still run
             for i in idx:
                 rows[i] = {"id": tracks[i][0], "n_steps": tracks[i][1].shape[0],
@@ -547,12 +547,13 @@ def kalman_many(data: Any, id_column: str, value_columns: str | Sequence[str], m
         ``step``, ``mean_<state>``, ``consistency``, ``discount``) and ``summary.parquet``.
     value_columns : str or sequence of str
         The ``m`` observation columns (NaN = missing component).
-    model : (F, Q, H, R)
+    model : LinearGaussianModel or (F, Q, H, R)
         The linear-Gaussian model, e.g. :func:`possibly.models.constant_velocity`.
     robust, tau, dim
         Passed to :class:`possibly.KalmanFilter`.
     state_names : sequence of str, optional
-        Names of the ``n`` state components; ``x0, x1, ...`` by default.
+        Names of the ``n`` state components; the model's (``x0, x1, ...`` if it has none) by
+        default.
     outlier_level : float
         Summary column ``n_discounted`` counts the steps whose discount fell below this.
 
@@ -568,7 +569,7 @@ def kalman_many(data: Any, id_column: str, value_columns: str | Sequence[str], m
     >>> df = pd.DataFrame({"track": ["a"] * 5 + ["b"] * 5,
     ...                    "pos": [0, 1, 2, 30, 4, 0, -1, -2, -3, -4]})
     >>> res = kalman_many(df, "track", "pos", ps.models.constant_velocity(),
-    ...                   state_names=["position", "velocity"], scheduler="synchronous")
+    ...                   scheduler="synchronous")
     >>> res.summary[["id", "n_steps", "n_discounted"]]
       id  n_steps  n_discounted
     0  a        5             1
@@ -576,7 +577,8 @@ def kalman_many(data: Any, id_column: str, value_columns: str | Sequence[str], m
     >>> res.states.query("id == 'a'")["mean_position"].round(2).tolist()
     [0.0, 1.0, 2.0, 3.0, 4.0]
     """
-    from possibly.kalman import KalmanFilter
+    from possibly.filters.kalman import KalmanFilter
+    from possibly.filters.state_space import LinearGaussianModel
 
     id_column = _check_name("id_column", id_column)
     if isinstance(value_columns, str):
@@ -584,16 +586,13 @@ def kalman_many(data: Any, id_column: str, value_columns: str | Sequence[str], m
     value_columns = [_check_name("value_columns", c) for c in value_columns]
     if not value_columns:
         raise ValueError("value_columns must name at least one column")
-    try:
-        F, Q, H, R = model
-    except (TypeError, ValueError):
-        raise ValueError("model must be a tuple (F, Q, H, R)") from None
-    kf = KalmanFilter(F, Q, H, R, robust=robust, tau=tau, dim=dim)
+    model = LinearGaussianModel.of(model)
+    kf = KalmanFilter(model, robust=robust, tau=tau, dim=dim)
     if kf.obs_dim != len(value_columns):
         raise ValueError(f"value_columns has {len(value_columns)} column(s) but the model "
                          f"observes {kf.obs_dim} value(s) per step")
     if state_names is None:
-        state_names = [f"x{j}" for j in range(kf.state_dim)]
+        state_names = list(model.names)
     state_names = [str(s) for s in state_names]
     if len(state_names) != kf.state_dim or len(set(state_names)) != kf.state_dim:
         raise ValueError(f"state_names must be {kf.state_dim} distinct names, got {state_names}")

@@ -25,9 +25,9 @@ import os
 import numpy as np
 
 from possibly.families.multivariate_normal import MultivariateNormal
-from possibly.kalman import KalmanFilter
-from possibly.models import constant_velocity
-from possibly.particles import GaussianNoise, ParticleFilter
+from possibly.filters.kalman import KalmanFilter
+from possibly.filters.particles import GaussianNoise, ParticleFilter
+from possibly.filters.state_space import constant_velocity
 from possibly.progress import progress_bar
 
 __all__ = ["METHODS", "plot", "range_bearing_model", "run", "simulate_range_bearing"]
@@ -49,22 +49,18 @@ def _summary(err: np.ndarray) -> dict:
 def _linear(repeats: int, seed: int, T: int, n_particles: int, progress: bool) -> dict:
     from possibly.experiments.kalman import simulate
 
-    F, Q, H, R = constant_velocity(dt=1.0, accel_sd=0.05, obs_sd=1.0)
+    model = constant_velocity(dt=1.0, accel_sd=0.05, obs_sd=1.0)
     states, ys, outlier = simulate(repeats, seed, T)
     prior = MultivariateNormal(np.zeros(2), np.diag([1 / 10.0**2, 1 / 0.5**2]))
-    r = float(R[0, 0])
-
-    def loglik(x, y):
-        return -0.5 * (y[0] - x[:, 0]) ** 2 / r
 
     errors: dict[str, np.ndarray] = {}
     discounts: dict[str, np.ndarray] = {}
     for robust, label in ((True, "discount"), (False, "std all")):
-        kf = KalmanFilter(F, Q, H, R, robust=robust).filter(ys, prior=prior)
+        kf = KalmanFilter(model, robust=robust).filter(ys, prior=prior, engine="numpy")
         errors[f"kalman {label}"] = np.abs(kf.mean[..., 0] - states[..., 0]).mean(axis=-1)
         discounts[f"kalman {label}"] = kf.discount
-        pf = ParticleFilter(lambda x: x @ F.T, GaussianNoise(Q), loglik, n_particles=n_particles,
-                            robust=robust, loglik_sup=0.0)
+        # the same model object as the Kalman filter
+        pf = ParticleFilter.from_model(model, n_particles=n_particles, robust=robust)
         err = np.empty(repeats)
         disc = np.empty((repeats, T))
         for i in progress_bar(range(repeats), enabled=progress, desc=f"linear PF {label}"):

@@ -1,0 +1,933 @@
+"""Possibilistic and robust Kalman filtering (paper §5.2, docs/math.md §2).
+
+With ``θ_t = F θ_{t-1} + u_t``, ``u_t ~ N(0, Q)`` and ``y_t = H θ_t + v_t``, ``v_t ~ N(0, R)``
+(a :class:`~possibly.filters.state_space.LinearGaussianModel`), the possibilistic filter has
+the Kalman recursion (sup replaces the integral, and for normal possibility functions both
+give the same quadratic forms). The information in one observation is
+``L(θ | y) = N̄(θ; θ_ls, Hᵀ R⁻¹ H)`` and its consistency with the predicted
+``N̄(θ; μ, Σ⁻¹)`` is
+
+    log c = -½ vᵀ S⁻¹ v + ½ r,   v = y - H μ,   S = H Σ Hᵀ + R,
+
+where ``r = min_θ (y - Hθ)ᵀ R⁻¹ (y - Hθ)`` is zero whenever ``H`` has full row rank (the usual
+case). ``L^ρ`` is the same likelihood with ``R`` replaced by ``R / ρ``, so the robust filter is
+the Kalman filter with the observation noise inflated by ``1 / ρ`` at each step, where
+``ρ = γ = c^(1/dim)`` (or ``ρ = 1`` above a threshold ``τ``), computed by
+:func:`possibly.inference.discount`. The gain is written ``K = ρ Σ Hᵀ (ρ H Σ Hᵀ + R)⁻¹`` so
+that ``ρ → 0`` is continuous (``K = 0``: predict only).
+
+The uninformative initial state (the possibility function 1) is exact: while some direction of
+the state is not yet informed the filter runs in information form (precision ``Y`` may be
+singular; the prediction ``Y' = M - M G (Q_g⁻¹ + Gᵀ M G)⁻¹ Gᵀ M``, ``M = F⁻ᵀ Y F⁻¹``, uses a
+factorisation ``Q = G Q_g Gᵀ`` and so handles a singular, e.g. rank-one, ``Q``), and it switches
+to covariance form once every precision in the batch is well conditioned. Variances of
+directions not yet informed are reported as ``inf``.
+
+Choice of ``dim``: the default is the state dimension ``n`` (the paper's rule: the number of
+free scalar parameters of the possibility function being updated). ``dim=1`` uses ``γ = c``,
+which discounts every observation more: inliers lose more information (for a scalar inlier,
+``vᵀS⁻¹v ~ χ²₁`` and the median ``γ`` drops from 0.89 to 0.80 with ``n = 2``) and outliers are
+cut harder.
+
+Numerics: the innovation ``v`` is scaled by a power of two before the quadratic forms when it
+is large, so that ``vᵀ S⁻¹ v`` cannot overflow (the result is bit-identical to the unscaled
+one whenever that one is finite); a gross outlier gets ``log c = -inf`` and ``γ = 0`` cleanly.
+
+The protocol (:mod:`possibly.sequential`) and where extensions plug in
+------------------------------------------------------------------------
+:class:`KalmanFilter` is a :class:`~possibly.sequential.SequentialEstimator`:
+``init(batch_shape, prior)`` returns a :class:`KalmanState` (the possibility function of the
+first state before any observation, ``t = 0``), ``step(state, y)`` predicts (if ``t > 0``) with
+the model's transition from step ``t - 1`` and updates, returning the new state and a
+:class:`KalmanInfo`; ``fit``/``filter`` run the same kernels over a series and ``update``
+streams. Extensions:
+
+* a **robust start** replaces :meth:`KalmanFilter.init` (any :class:`KalmanState`, covariance
+  or information form, is a valid start);
+* a **learned noise scale** subclasses :class:`KalmanInfo` (frozen dataclass) with the scale
+  and carries it in the state; the update kernel :func:`_update` takes the prepared
+  observation model (``_Observation``, from
+  :func:`possibly.filters.state_space._prepare_observation`), so a rescaled ``R`` is one new
+  ``_Observation``;
+* an **EKF/UKF** linearises per step and calls :func:`_predict` / :func:`_update` with the
+  step's prepared ``_Transition`` / ``_Observation`` (``y`` replaced by the linearised
+  pseudo-observation); the consistency and discount then come out of the same code.
+
+The smoother is the pure function :func:`possibly.filters.smoother.smooth` over the stacked
+filtered states of a :class:`FilterResult`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from possibly.families.multivariate_normal import MultivariateNormal
+from possibly.filters.state_space import (
+    LinearGaussianModel,
+    _checked_observation,
+    _checked_transition,
+    _Observation,
+    _prepare_observation,
+    _prepare_transition,
+    _residual_matrix,
+    _sym,
+    _Transition,
+)
+from possibly.inference import discount
+from possibly.sequential import Info, SequentialEstimator
+from possibly.validation import check_positive, check_unit_interval
+
+__all__ = [
+    "FilterResult",
+    "KalmanFilter",
+    "KalmanInfo",
+    "KalmanState",
+    "predict",
+    "update",
+]
+
+#: a precision whose condition number is below this is inverted into a covariance
+_MAX_COND = 1e9
+#: innovations larger than this are scaled by a power of two before squaring
+_BIG = 1e100
+#: what ``keep`` can ask for
+_KEEP = ("mean", "variance", "covariance", "predicted")
+#: engine="auto" runs the compiled loop for batches up to this size (numpy's batched
+#: arithmetic wins beyond; see benchmarks/bench_kalman.py)
+_AUTO_NUMBA_MAX_BATCH = 16
+
+
+class KalmanState(NamedTuple):
+    """A batch of normal possibility functions ``N̄(θ; mean, ·)`` of the state.
+
+    Exactly one of ``covariance`` and ``precision`` is set: the covariance form is used once
+    every direction of the state is informed, the information form (precision, possibly
+    singular) before that.
+
+    Attributes
+    ----------
+    mean : ndarray, shape (..., n)
+    covariance : ndarray, shape (..., n, n), or None
+    precision : ndarray, shape (..., n, n), or None
+    t : int
+        Number of observations absorbed so far (picks the transition of a time-varying model).
+    """
+
+    mean: np.ndarray
+    covariance: np.ndarray | None = None
+    precision: np.ndarray | None = None
+    t: int = 0
+
+    @classmethod
+    def uninformative(cls, n: int, batch_shape: tuple[int, ...] = ()) -> KalmanState:
+        """The possibility function 1 on ``R^n`` (precision 0)."""
+        return cls(np.zeros(batch_shape + (n,)), None, np.zeros(batch_shape + (n, n)))
+
+    @classmethod
+    def from_possibility(cls, f: MultivariateNormal) -> KalmanState:
+        """Covariance form if every precision is well conditioned, information form otherwise."""
+        if not isinstance(f, MultivariateNormal):
+            raise ValueError(f"prior must be a possibly.MultivariateNormal (or None for the "
+                             f"uninformative prior), got {type(f).__name__}")
+        return _maybe_covariance_form(cls(f.mean, None, f.precision))
+
+    @property
+    def information_form(self) -> bool:
+        return self.precision is not None
+
+    def to_possibility(self) -> MultivariateNormal:
+        """The state as a :class:`possibly.MultivariateNormal` (mean, precision)."""
+        prec = self.precision if self.information_form else np.linalg.inv(self.covariance)
+        return MultivariateNormal(self.mean, _sym(prec))
+
+
+@dataclass(frozen=True)
+class KalmanInfo(Info):
+    """What an update learnt about its observation (NaN where the observation is missing).
+
+    Attributes
+    ----------
+    log_consistency : ndarray
+        ``log c`` (kept in log space: gross outliers underflow ``c``).
+    discount : ndarray
+        The exponent ρ applied to the likelihood (``gamma``, 1 above the threshold, or 1 for
+        the standard filter).
+    gamma : ndarray
+        ``c ** (1 / dim)``.
+    """
+
+    gamma: Any
+
+
+# -- small helpers ----------------------------------------------------------------------------
+def _inv(a: np.ndarray) -> np.ndarray:
+    # scalar observations (the common case) need no LAPACK call
+    if a.shape[-1] == 1:
+        return 1.0 / a
+    try:
+        return np.linalg.inv(a)
+    except np.linalg.LinAlgError:  # R lost in rounding next to a huge H P Hᵀ: its limit
+        return np.linalg.pinv(a, hermitian=True)
+
+
+def _inverse(a: np.ndarray) -> np.ndarray:
+    try:
+        return np.linalg.inv(a)
+    except np.linalg.LinAlgError:  # a covariance rounded to singular: its limit
+        return np.linalg.pinv(a, hermitian=True)
+
+
+def _mv(a: np.ndarray, x: np.ndarray) -> np.ndarray:
+    return (a @ x[..., None])[..., 0]
+
+
+def _well_conditioned(prec: np.ndarray) -> np.ndarray:
+    if prec.shape[-1] == 0:
+        return np.ones(prec.shape[:-2], dtype=bool)
+    eig = np.linalg.eigvalsh(prec)
+    return eig[..., 0] > eig[..., -1] / _MAX_COND
+
+
+def _maybe_covariance_form(state: KalmanState) -> KalmanState:
+    if state.information_form and _well_conditioned(state.precision).all():
+        return KalmanState(state.mean, _sym(np.linalg.inv(state.precision)), None, state.t)
+    return state
+
+
+def _covariance_or_inf(prec: np.ndarray) -> np.ndarray:
+    """Inverse of each precision, or all ``inf`` where it is singular (uninformed directions)."""
+    ok = _well_conditioned(prec)
+    n = prec.shape[-1]
+    safe = np.where(ok[..., None, None], prec, np.eye(n))
+    return np.where(ok[..., None, None], _sym(np.linalg.inv(safe)), np.inf)
+
+
+def _scale_exponent(*vs: np.ndarray) -> np.ndarray | None:
+    """Per batch element, ``k`` with ``|v / 2**k| <= 1`` where some ``|v| > _BIG``; else None.
+
+    Scaling by a power of two is exact, so scaled quadratic forms equal the unscaled ones bit
+    for bit whenever the latter do not overflow.
+    """
+    big = np.max([np.abs(v).max(axis=-1) for v in vs], axis=0)
+    if not (big > _BIG).any():
+        return None
+    return np.where(big > _BIG, np.frexp(big)[1], 0)
+
+
+def _scaled_log_c(q: np.ndarray, k: np.ndarray | None) -> np.ndarray:
+    """``-½ q 4**k`` for a scaled quadratic form ``q``; ``-inf`` where that overflows."""
+    if k is None:
+        return -0.5 * q
+    with np.errstate(over="ignore"):
+        return np.where(q > 0, -0.5 * np.ldexp(q, 2 * k), -0.5 * q)
+
+
+def _unscale(x: np.ndarray, k: np.ndarray | None) -> np.ndarray:
+    return x if k is None else np.ldexp(x, k[..., None])
+
+
+def _right(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a @ b`` for a batch ``a`` (..., k, n) and one matrix ``b`` (n, p), as a single gemm
+    (numpy's batched matmul loops over tiny matrices, which dominates for n = 2)."""
+    return (a.reshape(-1, a.shape[-1]) @ b).reshape(a.shape[:-1] + b.shape[-1:])
+
+
+# -- the two step kernels (no validation: callers validate once) ------------------------------
+def _predict(state: KalmanState, tr: _Transition) -> KalmanState:
+    mean = state.mean @ tr.Ft
+    if not state.information_form:
+        pf = _right(state.covariance, tr.Ft)  # P Fᵀ; F P Fᵀ = (P Fᵀ)ᵀ Fᵀ as P is symmetric
+        return KalmanState(mean, _sym(_right(np.swapaxes(pf, -1, -2), tr.Ft)) + tr.Q, None,
+                           state.t)
+    if tr.F_inv is None:
+        raise ValueError("F must be invertible to predict a state that is not yet fully "
+                         "informed (uninformative or singular-precision prior)")
+    m = tr.F_inv.T @ state.precision @ tr.F_inv
+    if tr.G.shape[1]:
+        mg = m @ tr.G
+        a = tr.Qg_inv + tr.G.T @ mg
+        m = m - mg @ np.linalg.solve(a, np.swapaxes(mg, -1, -2))
+    return KalmanState(mean, None, _sym(m), state.t)
+
+
+def _observation_at(y: np.ndarray, ob: _Observation):
+    """``(y0, H, Hᵀ, R, W, resid)`` for a step whose ``y`` may contain NaN.
+
+    A missing component ``j`` is decoupled exactly: ``y_j = 0``, ``H_j = 0``, its row and
+    column of ``R`` replaced by those of the identity. The likelihood of the completed vector
+    is then that of the observed components times a constant, so the update and the
+    consistency are those of the observed part (and a fully missing row is a pure predict).
+    """
+    obs = ~np.isnan(y)
+    if obs.all():
+        return y, ob.H, ob.Ht, ob.R, ob.W, ob.resid
+    m = y.shape[-1]
+    y0 = np.where(obs, y, 0.0)
+    H = np.where(obs[..., None], ob.H, 0.0)
+    both = obs[..., :, None] & obs[..., None, :]
+    R = np.where(both, ob.R, 0.0) + np.eye(m) * (~obs)[..., None, :]
+    W = _sym(np.linalg.inv(R))
+    resid = None if ob.resid is None else _sym(_residual_matrix(H, W))
+    return y0, H, np.swapaxes(H, -1, -2), R, W, resid
+
+
+def _discounts(log_c: np.ndarray, robust: bool, dim: float, tau: float | None):
+    return (discount(log_c, dim, validate=False),
+            discount(log_c, dim, tau, robust, validate=False))
+
+
+def _update_scalar(state: KalmanState, y: np.ndarray, ob: _Observation, robust: bool,
+                   dim: float, tau: float | None) -> tuple[KalmanState, KalmanInfo]:
+    """Covariance-form update for one complete scalar observation (m = 1, H ≠ 0): the same
+    formulas as :func:`_update` without any matrix inverse."""
+    P = state.covariance
+    h = ob.H[0]
+    r = ob.R[0, 0]
+    ph = _right(P, h[:, None])[..., 0]  # P hᵀ
+    hph = ph @ h
+    v = y[..., 0] - state.mean @ h
+    s0 = hph + r
+    if np.abs(v).max() > _BIG:  # v² could overflow: -inf, i.e. c = 0, is the right answer
+        with np.errstate(over="ignore"):
+            log_c = np.minimum(-0.5 * (v * v) / s0, 0.0)
+    else:
+        log_c = np.minimum(-0.5 * v * v / s0, 0.0)
+    gamma, rho = _discounts(log_c, robust, dim, tau)
+    k = ((rho / (rho * hph + r)) if robust else 1.0 / s0)[..., None] * ph
+    mean = state.mean + k * v[..., None]
+    cov = P - k[..., :, None] * ph[..., None, :]  # k ∝ P hᵀ: symmetric as it stands
+    return (KalmanState(mean, cov, None, state.t + 1),
+            KalmanInfo(log_consistency=log_c, discount=rho, gamma=gamma))
+
+
+def _update(state: KalmanState, y: np.ndarray, ob: _Observation, robust: bool, dim: float,
+            tau: float | None) -> tuple[KalmanState, KalmanInfo]:
+    """Update with one observation per batch element (NaN components missing)."""
+    missing = np.isnan(y).all(axis=-1)
+    if ob.H.shape[0] == 1 and ob.resid is None and not state.information_form \
+            and not missing.any():
+        return _update_scalar(state, y, ob, robust, dim, tau)
+    y0, H, Ht, R, W, resid = _observation_at(y, ob)
+    v = y0 - _mv(H, state.mean)
+    k = _scale_exponent(v, y0)
+    vs = v if k is None else np.ldexp(v, -k[..., None])
+    if not state.information_form:
+        P = state.covariance
+        hp = H @ P
+        s0 = hp @ Ht + R
+        s_inv = _inv(s0)
+        q = (vs[..., :, None] * s_inv * vs[..., None, :]).sum(axis=(-2, -1))
+    else:
+        Y = state.precision
+        j = Ht @ W @ H
+        b = _mv(Ht @ W, vs)
+        q = (vs * _mv(W, vs)).sum(-1) - (b * _mv(np.linalg.pinv(Y + j, hermitian=True), b)).sum(-1)
+    if resid is None:
+        log_c = _scaled_log_c(q, k)
+    else:  # + ½ r, the part of y no θ explains; both terms scaled alike (no inf - inf)
+        ys = y0 if k is None else np.ldexp(y0, -k[..., None])
+        r = (ys * _mv(resid, ys)).sum(-1)
+        log_c = -0.5 * q + 0.5 * r if k is None else _scaled_log_c(q - r, k)
+    log_c = np.minimum(log_c, 0.0)
+    gamma, rho = _discounts(log_c, robust, dim, tau)
+
+    if not state.information_form:
+        if robust:
+            # K = ρ P Hᵀ (ρ H P Hᵀ + R)⁻¹: continuous down to ρ = 0
+            r3 = rho[..., None, None]
+            gain = r3 * np.swapaxes(hp, -1, -2) @ _inv(r3 * (s0 - R) + R)
+        else:
+            gain = np.swapaxes(hp, -1, -2) @ s_inv
+        mean = state.mean + _unscale(_mv(gain, vs), k)
+        new = KalmanState(mean, _sym(P - gain @ hp), None, state.t + 1)
+    else:
+        prec = _sym(Y + rho[..., None, None] * j)
+        step = _mv(np.linalg.pinv(prec, hermitian=True), rho[..., None] * b)
+        new = _maybe_covariance_form(KalmanState(state.mean + _unscale(step, k), None, prec,
+                                                 state.t + 1))
+    nan = np.where(missing, np.nan, 0.0)
+    return new, KalmanInfo(log_consistency=log_c + nan, discount=rho + nan, gamma=gamma + nan)
+
+
+# -- public pure step functions ---------------------------------------------------------------
+def _check_state(state: KalmanState, n: int) -> None:
+    if not isinstance(state, KalmanState):
+        raise ValueError(f"state must be a KalmanState, got {type(state).__name__}")
+    if state.mean.shape[-1:] != (n,):
+        raise ValueError(f"state.mean must have shape (..., {n}), got {state.mean.shape}")
+
+
+def _check_dim_tau(dim, tau, n: int) -> tuple[float, float | None]:
+    dim = float(n) if dim is None else float(check_positive("dim", dim))
+    if tau is not None:
+        tau = float(check_unit_interval("tau", tau, low_open=True, high_open=False))
+    return dim, tau
+
+
+def _check_robust(robust: Any) -> bool:
+    if not isinstance(robust, bool | np.bool_):
+        raise TypeError(f"robust must be a bool, got {robust!r}")
+    return bool(robust)
+
+
+def predict(state: KalmanState, F, Q) -> KalmanState:
+    """Predict step: ``N̄(θ; μ, Σ) -> N̄(θ; F μ, F Σ Fᵀ + Q)`` (exact in information form too).
+
+    Parameters
+    ----------
+    state : KalmanState
+    F : array_like, shape (n, n)
+    Q : array_like, shape (n, n), symmetric positive semi-definite (may be singular)
+
+    Examples
+    --------
+    >>> import numpy as np, possibly as ps
+    >>> from possibly.filters.kalman import KalmanState, predict
+    >>> F, Q, H, R = ps.models.constant_velocity(dt=1.0, accel_sd=0.05, obs_sd=1.0)
+    >>> s = predict(KalmanState(np.zeros(2), np.eye(2)), F, Q)
+    >>> s.mean, s.covariance.round(6)
+    (array([0., 0.]), array([[2.000625, 1.00125 ],
+           [1.00125 , 1.0025  ]]))
+    """
+    F, Q = _checked_transition(F, Q)
+    if F.ndim != 2 or Q.ndim != 2:
+        raise ValueError("F and Q must be single (n, n) matrices here")
+    _check_state(state, F.shape[0])
+    return _predict(state, _prepare_transition(F, Q))
+
+
+def update(state: KalmanState, y, H, R, *, robust: bool = True, dim=None,
+           tau=None) -> tuple[KalmanState, KalmanInfo]:
+    """Update step with one observation ``y ~ N(H θ, R)``, robust by default.
+
+    Parameters
+    ----------
+    state : KalmanState
+        The predicted state.
+    y : array_like, shape (..., m)
+        Observation; NaN components are missing (all NaN: the state is returned unchanged).
+    H : array_like, shape (m, n)
+    R : array_like, shape (m, m), symmetric positive definite
+    robust : bool
+        Raise the likelihood to ``ρ = c ** (1 / dim)`` (default) or use the standard update.
+    dim : float > 0, optional
+        Effective dimension in ``γ = c ** (1 / dim)``; defaults to the state dimension ``n``.
+    tau : float in (0, 1], optional
+        Threshold: observations with ``γ > tau`` are kept whole.
+
+    Returns
+    -------
+    state : KalmanState
+    info : KalmanInfo
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from possibly.filters.kalman import KalmanState, update
+    >>> prior = KalmanState(np.zeros(1), np.eye(1))
+    >>> post, info = update(prior, [2.0], H=[[1.0]], R=[[1.0]])
+    >>> float(info.consistency), float(info.discount)             # c = exp(-½ 2² / 2)
+    (0.36787944117144233, 0.36787944117144233)
+    >>> post.mean, post.covariance                              # R inflated to R / c
+    (array([0.53788284]), array([[0.73105858]]))
+    """
+    if not isinstance(state, KalmanState):
+        raise ValueError(f"state must be a KalmanState, got {type(state).__name__}")
+    n = state.mean.shape[-1]
+    ob = _prepare_observation(*_checked_observation(H, R, n))
+    y = _check_observation_values(y)
+    if y.shape[-1:] != (ob.H.shape[0],):
+        raise ValueError(f"y must have shape (..., {ob.H.shape[0]}), got {y.shape}")
+    dim, tau = _check_dim_tau(dim, tau, n)
+    return _update(state, y, ob, _check_robust(robust), dim, tau)
+
+
+def _check_observation_values(y) -> np.ndarray:
+    try:
+        arr = np.asarray(y, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"observations must be numeric (NaN for missing), got {y!r}") from exc
+    if np.isinf(arr).any():
+        raise ValueError("observations must be finite or NaN (missing), got an infinite value")
+    if (np.abs(arr) > 1e300).any():
+        raise ValueError("observations must have magnitude at most 1e300 (or be NaN: "
+                         "missing)")
+    return arr
+
+
+# -- results ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class FilterResult:
+    """Output of :meth:`KalmanFilter.filter`: one entry per time step ``t`` (axis ``-2``/``-3``).
+
+    Fields not asked for with ``keep`` are None.
+
+    Attributes
+    ----------
+    mean : ndarray, shape (..., T, n)
+        E* of the filtered possibility function of θ_t given y_1..y_t.
+    variance : ndarray, shape (..., T, n)
+        Diagonal of ``covariance`` (``inf`` while a direction is not yet informed).
+    covariance : ndarray, shape (..., T, n, n)
+        V* (all ``inf`` while some direction is not yet informed).
+    log_consistency, discount : ndarray, shape (..., T)
+        As in :class:`KalmanInfo`; NaN at missing observations.
+    gamma : ndarray, shape (..., T)
+        ``c ** (1 / dim)`` (a property, computed from ``log_consistency``).
+    predicted_mean : ndarray, shape (..., T, n)
+        E* of θ_t given y_1..y_{t-1} (the prior at t = 0).
+    predicted_covariance : ndarray, shape (..., T, n, n)
+    state_names : tuple of str
+        Names of the state components (from the model).
+    index : pandas.Index or None
+        The index of a pandas input (kept by :meth:`to_frame`).
+    final : KalmanState
+        The state after the last observation (to continue filtering with ``step``).
+    """
+
+    mean: np.ndarray | None
+    variance: np.ndarray | None
+    covariance: np.ndarray | None
+    log_consistency: np.ndarray
+    discount: np.ndarray
+    predicted_mean: np.ndarray | None
+    predicted_covariance: np.ndarray | None
+    state_names: tuple[str, ...] = ()
+    dim: float = 1.0
+    index: Any = field(default=None, repr=False)
+    final: KalmanState | None = field(default=None, repr=False)
+    # exact precisions of the first steps, run in information form (filtered, predicted),
+    # shape (..., k, n, n) each: what the smoother needs where covariances are inf
+    _information: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
+
+    @property
+    def consistency(self) -> np.ndarray:
+        """``c = exp(log_consistency)`` in [0, 1] (NaN at missing observations)."""
+        return np.exp(self.log_consistency)
+
+    @property
+    def gamma(self) -> np.ndarray:
+        """``γ = c ** (1 / dim)``, the discount before any threshold (NaN where missing)."""
+        return discount(self.log_consistency, self.dim, validate=False)
+
+    @property
+    def precision(self) -> np.ndarray:
+        """Precision of each filtered state (finite also before every direction is informed)."""
+        return _precision(self._need("covariance"), self._information_part(0))
+
+    @property
+    def predicted_precision(self) -> np.ndarray:
+        return _precision(self._need("predicted_covariance"), self._information_part(1))
+
+    def _need(self, name: str) -> np.ndarray:
+        value = getattr(self, name)
+        if value is None:
+            raise ValueError(f"this result does not hold {name}: filter with keep='all'")
+        return value
+
+    def _information_part(self, i: int) -> np.ndarray:
+        if self._information is None:
+            raise ValueError("this result does not hold the precisions: filter with keep='all'")
+        return self._information[i]
+
+    def to_frame(self) -> Any:
+        """The result as a pandas DataFrame, indexed like a pandas input.
+
+        Columns: the filtered mean of each state component (named after the model's state
+        names, e.g. ``position, velocity``), ``<name>_sd`` (when variances were kept),
+        ``log_consistency``, ``consistency`` and ``discount``. Index: that of a pandas input
+        (a DatetimeIndex stays one), else a RangeIndex ``step``; a batch gets a leading
+        ``series`` level (flattened batch position).
+
+        Examples
+        --------
+        >>> import numpy as np, pandas as pd, possibly as ps
+        >>> ys = pd.Series([0.0, 1.1, 1.9, 30.0, 4.1],
+        ...                index=pd.date_range("2024-01-01", periods=5, freq="D"))
+        >>> frame = ps.KalmanFilter(ps.models.constant_velocity()).filter(ys).to_frame()
+        >>> frame[["position", "velocity", "discount"]].round(2)
+                    position  velocity  discount
+        2024-01-01      0.00      0.00       1.0
+        2024-01-02      1.10      1.10       1.0
+        2024-01-03      1.95      0.95       1.0
+        2024-01-04      2.90      0.95       0.0
+        2024-01-05      4.06      1.01       1.0
+        >>> frame.columns[2:].tolist()
+        ['position_sd', 'velocity_sd', 'log_consistency', 'consistency', 'discount']
+        """
+        import pandas as pd
+
+        batch = self.log_consistency.shape[:-1]
+        T = self.log_consistency.shape[-1]
+        size = int(np.prod(batch))
+        cols: dict[str, np.ndarray] = {}
+        for j, name in enumerate(self.state_names):
+            if self.mean is not None:
+                cols[name] = self.mean[..., j].reshape(-1)
+        variance = self.variance
+        if variance is not None:
+            with np.errstate(invalid="ignore"):
+                for j, name in enumerate(self.state_names):
+                    cols[f"{name}_sd"] = np.sqrt(variance[..., j]).reshape(-1)
+        cols["log_consistency"] = self.log_consistency.reshape(-1)
+        cols["consistency"] = self.consistency.reshape(-1)
+        cols["discount"] = self.discount.reshape(-1)
+        index = self.index if self.index is not None else pd.RangeIndex(T, name="step")
+        if batch:
+            index = pd.MultiIndex.from_product([pd.RangeIndex(size, name="series"), index])
+        return pd.DataFrame(cols, index=index)
+
+    def to_xarray(self) -> Any:
+        """The result as an xarray Dataset (requires xarray).
+
+        Dimensions ``series_0, ...`` (batch), ``time`` (the pandas index if there was one)
+        and ``state`` (the state names); variables ``mean``, ``variance``,
+        ``log_consistency``, ``discount`` (those kept).
+        """
+        try:
+            import xarray as xr
+        except ImportError as exc:  # pragma: no cover - optional
+            raise ImportError("to_xarray needs xarray: pip install xarray") from exc
+        batch_dims = [f"series_{i}" for i in range(self.log_consistency.ndim - 1)]
+        T = self.log_consistency.shape[-1]
+        time = self.index if self.index is not None else np.arange(T)
+        data: dict[str, Any] = {}
+        for name in ("mean", "variance"):
+            value = getattr(self, name)
+            if value is not None:
+                data[name] = ([*batch_dims, "time", "state"], value)
+        for name in ("log_consistency", "discount"):
+            data[name] = ([*batch_dims, "time"], getattr(self, name))
+        return xr.Dataset(data, coords={"time": time, "state": list(self.state_names)})
+
+
+def _precision(cov: np.ndarray, prefix: np.ndarray) -> np.ndarray:
+    k = prefix.shape[-3]
+    rest = _sym(_inverse(cov[..., k:, :, :]))
+    return np.concatenate([prefix, rest], axis=-3)
+
+
+def _keep_set(keep: str | Iterable[str]) -> frozenset[str]:
+    if isinstance(keep, str):
+        keep = _KEEP if keep == "all" else (keep,)
+    try:
+        items = frozenset(keep)
+    except TypeError:
+        items = frozenset({None})  # type: ignore[arg-type]
+    if not items or not items <= set(_KEEP) or "mean" not in items:
+        raise ValueError(f"keep must be 'all' or a tuple of {_KEEP} including 'mean', got "
+                         f"{keep!r}")
+    return items
+
+
+# -- the filter -------------------------------------------------------------------------------
+class KalmanFilter(SequentialEstimator):
+    """Possibilistic Kalman filter (and RTS smoother), robust to outliers by default.
+
+    Parameters
+    ----------
+    model : LinearGaussianModel, or F
+        The state-space model; ``KalmanFilter(F, Q, H, R)`` builds it from the four matrices
+        (see :class:`~possibly.filters.state_space.LinearGaussianModel`: ``F`` and ``Q`` may be
+        per step, ``Q`` may be singular, ``R`` positive definite).
+    Q, H, R : array_like, optional
+        With ``F`` as the first argument.
+    robust : bool
+        Discount each observation by ``γ = c ** (1 / dim)`` (default), or run the standard
+        Kalman filter (whose possibilistic recursion equals the probabilistic one).
+    tau : float in (0, 1], optional
+        Threshold variant (paper §4.2): observations with ``γ > tau`` are kept whole.
+    dim : float > 0, optional
+        Effective dimension; the state dimension ``n`` by default. ``dim=1`` discounts more
+        (see the module docstring).
+    prior : MultivariateNormal, optional
+        Possibility function of the first state before any observation, the default of
+        :meth:`init`, :meth:`filter` and streaming :meth:`update`; None: uninformative (exact).
+
+    Notes
+    -----
+    Numeric range: model entries in ``[1e-100, 1e100]`` (see ``LinearGaussianModel``) and
+    observations of magnitude up to 1e300 (larger ones are refused with a ValueError) give
+    finite estimates; a gross outlier gets ``log c = -inf`` and discount 0.
+
+    Thread safety: ``init``, ``step``, ``filter``/``fit`` and ``smooth`` are pure (they do not
+    change the instance) and can be called from several threads at once; the streaming
+    ``update``/``reset`` change the instance and raise
+    :class:`~possibly.sequential.ConcurrentUseError` when used from two threads at once.
+
+    Examples
+    --------
+    >>> import numpy as np, possibly as ps
+    >>> kf = ps.KalmanFilter(ps.models.constant_velocity(dt=1.0, accel_sd=0.05, obs_sd=1.0))
+    >>> ys = np.array([0.1, 0.3, 0.1, 40.0, 0.6, np.nan, 0.4])   # an outlier, a gap
+    >>> res = kf.filter(ys)                                        # uninformative prior
+    >>> res.discount.round(3)
+    array([1.   , 1.   , 0.993, 0.   , 0.992,   nan, 0.991])
+    >>> res.mean[:, 0].round(2)                                    # filtered positions
+    array([0.1 , 0.3 , 0.17, 0.17, 0.53, 0.64, 0.5 ])
+    >>> std = ps.KalmanFilter(*ps.models.constant_velocity(), robust=False).filter(ys)
+    >>> round(float(std.mean[3, 0]), 2)                           # the outlier pulls it away
+    28.06
+    >>> info = kf.update(0.1)                                      # streaming
+    >>> float(info.discount)
+    1.0
+    """
+
+    def __init__(self, model: Any, Q: Any = None, H: Any = None, R: Any = None,
+                 robust: bool = True, tau: float | None = None, dim: float | None = None, *,
+                 prior: MultivariateNormal | None = None) -> None:
+        if isinstance(model, LinearGaussianModel):
+            if Q is not None or H is not None or R is not None:
+                raise TypeError("give either a LinearGaussianModel or the matrices F, Q, H, R, "
+                                "not both")
+        elif Q is None or H is None or R is None:
+            raise TypeError("KalmanFilter needs a LinearGaussianModel or the four matrices "
+                            "F, Q, H, R")
+        else:
+            model = LinearGaussianModel(model, Q, H, R)
+        self.model = model
+        self.robust = _check_robust(robust)
+        n = model.state_dim
+        self.dim, self.tau = _check_dim_tau(dim, tau, n)
+        if tau is not None and not robust:
+            raise ValueError("tau only applies to the robust filter (robust=True)")
+        if prior is not None:
+            self._initial(prior, (), 1)  # validates
+        self.prior = prior
+
+    @property
+    def state_dim(self) -> int:
+        return self.model.state_dim
+
+    @property
+    def obs_dim(self) -> int:
+        return self.model.obs_dim
+
+    def __repr__(self) -> str:
+        kind = "robust" if self.robust else "standard"
+        tau = "" if self.tau is None else f", tau={self.tau:g}"
+        return (f"KalmanFilter({kind}, n={self.state_dim}, m={self.obs_dim}, "
+                f"dim={self.dim:g}{tau})")
+
+    # -- the protocol ---------------------------------------------------------------------------
+    def init(self, batch_shape: tuple[int, ...] = (),
+             prior: MultivariateNormal | None = None) -> KalmanState:
+        """The state before any observation: ``prior`` (default: the filter's) or 1."""
+        batch_shape = tuple(int(b) for b in batch_shape)
+        size = int(np.prod(batch_shape))
+        state = self._initial(self.prior if prior is None else prior, batch_shape, size)
+        return KalmanState(state.mean.reshape(batch_shape + (self.state_dim,)),
+                           None if state.covariance is None
+                           else state.covariance.reshape(batch_shape + (self.state_dim,) * 2),
+                           None if state.precision is None
+                           else state.precision.reshape(batch_shape + (self.state_dim,) * 2))
+
+    def step(self, state: KalmanState, y: Any) -> tuple[KalmanState, KalmanInfo]:
+        """Predict (after the first observation) and update with ``y`` (shape ``(..., m)``;
+        a scalar or shape ``(...,)`` batch when ``m = 1``); pure."""
+        _check_state(state, self.state_dim)
+        y = _check_observation_values(y)
+        if self.obs_dim == 1 and y.shape[-1:] != (1,) or y.ndim == 0:
+            y = y[..., None]
+        if y.shape[-1:] != (self.obs_dim,):
+            raise ValueError(f"y must have shape (..., {self.obs_dim}), got {y.shape}")
+        if state.t:
+            state = _predict(state, self.model._transition(state.t - 1))
+        return _update(state, y, self.model._observation, self.robust, self.dim, self.tau)
+
+    def fit(self, y: Any) -> FilterResult:
+        """Filter a whole series from :meth:`init` (same as :meth:`filter`)."""
+        return self.filter(y)
+
+    # -- thin wrappers around the pure steps, with this filter's model ---------------------------
+    def predict(self, state: KalmanState) -> KalmanState:
+        """One predict step with the transition from step ``state.t - 1`` (see
+        :func:`predict`)."""
+        _check_state(state, self.state_dim)
+        return _predict(state, self.model._transition(max(state.t - 1, 0)))
+
+    def _observations(self, ys) -> tuple[np.ndarray, tuple[int, ...], Any]:
+        index = getattr(ys, "index", None)
+        if index is not None and not hasattr(ys, "to_numpy"):
+            index = None
+        ys = _check_observation_values(ys)
+        m = self.obs_dim
+        if ys.ndim == 1 and m == 1:
+            ys = ys[:, None]
+        if ys.ndim < 2 or ys.shape[-1] != m:
+            raise ValueError(f"ys must have shape (T, {m}) or (B, T, {m})"
+                             f"{' or (T,)' if m == 1 else ''}, got {ys.shape}")
+        if ys.shape[-2] < 1:
+            raise ValueError("ys must contain at least one time step")
+        self.model._check_length(ys.shape[-2])
+        batch = ys.shape[:-2]
+        return ys.reshape((-1,) + ys.shape[-2:]), batch, index
+
+    def _initial(self, prior, batch: tuple[int, ...], size: int) -> KalmanState:
+        n = self.state_dim
+        if prior is None:
+            return KalmanState.uninformative(n, (size,))
+        state = KalmanState.from_possibility(prior)
+        if prior.dim != n:
+            raise ValueError(f"prior must have dimension {n} (the state), got {prior.dim}")
+        try:
+            mean = np.broadcast_to(state.mean, batch + (n,)).reshape(size, n)
+        except ValueError:
+            raise ValueError(f"prior batch shape {prior.batch_shape} does not broadcast with "
+                             f"the batch shape of ys {batch}") from None
+        mat = state.precision if state.information_form else state.covariance
+        mat = np.broadcast_to(mat, batch + (n, n)).reshape(size, n, n).copy()
+        if state.information_form:
+            return KalmanState(mean.copy(), None, mat)
+        return KalmanState(mean.copy(), mat, None)
+
+    def _compiled(self, engine: str, size: int) -> Any:
+        """The compiled loop's module if ``engine`` selects it for this call, else None."""
+        if engine not in ("auto", "numpy", "numba"):
+            raise ValueError(f"engine must be 'auto', 'numpy' or 'numba', got {engine!r}")
+        if engine == "numpy" or (engine == "auto" and size > _AUTO_NUMBA_MAX_BATCH):
+            return None
+        fits = not self.model.time_varying and self.model._observation.resid is None
+        if engine == "numba" and not fits:
+            raise ValueError("engine='numba' needs a time-invariant model whose H has full row "
+                             "rank; use engine='numpy'")
+        try:
+            from possibly.filters import kalman_numba
+        except ImportError:
+            if engine == "numba":
+                raise ValueError("engine='numba' needs numba: pip install possibly[fast]") \
+                    from None
+            return None
+        return kalman_numba if fits else None
+
+    def filter(self, ys, prior: MultivariateNormal | None = None, *,
+               keep: str | Iterable[str] = "all", engine: str = "auto") -> FilterResult:
+        """Filter one or a batch of series.
+
+        Parameters
+        ----------
+        ys : array_like, shape (..., T, m) (or (T,) when m = 1), or a pandas Series/DataFrame
+            Observations; rows (or components) that are NaN are missing: predict only. A
+            pandas index is kept for :meth:`FilterResult.to_frame`.
+        prior : MultivariateNormal, optional
+            Possibility function of the first state θ_1, before y_1 (batch dims broadcast
+            with those of ``ys``); default the filter's ``prior``; ``None`` there too is the
+            uninformative prior 1, handled exactly.
+        keep : "all" or tuple of str
+            What to store per step besides ``log_consistency`` and ``discount``:
+            ``("mean",)``, ``("mean", "variance")``, or with ``"covariance"`` and
+            ``"predicted"`` (predicted means and covariances); ``"all"`` (default) is all of
+            them and is what :func:`possibly.filters.smoother.smooth` needs. 10k series × 1000
+            steps of the constant-velocity model hold 305 MiB with ``("mean",)``.
+        engine : {"auto", "numpy", "numba"}
+            ``"numba"``: a compiled loop (needs numba; time-invariant models with ``H`` of full
+            row rank), much faster for one or a few series; ``"numpy"``: batched numpy
+            steps, faster for large batches; ``"auto"`` (default): numba when available and
+            applicable for batches of at most 16 series. Both agree to about 1e-12.
+
+        Returns
+        -------
+        FilterResult
+        """
+        keep = _keep_set(keep)
+        ys, batch, index = self._observations(ys)
+        size, T, _ = ys.shape
+        compiled = self._compiled(engine, size)
+        n = self.state_dim
+        state = self._initial(self.prior if prior is None else prior, batch, size)
+        # time-major storage: each step writes contiguous blocks
+        ys_t = np.ascontiguousarray(np.moveaxis(ys, 1, 0))
+        full = "covariance" in keep
+        pred = "predicted" in keep
+        mean = np.empty((T, size, n))
+        var = np.empty((T, size, n)) if "variance" in keep or full else None
+        cov = np.empty((T, size, n, n)) if full else None
+        p_mean = np.empty((T, size, n)) if pred else None
+        p_cov = np.empty((T, size, n, n)) if pred else None
+        log_c = np.empty((T, size))
+        # γ is recomputed from log c by FilterResult.gamma; the compiled loop writes it here
+        gamma = np.empty((T, size)) if compiled is not None else None
+        disc = np.empty((T, size))
+        f_prefix, p_prefix = [], []
+        model, robust, dim, tau = self.model, self.robust, self.dim, self.tau
+        ob = model._observation
+        diag = np.arange(n)
+        for t in range(T):
+            if compiled is not None and not state.information_form:
+                # the rest of the series in the compiled loop, from the current state
+                m_c, p_c = state.mean.copy(), state.covariance.copy()
+                empty = np.empty((0, 0, 0))
+                try:
+                    compiled.run(ys_t, t, m_c, p_c, model.F, model.Q, ob.H, ob.R, robust,
+                                 dim, np.nan if tau is None else tau, mean,
+                                 empty if var is None else var, empty[..., None] if cov is None
+                                 else cov, empty if p_mean is None else p_mean,
+                                 empty[..., None] if p_cov is None else p_cov, log_c, gamma,
+                                 disc, var is not None, full, pred)
+                except np.linalg.LinAlgError:  # singular by rounding: numpy's fallbacks
+                    compiled = None
+                else:
+                    state = KalmanState(m_c, p_c, None, T)
+                    break
+            if t:
+                state = _predict(state, model._transition(t - 1))
+            if pred:
+                p_mean[t] = state.mean
+                if state.information_form:
+                    p_prefix.append(state.precision)
+                    p_cov[t] = _covariance_or_inf(state.precision)
+                else:
+                    p_cov[t] = state.covariance
+            state, info = _update(state, ys_t[t], ob, robust, dim, tau)
+            mean[t] = state.mean
+            if var is not None:
+                if state.information_form:
+                    f_prefix.append(state.precision)
+                    c = _covariance_or_inf(state.precision)
+                else:
+                    c = state.covariance
+                if full:
+                    cov[t] = c
+                var[t] = c[..., diag, diag]
+            log_c[t], disc[t] = info.log_consistency, info.discount
+
+        def shaped(a):
+            if a is None:
+                return None
+            a = np.moveaxis(a, 0, 1)
+            return a.reshape(batch + a.shape[1:])
+
+        def prefix(items):
+            return shaped(np.stack(items) if items else np.empty((0, size, n, n)))
+
+        information = (prefix(f_prefix), prefix(p_prefix)) if full and pred else None
+        final = KalmanState(*(None if a is None else a.reshape(batch + a.shape[1:])
+                              for a in state[:3]), state.t)
+        return FilterResult(mean=shaped(mean), variance=shaped(var), covariance=shaped(cov),
+                            log_consistency=shaped(log_c), discount=shaped(disc),
+                            predicted_mean=shaped(p_mean), predicted_covariance=shaped(p_cov),
+                            state_names=model.names, dim=dim,
+                            index=index, final=final, _information=information)
+
+    def smooth(self, ys, prior: MultivariateNormal | None = None, *,
+               engine: str = "auto") -> Any:
+        """Possibilistic RTS smoother: :meth:`filter` (with ``engine``), then
+        :func:`possibly.filters.smoother.smooth`.
+
+        Examples
+        --------
+        >>> import numpy as np, possibly as ps
+        >>> kf = ps.KalmanFilter(*ps.models.constant_velocity())
+        >>> res = kf.smooth(np.array([0.0, 1.1, 1.9, 3.2, 30.0, 5.0]))
+        >>> res.mean[:, 1].round(3)                   # velocities, the outlier ignored
+        array([1.004, 1.004, 1.004, 1.004, 1.004, 1.004])
+        >>> res.discount.round(3)
+        array([1.   , 1.   , 0.996, 0.993, 0.   , 0.998])
+        """
+        from possibly.filters.smoother import smooth
+
+        return smooth(self.model, self.filter(ys, prior, engine=engine))

@@ -1,0 +1,563 @@
+"""A robust possibilistic particle filter (docs/math.md §1).
+
+The filter's possibility functions are :class:`possibly.particles.ParticlePossibility`
+(possibility values known at particles). :class:`ParticleFilter` runs the robust update on a
+nonlinear state-space model
+
+    x_t | x_{t-1}  described by  N̄(x_t; g(x_{t-1}), Q)  (or a user transition),
+    y_t | x_t      with log-likelihood  loglik(x_t, y_t),
+
+where the prediction is a supremum, ``f_{t|t-1}(x) = sup_x' f(x | x') f_{t-1}(x')``, and each
+observation is raised to ``rho = c^(1/d)`` with ``c = sup_x f_{t|t-1}(x) L(x | y_t)``.
+
+Design: values and exploration
+------------------------------
+Each particle carries two numbers. Its **possibility value** ``log f(x_i)`` (max-normalised,
+never sum-normalised) gives E* (the best particle), the consistency (the max over particles
+of ``f L``) and the update (``log f + rho log L``). Its **sampling weight** is the importance
+weight ``f(x_i) / q(x_i)`` of the density ``q`` it was drawn from; it decides only where the
+next particles are put. Resampling directly with probabilities ∝ ``f`` would be wrong: the
+particles already crowd where ``f`` is large, so the cloud would shrink (by √2 per step for a
+normal ``f``); with ``f / q`` it follows the density ∝ ``f``, which for a normal possibility
+function is the Kalman density, so the linear-Gaussian case reproduces the (robust) Kalman
+filter.
+
+Prediction evaluates the supremum over *all* previous particles, not just the ancestor, so
+values do not accumulate sampling noise along paths (that noise makes the best particle a poor
+E*). With a :class:`GaussianNoise` transition the function is first interpolated between
+particles by a max of normal kernels, ``f̂(x) = max_j f_j N̄(x; m_j, h² C)``, with the kernel
+centres shrunk towards the weighted mean (``m_j = a x_j + (1 - a) x̄``, ``a = √(1 - h²)``, as in
+Liu & West's kernel filter) so that a normal ``f`` keeps its covariance ``C``; its sup-convolution
+with the transition is ``max_j f_j N̄(x; a g(x_j) + (1 - a) ḡ, h² C_g + Q)`` (``C_g``: weighted
+covariance of the ``g(x_j)``, a statistical linearisation of ``g``). This is exact for a linear
+``g`` and a normal ``f``, keeps the particles diverse (rejuvenation) and works with a singular
+``Q`` (e.g. the nearly-constant-velocity model). New particles are drawn from the matching
+mixture of normal densities, whose value ``q`` gives the sampling weights. With a generic
+transition (a sampler and a log-possibility callable) the supremum is taken with the
+transition's own log-possibility, whose normalised exponential is assumed to be the sampler's
+density. Both cost O(N²) per step (a max over N × N pairs).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from possibly.families.multivariate_normal import MultivariateNormal
+from possibly.families.normal import Normal
+from possibly.grid import LogLikelihood, _times
+from possibly.inference import discount
+from possibly.particles import ParticlePossibility
+from possibly.sequential import Info, SequentialEstimator
+from possibly.validation import check_positive, check_psd, check_unit_interval
+
+__all__ = [
+    "GaussianNoise",
+    "ParticleFilter",
+    "ParticleFilterResult",
+    "ParticleFilterState",
+    "ParticleInfo",
+    "predict",
+    "sample_prior",
+    "update",
+]
+
+#: at most this many pairwise terms are held in memory at once
+_CHUNK = 2**22
+
+
+@dataclass(frozen=True, eq=False)
+class GaussianNoise:
+    """Additive normal transition noise ``x_t = g(x_{t-1}) + u``, ``u`` described by N̄(0, cov).
+
+    ``cov`` may be singular (noise confined to a subspace); new particles are drawn from the
+    normal density of the same covariance.
+
+    Examples
+    --------
+    >>> import possibly as ps
+    >>> F, Q, H, R = ps.models.constant_velocity(dt=1.0, accel_sd=0.05, obs_sd=1.0)
+    >>> ps.particles.GaussianNoise(Q).dim
+    2
+    """
+
+    cov: Any
+
+    def __post_init__(self) -> None:
+        c = np.asarray(self.cov, dtype=np.float64)
+        c = check_psd("cov", c.reshape(1, 1) if c.ndim == 0 else c)
+        object.__setattr__(self, "cov", c)
+
+    @property
+    def dim(self) -> int:
+        return self.cov.shape[0]
+
+
+class ParticleFilterState(NamedTuple):
+    """Particles, their possibility values and their sampling weights.
+
+    Attributes
+    ----------
+    particles : ndarray, shape (n,) or (n, d)
+    log_values : ndarray, shape (n,)
+        Log possibility of the state at each particle (max 0).
+    log_weights : ndarray, shape (n,)
+        Log importance weight ``log f - log q`` (up to a constant): where to explore next.
+    rng : numpy.random.Generator or None
+        The random stream of the next prediction (copied, never advanced in place, by
+        :meth:`ParticleFilter.step`).
+    t : int
+        Number of observations absorbed so far.
+    """
+
+    particles: np.ndarray
+    log_values: np.ndarray
+    log_weights: np.ndarray
+    rng: np.random.Generator | None = None
+    t: int = 0
+
+    def possibility(self) -> ParticlePossibility:
+        return ParticlePossibility(self.particles, self.log_values)
+
+
+@dataclass(frozen=True)
+class ParticleInfo(Info):
+    """What one step learnt (``log_consistency`` and ``discount`` NaN for a missing ``y``).
+
+    Attributes
+    ----------
+    log_consistency : float
+        ``log c``, with ``c`` the max over particles of the predicted possibility times ``L``.
+    discount : float
+        Exponent applied to the likelihood (``gamma``, 1 above ``tau``, 1 if not robust).
+    gamma : float
+        ``c ** (1 / dim)``.
+    mode : ndarray
+        E* of the state after the step (the best particle).
+    """
+
+    gamma: Any
+    mode: np.ndarray
+
+
+@dataclass(frozen=True)
+class ParticleFilterResult:
+    """Output of :meth:`ParticleFilter.filter`, one entry per observation.
+
+    Attributes
+    ----------
+    mode : ndarray, shape (T,) or (T, d)
+        E* of the filtered state.
+    log_consistency, gamma, discount : ndarray, shape (T,)
+    final : ParticlePossibility
+        The last filtered possibility function.
+    """
+
+    mode: np.ndarray
+    log_consistency: np.ndarray
+    gamma: np.ndarray
+    discount: np.ndarray
+    final: ParticlePossibility
+
+    @property
+    def consistency(self) -> np.ndarray:
+        return np.exp(self.log_consistency)
+
+
+@dataclass(frozen=True, eq=False)
+class _LinearDrift:
+    """``g(x) = F x`` for particles of shape (n, d) (a picklable transition)."""
+
+    F: np.ndarray
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        return x @ self.F.T
+
+
+@dataclass(frozen=True, eq=False)
+class _GaussianLoglik:
+    """``log N̄(y; H x, R)`` at particles, and its supremum over ``x`` (picklable)."""
+
+    H: np.ndarray
+    W: np.ndarray  # R^-1
+    resid: np.ndarray | None  # None when H is onto: the supremum is 0
+
+    def __call__(self, x: np.ndarray, y: Any) -> np.ndarray:
+        e = np.asarray(y, dtype=np.float64) - x @ self.H.T
+        return -0.5 * (e * (e @ self.W)).sum(axis=1)
+
+    def sup(self, y: Any) -> float:
+        if self.resid is None:
+            return 0.0
+        y = np.asarray(y, dtype=np.float64)
+        return float(-0.5 * y @ self.resid @ y)
+
+
+def _is_missing(y: Any) -> bool:
+    try:
+        arr = np.asarray(y, dtype=np.float64)
+    except (TypeError, ValueError):
+        return False
+    return bool(np.isnan(arr).any())
+
+
+@dataclass(frozen=True, eq=False)
+class ParticleFilter(SequentialEstimator):
+    """Robust possibilistic particle filter for nonlinear state-space models.
+
+    Parameters
+    ----------
+    transition : callable
+        With a :class:`GaussianNoise` as ``transition_logpossibility``: the drift ``g(x)``,
+        mapping particles of shape ``(n,)`` or ``(n, d)`` to the same shape. Otherwise a
+        sampler ``transition(x, rng)`` returning one next state per particle.
+    transition_logpossibility : GaussianNoise or callable
+        The noise model, or ``log f(x_next | x_prev)`` evaluated by broadcasting: it is
+        called with ``x_next[:, None]`` and ``x_prev[None, :]`` and must return an ``(n, m)``
+        array (O(N²) pairs). The sampler's density must then be proportional to its
+        exponential (as for any additive noise).
+    loglik : callable
+        ``loglik(x, y)``: log-likelihood of observation ``y`` at each of the ``n`` particles.
+    n_particles : int
+        Number of particles N (cost O(N²) per step).
+    robust : bool
+        Discount each observation by its consistency (default) or use it whole.
+    tau : float in (0, 1], optional
+        Threshold: observations with ``gamma > tau`` are kept whole.
+    dim : float, optional
+        ``d`` in ``gamma = c ** (1 / d)``; defaults to the state dimension.
+    loglik_sup : float or callable, optional
+        ``sup_x loglik(x, y)`` in closed form (number or ``loglik_sup(y)``); without it the
+        supremum is searched by Nelder-Mead from the best particle (an approximation).
+    bandwidth : float in [0, 1), optional
+        ``h²`` of the kernel interpolation (GaussianNoise transitions only); default
+        Silverman's ``(4 / ((d + 2) N)) ** (2 / (d + 4))``.
+    prior : Normal, MultivariateNormal or ParticlePossibility, optional
+        Default possibility function of the first state for :meth:`init`, :meth:`filter` and
+        streaming :meth:`update` (particles cannot represent the uninformative prior).
+    seed : int, optional
+        Default seed of :meth:`init` and :meth:`filter`.
+
+    Notes
+    -----
+    The protocol of :mod:`possibly.sequential`: ``init()`` samples the prior, ``step(state,
+    y)`` predicts (after the first observation) and updates; a ``y`` containing NaN is
+    missing (predict only). The random stream lives in the state, so ``step`` is pure and a
+    pickled filter resumes identically. Series are not batched (``fit`` takes one series).
+    Thread safety: ``init``, ``step`` and ``filter``/``fit`` do not change the instance;
+    streaming ``update`` raises :class:`~possibly.sequential.ConcurrentUseError` when used from
+    two threads at once.
+
+    Examples
+    --------
+    Random walk observed in noise, one gross outlier at t = 3:
+
+    >>> import numpy as np, possibly as ps
+    >>> pf = ps.ParticleFilter(lambda x: x, ps.particles.GaussianNoise(0.1),
+    ...                        lambda x, y: -0.5 * (y - x) ** 2, n_particles=300,
+    ...                        loglik_sup=0.0)
+    >>> ys = np.array([0.1, -0.2, 0.0, 30.0, 0.1])
+    >>> res = pf.filter(ys, prior=ps.Normal(0.0, 1.0), seed=1)
+    >>> res.discount.round(2)
+    array([1.  , 0.98, 1.  , 0.  , 0.99])
+    >>> bool(abs(res.mode[3]) < 0.5)                   # the outlier is ignored
+    True
+
+    From a linear-Gaussian model (the same model object as the Kalman filter):
+
+    >>> model = ps.models.constant_velocity()
+    >>> pf = ps.ParticleFilter.from_model(model, n_particles=200,
+    ...                                   prior=ps.MultivariateNormal([0.0, 1.0], np.eye(2)))
+    >>> res = pf.filter(np.array([0.1, 1.2, 1.9, 40.0, 4.1]), seed=0)
+    >>> res.discount.round(2)
+    array([1.  , 0.99, 1.  , 0.  , 0.99])
+    """
+
+    transition: Callable
+    transition_logpossibility: GaussianNoise | Callable
+    loglik: Callable
+    n_particles: int = 1000
+    robust: bool = True
+    tau: float | None = None
+    dim: float | None = None
+    loglik_sup: float | Callable | None = None
+    bandwidth: float | None = None
+    prior: Any = None
+    seed: Any = None
+
+    def __post_init__(self) -> None:
+        for name in ("transition", "loglik"):
+            if not callable(getattr(self, name)):
+                raise ValueError(f"{name} must be callable, got "
+                                 f"{type(getattr(self, name)).__name__}")
+        tl = self.transition_logpossibility
+        if not (isinstance(tl, GaussianNoise) or callable(tl)):
+            raise ValueError("transition_logpossibility must be a GaussianNoise or a callable "
+                             f"log f(x_next, x_prev), got {type(tl).__name__}")
+        n = self.n_particles
+        if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 2:
+            raise ValueError(f"n_particles must be an integer >= 2, got {n!r}")
+        if not isinstance(self.robust, bool | np.bool_):
+            raise TypeError(f"robust must be a bool, got {self.robust!r}")
+        if self.tau is not None:
+            check_unit_interval("tau", self.tau, low_open=True, high_open=False)
+        if self.dim is not None:
+            check_positive("dim", self.dim)
+        if self.bandwidth is not None:
+            check_unit_interval("bandwidth", self.bandwidth, low_open=False, high_open=True)
+
+    @classmethod
+    def from_model(cls, model: Any, n_particles: int = 1000, **options: Any) -> ParticleFilter:
+        """The particle filter of a time-invariant linear-Gaussian model.
+
+        Parameters
+        ----------
+        model : LinearGaussianModel or (F, Q, H, R)
+        n_particles : int
+        **options
+            ``robust``, ``tau``, ``dim``, ``bandwidth``, ``prior``, ``seed`` as in the class.
+        """
+        from possibly.filters.state_space import LinearGaussianModel
+
+        model = LinearGaussianModel.of(model)
+        if model.time_varying:
+            raise ValueError("ParticleFilter.from_model needs a time-invariant model (F and Q "
+                             "not per step)")
+        ob = model._observation
+        loglik = _GaussianLoglik(ob.H, ob.W, ob.resid)
+        return cls(_LinearDrift(model.F), GaussianNoise(model.Q), loglik,
+                   n_particles=n_particles, loglik_sup=loglik.sup, **options)
+
+    # -- the protocol -----------------------------------------------------------------------
+    def init(self, batch_shape: tuple[int, ...] = (), prior: Any = None,
+             seed: Any = None) -> ParticleFilterState:
+        """Particles sampled from ``prior`` (default: the filter's), see :func:`sample_prior`.
+
+        ``seed`` (default: the filter's) starts the random stream kept in the state.
+        """
+        if tuple(batch_shape) != ():
+            raise ValueError(f"ParticleFilter runs one series at a time: batch_shape must be "
+                             f"(), got {batch_shape!r}")
+        prior = self.prior if prior is None else prior
+        if prior is None:
+            raise ValueError("prior must be given (here or to ParticleFilter): particles "
+                             "cannot represent the uninformative prior")
+        rng = np.random.default_rng(self.seed if seed is None else seed)
+        return sample_prior(self, prior, rng)._replace(rng=rng)
+
+    def step(self, state: ParticleFilterState,
+             y: Any) -> tuple[ParticleFilterState, ParticleInfo]:
+        """Predict (after the first observation), then update with ``y``; pure."""
+        if not isinstance(state, ParticleFilterState) or state.rng is None:
+            raise ValueError("state must be a ParticleFilterState from init()")
+        rng = copy.deepcopy(state.rng)
+        if state.t:
+            state = predict(self, state, rng)
+        if _is_missing(y):
+            best = state.particles[int(np.argmax(state.log_values))]
+            return (state._replace(rng=rng, t=state.t + 1),
+                    ParticleInfo(math.nan, math.nan, gamma=math.nan, mode=best))
+        state, info = update(self, state, y)
+        return state._replace(rng=rng, t=state.t + 1), info
+
+    def fit(self, y: Any) -> ParticleFilterResult:
+        """Filter a whole series from :meth:`init` (same as :meth:`filter`)."""
+        return self.filter(y)
+
+    def filter(self, ys: Sequence, prior: Any = None, seed: Any = None) -> ParticleFilterResult:
+        """Filter the observations ``ys[0], ys[1], ...``.
+
+        Parameters
+        ----------
+        ys : sequence
+            Observations, each passed as ``y`` to ``loglik`` (a ``y`` containing NaN is
+            missing: predict only).
+        prior : Normal, MultivariateNormal or ParticlePossibility, optional
+            Possibility function of the first state, before ``ys[0]`` (default: the
+            filter's).
+        seed : int or numpy.random.Generator, optional
+
+        Returns
+        -------
+        ParticleFilterResult
+        """
+        if len(ys) < 1:
+            raise ValueError("ys must hold at least one observation")
+        state = self.init((), prior, seed)
+        modes, infos = [], []
+        for y in ys:
+            state, info = self.step(state, y)
+            modes.append(info.mode)
+            infos.append(info)
+        return ParticleFilterResult(
+            mode=np.stack(modes),
+            log_consistency=np.array([i.log_consistency for i in infos]),
+            gamma=np.array([i.gamma for i in infos]),
+            discount=np.array([i.discount for i in infos]),
+            final=state.possibility(),
+        )
+
+
+# -- pure functions -----------------------------------------------------------------------------
+def sample_prior(pf: ParticleFilter, prior, rng: np.random.Generator) -> ParticleFilterState:
+    """Initial particles from a prior possibility function.
+
+    A :class:`~possibly.Normal` or :class:`~possibly.MultivariateNormal` with positive
+    precision is sampled from its normal density (so the sampling weights start equal); the
+    particles of a :class:`ParticlePossibility` are used as they are, with sampling weights
+    ∝ their values (they are assumed spread by a flat exploration density).
+    """
+    n = pf.n_particles
+    if isinstance(prior, ParticlePossibility):
+        return ParticleFilterState(prior.particles, prior.log_values, prior.log_values.copy())
+    if isinstance(prior, Normal | MultivariateNormal) and not prior.batch_shape:
+        prec = np.atleast_2d(prior.precision)
+        try:
+            chol = np.linalg.cholesky(prec)
+        except np.linalg.LinAlgError:
+            chol = None
+        if chol is None or np.linalg.cond(prec) > 1e12:
+            raise ValueError("prior must have a positive-definite precision to be sampled; "
+                             "the uninformative prior cannot be represented by particles")
+        z = rng.standard_normal((n, prec.shape[0]))
+        x = np.atleast_1d(prior.mean) + np.linalg.solve(chol.T, z.T).T
+        x = x[:, 0] if isinstance(prior, Normal) else x
+        lv = prior.log_possibility(x)
+        return ParticleFilterState(x, lv - lv.max(), np.zeros(n))
+    raise ValueError(f"prior must be an unbatched Normal, MultivariateNormal or "
+                     f"ParticlePossibility, got {type(prior).__name__}")
+
+
+def _systematic(prob: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+    u = (rng.random() + np.arange(n)) / n
+    return np.minimum(np.searchsorted(np.cumsum(prob), u), len(prob) - 1)
+
+
+def _check_states(name: str, x, like: np.ndarray) -> np.ndarray:
+    try:
+        arr = np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must return numbers") from exc
+    if arr.shape != like.shape:
+        raise ValueError(f"{name} returned shape {arr.shape}, expected {like.shape} (one state "
+                         "per particle)")
+    if not np.isfinite(arr).all():
+        raise ValueError(f"{name} returned NaN or infinite states")
+    return arr
+
+
+def _pairwise_max_logsumexp(pair: Callable[[slice], np.ndarray], n: int, m: int,
+                            log_values: np.ndarray, prob: np.ndarray):
+    """Row-wise ``max_j(log_values_j + K_ij)`` and ``log sum_j prob_j exp(K_ij)``.
+
+    ``pair(rows)`` returns the block ``K[rows, :]``; rows are processed in chunks.
+    """
+    top = np.empty(n)
+    lse = np.empty(n)
+    rows = max(1, _CHUNK // max(m, 1))
+    for start in range(0, n, rows):
+        sl = slice(start, min(n, start + rows))
+        k = pair(sl)
+        top[sl] = (log_values[None, :] + k).max(axis=1)
+        # shift each row by its largest K so that exp neither overflows nor underflows
+        kmax = k.max(axis=1, keepdims=True)
+        safe = np.where(np.isfinite(kmax), kmax, 0.0)
+        with np.errstate(divide="ignore"):
+            lse[sl] = safe[:, 0] + np.log(np.exp(k - safe) @ prob)
+    return top, lse
+
+
+def predict(pf: ParticleFilter, state: ParticleFilterState,
+            rng: np.random.Generator) -> ParticleFilterState:
+    """Prediction: new particles, their possibility values by a sup over all old particles.
+
+    See the module docstring for the scheme.
+    """
+    x, lv, lw = state[:3]
+    m = len(x)
+    n = pf.n_particles
+    prob = np.exp(lw - lw.max())
+    prob /= prob.sum()
+    anc = _systematic(prob, n, rng)
+    tl = pf.transition_logpossibility
+    if isinstance(tl, GaussianNoise):
+        gx = _check_states("transition", pf.transition(x), x)
+        g2 = gx.reshape(m, -1)
+        d = g2.shape[1]
+        if tl.dim != d:
+            raise ValueError(f"GaussianNoise has dimension {tl.dim}, the state {d}")
+        h2 = _silverman(d, n) if pf.bandwidth is None else float(pf.bandwidth)
+        mean = prob @ g2
+        c = g2 - mean
+        cov = h2 * ((c * prob[:, None]).T @ c) + tl.cov
+        cov = 0.5 * (cov + cov.T) + 1e-12 * max(np.trace(cov) / d, 1e-300) * np.eye(d)
+        chol = np.linalg.cholesky(cov)
+        centres = np.sqrt(1.0 - h2) * g2 + (1.0 - np.sqrt(1.0 - h2)) * mean
+        new2 = centres[anc] + rng.standard_normal((n, d)) @ chol.T
+        # whitened coordinates, centred to keep the expanded squares small
+        wc = np.linalg.solve(chol, (centres - mean).T).T
+        wn = np.linalg.solve(chol, (new2 - mean).T).T
+        nc, nn = (wc * wc).sum(1), (wn * wn).sum(1)
+
+        def pair(sl: slice) -> np.ndarray:
+            d2 = nn[sl, None] + nc[None, :] - 2.0 * wn[sl] @ wc.T
+            return -0.5 * np.maximum(d2, 0.0)
+
+        new = new2.reshape((n,) + x.shape[1:])
+    else:
+        new = _check_states("transition", pf.transition(x[anc], rng), x[anc])
+
+        def pair(sl: slice) -> np.ndarray:
+            k = np.asarray(tl(new[sl][:, None], x[None, :]), dtype=np.float64)
+            rows = len(range(n)[sl])
+            if k.shape != (rows, m):
+                raise ValueError(f"transition_logpossibility(x_next[:, None], x_prev[None, :]) "
+                                 f"returned shape {k.shape}, expected {(rows, m)}")
+            if np.isnan(k).any() or (k == np.inf).any():
+                raise ValueError("transition_logpossibility returned NaN or +inf")
+            return k
+
+    top, log_q = _pairwise_max_logsumexp(pair, n, m, lv, prob)
+    if top.max() == -np.inf:
+        raise ValueError("every new particle has possibility 0 under the transition")
+    top = top - top.max()
+    with np.errstate(invalid="ignore"):
+        log_w = np.where(top == -np.inf, -np.inf, top - log_q)
+    return ParticleFilterState(new, top, log_w, state.rng, state.t)
+
+
+def _silverman(d: int, n: int) -> float:
+    return float((4.0 / ((d + 2.0) * n)) ** (2.0 / (d + 4.0)))
+
+
+def update(pf: ParticleFilter, state: ParticleFilterState,
+           y) -> tuple[ParticleFilterState, ParticleInfo]:
+    """Robust update with observation ``y``: ``log f + rho log L``, max-normalised."""
+    x, lv, lw = state[:3]
+    lik = LogLikelihood(pf.loglik, y, pf.loglik_sup)
+    log_l = lik.log_information(x)
+    with np.errstate(invalid="ignore"):
+        log_c = float(min((lv + log_l).max(), 0.0))
+    d = 1 if x.ndim == 1 else x.shape[1]
+    dim = float(d if pf.dim is None else pf.dim)
+    gamma = float(discount(log_c, dim))
+    if not pf.robust:
+        rho = 1.0
+    else:
+        rho = gamma if pf.tau is None else float(discount(log_c, dim, pf.tau))
+    step_l = _times(rho, log_l)
+    new_lv = lv + step_l
+    top = new_lv.max()
+    if top == -np.inf:
+        raise ValueError("the observation has likelihood 0 at every particle with a nonzero "
+                         "possibility: the (standard) posterior is undefined")
+    new_lv = new_lv - top
+    new_lw = lw + step_l
+    mode = x[int(np.argmax(new_lv))]
+    return (ParticleFilterState(x, new_lv, new_lw - new_lw.max(), state.rng, state.t),
+            ParticleInfo(log_consistency=log_c, discount=rho, gamma=gamma, mode=mode))

@@ -1,0 +1,143 @@
+"""The possibilistic RTS smoother: a pure function of the model and the filtered states.
+
+The backward pass keeps the discounts of the forward pass: it is the exact smoother of the
+model with observation noise ``R / ρ_t`` (docs/math.md §2). Steps whose filtered state is in
+information form (before every direction of the state is informed) use the same recursion in
+natural parameters, ``smoothed_t = filtered_t × back-propagated(smoothed_{t+1} /
+predicted_{t+1})``, exact with a singular ``Q``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from possibly.filters.kalman import (
+    FilterResult,
+    _covariance_or_inf,
+    _inverse,
+    _mv,
+    _scale_exponent,
+    _unscale,
+)
+from possibly.filters.state_space import LinearGaussianModel, _sym
+
+__all__ = ["SmootherResult", "smooth"]
+
+
+@dataclass(frozen=True)
+class SmootherResult:
+    """Output of :func:`smooth`.
+
+    Attributes
+    ----------
+    mean : ndarray, shape (..., T, n)
+        E* of θ_t given all observations (the max-marginal mode).
+    covariance : ndarray, shape (..., T, n, n)
+    filtered : FilterResult
+        The forward pass, whose discounts the smoother keeps.
+    """
+
+    mean: np.ndarray
+    covariance: np.ndarray
+    filtered: FilterResult
+
+    @property
+    def consistency(self) -> np.ndarray:
+        return self.filtered.consistency
+
+    @property
+    def discount(self) -> np.ndarray:
+        return self.filtered.discount
+
+
+def smooth(model: LinearGaussianModel, filtered: FilterResult) -> SmootherResult:
+    """Backward (RTS) pass over the stacked filtered and predicted states of a forward pass.
+
+    Parameters
+    ----------
+    model : LinearGaussianModel
+        The model the forward pass ran with.
+    filtered : FilterResult
+        From :meth:`possibly.KalmanFilter.filter` with ``keep="all"`` (the default).
+
+    Returns
+    -------
+    SmootherResult
+
+    Examples
+    --------
+    >>> import numpy as np, possibly as ps
+    >>> from possibly.filters import smooth
+    >>> model = ps.models.constant_velocity()
+    >>> fr = ps.KalmanFilter(model).filter(np.array([0.0, 1.1, 1.9, 3.2, 30.0, 5.0]))
+    >>> smooth(model, fr).mean[:, 0].round(2)
+    array([0.03, 1.04, 2.04, 3.04, 4.05, 5.05])
+    """
+    if not isinstance(model, LinearGaussianModel):
+        raise ValueError(f"model must be a LinearGaussianModel, got {type(model).__name__}")
+    if not isinstance(filtered, FilterResult):
+        raise ValueError(f"filtered must be a FilterResult, got {type(filtered).__name__}")
+    fr = filtered
+    f_mean, f_cov = fr._need("mean"), fr._need("covariance")
+    p_mean, p_cov = fr._need("predicted_mean"), fr._need("predicted_covariance")
+    f_pre, p_pre = fr._information_part(0), fr._information_part(1)
+    batch = f_mean.shape[:-2]
+    T, n = f_mean.shape[-2:]
+    if n != model.state_dim:
+        raise ValueError(f"filtered has states of dimension {n}, the model {model.state_dim}")
+    model._check_length(T)
+    size = int(np.prod(batch))
+
+    def fl(a, ev):
+        return a.reshape((size,) + a.shape[a.ndim - ev:])
+
+    f_mean, f_cov, p_mean, p_cov = fl(f_mean, 2), fl(f_cov, 3), fl(p_mean, 2), fl(p_cov, 3)
+    f_pre, p_pre = fl(f_pre, 3), fl(p_pre, 3)
+    kf = f_pre.shape[1]
+    s_mean = np.empty_like(f_mean)
+    s_cov = np.empty_like(f_cov)
+    s_mean[:, -1] = f_mean[:, -1]
+    s_cov[:, -1] = f_cov[:, -1]
+    s_prec = f_pre[:, -1] if kf == T else None
+    for t in range(T - 2, -1, -1):
+        tr = model._transition(t)
+        if t >= kf:  # covariance form: RTS gain G = P_t Fᵀ P_{t+1|t}⁻¹
+            fp = tr.F @ f_cov[:, t]
+            try:
+                gain = np.swapaxes(np.linalg.solve(p_cov[:, t + 1], fp), -1, -2)
+            except np.linalg.LinAlgError:  # a covariance rounded to singular: its limit
+                gain = np.swapaxes(_inverse(p_cov[:, t + 1]) @ fp, -1, -2)
+            k = _scale_exponent(s_mean[:, t + 1], p_mean[:, t + 1])
+            if k is None:
+                s_mean[:, t] = f_mean[:, t] + _mv(gain, s_mean[:, t + 1] - p_mean[:, t + 1])
+            else:  # huge means: the difference in scaled form cannot overflow
+                d = np.ldexp(s_mean[:, t + 1], -k[..., None]) - np.ldexp(p_mean[:, t + 1],
+                                                                        -k[..., None])
+                s_mean[:, t] = f_mean[:, t] + _unscale(_mv(gain, d), k)
+            s_cov[:, t] = _sym(f_cov[:, t] + gain @ (s_cov[:, t + 1] - p_cov[:, t + 1])
+                               @ np.swapaxes(gain, -1, -2))
+            continue
+        if s_prec is None:  # smoothed t+1 is in covariance form (proper)
+            s_prec = _sym(_inverse(s_cov[:, t + 1]))
+        yp = p_pre[:, t + 1]
+        lam = s_prec - yp
+        # the means enter linearly: scaled by a power of two when huge (docs/math.md §2)
+        k = _scale_exponent(s_mean[:, t + 1], p_mean[:, t + 1], f_mean[:, t])
+        sm, pm, fm = (m if k is None else np.ldexp(m, -k[..., None])
+                      for m in (s_mean[:, t + 1], p_mean[:, t + 1], f_mean[:, t]))
+        h = _mv(s_prec, sm) - _mv(yp, pm)
+        if tr.G.shape[1]:  # sup over the process noise in range(Q)
+            lg = lam @ tr.G
+            a = tr.Qg_inv + tr.G.T @ lg
+            h = h - _mv(lg, np.linalg.solve(a, (h @ tr.G)[..., None])[..., 0])
+            lam = lam - lg @ np.linalg.solve(a, np.swapaxes(lg, -1, -2))
+        back = tr.Ft @ lam @ tr.F
+        prec = _sym(f_pre[:, t] + back)
+        rhs = _mv(tr.Ft, h) - _mv(back, fm)
+        s_mean[:, t] = f_mean[:, t] + _unscale(_mv(np.linalg.pinv(prec, hermitian=True), rhs), k)
+        s_cov[:, t] = _covariance_or_inf(prec)
+        s_prec = prec
+    return SmootherResult(mean=s_mean.reshape(batch + (T, n)),
+                          covariance=s_cov.reshape(batch + (T, n, n)), filtered=fr)

@@ -1,0 +1,328 @@
+"""Linear-Gaussian state-space models, shared by every filter of :mod:`possibly.filters`.
+
+A model is ``θ_t = F_t θ_{t-1} + u_t``, ``u_t ~ N(0, Q_t)`` and ``y_t = H θ_t + v_t``,
+``v_t ~ N(0, R)`` (docs/math.md §2). :class:`LinearGaussianModel` holds it once, validated,
+and is what :class:`possibly.KalmanFilter`, :meth:`possibly.ParticleFilter.from_model` and
+:func:`possibly.scaleout.kalman_many` take. It unpacks like the tuple ``(F, Q, H, R)`` it
+replaces, so ``F, Q, H, R = constant_velocity()`` and ``KalmanFilter(*constant_velocity())``
+keep working.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from possibly.validation import as_finite, check_psd
+
+__all__ = ["LinearGaussianModel", "constant_velocity"]
+
+#: entries of F, Q, H, R are accepted up to this magnitude (and nonzero ones down to its
+#: inverse): products of two such entries and of an entry with an observation up to 1e300
+#: must not overflow in the filter's quadratic forms, which are kept in scaled form.
+MAX_MAGNITUDE = 1e100
+
+
+@dataclass(frozen=True)
+class _Transition:
+    """One transition, prepared for the filter's predict step."""
+
+    F: np.ndarray
+    Ft: np.ndarray
+    Q: np.ndarray
+    F_inv: np.ndarray | None  # None when F is singular (information-form predict impossible)
+    G: np.ndarray  # Q = G Q_g G', G with orthonormal columns spanning range(Q)
+    Qg_inv: np.ndarray
+
+
+@dataclass(frozen=True)
+class _Observation:
+    """The observation model, prepared for the filter's update step."""
+
+    H: np.ndarray
+    Ht: np.ndarray
+    R: np.ndarray
+    W: np.ndarray  # R^-1
+    resid: np.ndarray | None  # y' resid y = min_θ (y - Hθ)' W (y - Hθ); None if H is onto
+
+
+def _sym(a: np.ndarray) -> np.ndarray:
+    return 0.5 * (a + np.swapaxes(a, -1, -2))
+
+
+def _residual_matrix(H: np.ndarray, W: np.ndarray) -> np.ndarray:
+    """``W - W H (Hᵀ W H)⁺ Hᵀ W``: the weighted least-squares residual quadratic form."""
+    wh = W @ H
+    return W - wh @ np.linalg.pinv(np.swapaxes(H, -1, -2) @ wh, hermitian=True) @ \
+        np.swapaxes(wh, -1, -2)
+
+
+def _check_magnitude(name: str, arr: np.ndarray) -> None:
+    big = np.abs(arr).max(initial=0.0)
+    if big > MAX_MAGNITUDE:
+        raise ValueError(f"{name} must have entries of magnitude at most {MAX_MAGNITUDE:g}, got "
+                         f"{float(big):g}")
+    nonzero = np.abs(arr[arr != 0])
+    if nonzero.size and nonzero.min() < 1.0 / MAX_MAGNITUDE:
+        raise ValueError(f"{name} must have nonzero entries of magnitude at least "
+                         f"{1.0 / MAX_MAGNITUDE:g}, got {float(nonzero.min()):g}")
+
+
+def _checked_transition(F: Any, Q: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Validated ``F`` (n, n) or (K, n, n) and ``Q`` of matching shape."""
+    F = as_finite("F", F)
+    if F.ndim not in (2, 3) or F.shape[-1] != F.shape[-2] or F.shape[-1] < 1:
+        raise ValueError(f"F must be a square matrix of shape (n, n), or (K, n, n) per step, "
+                         f"with n >= 1, got shape {F.shape}")
+    n = F.shape[-1]
+    Q = check_psd("Q", Q)
+    if Q.ndim not in (2, 3) or Q.shape[-2:] != (n, n):
+        raise ValueError(f"Q must have shape ({n}, {n}) to match F, or (K, {n}, {n}) per "
+                         f"step, got {Q.shape}")
+    if F.ndim == 3 and Q.ndim == 3 and F.shape[0] != Q.shape[0]:
+        raise ValueError(f"F and Q per step must have the same number of steps, got "
+                         f"{F.shape[0]} and {Q.shape[0]}")
+    _check_magnitude("F", F)
+    _check_magnitude("Q", Q)
+    return F, Q
+
+
+def _checked_observation(H: Any, R: Any, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Validated ``H`` (m, n) and ``R`` (m, m), positive definite."""
+    H = as_finite("H", H)
+    if H.ndim != 2 or H.shape[1] != n or H.shape[0] < 1:
+        raise ValueError(f"H must have shape (m, {n}) with m >= 1 to match F, got {H.shape}")
+    m = H.shape[0]
+    R = check_psd("R", R, definite=True)
+    if R.shape != (m, m):
+        raise ValueError(f"R must have shape ({m}, {m}) to match H, got {R.shape}")
+    _check_magnitude("H", H)
+    _check_magnitude("R", R)
+    return H, R
+
+
+
+def _prepare_transition(F: np.ndarray, Q: np.ndarray) -> _Transition:
+    lam, vec = np.linalg.eigh(Q)
+    keep = lam > 1e-12 * max(lam.max(initial=0.0), 1e-300)
+    n = F.shape[0]
+    f_inv = np.linalg.inv(F) if n and np.linalg.cond(F) < 1e12 else None
+    return _Transition(F=F, Ft=F.T.copy(), Q=Q, F_inv=f_inv, G=vec[:, keep],
+                       Qg_inv=np.diag(1.0 / lam[keep]))
+
+
+def _prepare_observation(H: np.ndarray, R: np.ndarray) -> _Observation:
+    W = np.linalg.inv(R)
+    onto = np.linalg.matrix_rank(H) == H.shape[0]
+    resid = None if onto else _sym(_residual_matrix(H, W))
+    return _Observation(H=H, Ht=H.T.copy(), R=R, W=_sym(W), resid=resid)
+
+
+@dataclass(frozen=True, eq=False)
+class LinearGaussianModel:
+    """A linear-Gaussian state-space model ``(F, Q, H, R)``, validated once.
+
+    Parameters
+    ----------
+    F : array_like, shape (n, n) or (K, n, n)
+        Transition matrix; with a leading time axis, ``F[k]`` maps the state of step ``k`` to
+        step ``k + 1`` (a series of ``T`` steps needs ``K >= T - 1``).
+    Q : array_like, shape (n, n) or (K, n, n)
+        Process noise covariance (positive semi-definite, may be singular, e.g. the rank-one
+        ``Q`` of :func:`constant_velocity`); optionally per step like ``F``.
+    H : array_like, shape (m, n)
+        Observation matrix.
+    R : array_like, shape (m, m)
+        Observation noise covariance (positive definite).
+    state_names : sequence of str, optional
+        Names of the ``n`` state components (used by ``FilterResult.to_frame``); ``x0, x1, ...``
+        by default.
+
+    Notes
+    -----
+    Numeric range: entries of ``F, Q, H, R`` have magnitudes in ``[1e-100, 1e100]`` (or are 0),
+    so that the filters' scaled quadratic forms cannot overflow for observations up to 1e300.
+    The object is immutable and can be shared by threads and pickled.
+
+    Examples
+    --------
+    >>> import numpy as np, possibly as ps
+    >>> model = ps.LinearGaussianModel(F=[[1.0]], Q=[[0.1]], H=[[1.0]], R=[[1.0]])
+    >>> model.state_dim, model.obs_dim, model.time_varying
+    (1, 1, False)
+    >>> F, Q, H, R = ps.models.constant_velocity()                # unpacks like a tuple
+    >>> ps.models.constant_velocity().state_names
+    ('position', 'velocity')
+    >>> steps = ps.LinearGaussianModel(F=np.stack([np.eye(1)] * 9), Q=[[0.1]], H=[[1.0]],
+    ...                                R=[[1.0]])
+    >>> steps.time_varying, steps.n_transitions
+    (True, 9)
+    """
+
+    F: Any
+    Q: Any
+    H: Any
+    R: Any
+    state_names: Sequence[str] | None = None
+
+    def __post_init__(self) -> None:
+        F, Q = _checked_transition(self.F, self.Q)
+        n = F.shape[-1]
+        H, R = _checked_observation(self.H, self.R, n)
+        names = self.state_names
+        if names is not None:
+            if isinstance(names, str):
+                raise ValueError(f"state_names must be a sequence of {n} names, got {names!r}")
+            names = tuple(str(s) for s in names)
+            if len(names) != n or len(set(names)) != n:
+                raise ValueError(f"state_names must be {n} distinct names, got {names}")
+        for key, value in (("F", F), ("Q", Q), ("H", H), ("R", R), ("state_names", names)):
+            object.__setattr__(self, key, value)
+        k = max(F.shape[0] if F.ndim == 3 else 0, Q.shape[0] if Q.ndim == 3 else 0)
+        if F.ndim == 3 or Q.ndim == 3:
+            trs = tuple(_prepare_transition(F[i] if F.ndim == 3 else F,
+                                            Q[i] if Q.ndim == 3 else Q) for i in range(k))
+        else:
+            trs = (_prepare_transition(F, Q),)
+        object.__setattr__(self, "_transitions", trs)
+        object.__setattr__(self, "_observation", _prepare_observation(H, R))
+
+    @classmethod
+    def of(cls, model: Any) -> LinearGaussianModel:
+        """``model`` itself, or a model from a tuple ``(F, Q, H, R)``."""
+        if isinstance(model, LinearGaussianModel):
+            return model
+        try:
+            F, Q, H, R = model
+        except (TypeError, ValueError):
+            raise ValueError("model must be a LinearGaussianModel or a tuple (F, Q, H, R), got "
+                             f"{type(model).__name__}") from None
+        return cls(F, Q, H, R)
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        return iter((self.F, self.Q, self.H, self.R))
+
+    def __getitem__(self, i: int) -> np.ndarray:
+        # like the tuple (F, Q, H, R) this object replaces
+        return (self.F, self.Q, self.H, self.R)[i]
+
+    def __repr__(self) -> str:
+        steps = f", {self.n_transitions} transitions" if self.time_varying else ""
+        names = "" if self.state_names is None else f", state_names={self.state_names}"
+        return f"LinearGaussianModel(n={self.state_dim}, m={self.obs_dim}{steps}{names})"
+
+    @property
+    def state_dim(self) -> int:
+        """``n``, the dimension of the state."""
+        return int(self.F.shape[-1])
+
+    @property
+    def obs_dim(self) -> int:
+        """``m``, the dimension of one observation."""
+        return int(self.H.shape[0])
+
+    @property
+    def time_varying(self) -> bool:
+        """Whether ``F`` or ``Q`` is given per step."""
+        return self.F.ndim == 3 or self.Q.ndim == 3
+
+    @property
+    def n_transitions(self) -> int | None:
+        """Number of per-step transitions (None if time-invariant)."""
+        return len(self._transitions) if self.time_varying else None
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The state names, ``x0, x1, ...`` if none were given."""
+        return self.state_names or tuple(f"x{j}" for j in range(self.state_dim))
+
+    def _transition(self, k: int) -> _Transition:
+        """The prepared transition from step ``k`` to step ``k + 1``."""
+        trs = self._transitions
+        if len(trs) == 1 and not self.time_varying:
+            return trs[0]
+        if k >= len(trs):
+            raise ValueError(f"the model has {len(trs)} transitions (F or Q per step), enough "
+                             f"for {len(trs) + 1} observations; step {k + 2} needs more")
+        return trs[k]
+
+    def _check_length(self, T: int) -> None:
+        if self.time_varying and T - 1 > len(self._transitions):
+            raise ValueError(f"ys has {T} steps but the model has only {len(self._transitions)} "
+                             f"transitions (F or Q per step; {T - 1} needed)")
+
+
+def _check_scale(name: str, value: Any, low: float, high: float) -> float:
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a real number in [{low:g}, {high:g}], got "
+                         f"{value!r}") from None
+    if isinstance(value, bool) or not low <= x <= high:
+        raise ValueError(f"{name} must be in [{low:g}, {high:g}], got {value!r}")
+    return x
+
+
+def constant_velocity(dt: float = 1.0, accel_sd: float = 0.05, obs_sd: float = 1.0,
+                      ndim: int = 1) -> LinearGaussianModel:
+    """Nearly-constant-velocity model (paper §5.2): position observed, velocity a random walk.
+
+    The acceleration is white noise held constant over each step of duration ``dt``, so the
+    process noise ``Q = accel_sd² g gᵀ`` with ``g = (dt²/2, dt)`` has rank one per axis (the
+    filter handles the singular ``Q`` exactly).
+
+    Parameters
+    ----------
+    dt : float in [1e-20, 1e20]
+        Time step Δ.
+    accel_sd : float in [1e-20, 1e20]
+        Standard deviation σ_a of the acceleration noise (with ``accel_sd · dt`` and
+        ``accel_sd · dt²`` also in ``[1e-40, 1e40]``).
+    obs_sd : float in [1e-50, 1e50]
+        Standard deviation of the position measurement noise.
+    ndim : int >= 1
+        Number of spatial axes; the state is ``(position, velocity)`` per axis, axes in turn.
+
+    Returns
+    -------
+    LinearGaussianModel
+        With ``F`` and ``Q`` of shape ``(2 ndim, 2 ndim)``, ``H`` of shape ``(ndim, 2 ndim)``,
+        ``R`` of shape ``(ndim, ndim)`` and state names ``position, velocity`` (suffixed by the
+        axis when ``ndim > 1``); it unpacks as ``F, Q, H, R``.
+
+    Examples
+    --------
+    >>> import possibly as ps
+    >>> F, Q, H, R = ps.models.constant_velocity(dt=1.0, accel_sd=0.05, obs_sd=1.0)
+    >>> F
+    array([[1., 1.],
+           [0., 1.]])
+    >>> Q / 0.05**2
+    array([[0.25, 0.5 ],
+           [0.5 , 1.  ]])
+    >>> H, R
+    (array([[1., 0.]]), array([[1.]]))
+    """
+    dt = _check_scale("dt", dt, 1e-20, 1e20)
+    accel_sd = _check_scale("accel_sd", accel_sd, 1e-20, 1e20)
+    obs_sd = _check_scale("obs_sd", obs_sd, 1e-50, 1e50)
+    for what, value in (("accel_sd * dt", accel_sd * dt), ("accel_sd * dt**2", accel_sd * dt**2)):
+        if not 1e-40 <= value <= 1e40:  # the scales of Q's entries
+            raise ValueError(f"{what} must be in [1e-40, 1e40] (a process noise scale), got "
+                             f"accel_sd={accel_sd:g}, dt={dt:g}")
+    if isinstance(ndim, bool) or not isinstance(ndim, int | np.integer) or ndim < 1:
+        raise ValueError(f"ndim must be an integer >= 1, got {ndim!r}")
+    f1 = np.array([[1.0, dt], [0.0, 1.0]])
+    g = np.array([dt**2 / 2.0, dt])
+    q1 = accel_sd**2 * np.outer(g, g)
+    eye = np.eye(ndim)
+    F = np.kron(eye, f1)
+    Q = np.kron(eye, q1)
+    H = np.kron(eye, np.array([[1.0, 0.0]]))
+    R = obs_sd**2 * eye
+    names = ("position", "velocity") if ndim == 1 else tuple(
+        f"{s}_{i}" for i in range(ndim) for s in ("position", "velocity"))
+    return LinearGaussianModel(F, Q, H, R, state_names=names)

@@ -1,0 +1,84 @@
+"""The compiled Kalman loop (issue #13 item 4) gives the numpy path's numbers."""
+
+import numpy as np
+import pytest
+
+import possibly as ps
+from possibly.filters import LinearGaussianModel
+
+pytest.importorskip("numba")
+
+CV = ps.models.constant_velocity()
+CV2 = ps.models.constant_velocity(ndim=2, obs_sd=0.7)
+FIELDS = ("mean", "variance", "covariance", "predicted_mean", "predicted_covariance",
+          "log_consistency", "discount", "gamma")
+
+
+def _track(seed, T=120, m=1):
+    rng = np.random.default_rng(seed)
+    ys = np.cumsum(rng.normal(size=(T, m)), axis=0) + rng.normal(size=(T, m))
+    ys[T // 4] += 50.0
+    ys[T // 3] = np.nan
+    if m > 1:
+        ys[T // 2, 0] = np.nan  # partly missing
+    ys[T - 10] = 1e250  # a huge outlier: scaled quadratic forms
+    return ys
+
+
+def _same(a, b, rtol=1e-10):
+    for f in FIELDS:
+        x, y = getattr(a, f), getattr(b, f)
+        np.testing.assert_allclose(x, y, rtol=rtol, atol=1e-12, equal_nan=True, err_msg=f)
+    np.testing.assert_allclose(a.final.mean, b.final.mean, rtol=rtol)
+    np.testing.assert_allclose(a.final.covariance, b.final.covariance, rtol=rtol)
+
+
+@pytest.mark.parametrize("options", [{}, {"robust": False}, {"tau": 0.2}, {"dim": 1}])
+@pytest.mark.parametrize("model, m", [(CV, 1), (CV2, 2)])
+def test_numba_equals_numpy(model, m, options):
+    ys = _track(m, m=m)
+    kf = ps.KalmanFilter(model, **options)
+    _same(kf.filter(ys, engine="numba"), kf.filter(ys, engine="numpy"))
+
+
+def test_numba_equals_numpy_with_a_proper_prior_and_a_batch():
+    ys = np.stack([_track(s) for s in range(3)])
+    prior = ps.MultivariateNormal([0.0, 0.5], np.diag([0.5, 2.0]))
+    kf = ps.KalmanFilter(CV, prior=prior)
+    _same(kf.filter(ys, engine="numba"), kf.filter(ys, engine="numpy"))
+    # smoothing from either forward pass agrees too
+    a = ps.filters.smooth(CV, kf.filter(ys, engine="numba"))
+    b = ps.filters.smooth(CV, kf.filter(ys, engine="numpy"))
+    np.testing.assert_allclose(a.mean, b.mean, rtol=1e-9)
+
+
+def test_numba_with_keep_means_only():
+    ys = _track(4)
+    kf = ps.KalmanFilter(CV)
+    a = kf.filter(ys, engine="numba", keep=("mean", "variance"))
+    b = kf.filter(ys, engine="numpy")
+    np.testing.assert_allclose(a.mean, b.mean, rtol=1e-10)
+    np.testing.assert_allclose(a.variance[2:], np.diagonal(b.covariance, axis1=-2,
+                                                           axis2=-1)[2:], rtol=1e-10)
+    assert a.covariance is None and a.predicted_mean is None
+
+
+def test_auto_uses_the_compiled_loop_for_one_series_and_numpy_for_big_batches():
+    ys = _track(5)
+    kf = ps.KalmanFilter(CV)
+    auto, numba_ = kf.filter(ys), kf.filter(ys, engine="numba")
+    np.testing.assert_array_equal(auto.mean, numba_.mean)
+    big = np.stack([ys] * 17)
+    np.testing.assert_array_equal(kf.filter(big).mean,
+                                  kf.filter(big, engine="numpy").mean)
+
+
+def test_numba_engine_refuses_what_it_cannot_run():
+    steps = LinearGaussianModel(np.stack([CV.F] * 5), CV.Q, CV.H, CV.R)
+    with pytest.raises(ValueError, match="time-invariant"):
+        ps.KalmanFilter(steps).filter(np.zeros(4), engine="numba")
+    with pytest.raises(ValueError, match="engine must be"):
+        ps.KalmanFilter(CV).filter(np.zeros(4), engine="fast")
+    # auto falls back to numpy where the compiled loop does not apply
+    res = ps.KalmanFilter(steps).filter(np.arange(4.0))
+    np.testing.assert_allclose(res.mean[:, 0], np.arange(4.0), atol=1e-9)
