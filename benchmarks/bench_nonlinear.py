@@ -46,7 +46,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     states, ys, outlier, m0 = simulate_range_bearing(args.repeats, args.seed)
     prior = ps.MultivariateNormal(m0, np.diag(1.0 / np.asarray(PRIOR_SD) ** 2))
-    model = ps.nonlinear.NonlinearModel(f=transition, h=measurement, Q=Q,
+    model = ps.filters.nonlinear.NonlinearModel(f=transition, h=measurement, Q=Q,
                                         R=np.diag([BEARING_SD**2, RANGE_SD**2]))
     truth = states[..., [0, 2]]
     rows = {}

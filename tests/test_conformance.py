@@ -83,7 +83,7 @@ def _nl_h(x):
 
 
 def _nonlinear_model():
-    return ps.nonlinear.NonlinearModel(f=_nl_f, h=_nl_h, Q=0.05 * np.eye(2), R=0.5 * np.eye(2))
+    return ps.filters.NonlinearModel(f=_nl_f, h=_nl_h, Q=0.05 * np.eye(2), R=0.5 * np.eye(2))
 
 
 def _nonlinear(cls):
@@ -94,10 +94,10 @@ _bivariate = np.c_[1.0 + 0.3 * _rng.normal(size=30), 0.3 * _rng.normal(size=30)]
 _bivariate[12] = [25.0, -9.0]
 
 FILTER_CASES += [
-    Case("robust EKF", _nonlinear(ps.nonlinear.ExtendedKalmanFilter), _bivariate, 1),
-    Case("robust UKF", _nonlinear(ps.nonlinear.UnscentedKalmanFilter), _bivariate, 1),
+    Case("robust EKF", _nonlinear(ps.filters.nonlinear.ExtendedKalmanFilter), _bivariate, 1),
+    Case("robust UKF", _nonlinear(ps.filters.nonlinear.UnscentedKalmanFilter), _bivariate, 1),
     Case("Kalman filter, learned noise scale",
-         lambda: ps.noise_scale.NoiseScaleKalmanFilter(
+         lambda: ps.filters.noise_scale.NoiseScaleKalmanFilter(
              *ps.models.constant_velocity(ndim=2), scale_prior=(2.0, 1.0)), _bivariate, 1),
 ]
 

@@ -9,7 +9,7 @@ from scipy.integrate import quad
 from scipy.stats import chi2
 
 import possibly as ps
-from possibly.noise_scale import NoiseScaleKalmanFilter
+from possibly.filters.noise_scale import NoiseScaleKalmanFilter
 
 F, Q, H, R = ps.models.constant_velocity(dt=1.0, accel_sd=0.05, obs_sd=1.0)
 
@@ -98,3 +98,9 @@ def test_bad_input():
         NoiseScaleKalmanFilter(F, Q, H, R).fit(np.array([1.0, np.inf, 2.0]))
     with pytest.raises(ValueError, match="y must have shape"):
         NoiseScaleKalmanFilter(F, 0.1 * np.eye(2), np.eye(2), np.eye(2)).fit(np.ones((5, 3)))
+
+
+def test_kalman_filter_flag():
+    kf = ps.KalmanFilter(F, Q, H, 10 * R, learn_noise_scale=True, scale_prior=(2.0, 1.0))
+    assert isinstance(kf, NoiseScaleKalmanFilter) and kf.scale_prior == (2.0, 1.0)
+    assert isinstance(ps.KalmanFilter(F, Q, H, R, learn_noise_scale=False), ps.KalmanFilter)

@@ -10,7 +10,7 @@ from filterpy.kalman import MerweScaledSigmaPoints
 from filterpy.kalman import UnscentedKalmanFilter as FPUKF
 
 import possibly as ps
-from possibly.nonlinear import (
+from possibly.filters.nonlinear import (
     ExtendedKalmanFilter,
     NonlinearModel,
     UnscentedKalmanFilter,

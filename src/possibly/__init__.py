@@ -14,7 +14,7 @@ Examples
 (0.9394, 0.2422)
 """
 
-from possibly import datasets, likelihood, models, noise_scale, nonlinear
+from possibly import datasets, likelihood, models
 from possibly.changepoint import ChangepointDetector
 from possibly.covariance import RobustCovarianceEstimator
 from possibly.families import (
@@ -29,8 +29,13 @@ from possibly.families import (
     Pareto,
     Possibility,
 )
-from possibly.filters import KalmanFilter, LinearGaussianModel, ParticleFilter
-from possibly.nonlinear import ExtendedKalmanFilter, UnscentedKalmanFilter
+from possibly.filters import (
+    ExtendedKalmanFilter,
+    KalmanFilter,
+    LinearGaussianModel,
+    ParticleFilter,
+    UnscentedKalmanFilter,
+)
 from possibly.grid import GridPossibility, LogLikelihood
 from possibly.inference import (
     RobustUpdate,
@@ -80,8 +85,6 @@ __all__ = [
     "likelihood",
     "log_consistency",
     "models",
-    "noise_scale",
-    "nonlinear",
     "robust_update",
     "update_sequence",
 ]

@@ -647,6 +647,10 @@ class KalmanFilter(SequentialEstimator):
     prior : MultivariateNormal, optional
         Possibility function of the first state before any observation, the default of
         :meth:`init`, :meth:`filter` and streaming :meth:`update`; None: uninformative (exact).
+    learn_noise_scale : bool
+        ``R`` is known up to a scale, learned online: returns a
+        :class:`~possibly.filters.noise_scale.NoiseScaleKalmanFilter` (keywords ``scale_prior``
+        and ``omega`` are passed on).
 
     Notes
     -----
@@ -677,9 +681,17 @@ class KalmanFilter(SequentialEstimator):
     1.0
     """
 
+    def __new__(cls, *args: Any, learn_noise_scale: bool = False, **kwargs: Any) -> Any:
+        if learn_noise_scale:  # a different state (θ and the scale): a different class
+            from possibly.filters.noise_scale import NoiseScaleKalmanFilter
+
+            return NoiseScaleKalmanFilter(*args, **kwargs)
+        return super().__new__(cls)
+
     def __init__(self, model: Any, Q: Any = None, H: Any = None, R: Any = None,
                  robust: bool = True, tau: float | None = None, dim: float | None = None, *,
-                 prior: MultivariateNormal | None = None) -> None:
+                 prior: MultivariateNormal | None = None,
+                 learn_noise_scale: bool = False) -> None:
         if isinstance(model, LinearGaussianModel):
             if Q is not None or H is not None or R is not None:
                 raise TypeError("give either a LinearGaussianModel or the matrices F, Q, H, R, "

@@ -215,7 +215,7 @@ class _RobustNonlinearFilter(SequentialEstimator):
     def __init__(self, model: NonlinearModel, prior: MultivariateNormal, *,
                  robust: bool = True, tau=None, dim=None) -> None:
         if not isinstance(model, NonlinearModel):
-            raise ValueError(f"model must be a possibly.nonlinear.NonlinearModel, got "
+            raise ValueError(f"model must be a possibly.filters.nonlinear.NonlinearModel, got "
                              f"{type(model).__name__}")
         if not isinstance(prior, MultivariateNormal):
             raise ValueError(f"prior must be a possibly.MultivariateNormal (a proper prior: the "
@@ -334,7 +334,7 @@ class ExtendedKalmanFilter(_RobustNonlinearFilter):
     Examples
     --------
     >>> import numpy as np, possibly as ps
-    >>> from possibly.nonlinear import ExtendedKalmanFilter, NonlinearModel
+    >>> from possibly.filters.nonlinear import ExtendedKalmanFilter, NonlinearModel
     >>> model = NonlinearModel(f=lambda x: x, h=lambda x: x ** 3, Q=[[1e-4]], R=[[0.01]])
     >>> ekf = ExtendedKalmanFilter(model, ps.MultivariateNormal([1.0], [[100.0]]))
     >>> res = ekf.fit(np.array([1.3, 1.35, 30.0, 1.28]))    # 30 is an outlier
@@ -366,7 +366,7 @@ class UnscentedKalmanFilter(_RobustNonlinearFilter):
     Examples
     --------
     >>> import numpy as np, possibly as ps
-    >>> from possibly.nonlinear import NonlinearModel, UnscentedKalmanFilter
+    >>> from possibly.filters.nonlinear import NonlinearModel, UnscentedKalmanFilter
     >>> model = NonlinearModel(f=lambda x: x, h=lambda x: x ** 3, Q=[[1e-4]], R=[[0.01]])
     >>> ukf = UnscentedKalmanFilter(model, ps.MultivariateNormal([1.0], [[100.0]]))
     >>> res = ukf.fit(np.array([1.3, 1.35, 30.0, 1.28]))

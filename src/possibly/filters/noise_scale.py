@@ -37,8 +37,8 @@ from scipy.special import roots_genlaguerre
 
 from possibly.families.gamma import gamma_log_support
 from possibly.families.multivariate_normal import MultivariateNormal
+from possibly.filters.kalman import KalmanFilter, KalmanState
 from possibly.inference import discount
-from possibly.kalman import KalmanFilter, KalmanState
 from possibly.sequential import Info, SequentialEstimator, time_first
 from possibly.validation import check_positive, check_unit_interval
 
@@ -50,13 +50,12 @@ _NEGLIGIBLE = 1e-12
 
 @dataclass(frozen=True)
 class NoiseScaleState:
-    """Kalman state of θ, gamma ``Ḡ(λ; alpha, beta)`` of the noise precision scale, and
-    whether an observation was processed (the prior is that of θ_1: no first predict)."""
+    """Kalman state of θ (its ``t`` counts the steps) and the gamma ``Ḡ(λ; alpha, beta)`` of
+    the noise precision scale."""
 
     kalman: KalmanState
     alpha: np.ndarray
     beta: np.ndarray
-    started: bool = False
 
     @property
     def noise_scale(self) -> np.ndarray:
@@ -92,8 +91,8 @@ def _scaled(state: KalmanState, s: np.ndarray) -> KalmanState:
     """The state with its covariance multiplied by ``s`` (per batch element)."""
     s3 = s[..., None, None]
     if state.information_form:
-        return KalmanState(state.mean, None, state.precision / s3)
-    return KalmanState(state.mean, state.covariance * s3, None)
+        return state._replace(precision=state.precision / s3)
+    return state._replace(covariance=state.covariance * s3)
 
 
 class NoiseScaleKalmanFilter(SequentialEstimator):
@@ -101,8 +100,9 @@ class NoiseScaleKalmanFilter(SequentialEstimator):
 
     Parameters
     ----------
-    F, Q, H, R : array_like
-        As for :class:`possibly.KalmanFilter`; ``R`` is known up to a scale.
+    model : LinearGaussianModel, or F
+        As for :class:`possibly.KalmanFilter` (with ``Q, H, R`` when ``F`` is given); ``R`` is
+        known up to a scale.
     scale_prior : (alpha, beta), both > 0
         Gamma possibility of the precision scale λ (mode ``alpha / beta``); the default
         ``(1, 1)`` trusts ``R`` as given with the weight of two pseudo-observations.
@@ -116,7 +116,7 @@ class NoiseScaleKalmanFilter(SequentialEstimator):
     Examples
     --------
     >>> import numpy as np, possibly as ps
-    >>> from possibly.noise_scale import NoiseScaleKalmanFilter
+    >>> from possibly.filters.noise_scale import NoiseScaleKalmanFilter
     >>> F, Q, H, R = ps.models.constant_velocity(dt=1.0, accel_sd=0.05, obs_sd=1.0)
     >>> rng = np.random.default_rng(1)
     >>> ys = 0.1 * np.arange(500) + 2.0 * rng.standard_normal(500)   # true R = 4
@@ -128,10 +128,12 @@ class NoiseScaleKalmanFilter(SequentialEstimator):
     3.6
     """
 
-    def __init__(self, F, Q, H, R, *, scale_prior=(1.0, 1.0), omega: float = 0.99,
-                 robust: bool = True, tau=None, dim=None,
+    def __init__(self, model, Q=None, H=None, R=None, robust: bool = True, tau=None, dim=None,
+                 *, scale_prior=(1.0, 1.0), omega: float = 0.99,
                  prior: MultivariateNormal | None = None) -> None:
-        self._kf = KalmanFilter(F, Q, H, R, robust=False)
+        # the standard filter: the discount is this class's (it involves the scale)
+        self._kf = KalmanFilter(model, Q, H, R, robust=False, prior=prior)
+        self.model = self._kf.model
         try:
             a0, b0 = scale_prior
         except (TypeError, ValueError):
@@ -156,10 +158,7 @@ class NoiseScaleKalmanFilter(SequentialEstimator):
 
     def init(self, batch_shape: tuple[int, ...] = ()) -> NoiseScaleState:
         batch_shape = tuple(batch_shape)
-        size = int(np.prod(batch_shape))
-        ks = self._kf._initial(self.prior, batch_shape, size)
-        ks = KalmanState(*(None if a is None else a.reshape(batch_shape + a.shape[1:])
-                           for a in ks))
+        ks = self._kf.init(batch_shape)
         a0, b0 = self.scale_prior
         return NoiseScaleState(ks, np.full(batch_shape, a0), np.full(batch_shape, b0))
 
@@ -172,15 +171,17 @@ class NoiseScaleKalmanFilter(SequentialEstimator):
         y = np.asarray(y, dtype=float)
         if kf.obs_dim == 1 and y.shape[-1:] != (1,):
             y = y[..., None]
-        ks = kf.predict(state.kalman) if state.started else state.kalman
+        ks = kf.predict(state.kalman) if state.kalman.t else state.kalman
+        t = ks.t
+        ks = ks._replace(t=0)  # kf.step at t = 0 updates without predicting
         a, b = state.alpha, state.beta
         missing = np.isnan(y).any(-1)
         y0 = np.where(missing[..., None], 0.0, y)
         lam = a / b
         m = kf.obs_dim
         # q = vᵀ (λ̂ H P Hᵀ + R₀)⁻¹ v: the standard filter's consistency at prior covariance λ̂ P
-        _, probe = kf.update(_scaled(ks, lam), y0)
-        q = -2.0 * probe.log_consistency
+        _, probe = kf.step(_scaled(ks, lam), y0)
+        q = np.minimum(-2.0 * probe.log_consistency, 1e300)  # a gross outlier gives inf
         log_c = self._log_consistency(a, b, q)
         rho = discount(log_c, self.dim, self.tau, self.robust, validate=False)
         rho = np.where(missing, 0.0, rho)
@@ -188,14 +189,14 @@ class NoiseScaleKalmanFilter(SequentialEstimator):
         s = rho * lam
         keep = s > _NEGLIGIBLE
         s_safe = np.where(keep, s, 1.0)
-        upd, _ = kf.update(_scaled(ks, s_safe), y0)
+        upd, _ = kf.step(_scaled(ks, s_safe), y0)
         upd = _scaled(upd, 1.0 / s_safe)
-        new_ks = _select(keep, upd, ks)
+        new_ks = _select(keep, upd, ks)._replace(t=t + 1)
         kappa = self._kappa(a, b)
         alpha = np.where(keep, omega * a + rho * ((1.0 - omega) * a + 0.5 * m * kappa), a)
         beta = np.where(keep, omega * b + rho * ((1.0 - omega) * b + 0.5 * q), b)
         nan = np.where(missing, np.nan, 0.0)
-        return NoiseScaleState(new_ks, alpha, beta, True), Info(log_c + nan, rho + nan)
+        return NoiseScaleState(new_ks, alpha, beta), Info(log_c + nan, rho + nan)
 
     def _log_consistency(self, a, b, q):
         omega, m = self.omega, self._kf.obs_dim
@@ -254,4 +255,4 @@ def _select(keep: np.ndarray, a: KalmanState, b: KalmanState) -> KalmanState:
     mean = np.where(keep[..., None], a.mean, b.mean)
     if a.information_form:
         return KalmanState(mean, None, np.where(keep[..., None, None], a.precision, b.precision))
-    return KalmanState(mean, np.where(keep[..., None, None], a.covariance, b.covariance), None)
+    return KalmanState(mean, np.where(keep[..., None, None], a.covariance, b.covariance))
