@@ -16,9 +16,10 @@ at two hyper-parameter settings:
   grid over the same range), so the value differs from theirs;
 * "tuned": the grid value minimising the median RMSE_x over all the trials (an oracle).
 
-possibly's filter is run at defaults (uninformative prior, dim = 4), with WoLF's prior
-(predicted to the first observation), with τ = 0.1, and with the robust start prototype
-(``robust_start.py``). Every peer is checked first on the Gaussian case (no outliers), where
+possibly's filter is run at defaults (uninformative prior, dim = 4, robust start on), without
+the robust start, with WoLF's prior (predicted to the first observation), with τ = 0.1, and
+given R 10x too large or too small, without and with the noise scale learned
+(``learn_noise_scale=True``). Every peer is checked first on the Gaussian case (no outliers), where
 it must come close to the Kalman filter.
 
 Run: .venv/bin/python benchmarks/bench_filtering.py [--trials 100] [--steps 1000] [--seed 0]
@@ -31,7 +32,6 @@ import time
 
 import numpy as np
 import robust_peers as rp
-from robust_start import robust_start_filter
 from timing import best_of
 
 import possibly as ps
@@ -152,13 +152,21 @@ def run_setting(kind: str, trials: int, steps: int, seed: int, repeats: int, do_
                 (lambda f, p: lambda y: f(y, mod, Z0, P0, **p))(fn, p0), fmt(p0))
             rows[f"{name}, tuned on trials"] = (
                 (lambda f, p: lambda y: f(y, mod, Z0, P0, **p))(fn, p_all), fmt(p_all))
+    plain = ps.KalmanFilter(*mod, robust_start=False)
     rows.update({
-        "possibly, default (flat prior)": (lambda y: robust.filter(y).mean, ""),
+        "possibly, default (flat prior)": (lambda y: robust.filter(y).mean,
+                                           "robust start on"),
+        "possibly, flat prior, no robust start": (lambda y: plain.filter(y).mean, ""),
         "possibly, WoLF's prior": (lambda y: robust.filter(y, prior=prior).mean, ""),
         "possibly, τ = 0.1, WoLF's prior": (lambda y: thresh.filter(y, prior=prior).mean, ""),
-        "possibly, flat prior + robust start": (
-            lambda y: robust_start_filter(robust, y)["mean"], "k=3, ≤1 outlier, window 20"),
     })
+    for factor in (10.0, 0.1):
+        wrong = ps.KalmanFilter(F, Q, H, factor * R)
+        learn = ps.KalmanFilter(F, Q, H, factor * R, learn_noise_scale=True)
+        rows[f"possibly, R x {factor:g}"] = ((lambda k: lambda y: k.filter(y).mean)(wrong),
+                                            "flat prior")
+        rows[f"possibly, R x {factor:g}, scale learned"] = (
+            (lambda k: lambda y: k.fit(y).mean)(learn), "flat prior")
     print(f"\n{kind}: {trials} trials x {steps} steps, seed {seed}")
     head = (f"{'method':<40} {'median':>7} {'mean':>7} {'q90':>7} {'lost':>5} "
             f"{'batch ms':>9} {'1 trial ms':>10}  params")

@@ -45,6 +45,7 @@ nothing to protect and the robust start is not used; ``robust_start=False`` turn
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import combinations
 from typing import Any
 
@@ -55,6 +56,19 @@ __all__ = ["KalmanStartState", "start_hypotheses"]
 
 #: defaults: the first K observations may hold MAX_OUTLIERS outliers; collapse after K + WINDOW
 K, MAX_OUTLIERS, WINDOW = 4, 2, 20
+
+
+@lru_cache(maxsize=16)
+def _outlier_floor(m: int) -> float:
+    """``log ε = -½ χ²_m(0.999)``: the consistency that 99.9% of inliers exceed."""
+    return float(-0.5 * chi2.ppf(0.999, m))
+
+
+@lru_cache(maxsize=16)
+def _hypotheses(k: int, max_outliers: int) -> np.ndarray:
+    out = start_hypotheses(k, max_outliers)
+    out.setflags(write=False)
+    return out
 
 
 def start_hypotheses(k: int = K, max_outliers: int = MAX_OUTLIERS) -> np.ndarray:
@@ -140,14 +154,14 @@ def start_step(state: KalmanStartState, y: np.ndarray, step, m: int, *, k: int =
     robust step (predict then update). Returns ``(new_state, info, predicted, filtered)``:
     ``new_state`` is a KalmanState once the mixture has collapsed (after ``k + window``
     steps), ``info``/``predicted``/``filtered`` are the leader's."""
-    drop = start_hypotheses(k, max_outliers)
+    drop = _hypotheses(k, max_outliers)
     t = state.t
     h = drop.shape[0]
     yh = np.repeat(np.expand_dims(y, -2), h, axis=-2)  # B + (H, m)
     if t < k:
         yh = np.where(drop[:, t, None], np.nan, yh)
     predicted, info, new = step(state.hypotheses, yh)
-    floor = -0.5 * chi2.ppf(0.999, m)
+    floor = _outlier_floor(m)
     log_c = np.asarray(info.log_consistency)
     # sup over the labellings: an outlier has possibility ε, an inlier its consistency;
     # the first k observations are labelled by the hypothesis, the later ones freely
