@@ -185,6 +185,28 @@ def run_setting(kind: str, trials: int, steps: int, seed: int, repeats: int, do_
     return results
 
 
+def figure(results: dict, path: str) -> None:
+    """Box plots of the per-trial RMSE_x, one panel per setting (values above 5 clipped and
+    counted)."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(results), figsize=(6.5 * len(results), 6), squeeze=False)
+    for ax, (kind, res) in zip(axes[0], results.items(), strict=True):
+        names = [n for n in res if n != "Kalman filter"]
+        data = [np.minimum(res[n], 5.0) for n in names]
+        ax.boxplot(data, orientation="horizontal", whis=(5, 95), showfliers=True, flierprops={"ms": 2})
+        labels = [f"{n}  [{int((res[n] > 5).sum())} > 5]" if (res[n] > 5).any() else n
+                  for n in names]
+        ax.set_yticks(range(1, len(names) + 1), labels, fontsize=7)
+        ax.invert_yaxis()
+        ax.set_xlabel("RMSE of the x position per trial (clipped at 5)")
+        ax.set_title(f"{kind}: {len(res[names[0]])} trials "
+                     f"(Kalman filter median {np.median(res['Kalman filter']):.2f})")
+        ax.grid(axis="x", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--trials", type=int, default=100)
@@ -193,13 +215,18 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=3, help="best of, for timings (0: none)")
     parser.add_argument("--settings", default="student,mixture")
     parser.add_argument("--no-tune", action="store_true", help="skip the peers (fast)")
+    parser.add_argument("--figure", help="save box plots of RMSE_x per method to this file")
     args = parser.parse_args(argv)
     start = time.perf_counter()
     sanity(args.steps)
     print("sanity: every peer reduces to the Kalman filter with lax hyper-parameters; "
           "possibly's standard filter equals the peers' Kalman filter")
+    results = {}
     for kind in args.settings.split(","):
-        run_setting(kind, args.trials, args.steps, args.seed, args.repeats, not args.no_tune)
+        results[kind] = run_setting(kind, args.trials, args.steps, args.seed, args.repeats,
+                                    not args.no_tune)
+    if args.figure:
+        figure(results, args.figure)
     print(f"\ntotal {time.perf_counter() - start:.0f} s")
     return 0
 
