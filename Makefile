@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-EXTRAS ?= test,dev,plot,progress,data,dask,fast
+EXTRAS ?= test,dev,plot,progress,data,dask,fast,xarray
 
 export POSSIBLY_DATA_DIR ?= $(abspath ../shared/data)
 

@@ -22,7 +22,6 @@ from timing import best_of
 
 import possibly as ps
 from possibly.experiments.kalman import simulate
-from possibly.particles import GaussianNoise
 
 
 def main(argv=None) -> int:
@@ -32,24 +31,18 @@ def main(argv=None) -> int:
     parser.add_argument("--particles", type=int, nargs="+", default=[250, 500, 1000, 2000])
     args = parser.parse_args(argv)
     T = args.steps
-    F, Q, H, R = ps.models.constant_velocity(dt=1.0, accel_sd=0.05, obs_sd=1.0)
+    model = ps.models.constant_velocity(dt=1.0, accel_sd=0.05, obs_sd=1.0)
     states, ys, outlier = simulate(1, 0, T, first_inliers=1)
     ys1 = ys[0]
     prior = ps.MultivariateNormal(np.zeros(2), np.diag([1 / 10.0**2, 1 / 0.5**2]))
-    r = float(R[0, 0])
-
-    def loglik(x, y):
-        return -0.5 * (y[0] - x[:, 0]) ** 2 / r
-
-    kalman = {robust: ps.KalmanFilter(F, Q, H, R, robust=robust) for robust in (True, False)}
+    kalman = {robust: ps.KalmanFilter(model, robust=robust) for robust in (True, False)}
     kf_mean = {robust: kf.filter(ys, prior=prior).mean[0, :, 0] for robust, kf in kalman.items()}
     # the Kalman filter takes microseconds per step: many more repeats than the particles
     t_kf = {robust: best_of(lambda kf=kf: kf.filter(ys, prior=prior), 20 * args.repeats)
             for robust, kf in kalman.items()}
 
-    def pf(n, robust):
-        return ps.ParticleFilter(lambda x: x @ F.T, GaussianNoise(Q), loglik, n_particles=n,
-                                 robust=robust, loglik_sup=0.0)
+    def pf(n, robust):  # the same model object as the Kalman filter
+        return ps.ParticleFilter.from_model(model, n_particles=n, robust=robust)
 
     filters = {(n, robust): pf(n, robust) for n in args.particles for robust in (True, False)}
     diff = {key: float(np.abs(f.filter(ys1, prior, seed=1).mode[:, 0] - kf_mean[key[1]]).mean())

@@ -213,8 +213,11 @@ def test_uninformative_equals_joint_least_squares(robust):
         np.testing.assert_allclose(res.filtered.mean[t], f_mean[-1], rtol=1e-7, atol=1e-8)
         np.testing.assert_allclose(res.filtered.covariance[t], f_cov[-1], rtol=1e-6,
                                    atol=1e-8)
-    # one observation informs only the position: velocity variance is infinite
-    assert np.isinf(res.filtered.covariance[0]).all()
+    # one observation informs only the position: velocity variance is infinite, the position's
+    # max-marginal variance is that of the measurement (obs_sd = 1), covariances undefined
+    cov0 = res.filtered.covariance[0]
+    assert np.isinf(cov0[1, 1]) and np.isinf(cov0[0, 1]) and np.isinf(cov0[1, 0])
+    assert cov0[0, 0] == pytest.approx(1.0)
     np.testing.assert_allclose(res.filtered.precision[0], [[1.0, 0.0], [0.0, 0.0]], atol=1e-12)
     np.testing.assert_array_equal(res.filtered.consistency[:2], [1.0, 1.0])
 

@@ -31,7 +31,9 @@ def test_filters_a_column_with_header_gaps_and_an_outlier(tmp_path, capsys):
     # exact uninformative prior: the first two positions are the observations themselves
     np.testing.assert_allclose(got["position"][:2], [0.1, 0.3])
     np.testing.assert_allclose(got["velocity"][1], 0.2)
-    assert np.isinf(got["position_sd"][0]) and np.isnan(got["discount"][[2, 5]]).all()
+    # t = 1: the position was observed (sd = obs_sd), the velocity not yet (issue #14)
+    assert got["position_sd"][0] == pytest.approx(1.0) and np.isinf(got["velocity_sd"][0])
+    assert np.isnan(got["discount"][[2, 5]]).all()
     assert got["discount"][3] < 1e-6  # the outlier
     ys = np.array([0.1, 0.3, np.nan, 40, 0.5, np.nan, 0.7, 0.9])
     ref = ps.KalmanFilter(*ps.models.constant_velocity()).filter(ys)

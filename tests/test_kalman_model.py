@@ -153,7 +153,8 @@ def test_result_has_no_precision_prefix_fields_and_precision_is_exact():
     names = [f.name for f in dataclasses.fields(ps.filters.FilterResult)]
     assert not [n for n in names if "prefix" in n]
     res = ps.KalmanFilter(CV).filter(_series(2))
-    assert np.isinf(res.covariance[0]).all()  # the velocity is not informed by one position
+    assert np.isinf(res.covariance[0, 1]).all()  # the velocity is not informed by one position
+    assert res.covariance[0, 0, 0] == pytest.approx(1.0)  # the position is, by y_1
     assert res.precision[0] == pytest.approx(np.array([[1.0, 0.0], [0.0, 0.0]]))
     np.testing.assert_allclose(res.precision[5], np.linalg.inv(res.covariance[5]))
 

@@ -133,3 +133,14 @@ def test_fuzz_finite_or_clean_error(problem, options):
         _finite_run(kf, ys)
     except ValueError as exc:  # the only refusal: a singular F before the state is informed
         assert "F must be invertible" in str(exc)
+
+
+def test_particle_filter_from_model_is_finite_on_huge_observations():
+    prior = ps.MultivariateNormal([0.0, 0.0], np.eye(2))
+    pf = ps.ParticleFilter.from_model(CV, n_particles=80, prior=prior, seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res = pf.filter(np.array([0.0, 1e300, 2.0, -1e155, 3.0])[:, None])
+    assert np.isfinite(res.mode).all()
+    assert res.discount[1] == 0.0 and res.discount[3] == 0.0
+    assert res.log_consistency[1] == -np.inf

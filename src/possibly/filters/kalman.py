@@ -21,7 +21,8 @@ the state is not yet informed the filter runs in information form (precision ``Y
 singular; the prediction ``Y' = M - M G (Q_g⁻¹ + Gᵀ M G)⁻¹ Gᵀ M``, ``M = F⁻ᵀ Y F⁻¹``, uses a
 factorisation ``Q = G Q_g Gᵀ`` and so handles a singular, e.g. rank-one, ``Q``), and it switches
 to covariance form once every precision in the batch is well conditioned. Variances of
-directions not yet informed are reported as ``inf``.
+components not yet informed are reported as ``inf`` (those of informed components are those
+of their max-marginals, e.g. the position's after one observation).
 
 Choice of ``dim``: the default is the state dimension ``n`` (the paper's rule: the number of
 free scalar parameters of the possibility function being updated). ``dim=1`` uses ``γ = c``,
@@ -61,7 +62,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
@@ -147,7 +148,8 @@ class KalmanState(NamedTuple):
 
     def to_possibility(self) -> MultivariateNormal:
         """The state as a :class:`possibly.MultivariateNormal` (mean, precision)."""
-        prec = self.precision if self.information_form else np.linalg.inv(self.covariance)
+        prec = self.precision if self.precision is not None else np.linalg.inv(
+            cast(np.ndarray, self.covariance))
         return MultivariateNormal(self.mean, _sym(prec))
 
 
@@ -199,17 +201,43 @@ def _well_conditioned(prec: np.ndarray) -> np.ndarray:
 
 
 def _maybe_covariance_form(state: KalmanState) -> KalmanState:
-    if state.information_form and _well_conditioned(state.precision).all():
+    if state.precision is not None and _well_conditioned(state.precision).all():
         return KalmanState(state.mean, _sym(np.linalg.inv(state.precision)), None, state.t)
     return state
 
 
+def _marginal_variances(prec: np.ndarray) -> np.ndarray:
+    """Variance of each component's max-marginal (the sup over the others) from a possibly
+    singular precision: ``1 / (Y_ii - Y_io Y_oo⁺ Y_oi)``, ``inf`` for an uninformed component.
+    """
+    n = prec.shape[-1]
+    scale = np.abs(prec).max(axis=(-2, -1), initial=0.0)[..., None]
+    schur = np.empty(prec.shape[:-1])
+    for i in range(n):
+        o = [j for j in range(n) if j != i]
+        s = prec[..., i, i]
+        if o:
+            y_io = prec[..., i, o]
+            pinv = np.linalg.pinv(prec[..., o, :][..., :, o], hermitian=True)
+            s = s - (y_io * _mv(pinv, y_io)).sum(-1)
+        schur[..., i] = s
+    informed = schur > scale / _MAX_COND
+    with np.errstate(divide="ignore"):
+        return np.where(informed, 1.0 / np.where(informed, schur, 1.0), np.inf)
+
+
 def _covariance_or_inf(prec: np.ndarray) -> np.ndarray:
-    """Inverse of each precision, or all ``inf`` where it is singular (uninformed directions)."""
+    """Inverse of each precision; where it is singular (some direction uninformed), ``inf``
+    off the diagonal and the max-marginal variances on it (finite for informed components)."""
     ok = _well_conditioned(prec)
     n = prec.shape[-1]
     safe = np.where(ok[..., None, None], prec, np.eye(n))
-    return np.where(ok[..., None, None], _sym(np.linalg.inv(safe)), np.inf)
+    out = np.where(ok[..., None, None], _sym(np.linalg.inv(safe)), np.inf)
+    if not ok.all():
+        diag = np.arange(n)
+        out[..., diag, diag] = np.where(ok[..., None], out[..., diag, diag],
+                                        _marginal_variances(prec))
+    return out
 
 
 def _scale_exponent(*vs: np.ndarray) -> np.ndarray | None:
@@ -245,14 +273,14 @@ def _right(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 # -- the two step kernels (no validation: callers validate once) ------------------------------
 def _predict(state: KalmanState, tr: _Transition) -> KalmanState:
     mean = state.mean @ tr.Ft
-    if not state.information_form:
+    if state.covariance is not None:
         pf = _right(state.covariance, tr.Ft)  # P Fᵀ; F P Fᵀ = (P Fᵀ)ᵀ Fᵀ as P is symmetric
         return KalmanState(mean, _sym(_right(np.swapaxes(pf, -1, -2), tr.Ft)) + tr.Q, None,
                            state.t)
     if tr.F_inv is None:
         raise ValueError("F must be invertible to predict a state that is not yet fully "
                          "informed (uninformative or singular-precision prior)")
-    m = tr.F_inv.T @ state.precision @ tr.F_inv
+    m = tr.F_inv.T @ cast(np.ndarray, state.precision) @ tr.F_inv
     if tr.G.shape[1]:
         mg = m @ tr.G
         a = tr.Qg_inv + tr.G.T @ mg
@@ -290,7 +318,7 @@ def _update_scalar(state: KalmanState, y: np.ndarray, ob: _Observation, robust: 
                    dim: float, tau: float | None) -> tuple[KalmanState, KalmanInfo]:
     """Covariance-form update for one complete scalar observation (m = 1, H ≠ 0): the same
     formulas as :func:`_update` without any matrix inverse."""
-    P = state.covariance
+    P = cast(np.ndarray, state.covariance)
     h = ob.H[0]
     r = ob.R[0, 0]
     ph = _right(P, h[:, None])[..., 0]  # P hᵀ
@@ -477,9 +505,10 @@ class FilterResult:
     mean : ndarray, shape (..., T, n)
         E* of the filtered possibility function of θ_t given y_1..y_t.
     variance : ndarray, shape (..., T, n)
-        Diagonal of ``covariance`` (``inf`` while a direction is not yet informed).
+        Diagonal of ``covariance`` (``inf`` for a component not yet informed).
     covariance : ndarray, shape (..., T, n, n)
-        V* (all ``inf`` while some direction is not yet informed).
+        V*; while some direction is not yet informed, ``inf`` off the diagonal and on it the
+        variance of each component's max-marginal (``inf`` for a component not informed).
     log_consistency, discount : ndarray, shape (..., T)
         As in :class:`KalmanInfo`; NaN at missing observations.
     gamma : ndarray, shape (..., T)
@@ -565,27 +594,8 @@ class FilterResult:
         >>> frame.columns[2:].tolist()
         ['position_sd', 'velocity_sd', 'log_consistency', 'consistency', 'discount']
         """
-        import pandas as pd
-
-        batch = self.log_consistency.shape[:-1]
-        T = self.log_consistency.shape[-1]
-        size = int(np.prod(batch))
-        cols: dict[str, np.ndarray] = {}
-        for j, name in enumerate(self.state_names):
-            if self.mean is not None:
-                cols[name] = self.mean[..., j].reshape(-1)
-        variance = self.variance
-        if variance is not None:
-            with np.errstate(invalid="ignore"):
-                for j, name in enumerate(self.state_names):
-                    cols[f"{name}_sd"] = np.sqrt(variance[..., j]).reshape(-1)
-        cols["log_consistency"] = self.log_consistency.reshape(-1)
-        cols["consistency"] = self.consistency.reshape(-1)
-        cols["discount"] = self.discount.reshape(-1)
-        index = self.index if self.index is not None else pd.RangeIndex(T, name="step")
-        if batch:
-            index = pd.MultiIndex.from_product([pd.RangeIndex(size, name="series"), index])
-        return pd.DataFrame(cols, index=index)
+        return _frame(self.mean, self.variance, self.log_consistency, self.discount,
+                      self.state_names, self.index)
 
     def to_xarray(self) -> Any:
         """The result as an xarray Dataset (requires xarray).
@@ -609,6 +619,31 @@ class FilterResult:
         for name in ("log_consistency", "discount"):
             data[name] = ([*batch_dims, "time"], getattr(self, name))
         return xr.Dataset(data, coords={"time": time, "state": list(self.state_names)})
+
+
+def _frame(mean: np.ndarray | None, variance: np.ndarray | None, log_c: np.ndarray,
+           disc: np.ndarray, names: tuple[str, ...], index: Any) -> Any:
+    """The per-step table of a filter or smoother result (see FilterResult.to_frame)."""
+    import pandas as pd
+
+    batch = log_c.shape[:-1]
+    T = log_c.shape[-1]
+    size = int(np.prod(batch))
+    cols: dict[str, np.ndarray] = {}
+    if mean is not None:
+        for j, name in enumerate(names):
+            cols[name] = mean[..., j].reshape(-1)
+    if variance is not None:
+        with np.errstate(invalid="ignore"):
+            for j, name in enumerate(names):
+                cols[f"{name}_sd"] = np.sqrt(variance[..., j]).reshape(-1)
+    cols["log_consistency"] = log_c.reshape(-1)
+    cols["consistency"] = np.exp(log_c).reshape(-1)
+    cols["discount"] = disc.reshape(-1)
+    index = index if index is not None else pd.RangeIndex(T, name="step")
+    if batch:
+        index = pd.MultiIndex.from_product([pd.RangeIndex(size, name="series"), index])
+    return pd.DataFrame(cols, index=index)
 
 
 def _precision(cov: np.ndarray, prefix: np.ndarray) -> np.ndarray:
@@ -826,7 +861,7 @@ class KalmanFilter(SequentialEstimator):
         except ValueError:
             raise ValueError(f"prior batch shape {prior.batch_shape} does not broadcast with "
                              f"the batch shape of ys {batch}") from None
-        mat = state.precision if state.information_form else state.covariance
+        mat = cast(np.ndarray, state.precision if state.information_form else state.covariance)
         mat = np.broadcast_to(mat, batch + (n, n)).reshape(size, n, n).copy()
         if state.information_form:
             return KalmanState(mean.copy(), None, mat)
@@ -874,7 +909,10 @@ class KalmanFilter(SequentialEstimator):
             ``"numba"``: a compiled loop (needs numba; time-invariant models with ``H`` of full
             row rank), much faster for one or a few series; ``"numpy"``: batched numpy
             steps, faster for large batches; ``"auto"`` (default): numba when available and
-            applicable for batches of at most 16 series. Both agree to about 1e-12.
+            applicable for batches of at most 16 series. Both agree to about 1e-12. The
+            first compiled call in a process loads numba (about 0.5-1 s, once; the very
+            first compile takes seconds and is then cached on disk): pass ``"numpy"`` for a
+            one-off short series.
 
         Returns
         -------
@@ -945,8 +983,11 @@ class KalmanFilter(SequentialEstimator):
             return shaped(np.stack(items) if items else np.empty((0, size, n, n)))
 
         information = (prefix(f_prefix), prefix(p_prefix)) if full and pred else None
-        final = KalmanState(*(None if a is None else a.reshape(batch + a.shape[1:])
-                              for a in state[:3]), state.t)
+        def unflat(a: np.ndarray | None) -> np.ndarray | None:
+            return None if a is None else a.reshape(batch + a.shape[1:])
+
+        final = KalmanState(cast(np.ndarray, unflat(state.mean)), unflat(state.covariance),
+                            unflat(state.precision), state.t)
         return FilterResult(mean=shaped(mean), variance=shaped(var), covariance=shaped(cov),
                             log_consistency=shaped(log_c), discount=shaped(disc),
                             predicted_mean=shaped(p_mean), predicted_covariance=shaped(p_cov),

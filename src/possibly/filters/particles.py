@@ -189,13 +189,15 @@ class _GaussianLoglik:
 
     def __call__(self, x: np.ndarray, y: Any) -> np.ndarray:
         e = np.asarray(y, dtype=np.float64) - x @ self.H.T
-        return -0.5 * (e * (e @ self.W)).sum(axis=1)
+        with np.errstate(over="ignore"):  # a gross outlier: log-likelihood -inf, cleanly
+            return -0.5 * (e * (e @ self.W)).sum(axis=1)
 
     def sup(self, y: Any) -> float:
         if self.resid is None:
             return 0.0
         y = np.asarray(y, dtype=np.float64)
-        return float(-0.5 * y @ self.resid @ y)
+        with np.errstate(over="ignore"):
+            return float(-0.5 * y @ self.resid @ y)
 
 
 def _is_missing(y: Any) -> bool:

@@ -10,12 +10,14 @@ predicted_{t+1})``, exact with a singular ``Q``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from possibly.filters.kalman import (
     FilterResult,
     _covariance_or_inf,
+    _frame,
     _inverse,
     _mv,
     _scale_exponent,
@@ -50,6 +52,14 @@ class SmootherResult:
     @property
     def discount(self) -> np.ndarray:
         return self.filtered.discount
+
+    def to_frame(self) -> Any:
+        """The smoothed means and sds per step as a pandas DataFrame, indexed like the input,
+        with the forward pass's consistency and discount (see ``FilterResult.to_frame``)."""
+        fr = self.filtered
+        variance = np.diagonal(self.covariance, axis1=-2, axis2=-1)
+        return _frame(self.mean, variance, fr.log_consistency, fr.discount, fr.state_names,
+                      fr.index)
 
 
 def smooth(model: LinearGaussianModel, filtered: FilterResult) -> SmootherResult:

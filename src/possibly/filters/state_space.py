@@ -11,7 +11,7 @@ keep working.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -167,6 +167,9 @@ class LinearGaussianModel:
     H: Any
     R: Any
     state_names: Sequence[str] | None = None
+    # prepared once in __post_init__ for the filters (not arguments)
+    _transitions: tuple[_Transition, ...] = field(init=False, repr=False, compare=False)
+    _observation: _Observation = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         F, Q = _checked_transition(self.F, self.Q)
@@ -237,7 +240,9 @@ class LinearGaussianModel:
     @property
     def names(self) -> tuple[str, ...]:
         """The state names, ``x0, x1, ...`` if none were given."""
-        return self.state_names or tuple(f"x{j}" for j in range(self.state_dim))
+        if self.state_names:
+            return tuple(self.state_names)
+        return tuple(f"x{j}" for j in range(self.state_dim))
 
     def _transition(self, k: int) -> _Transition:
         """The prepared transition from step ``k`` to step ``k + 1``."""
