@@ -194,7 +194,7 @@ def figure(results: dict, path: str) -> None:
     for ax, (kind, res) in zip(axes[0], results.items(), strict=True):
         names = [n for n in res if n != "Kalman filter"]
         data = [np.minimum(res[n], 5.0) for n in names]
-        ax.boxplot(data, orientation="horizontal", whis=(5, 95), showfliers=True, flierprops={"ms": 2})
+        ax.boxplot(data, orientation="horizontal", whis=(5, 95), flierprops={"ms": 2})
         labels = [f"{n}  [{int((res[n] > 5).sum())} > 5]" if (res[n] > 5).any() else n
                   for n in names]
         ax.set_yticks(range(1, len(names) + 1), labels, fontsize=7)

@@ -60,6 +60,7 @@ filtered states of a :class:`FilterResult`.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, cast
@@ -1038,11 +1039,11 @@ class KalmanFilter(SequentialEstimator):
         if self._starts(prior):
             # looking back, the robust start has settled on one hypothesis: smooth the plain
             # recursion in which its outliers are missing (exactly that hypothesis' filter)
-            arr, batch, _ = self._observations(ys)
+            arr, batch, index = self._observations(ys)
             arr = start_masked(arr, self._initial(None, (), arr.shape[0]), self._plain_step,
                                self.obs_dim)
             plain = KalmanFilter(self.model, robust=self.robust, tau=self.tau, dim=self.dim,
                                  prior=self.prior, robust_start=False)
-            return smooth(self.model, plain.filter(arr.reshape(batch + arr.shape[1:]),
-                                                   engine=engine))
+            fr = plain.filter(arr.reshape(batch + arr.shape[1:]), engine=engine)
+            return smooth(self.model, dataclasses.replace(fr, index=index))
         return smooth(self.model, self.filter(ys, prior, engine=engine))
