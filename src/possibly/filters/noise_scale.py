@@ -31,15 +31,17 @@ exact conjugate update.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy.special import roots_genlaguerre
 
 from possibly.families.gamma import gamma_log_support
 from possibly.families.multivariate_normal import MultivariateNormal
-from possibly.filters.kalman import KalmanFilter, KalmanState
+from possibly.filters.kalman import KalmanFilter, KalmanInfo, KalmanState, _check_robust
+from possibly.filters.robust_start import KalmanStartState, start_init, start_step
 from possibly.inference import discount
-from possibly.sequential import Info, SequentialEstimator, time_first
+from possibly.sequential import SequentialEstimator, time_first
 from possibly.validation import check_positive, check_unit_interval
 
 __all__ = ["NoiseScaleKalmanFilter", "NoiseScaleResult", "NoiseScaleState"]
@@ -112,6 +114,9 @@ class NoiseScaleKalmanFilter(SequentialEstimator):
         As for :class:`possibly.KalmanFilter`; ``dim`` defaults to ``n + 1``.
     prior : MultivariateNormal, optional
         Possibility function of θ_1; uninformative by default.
+    robust_start : bool
+        From the uninformative prior, the robust start of
+        :mod:`possibly.filters.robust_start` (default on; robust filter only).
 
     Examples
     --------
@@ -130,7 +135,7 @@ class NoiseScaleKalmanFilter(SequentialEstimator):
 
     def __init__(self, model, Q=None, H=None, R=None, robust: bool = True, tau=None, dim=None,
                  *, scale_prior=(1.0, 1.0), omega: float = 0.99,
-                 prior: MultivariateNormal | None = None) -> None:
+                 prior: MultivariateNormal | None = None, robust_start: bool = True) -> None:
         # the standard filter: the discount is this class's (it involves the scale)
         self._kf = KalmanFilter(model, Q, H, R, robust=False, prior=prior)
         self.model = self._kf.model
@@ -150,6 +155,7 @@ class NoiseScaleKalmanFilter(SequentialEstimator):
         n = self._kf.state_dim
         self.dim = float(n + 1) if dim is None else float(check_positive("dim", dim))
         self.prior = prior
+        self.robust_start = _check_robust(robust_start, "robust_start")
         self._nodes = _chi2_nodes(self._kf.obs_dim)
 
     def __repr__(self) -> str:
@@ -160,17 +166,28 @@ class NoiseScaleKalmanFilter(SequentialEstimator):
         batch_shape = tuple(batch_shape)
         ks = self._kf.init(batch_shape)
         a0, b0 = self.scale_prior
-        return NoiseScaleState(ks, np.full(batch_shape, a0), np.full(batch_shape, b0))
+        state = NoiseScaleState(ks, np.full(batch_shape, a0), np.full(batch_shape, b0))
+        if self.robust and self.robust_start and self.prior is None:
+            return start_init(state, batch_shape)
+        return state
 
-    def step(self, state: NoiseScaleState, y) -> tuple[NoiseScaleState, Info]:
+    def step(self, state: Any, y) -> tuple[Any, KalmanInfo]:
         """Predict (except before the first observation), then the robust update of θ and λ;
         a row with a NaN is missing (predict only)."""
+        y = np.asarray(y, dtype=float)
+        if self._kf.obs_dim == 1 and y.shape[-1:] != (1,):
+            y = y[..., None]
+        if isinstance(state, KalmanStartState):
+            new, info, _, _ = start_step(state, y, self._plain_step, self._kf.obs_dim)
+            return new, info
         if not isinstance(state, NoiseScaleState):
             raise ValueError(f"state must be a NoiseScaleState, got {type(state).__name__}")
+        _, info, new = self._plain_step(state, y)
+        return new, info
+
+    def _plain_step(self, state: NoiseScaleState, y: np.ndarray):
+        """``(None, info, new)``: one step without the robust start (``y`` shape (..., m))."""
         kf, omega = self._kf, self.omega
-        y = np.asarray(y, dtype=float)
-        if kf.obs_dim == 1 and y.shape[-1:] != (1,):
-            y = y[..., None]
         ks = kf.predict(state.kalman) if state.kalman.t else state.kalman
         t = ks.t
         ks = ks._replace(t=0)  # kf.step at t = 0 updates without predicting
@@ -196,7 +213,9 @@ class NoiseScaleKalmanFilter(SequentialEstimator):
         alpha = np.where(keep, omega * a + rho * ((1.0 - omega) * a + 0.5 * m * kappa), a)
         beta = np.where(keep, omega * b + rho * ((1.0 - omega) * b + 0.5 * q), b)
         nan = np.where(missing, np.nan, 0.0)
-        return NoiseScaleState(new_ks, alpha, beta), Info(log_c + nan, rho + nan)
+        info = KalmanInfo(log_consistency=log_c + nan, discount=rho + nan,
+                          gamma=discount(log_c, self.dim, validate=False) + nan)
+        return None, info, NoiseScaleState(new_ks, alpha, beta)
 
     def _log_consistency(self, a, b, q):
         omega, m = self.omega, self._kf.obs_dim
@@ -228,11 +247,12 @@ class NoiseScaleKalmanFilter(SequentialEstimator):
         means, covs, scales, lcs, discs = [], [], [], [], []
         for y_t in time_first(y, 1):
             state, info = self.step(state, y_t)
-            ks = state.kalman
+            current = state.current if isinstance(state, KalmanStartState) else state
+            ks = current.kalman
             means.append(ks.mean)
             covs.append(ks.covariance if not ks.information_form
                         else np.full(ks.precision.shape, np.inf))
-            scales.append(state.noise_scale)
+            scales.append(current.noise_scale)
             lcs.append(info.log_consistency)
             discs.append(info.discount)
         ax = y.ndim - 2

@@ -44,6 +44,7 @@ nothing to protect and the robust start is not used; ``robust_start=False`` turn
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import combinations
@@ -98,7 +99,7 @@ class KalmanStartState:
 
     Attributes
     ----------
-    hypotheses : KalmanState
+    hypotheses : KalmanState (or NoiseScaleState)
         Batch shape ``B + (H,)``.
     score : ndarray, shape ``B + (H,)``
         Log possibility of each hypothesis (not normalised; the leader has the largest).
@@ -116,35 +117,39 @@ class KalmanStartState:
 
     @property
     def current(self) -> Any:
-        """The leading hypothesis' KalmanState (batch shape ``B``): the mixture's E*."""
+        """The leading hypothesis' state (batch shape ``B``): the mixture's E*."""
         return _take(self.hypotheses, self.leader)
 
-    @property
-    def mean(self) -> np.ndarray:
-        return self.current.mean
+
+def _map(state: Any, fn) -> Any:
+    """Apply ``fn`` to every array of a state: a KalmanState (or another named tuple), a frozen
+    dataclass of states and arrays (e.g. the learned-noise-scale state), or an array;
+    ``None`` and step counters are kept."""
+    if state is None or isinstance(state, (int, np.integer)):
+        return state
+    if isinstance(state, tuple) and hasattr(state, "_fields"):
+        return type(state)(*(_map(a, fn) for a in state))
+    if dataclasses.is_dataclass(state):
+        return dataclasses.replace(state, **{f.name: _map(getattr(state, f.name), fn)
+                                             for f in dataclasses.fields(state) if f.init})
+    return fn(np.asarray(state))
 
 
 def _take(state: Any, index: np.ndarray) -> Any:
-    """One hypothesis per batch element of a KalmanState with a hypothesis axis."""
+    """One hypothesis per batch element of a state with a hypothesis axis."""
     def take(arr):
-        if arr is None:
-            return None
         idx = index.reshape(index.shape + (1,) * (arr.ndim - index.ndim))
         return np.take_along_axis(arr, idx, axis=index.ndim).squeeze(index.ndim)
 
-    return type(state)(*(take(a) for a in state[:3]), state.t)
+    return _map(state, take)
 
 
 def start_init(state: Any, batch_shape: tuple[int, ...], k: int = K,
                max_outliers: int = MAX_OUTLIERS) -> KalmanStartState:
-    """The mixture around ``state`` (a KalmanState of batch shape ``batch_shape``)."""
+    """The mixture around ``state`` (a filter state of batch shape ``batch_shape``)."""
     h = len(start_hypotheses(k, max_outliers))
     axis = len(batch_shape)
-
-    def rep(arr):
-        return None if arr is None else np.repeat(np.expand_dims(arr, axis), h, axis=axis)
-
-    hyp = type(state)(*(rep(a) for a in state[:3]), state.t)
+    hyp = _map(state, lambda arr: np.repeat(np.expand_dims(arr, axis), h, axis=axis))
     return KalmanStartState(hyp, np.zeros(tuple(batch_shape) + (h,)), 0)
 
 
