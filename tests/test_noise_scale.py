@@ -104,3 +104,19 @@ def test_kalman_filter_flag():
     kf = ps.KalmanFilter(F, Q, H, 10 * R, learn_noise_scale=True, scale_prior=(2.0, 1.0))
     assert isinstance(kf, NoiseScaleKalmanFilter) and kf.scale_prior == (2.0, 1.0)
     assert isinstance(ps.KalmanFilter(F, Q, H, R, learn_noise_scale=False), ps.KalmanFilter)
+
+
+def test_robust_start_protects_the_learned_scale():
+    """An early outlier from the uninformative prior: without the robust start it captures the
+    state (and the scale grows to explain the lost track); with it, it is dropped."""
+    rng = np.random.default_rng(5)
+    pos = 0.1 * np.arange(200)
+    ys = pos + rng.normal(size=200)
+    ys[1] += 60.0
+    err = {}
+    for rs in (False, True):
+        res = NoiseScaleKalmanFilter(F, Q, H, 0.1 * R, robust_start=rs).fit(ys)
+        err[rs] = np.sqrt(np.mean((res.mean[50:, 0] - pos[50:]) ** 2))
+        if rs:
+            assert abs(np.log(0.1 * res.noise_scale[-1])) < np.log(1.5)
+    assert err[True] < 0.5 < 5.0 < err[False]
