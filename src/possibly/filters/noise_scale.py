@@ -39,6 +39,7 @@ from scipy.special import roots_genlaguerre
 from possibly.families.gamma import gamma_log_support
 from possibly.families.multivariate_normal import MultivariateNormal
 from possibly.filters.kalman import KalmanFilter, KalmanInfo, KalmanState, _check_robust
+from possibly.filters.nonlinear import NonlinearFilterResult
 from possibly.filters.robust_start import KalmanStartState, start_init, start_step
 from possibly.inference import discount
 from possibly.sequential import SequentialEstimator, time_first
@@ -66,27 +67,19 @@ class NoiseScaleState:
 
 
 @dataclass(frozen=True)
-class NoiseScaleResult:
+class NoiseScaleResult(NonlinearFilterResult):
     """Output of :meth:`NoiseScaleKalmanFilter.fit` (time axis ``-2`` / ``-3`` / ``-1``).
 
     Attributes
     ----------
     mean : ndarray, shape (..., T, n)
     covariance : ndarray, shape (..., T, n, n)  (``inf`` while a direction is uninformed)
+    log_consistency, discount : ndarray, shape (..., T)
     noise_scale : ndarray, shape (..., T)
         Learned multiplier of ``R₀`` after each step.
-    log_consistency, discount : ndarray, shape (..., T)
     """
 
-    mean: np.ndarray
-    covariance: np.ndarray
     noise_scale: np.ndarray
-    log_consistency: np.ndarray
-    discount: np.ndarray
-
-    @property
-    def consistency(self) -> np.ndarray:
-        return np.exp(self.log_consistency)
 
 
 def _scaled(state: KalmanState, s: np.ndarray) -> KalmanState:
@@ -256,8 +249,8 @@ class NoiseScaleKalmanFilter(SequentialEstimator):
             lcs.append(info.log_consistency)
             discs.append(info.discount)
         ax = y.ndim - 2
-        return NoiseScaleResult(np.stack(means, ax), np.stack(covs, ax), np.stack(scales, -1),
-                                np.stack(lcs, -1), np.stack(discs, -1))
+        return NoiseScaleResult(np.stack(means, ax), np.stack(covs, ax), np.stack(lcs, -1),
+                                np.stack(discs, -1), np.stack(scales, -1))
 
 
 

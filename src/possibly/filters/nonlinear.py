@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from possibly.families.multivariate_normal import MultivariateNormal
+from possibly.filters.kalman import _check_observation_values
 from possibly.inference import discount
 from possibly.sequential import Info, SequentialEstimator, time_first
 from possibly.validation import as_finite, check_positive, check_psd, check_unit_interval
@@ -302,12 +303,7 @@ class _RobustNonlinearFilter(SequentialEstimator):
 
 
 def _observation(y, m: int, series: bool = False) -> np.ndarray:
-    try:
-        arr = np.asarray(y, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"observations must be numeric (NaN for missing), got {y!r}") from exc
-    if np.isinf(arr).any():
-        raise ValueError("observations must be finite or NaN (missing), got an infinite value")
+    arr = _check_observation_values(y)
     if m == 1 and (arr.ndim == 1 if series else arr.ndim == 0):
         arr = arr[..., None]
     if arr.shape[-1:] != (m,) or (series and arr.ndim < 2):
