@@ -61,6 +61,10 @@ class NoiseScaleState:
     beta: np.ndarray
 
     @property
+    def mean(self) -> np.ndarray:
+        return self.kalman.mean
+
+    @property
     def noise_scale(self) -> np.ndarray:
         """``1 / λ̂``: the learned multiplier of ``R₀`` (mode of the gamma possibility)."""
         return self.beta / self.alpha

@@ -120,6 +120,11 @@ class KalmanStartState:
         """The leading hypothesis' state (batch shape ``B``): the mixture's E*."""
         return _take(self.hypotheses, self.leader)
 
+    @property
+    def mean(self) -> np.ndarray:
+        """E* of the state (the leader's mean)."""
+        return self.current.mean
+
 
 def _map(state: Any, fn) -> Any:
     """Apply ``fn`` to every array of a state: a KalmanState (or another named tuple), a frozen
