@@ -29,9 +29,9 @@ drops: discount 0 and the consistency of the observation with the mixture,
 ``max_h w_h c_h``). After ``k + window`` steps
 the mixture collapses to its leader, and the plain recursion goes on.
 
-This is the scheme of :mod:`possibly.robust_start` (estimators: which observation comes
-first) with hypotheses that suit a time series: observations cannot be reordered in time, so
-a hypothesis drops early observations instead of moving them.
+The location/scale estimators' robust start (``possibly.robust_start``) is the same mixture
+for exchangeable data, whose hypotheses are "which observation comes first"; a time series
+cannot be reordered, so here a hypothesis drops early observations instead of moving them.
 
 Cost
 ----
