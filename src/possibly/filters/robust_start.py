@@ -125,6 +125,11 @@ class KalmanStartState:
         """E* of the state (the leader's mean)."""
         return self.current.mean
 
+    @property
+    def covariance(self) -> np.ndarray | None:
+        """The leader's covariance (None while it is in information form)."""
+        return self.current.covariance
+
 
 def _map(state: Any, fn) -> Any:
     """Apply ``fn`` to every array of a state: a KalmanState (or another named tuple), a frozen
