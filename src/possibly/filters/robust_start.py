@@ -39,7 +39,8 @@ Cost
 ``max_outliers = 2``) over the first ``k + window = 14`` steps, then one: for 1000 steps about
 15% more work, paid once (in numpy: the compiled single-series loop takes over after the
 collapse). ``window = 10`` gave the same results as 20 on the §5.2 study and on WoLF's
-Student-t experiment (500 runs each, no lost track) at half the cost; 6 lost one §5.2 run. With a proper prior (the filter's or ``filter(prior=...)``) there is
+Student-t experiment (500 runs each, no lost track) at half the cost; 6 lost one §5.2 run.
+With a proper prior (the filter's or ``filter(prior=...)``) there is
 nothing to protect and the robust start is not used; ``robust_start=False`` turns it off
 (the numbers are then those of the plain recursion, bit for bit).
 """
