@@ -65,6 +65,27 @@ def test_fixed_scale_is_the_kalman_filter():
     np.testing.assert_allclose(res.noise_scale, 1.0, rtol=1e-9)
 
 
+
+@pytest.mark.parametrize("robust", [False, True])
+def test_switches_to_covariance_form(robust):
+    """Once every direction is informed the state leaves the information form, as the Kalman
+    filter's does, and the covariance is reported (it used to stay ``inf`` for good: the update
+    switched to covariance form but the selection against the prediction switched back)."""
+    rng = np.random.default_rng(0)
+    ys = np.cumsum(rng.normal(size=40)) + rng.normal(size=40)
+    ys[7] = np.nan
+    kf = NoiseScaleKalmanFilter(F, Q, H, R, scale_prior=(1e15, 1e15), robust=robust)
+    res = kf.fit(ys)
+    start = 10 if robust else 1  # the robust start's mixture holds hypotheses not informed
+    assert np.isfinite(res.covariance[start:]).all()
+    state = kf.init()
+    for y in ys:
+        state, _ = kf.step(state, y)
+    assert not state.kalman.information_form
+    if not robust:  # λ pinned at 1: the standard filter's covariance
+        ref = ps.KalmanFilter(F, Q, H, R, robust=False).filter(ys)
+        np.testing.assert_allclose(res.covariance[1:], ref.covariance[1:], rtol=1e-9)
+
 @pytest.mark.parametrize("factor", [10.0, 0.1])
 def test_wrong_r_is_corrected(factor):
     """Told R off by 10x, the filter learns the scale and tracks as well as with the true R."""

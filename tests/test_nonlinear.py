@@ -206,3 +206,16 @@ def test_bad_input():
         ExtendedKalmanFilter(model(), PRIOR).fit(np.ones((3, 3)))
     with pytest.raises(ValueError, match="tau"):
         ExtendedKalmanFilter(model(), PRIOR, tau=2.0)
+
+
+def test_base_class_declares_the_steps():
+    """``_predict``/``_update`` are abstract on the shared base: a subclass must define both."""
+    from possibly.filters.nonlinear import _RobustNonlinearFilter
+
+    class Incomplete(_RobustNonlinearFilter):
+        def _predict(self, mean, cov):
+            return mean, cov
+
+    model = NonlinearModel(f=lambda x: x, h=lambda x: x, Q=[[0.1]], R=[[1.0]])
+    with pytest.raises(TypeError, match="_update"):
+        Incomplete(model, ps.MultivariateNormal([0.0], [[1.0]]))

@@ -63,7 +63,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple, cast, overload
 
 import numpy as np
 
@@ -775,8 +775,10 @@ class KalmanFilter(SequentialEstimator):
 
     # -- the protocol ---------------------------------------------------------------------------
     def init(self, batch_shape: tuple[int, ...] = (),
-             prior: MultivariateNormal | None = None) -> KalmanState:
-        """The state before any observation: ``prior`` (default: the filter's) or 1."""
+             prior: MultivariateNormal | None = None) -> KalmanState | KalmanStartState:
+        """The state before any observation: ``prior`` (default: the filter's) or 1; from the
+        uninformative prior with the robust start, the mixture of start hypotheses (a
+        :class:`~possibly.filters.robust_start.KalmanStartState`)."""
         batch_shape = tuple(int(b) for b in batch_shape)
         size = int(np.prod(batch_shape))
         state = self._initial(self.prior if prior is None else prior, batch_shape, size)
@@ -794,7 +796,8 @@ class KalmanFilter(SequentialEstimator):
         return self.robust and self.robust_start and (self.prior if prior is None
                                                       else prior) is None
 
-    def _plain_step(self, state: KalmanState, y: np.ndarray):
+    def _plain_step(self, state: KalmanState,
+                    y: np.ndarray) -> tuple[KalmanState, KalmanInfo, KalmanState]:
         """``(predicted, info, filtered)`` of one plain robust step (no validation)."""
         if state.t:
             state = _predict(state, self.model._transition(state.t - 1))
@@ -802,20 +805,27 @@ class KalmanFilter(SequentialEstimator):
                             self.tau)
         return state, info, new
 
-    def step(self, state: KalmanState, y: Any) -> tuple[KalmanState, KalmanInfo]:
+    @overload
+    def step(self, state: KalmanState, y: Any) -> tuple[KalmanState, KalmanInfo]: ...
+
+    @overload
+    def step(self, state: KalmanStartState,
+             y: Any) -> tuple[KalmanState | KalmanStartState, KalmanInfo]: ...
+
+    def step(self, state: KalmanState | KalmanStartState,
+             y: Any) -> tuple[KalmanState | KalmanStartState, KalmanInfo]:
         """Predict (after the first observation) and update with ``y`` (shape ``(..., m)``;
         a scalar or shape ``(...,)`` batch when ``m = 1``); pure. During the robust start
         ``state`` is a :class:`~possibly.filters.robust_start.KalmanStartState` (what
         :meth:`init` returns then), and becomes a KalmanState when the mixture collapses."""
-        start = isinstance(state, KalmanStartState)
-        if not start:
+        if not isinstance(state, KalmanStartState):
             _check_state(state, self.state_dim)
         y = _check_observation_values(y)
         if self.obs_dim == 1 and y.shape[-1:] != (1,) or y.ndim == 0:
             y = y[..., None]
         if y.shape[-1:] != (self.obs_dim,):
             raise ValueError(f"y must have shape (..., {self.obs_dim}), got {y.shape}")
-        if start:
+        if isinstance(state, KalmanStartState):
             new, info, _, _ = start_step(state, y, self._plain_step, self.obs_dim)
             return new, info
         if state.t:
@@ -938,7 +948,9 @@ class KalmanFilter(SequentialEstimator):
         # γ is recomputed from log c by FilterResult.gamma; the compiled loop writes it here
         gamma = np.empty((T, size)) if compiled is not None else None
         disc = np.empty((T, size))
-        f_prefix, p_prefix = [], []
+        # precisions of the steps run in information form (filtered, predicted)
+        f_prefix: list[np.ndarray] = []
+        p_prefix: list[np.ndarray] = []
         model, robust, dim, tau = self.model, self.robust, self.dim, self.tau
         ob = model._observation
         start = start_init(state, (size,)) if self._starts(prior) else None
@@ -953,6 +965,7 @@ class KalmanFilter(SequentialEstimator):
                 continue
             if compiled is not None and not state.information_form:
                 # the rest of the series in the compiled loop, from the current state
+                assert state.covariance is not None  # covariance form
                 m_c, p_c = state.mean.copy(), state.covariance.copy()
                 empty = np.empty((0, 0, 0))
                 try:

@@ -38,7 +38,13 @@ from scipy.special import roots_genlaguerre
 
 from possibly.families.gamma import gamma_log_support
 from possibly.families.multivariate_normal import MultivariateNormal
-from possibly.filters.kalman import KalmanFilter, KalmanInfo, KalmanState, _check_robust
+from possibly.filters.kalman import (
+    KalmanFilter,
+    KalmanInfo,
+    KalmanState,
+    _check_robust,
+    _maybe_covariance_form,
+)
 from possibly.filters.nonlinear import NonlinearFilterResult
 from possibly.filters.robust_start import KalmanStartState, start_init, start_step
 from possibly.inference import discount
@@ -89,9 +95,21 @@ class NoiseScaleResult(NonlinearFilterResult):
 def _scaled(state: KalmanState, s: np.ndarray) -> KalmanState:
     """The state with its covariance multiplied by ``s`` (per batch element)."""
     s3 = s[..., None, None]
-    if state.information_form:
+    if state.precision is not None:  # information form
         return state._replace(precision=state.precision / s3)
-    return state._replace(covariance=state.covariance * s3)
+    return state._replace(covariance=_covariance(state) * s3)
+
+
+def _covariance(state: KalmanState) -> np.ndarray:
+    if state.covariance is None:
+        raise ValueError("a KalmanState needs a covariance or a precision")
+    return state.covariance
+
+
+def _precision(state: KalmanState) -> np.ndarray:
+    """The precision of the state (the inverse covariance in covariance form)."""
+    return state.precision if state.precision is not None \
+        else np.linalg.inv(_covariance(state))
 
 
 class NoiseScaleKalmanFilter(SequentialEstimator):
@@ -159,16 +177,20 @@ class NoiseScaleKalmanFilter(SequentialEstimator):
         return (f"NoiseScaleKalmanFilter(n={self._kf.state_dim}, m={self._kf.obs_dim}, "
                 f"scale_prior={self.scale_prior}, omega={self.omega:g}, dim={self.dim:g})")
 
-    def init(self, batch_shape: tuple[int, ...] = ()) -> NoiseScaleState:
+    def init(self, batch_shape: tuple[int, ...] = ()) -> NoiseScaleState | KalmanStartState:
+        """The state before any observation; from the uninformative prior with the robust
+        start, the mixture of start hypotheses (a KalmanStartState of NoiseScaleStates)."""
         batch_shape = tuple(batch_shape)
         ks = self._kf.init(batch_shape)
+        assert isinstance(ks, KalmanState)  # self._kf is the standard filter: no robust start
         a0, b0 = self.scale_prior
         state = NoiseScaleState(ks, np.full(batch_shape, a0), np.full(batch_shape, b0))
         if self.robust and self.robust_start and self.prior is None:
             return start_init(state, batch_shape)
         return state
 
-    def step(self, state: Any, y) -> tuple[Any, KalmanInfo]:
+    def step(self, state: NoiseScaleState | KalmanStartState,
+             y: Any) -> tuple[NoiseScaleState | KalmanStartState, KalmanInfo]:
         """Predict (except before the first observation), then the robust update of θ and λ;
         a row with a NaN is missing (predict only)."""
         y = np.asarray(y, dtype=float)
@@ -182,7 +204,8 @@ class NoiseScaleKalmanFilter(SequentialEstimator):
         _, info, new = self._plain_step(state, y)
         return new, info
 
-    def _plain_step(self, state: NoiseScaleState, y: np.ndarray):
+    def _plain_step(self, state: NoiseScaleState,
+                    y: np.ndarray) -> tuple[None, KalmanInfo, NoiseScaleState]:
         """``(None, info, new)``: one step without the robust start (``y`` shape (..., m))."""
         kf, omega = self._kf, self.omega
         ks = kf.predict(state.kalman) if state.kalman.t else state.kalman
@@ -244,11 +267,12 @@ class NoiseScaleKalmanFilter(SequentialEstimator):
         means, covs, scales, lcs, discs = [], [], [], [], []
         for y_t in time_first(y, 1):
             state, info = self.step(state, y_t)
-            current = state.current if isinstance(state, KalmanStartState) else state
+            current: NoiseScaleState = (state.current if isinstance(state, KalmanStartState)
+                                        else state)
             ks = current.kalman
             means.append(ks.mean)
-            covs.append(ks.covariance if not ks.information_form
-                        else np.full(ks.precision.shape, np.inf))
+            covs.append(ks.covariance if ks.covariance is not None
+                        else np.full_like(_precision(ks), np.inf))
             scales.append(current.noise_scale)
             lcs.append(info.log_consistency)
             discs.append(info.discount)
@@ -265,11 +289,17 @@ def _chi2_nodes(m: int, n: int = 48) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _select(keep: np.ndarray, a: KalmanState, b: KalmanState) -> KalmanState:
-    if a.information_form != b.information_form:
-        # one side switched to covariance form: compare both in information form
-        a = a if a.information_form else KalmanState(a.mean, None, np.linalg.inv(a.covariance))
-        b = b if b.information_form else KalmanState(b.mean, None, np.linalg.inv(b.covariance))
+    """``a`` where ``keep``, else ``b`` (per batch element; ``t = 0``).
+
+    In covariance form when both are. Otherwise the selection is made in information form and,
+    as after :func:`possibly.filters.kalman._update`, switched to covariance form when every
+    precision is well conditioned: the update may have switched while the state it is
+    selected against (the prediction) has not, and without the switch the state would stay in
+    information form for good (its covariance reported as ``inf`` at every step).
+    """
     mean = np.where(keep[..., None], a.mean, b.mean)
-    if a.information_form:
-        return KalmanState(mean, None, np.where(keep[..., None, None], a.precision, b.precision))
-    return KalmanState(mean, np.where(keep[..., None, None], a.covariance, b.covariance))
+    k3 = keep[..., None, None]
+    if a.covariance is not None and b.covariance is not None:
+        return KalmanState(mean, np.where(k3, a.covariance, b.covariance))
+    return _maybe_covariance_form(KalmanState(mean, None,
+                                              np.where(k3, _precision(a), _precision(b))))

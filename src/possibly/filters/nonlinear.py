@@ -19,6 +19,7 @@ proper prior (the linearisation point must exist).
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -210,8 +211,10 @@ def _mv(a: np.ndarray, x: np.ndarray) -> np.ndarray:
     return (a @ x[..., None])[..., 0]
 
 
-class _RobustNonlinearFilter(SequentialEstimator):
-    """Shared parts: arguments, the robust gain, the protocol (``init``/``step``/``fit``)."""
+class _RobustNonlinearFilter(SequentialEstimator, ABC):
+    """Shared parts: arguments, the robust gain, the protocol (``init``/``step``/``fit``).
+
+    Subclasses implement the two steps :meth:`_predict` and :meth:`_update`."""
 
     def __init__(self, model: NonlinearModel, prior: MultivariateNormal, *,
                  robust: bool = True, tau=None, dim=None) -> None:
@@ -279,8 +282,21 @@ class _RobustNonlinearFilter(SequentialEstimator):
         return NonlinearFilterResult(np.stack(means, ax), np.stack(covs, ax),
                                      np.stack(lcs, -1), np.stack(discs, -1))
 
+    # -- the two steps, per filter --------------------------------------------------------------
+    @abstractmethod
+    def _predict(self, mean: np.ndarray, cov: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(mean, covariance)`` of the predicted state."""
+
+    @abstractmethod
+    def _update(self, mean: np.ndarray, cov: np.ndarray,
+                y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(mean, covariance, log_consistency, discount)`` after the robust update with
+        ``y`` (shape ``(..., m)``, NaN rows missing)."""
+
     # -- the update shared by both filters, from the predictive moments -----------------------
-    def _robust_update(self, mean, cov, y, y_hat, pyy0, pxy):
+    def _robust_update(self, mean: np.ndarray, cov: np.ndarray, y: np.ndarray,
+                       y_hat: np.ndarray, pyy0: np.ndarray,
+                       pxy: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``pyy0``: predictive covariance of ``h(θ)`` (without R); ``pxy``: cross covariance.
 
         ``K = ρ Pxy (ρ Pyy0 + R)⁻¹``, ``P' = P - ρ Pxy (ρ Pyy0 + R)⁻¹ Pxyᵀ``: the update with
@@ -340,12 +356,13 @@ class ExtendedKalmanFilter(_RobustNonlinearFilter):
     array([1.085, 1.098, 1.098, 1.092])
     """
 
-    def _predict(self, mean, cov):
+    def _predict(self, mean: np.ndarray, cov: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         fj = self.model.f_jac(mean)
         cov = _sym(fj @ cov @ np.swapaxes(fj, -1, -2)) + self.model.Q
         return self.model.transition(mean), cov
 
-    def _update(self, mean, cov, y):
+    def _update(self, mean: np.ndarray, cov: np.ndarray,
+                y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         hj = self.model.h_jac(mean)
         pxy = cov @ np.swapaxes(hj, -1, -2)
         return self._robust_update(mean, cov, y, self.model.measurement(mean), hj @ pxy, pxy)
@@ -407,13 +424,14 @@ class UnscentedKalmanFilter(_RobustNonlinearFilter):
         d = pts - mu[..., None, :]
         return mu, d
 
-    def _predict(self, mean, cov):
+    def _predict(self, mean: np.ndarray, cov: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         pts = self.model.transition(self._sigma_points(mean, cov))
         mu, d = self._moments(pts)
         cov = np.einsum("k,...ki,...kj->...ij", self._wc, d, d) + self.model.Q
         return mu, _sym(cov)
 
-    def _update(self, mean, cov, y):
+    def _update(self, mean: np.ndarray, cov: np.ndarray,
+                y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         # fresh points of the predicted covariance, which includes Q (as filterpy does)
         pts = self._sigma_points(mean, cov)
         yp = self.model.measurement(pts)

@@ -48,6 +48,7 @@ nothing to protect and the robust start is not used; ``robust_start=False`` turn
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import combinations
@@ -134,7 +135,7 @@ class KalmanStartState:
         return self.current.covariance
 
 
-def _map(state: Any, fn) -> Any:
+def _map(state: Any, fn: Callable[[np.ndarray], np.ndarray]) -> Any:
     """Apply ``fn`` to every array of a state: a KalmanState (or another named tuple), a frozen
     dataclass of states and arrays (e.g. the learned-noise-scale state), or an array;
     ``None`` and step counters are kept."""
@@ -142,7 +143,7 @@ def _map(state: Any, fn) -> Any:
         return state
     if isinstance(state, tuple) and hasattr(state, "_fields"):
         return type(state)(*(_map(a, fn) for a in state))
-    if dataclasses.is_dataclass(state):
+    if dataclasses.is_dataclass(state) and not isinstance(state, type):
         return dataclasses.replace(state, **{f.name: _map(getattr(state, f.name), fn)
                                              for f in dataclasses.fields(state) if f.init})
     return fn(np.asarray(state))
@@ -150,7 +151,7 @@ def _map(state: Any, fn) -> Any:
 
 def _take(state: Any, index: np.ndarray) -> Any:
     """One hypothesis per batch element of a state with a hypothesis axis."""
-    def take(arr):
+    def take(arr: np.ndarray) -> np.ndarray:
         idx = index.reshape(index.shape + (1,) * (arr.ndim - index.ndim))
         return np.take_along_axis(arr, idx, axis=index.ndim).squeeze(index.ndim)
 
@@ -166,12 +167,18 @@ def start_init(state: Any, batch_shape: tuple[int, ...], k: int = K,
     return KalmanStartState(hyp, np.zeros(tuple(batch_shape) + (h,)), 0)
 
 
-def start_step(state: KalmanStartState, y: np.ndarray, step, m: int, *, k: int = K,
-               max_outliers: int = MAX_OUTLIERS, window: int = WINDOW):
-    """One observation for the mixture; ``step(kalman_state, y) -> (state, info)`` is the plain
-    robust step (predict then update). Returns ``(new_state, info, predicted, filtered)``:
-    ``new_state`` is a KalmanState once the mixture has collapsed (after ``k + window``
-    steps), ``info``/``predicted``/``filtered`` are the leader's."""
+#: the plain robust step of a filter: ``step(state, y) -> (predicted, info, filtered)``
+PlainStep = Callable[[Any, np.ndarray], tuple[Any, Any, Any]]
+
+
+def start_step(state: KalmanStartState, y: np.ndarray, step: PlainStep, m: int, *,
+               k: int = K, max_outliers: int = MAX_OUTLIERS,
+               window: float = WINDOW) -> tuple[Any, Any, Any, Any]:
+    """One observation for the mixture; ``step(state, y) -> (predicted, info, filtered)`` is
+    the plain robust step (predict then update). Returns ``(new_state, info, predicted,
+    filtered)``: ``new_state`` is the plain state (e.g. a KalmanState) once the mixture has
+    collapsed (after ``k + window`` steps; ``window=np.inf``: never), a KalmanStartState
+    before; ``info``/``predicted``/``filtered`` are the leader's."""
     drop = _hypotheses(k, max_outliers)
     t = state.t
     h = drop.shape[0]
@@ -190,7 +197,7 @@ def start_step(state: KalmanStartState, y: np.ndarray, step, m: int, *, k: int =
     score = state.score + gain
     lead = np.argmax(score, axis=-1)
 
-    def pick(a):
+    def pick(a: Any) -> np.ndarray:
         return np.take_along_axis(np.asarray(a), lead[..., None], -1)[..., 0]
 
     # the leader's consistency and discount; where the leader drops y: discount 0 and the
@@ -209,7 +216,7 @@ def start_step(state: KalmanStartState, y: np.ndarray, step, m: int, *, k: int =
     return out, lead_info, _take(predicted, lead), filtered
 
 
-def start_masked(ys: np.ndarray, initial: Any, step, m: int, *, k: int = K,
+def start_masked(ys: np.ndarray, initial: Any, step: PlainStep, m: int, *, k: int = K,
                  max_outliers: int = MAX_OUTLIERS, window: int = WINDOW) -> np.ndarray:
     """``ys`` (B, T, m) with the observations that the mixture settles on as outliers set to
     NaN (the retrospective choice, for the smoother); ``initial`` is the uninformative
@@ -218,8 +225,10 @@ def start_masked(ys: np.ndarray, initial: Any, step, m: int, *, k: int = K,
     state = start_init(initial, (ys.shape[0],), k, max_outliers)
     for t in range(min(ys.shape[1], k + window)):
         # the same steps as the filter's, kept as a mixture to read the final leader
-        state, _, _, _ = start_step(state, ys[:, t], step, m, k=k, max_outliers=max_outliers,
-                                    window=np.inf)
+        mixture, _, _, _ = start_step(state, ys[:, t], step, m, k=k,
+                                      max_outliers=max_outliers, window=np.inf)
+        assert isinstance(mixture, KalmanStartState)  # window=inf: it never collapses
+        state = mixture
     out = ys.copy()
     cols = min(k, ys.shape[1])
     head = out[:, :cols]
