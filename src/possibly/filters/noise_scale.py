@@ -34,7 +34,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.special import roots_genlaguerre
 
 from possibly.families.gamma import gamma_log_support
 from possibly.families.multivariate_normal import MultivariateNormal
@@ -284,6 +283,8 @@ class NoiseScaleKalmanFilter(SequentialEstimator):
 
 def _chi2_nodes(m: int, n: int = 48) -> tuple[np.ndarray, np.ndarray]:
     """Nodes and normalised weights of ``E[g(X)]``, ``X ~ χ²_m`` (Gauss-Laguerre in ``X/2``)."""
+    from scipy.special import roots_genlaguerre  # deferred: keeps `import possibly` light
+
     t, w = roots_genlaguerre(n, 0.5 * m - 1.0)
     return 2.0 * t, w / w.sum()
 
