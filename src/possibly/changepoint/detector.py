@@ -36,7 +36,7 @@ from possibly.changepoint.segments import (
 from possibly.sequential import SequentialEstimator
 from possibly.validation import check_unit_interval
 
-__all__ = ["ChangepointDetector", "numba_available"]
+__all__ = ["ChangepointDetector", "default_forgetting", "default_tol", "numba_available"]
 
 #: observations per call of the compiled loop: Python checks for Ctrl-C between chunks
 CHUNK = 1 << 15

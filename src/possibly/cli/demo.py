@@ -22,8 +22,9 @@ from possibly.cli.outputs import atomic_path, check_plot
 DESCRIPTION = (
     "Robust change-point detection on a generated piecewise-constant series with outliers (no "
     "download): the default detector, the paper's robust model and its standard version "
-    "against the true change points, and a plot. With --stream: the earlier demo, the mean of N(mean, 1) data with gross outliers "
-    "estimated sequentially by the standard and the robust update.")
+    "against the true change points, and a plot. With --stream: the earlier demo, the mean "
+    "of N(mean, 1) data with gross outliers estimated sequentially by the standard and the "
+    "robust update.")
 
 #: the largest generated series (a few seconds and about 100 MB at most)
 MAX_N = 1_000_000
