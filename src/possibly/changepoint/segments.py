@@ -324,9 +324,11 @@ def model_family(**kwargs: Any) -> list[PolynomialTrend]:
     """The model family chosen on the synthetic suite: constant level, linear and quadratic
     trend, all with unknown noise precision (keyword arguments go to every model).
 
-    Use it with ``forgetting=1.0`` and ``tol=0.4 * hazard`` (``1e-3`` at the default hazard),
-    which bounds the number of runs kept: ``ChangepointDetector(model=model_family(),
-    forgetting=1.0, tol=1e-3)`` (benchmarks/bench_changepoint_quality.py, BENCHMARKS.md).
+    It is what ``ChangepointDetector()`` runs on a scalar series, with ``forgetting=1.0`` and
+    ``tol=0.4 * hazard`` (``1e-3`` at the default hazard, which bounds the number of runs
+    kept): ``ChangepointDetector(model=model_family(), forgetting=1.0, tol=1e-3)``
+    (benchmarks/bench_changepoint_quality.py, BENCHMARKS.md); these two are also the defaults
+    for any list of ``PolynomialTrend`` models.
 
     Examples
     --------
