@@ -321,8 +321,9 @@ class ChangepointDetector(SequentialEstimator):
         self.reset()
 
     def _set_models(self, models: tuple[SegmentModel, ...]) -> None:
-        """Use ``models``, with the defaults that depend on them (forgetting, tol, level)."""
-        self._models = models
+        """Use ``models``, with the defaults that depend on them (forgetting, tol, level).
+
+        Nothing is changed unless every check passes."""
         hazard = real_scalar("hazard", self.hazard)
         forgetting = default_forgetting(models) if self.forgetting is None else self.forgetting
         tol = self.tol
@@ -331,11 +332,11 @@ class ChangepointDetector(SequentialEstimator):
             if 0.0 < hazard <= tol:  # the default tol: name hazard
                 raise ValueError(f"hazard must be greater than tol = {tol:g} (pass a smaller "
                                  f"tol, e.g. tol=0, for such a hazard), got {hazard!r}")
-        self._base_params = ChangepointParams.make(
+        base = ChangepointParams.make(
             None, self.hazard, forgetting, self.robust, self.tau, tol, models, self.merge_tol)
         if self.engine not in ("auto", "numpy", "numba"):
             raise ValueError(f"engine must be 'auto', 'numpy' or 'numba', got {self.engine!r}")
-        if self.engine == "numba" and not self._compiled_model():
+        if self.engine == "numba" and not self._compiled_model(models):
             raise ValueError("engine='numba' supports a single NormalMean model or "
                              "PolynomialTrend models only; use engine='auto' or 'numpy' with "
                              "other models")
@@ -343,13 +344,14 @@ class ChangepointDetector(SequentialEstimator):
             raise ImportError("engine='numba' needs numba: pip install 'possibly[fast]'")
         level = self.outlier_level
         if level is None:  # γ = c^(1/d) at c = 4 · hazard
-            level = (4.0 * float(self.hazard)) ** (1.0 / self._base_params.dim)
-            if self._base_params.dim == 2.0:
+            level = (4.0 * float(self.hazard)) ** (1.0 / base.dim)
+            if base.dim == 2.0:
                 level = 2.0 * math.sqrt(self.hazard)  # the same value, as it always was
             level = min(level, 1.0)  # hazard > 1/4: every discounted observation counts
-        self._outlier_level = float(check_unit_interval(
+        level = float(check_unit_interval(
             "outlier_level", real_scalar("outlier_level", level), low_open=True,
             high_open=False))
+        self._models, self._base_params, self._outlier_level = models, base, level
 
     def _default_models(self) -> bool:
         """Whether the models are the default family (``model="auto"``, ``sigma="auto"``)."""
@@ -374,9 +376,10 @@ class ChangepointDetector(SequentialEstimator):
                              f"{self.sigma!r}")
         return models
 
-    def _compiled_model(self) -> bool:
-        return (len(self._models) == 1 and type(self._models[0]) is NormalMean) or \
-            all(type(m) is PolynomialTrend for m in self._models)
+    def _compiled_model(self, models: tuple[SegmentModel, ...] | None = None) -> bool:
+        models = self._models if models is None else models
+        return (len(models) == 1 and type(models[0]) is NormalMean) or \
+            all(type(m) is PolynomialTrend for m in models)
 
     def _engine(self) -> str:
         if not self._compiled_model():
