@@ -123,8 +123,8 @@ def test_plot_gets_the_time_stamps(tmp_path, capsys, monkeypatch):
     """The plot's x-axis: the CLI hands the time stamps to a plot function taking index=."""
     seen = {}
 
-    def fake_plot(result, path, *, title=None, index=None, truth=None):
-        seen["index"] = index
+    def fake_plot(result, path, *, title=None, index=None, truth=None, ylabel=None):
+        seen["index"], seen["ylabel"] = index, ylabel
         Path(path).write_bytes(b"\x89PNG fake")
         return Path(path)
 
@@ -136,6 +136,7 @@ def test_plot_gets_the_time_stamps(tmp_path, capsys, monkeypatch):
     assert main(["changepoint", str(path), "--sigma", "0.5", "--plot", str(png)]) == 0
     expect = np.array([np.datetime64(DAY0 + dt.timedelta(days=i), "us") for i in range(30)])
     np.testing.assert_array_equal(seen["index"], expect)
+    assert seen["ylabel"] == "v"  # the value column's name
     assert png.read_bytes().startswith(b"\x89PNG")
 
 

@@ -120,6 +120,33 @@ ESTIMATOR_CASES: list[Case] = [
          np.abs(_scalar) + 0.1),
 ]
 
+def _nl_f(x):  # module level: the model must pickle
+    return 0.9 * x + 0.1 * np.sin(x)
+
+
+def _nl_h(x):
+    return np.stack([x[..., 0] ** 2 / 4, x[..., 1]], axis=-1)
+
+
+def _nonlinear_model():
+    return ps.filters.NonlinearModel(f=_nl_f, h=_nl_h, Q=0.05 * np.eye(2), R=0.5 * np.eye(2))
+
+
+def _nonlinear(cls):
+    return lambda: cls(_nonlinear_model(), ps.MultivariateNormal([2.0, 0.0], np.eye(2)))
+
+
+_bivariate = np.c_[1.0 + 0.3 * _rng.normal(size=30), 0.3 * _rng.normal(size=30)]
+_bivariate[12] = [25.0, -9.0]
+
+FILTER_CASES += [
+    Case("robust EKF", _nonlinear(ps.filters.nonlinear.ExtendedKalmanFilter), _bivariate, 1),
+    Case("robust UKF", _nonlinear(ps.filters.nonlinear.UnscentedKalmanFilter), _bivariate, 1),
+    Case("Kalman filter, learned noise scale",
+         lambda: ps.filters.noise_scale.NoiseScaleKalmanFilter(
+             *ps.models.constant_velocity(ndim=2), scale_prior=(2.0, 1.0)), _bivariate, 1),
+]
+
 CASES = GENERIC_CASES + CHANGEPOINT_CASES + FILTER_CASES + ESTIMATOR_CASES
 
 

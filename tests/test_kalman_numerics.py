@@ -27,10 +27,14 @@ def _finite_run(kf, ys):
 
 # -- the reproducers of the issue ----------------------------------------------------------------
 def test_huge_first_observation_gives_finite_estimates():
-    res = _finite_run(ps.KalmanFilter(*CV), np.array([1e155, 1.0, 2.0]))
+    ys = np.array([1e155, 1.0, 2.0])
+    res = _finite_run(ps.KalmanFilter(*CV, robust_start=False), ys)
     # nothing is known before y_1, so it is taken whole; y_3 is then a gross outlier: γ = 0
     assert res.mean[0, 0] == 1e155
     assert res.log_consistency[2] == -np.inf and res.discount[2] == 0.0
+    # with the robust start (default) the hypothesis "y_1 is an outlier" takes over at y_3
+    res = _finite_run(ps.KalmanFilter(*CV), ys)
+    assert res.mean[0, 0] == 1e155 and abs(res.mean[2, 0] - 2.0) < 1e-9
 
 
 def test_huge_outlier_mid_series_is_cut_cleanly():

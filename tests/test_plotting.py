@@ -198,6 +198,23 @@ def test_kalman_panel_shows_tiny_discounts_band_and_missing(tmp_path, monkeypatc
     assert "filtered position" in _legend_labels(figs[-1].axes[0])
 
 
+def test_kalman_series_of_a_2d_track_one_panel_per_axis(tmp_path, monkeypatch):
+    figs = []
+    monkeypatch.setattr(plt, "close", figs.append)
+    y = np.column_stack([np.arange(5.0), -np.arange(5.0)])
+    sd = np.array([[np.inf, np.inf], [1, 1], [1, 1], [1, 1], [1, 1]])
+    kplot.plot_filtered_series(y, y, np.ones(5), tmp_path / "xy.png", sd=sd, ylabel=["x", "y"])
+    *panels, axd = figs[-1].axes
+    assert [a.get_ylabel() for a in panels] == ["x", "y"]
+    for a, j in zip(panels, (0, 1), strict=True):
+        np.testing.assert_array_equal(a.lines[1].get_ydata(), y[:, j])
+        band = a.collections[0].get_paths()[0].vertices
+        assert band[:, 0].min() == 2  # step 1 (x = 1) has an infinite sd: no band there
+        assert np.isfinite(band).all()
+    with pytest.raises(ValueError, match="ylabel must be a string or 2 strings"):
+        kplot.plot_filtered_series(y, y, np.ones(5), tmp_path / "e.png", ylabel=["x"])
+
+
 def test_plot_changepoints_window(small, tmp_path, monkeypatch):
     y, _, res = small
     figs = []

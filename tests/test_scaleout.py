@@ -268,6 +268,31 @@ def test_bad_input_errors(series, tmp_path):
         changepoints_many(text, "sensor", "v", **sync)
 
 
+def test_empty_dataset_named_in_the_error(tmp_path, capsys):
+    import dask.dataframe as dd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    empty = tmp_path / "empty.parquet"
+    pq.write_table(pa.table({}), empty)
+    sync = {"scheduler": "synchronous"}
+    for data, name in [(pd.DataFrame(), "the pandas DataFrame"),
+                       (dd.from_pandas(pd.DataFrame(), npartitions=1), "the dask DataFrame"),
+                       (empty, f"input {str(empty)!r}")]:
+        for run in (changepoints_many,
+                    lambda *a, **k: kalman_many(*a, ps.models.constant_velocity(), **k)):
+            with pytest.raises(ValueError) as info:
+                run(data, "sensor", "v", **sync)
+            assert str(info.value) == (f"column 'sensor' not found: {name} has no columns "
+                                       "(an empty dataset)")
+    with pytest.raises(ValueError, match=r"not found in the pandas DataFrame; its columns "
+                                         r"are sensor, t, v$"):
+        changepoints_many(interleaved({"a": np.zeros(3)}), "id", "v", **sync)
+    assert main(["changepoint-many", str(empty), "--id", "sensor", "--value", "v"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"input {str(empty)!r} has no columns" in err
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--id", "nope", "--value", "v"], "column 'nope' not found"),
     (["--id", "sensor", "--value", "sensor"], "must be distinct"),

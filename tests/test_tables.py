@@ -153,3 +153,45 @@ def test_display_never_shows_surrogate_escapes():
     shown = display(name)
     assert shown == "?data.csv"
     shown.encode("utf-8")  # printable
+
+
+@pytest.mark.parametrize("columns", [["y"], ["x", "y"]])
+@pytest.mark.parametrize("index", ["dates", "range", None])
+def test_pandas_to_csv_round_trip_keeps_missing_values_and_time_stamps(columns, index):
+    # pandas writes NaN as an empty cell, and as "" in a one-column CSV without an index
+    # (the csv module quotes a lone empty field so that the row is not a blank line)
+    pd = pytest.importorskip("pandas")
+    values = {"x": [1.5, np.nan, 3.0, np.nan, -2.0], "y": [np.nan, 2.0, np.nan, np.nan, 4.25]}
+    if index == "dates":  # a missing time stamp (NaT) too
+        stamps = pd.DatetimeIndex(["2024-01-01", "2024-01-02", None, "2024-01-04 06:30",
+                                   "2024-01-05"], name="date")
+    else:
+        stamps = None
+    frame = pd.DataFrame({c: values[c] for c in columns}, index=stamps)
+    text = frame.to_csv(index=index is not None)
+    if columns == ["y"] and index is None:
+        assert '""' in text  # the case the reader used to refuse
+    table = parse_table(text)
+    assert table.n_rows == len(frame)
+    np.testing.assert_array_equal(table.numbers(columns), frame.to_numpy())  # NaNs equal
+    t = table.choose(columns, None)[1]
+    if index == "dates":
+        assert table.names[t] == "date"
+        np.testing.assert_array_equal(table.time_axis(t).values,
+                                      frame.index.to_numpy().astype("datetime64[us]"))
+    else:
+        assert t is None
+        if index == "range":  # the unnamed index column: named by its position, numbers
+            assert table.names[0] == "0"
+            np.testing.assert_array_equal(table.time_axis(0).values, np.arange(len(frame)))
+    # without a header, and the file read back through the command line's reader
+    bare = parse_table(frame.to_csv(index=False, header=False))
+    np.testing.assert_array_equal(bare.numbers(list(range(len(columns)))), frame.to_numpy())
+
+
+def test_quoted_cells_without_a_delimiter_are_unquoted():
+    table = parse_table('"level"\n1\n""\n"2.5"\n')
+    assert table.names == ("level",)
+    np.testing.assert_array_equal(table.numbers(["level"])[:, 0], [1.0, np.nan, 2.5])
+    with pytest.raises(ValueError, match=r"line 3, column level: non-numeric cell '\"a'"):
+        parse_table('level\n1\n"a\n').numbers(["level"])  # not one quoted field: kept

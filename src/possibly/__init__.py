@@ -32,7 +32,13 @@ from possibly.families import (
     Pareto,
     Possibility,
 )
-from possibly.filters import KalmanFilter, LinearGaussianModel, ParticleFilter
+from possibly.filters import (
+    ExtendedKalmanFilter,
+    KalmanFilter,
+    LinearGaussianModel,
+    ParticleFilter,
+    UnscentedKalmanFilter,
+)
 from possibly.grid import GridPossibility, LogLikelihood
 from possibly.inference import (
     RobustUpdate,
@@ -52,6 +58,7 @@ __all__ = [
     "Beta",
     "ChangepointDetector",
     "ExponentialFamily",
+    "ExtendedKalmanFilter",
     "Gamma",
     "GridPossibility",
     "InverseGamma",
@@ -72,6 +79,7 @@ __all__ = [
     "RobustUpdate",
     "SequentialResult",
     "SoftUniformEstimator",
+    "UnscentedKalmanFilter",
     "combine",
     "consistency",
     "datasets",

@@ -176,31 +176,35 @@ def _load(data: Any, id_column: str, value_columns: Sequence[str]):
         except (pa.ArrowException, OSError) as exc:
             raise OSError(f"input {str(path)!r} is not a readable Parquet file or dataset: "
                           f"{exc}") from None
-        _check_columns(cols, schema.names)
+        _check_columns(cols, schema.names, f"input {str(path)!r}")
         for c in value_columns:
             t = schema.field(c).type
             ok = pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
             _check_numeric(c, t, ok)
         return dd.read_parquet(str(path), columns=cols)
     if isinstance(data, pd.DataFrame):
-        _check_columns(cols, list(data.columns))
+        _check_columns(cols, list(data.columns), "the pandas DataFrame")
         _check_dtypes(data, value_columns)
         # sort=False keeps the row order (the time order of each series); the partitions
         # only bound the size of a piece, the tasks are cut by id in _tasks
         npartitions = max(1, min(64, len(data) // 100_000))
         return dd.from_pandas(data[cols], npartitions=npartitions, sort=False)
     if isinstance(data, dd.DataFrame):
-        _check_columns(cols, list(data.columns))
+        _check_columns(cols, list(data.columns), "the dask DataFrame")
         _check_dtypes(data, value_columns)
         return data[cols]
     raise ValueError(f"data must be a Parquet path, a pandas or a dask DataFrame, got "
                      f"{type(data).__name__}")
 
 
-def _check_columns(cols: Sequence[str], available: Sequence[Any]) -> None:
+def _check_columns(cols: Sequence[str], available: Sequence[Any], source: str) -> None:
+    """Every column of ``cols`` is in ``available``, the columns of ``source`` (the data)."""
     missing = [c for c in cols if c not in available]
+    if missing and not len(available):
+        raise ValueError(f"column {missing[0]!r} not found: {source} has no columns (an empty "
+                         "dataset)")
     if missing:
-        raise ValueError(f"column {missing[0]!r} not found in the input; its columns are "
+        raise ValueError(f"column {missing[0]!r} not found in {source}; its columns are "
                          f"{', '.join(map(str, available))}")
 
 

@@ -18,7 +18,8 @@ command reads a file the same way:
   text cell (not a number, a missing mark or a date/time) in a column whose other cells are
   numbers or dates/times, or when all its cells are text and no later row is. A headerless
   ``date,value`` file therefore keeps its first row.
-- **Missing**: an empty cell, ``NA``, ``NaN``, ``N/A``, ``null``, ``none`` or ``-`` is a
+- **Missing**: an empty cell (also the quoted ``""`` that pandas' ``to_csv`` writes for NaN
+  in a one-column file), ``NA``, ``NaN``, ``N/A``, ``null``, ``none`` or ``-`` is a
   missing observation (NaN). Infinite or out-of-range numbers (``inf``, ``1e309``) are
   refused: write a missing mark instead.
 - **Numbering**: rows are numbered from 0 (``t = 0`` is the first data row, the header
@@ -146,6 +147,13 @@ def _split(line: str, delimiter: str | None) -> list[str]:
     if delimiter is None:
         return line.split()
     return [c.strip() for c in next(csv.reader([line], delimiter=delimiter))]
+
+
+def _unquote(cell: str) -> str:
+    """``cell`` without CSV quotes when it is all one quoted field (``""`` is empty)."""
+    if len(cell) >= 2 and cell[0] == cell[-1] == '"':
+        return cell[1:-1].replace('""', '"')
+    return cell
 
 
 def _sniff(sample: list[str]) -> str | None:
@@ -392,6 +400,8 @@ def _parse_table(text: str, source: str) -> Table:
     filled = [(no, ln) for no, ln in numbered if ln.strip()]
     if delimiter is None:
         split = [ln.split() for _, ln in filled]
+        if '"' in text:  # CSV quoting: pandas writes the NaN of a one-column CSV as ""
+            split = [[_unquote(c) for c in row] for row in split]
     else:  # one csv reader over every line: much faster than one per line
         split = [[c.strip() for c in row]
                  for row in csv.reader([ln for _, ln in filled], delimiter=delimiter)]

@@ -41,7 +41,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 import numpy as np
-from scipy.special import gammaln
 
 from possibly.changepoint.models import Runs, SegmentModel, as_series
 
@@ -560,6 +559,16 @@ class MultivariateNormalSegments(SegmentModel):
             _, runs, floored = self._observe(runs, self._z(y[i]), float(discount[i]))
             out[i] = bool(floored[0]) or lc < OUTLIER_LOG_CONSISTENCY
         return out
+
+
+def gammaln(x: Any) -> Any:
+    """``log Γ(x)``: ``scipy.special.gammaln``, imported on first use.
+
+    scipy.special costs about 0.15 s to import; deferring it keeps ``import possibly`` fast.
+    """
+    from scipy.special import gammaln as scipy_gammaln
+
+    return scipy_gammaln(x)
 
 
 def _multigammaln(a: np.ndarray, d: int) -> np.ndarray:

@@ -28,7 +28,7 @@ from possibly.cli.arguments import (
     sigma,
 )
 from possibly.cli.outputs import check_outputs, save_plot, write_text
-from possibly.tables import TimeAxis, read_table
+from possibly.tables import TimeAxis, display, read_table
 
 DESCRIPTION = (
     "Robust online change-point detection on one series read from a CSV/TSV/text file (or "
@@ -41,7 +41,8 @@ DESCRIPTION = (
 HAZARD = (1e-12, 0.25)
 
 
-def _load(args) -> tuple[np.ndarray, str, TimeAxis | None]:
+def _load(args) -> tuple[np.ndarray, str, TimeAxis | None, str | None]:
+    """The series, the name of its source, its time stamps and its column name (if any)."""
     if args.example is not None:
         if args.file is not None:
             raise ValueError("give either FILE or --example, not both")
@@ -49,13 +50,14 @@ def _load(args) -> tuple[np.ndarray, str, TimeAxis | None]:
             raise ValueError("--column and --time apply to FILE, not to --example")
         from possibly.datasets import well_log
 
-        return np.asarray(well_log(), dtype=float), "well-log example", None
+        return np.asarray(well_log(), dtype=float), "well-log example", None, None
     if args.file is None:
         raise ValueError("give a FILE (or - for standard input) or --example well-log")
     table = read_table(args.file)
     columns, t = table.choose(None if args.column is None else [args.column], args.time)
     y = table.numbers(columns)[:, 0]
-    return y, table.source, None if t is None else table.time_axis(t)
+    name = display(table.names[columns[0]]) if table.has_header else None
+    return y, table.source, None if t is None else table.time_axis(t), name
 
 
 def _at(indices: np.ndarray, time: TimeAxis | None) -> str:
@@ -119,10 +121,10 @@ def _csv(res, y, time) -> str:
     return buf.getvalue()
 
 
-def _plot(res, path, title: str, time: TimeAxis | None) -> None:
+def _plot(res, path, title: str, time: TimeAxis | None, ylabel: str | None) -> None:
     from possibly.plotting.changepoint import plot_changepoints
 
-    save_plot(plot_changepoints, path, res, title=title,
+    save_plot(plot_changepoints, path, res, title=title, ylabel=ylabel,
               index=None if time is None else time.values)
 
 
@@ -134,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
     # the paper's normal-mean model (its flags and outputs are σ's), also with --sigma auto
     det = ChangepointDetector(sigma=args.sigma, hazard=args.hazard, forgetting=args.forgetting,
                               robust=not args.standard, tau=args.tau, model="normal")
-    y, source, time = _load(args)
+    y, source, time, name = _load(args)
     with numeric_range(source, y):
         res = det.fit(y)
     check_finite(source, y, res.mean, "segment mean estimate")
@@ -146,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
         text = _text(args, res, y, source, time)
     # files before standard output: a closed pipe (| head) must not lose them
     if plot is not None:
-        _plot(res, plot, f"{source}: change points and outliers", time)
+        _plot(res, plot, f"{source}: change points and outliers", time, name)
         print(f"plot written to {plot}", file=sys.stderr)
     if out is not None:
         write_text(out, text)

@@ -93,10 +93,14 @@ def _table(ys, time, columns, mean, sd, fr) -> str:
     return buf.getvalue()
 
 
-def _plot(ys, mean, fr, path, title: str, time: TimeAxis | None) -> None:
+def _plot(ys, mean, sd, fr, path, title: str, time: TimeAxis | None, columns: list[str],
+          smoothed: bool) -> None:
+    """Every observed axis (one panel each) with its estimate and ±2 sd band, the discounts."""
     from possibly.plotting.kalman import plot_filtered_series
 
-    save_plot(plot_filtered_series, path, ys[:, 0], mean[:, 0], fr.discount, title=title,
+    pos = slice(0, 2 * ys.shape[1], 2)  # state: (position, velocity) per axis
+    save_plot(plot_filtered_series, path, ys, mean[:, pos], fr.discount, title=title,
+              sd=sd[:, pos], smoothed=smoothed, ylabel=columns,
               index=None if time is None else time.values)
 
 
@@ -127,8 +131,8 @@ def run(args: argparse.Namespace) -> int:
     kind = "standard" if args.standard else "robust"
     if plot is not None:  # files before standard output: a closed pipe must not lose them
         what = "smoother" if args.smooth else "filter"
-        axis = f" (first axis: {columns[0]})" if k > 1 else ""
-        _plot(ys, mean, fr, plot, f"{kind} Kalman {what}: {table.source}{axis}", time)
+        _plot(ys, mean, sd, fr, plot, f"{kind} Kalman {what}: {table.source}", time, columns,
+              args.smooth)
     if out is not None:
         write_text(out, text)
         missing = int(np.isnan(ys).sum())  # missing values (a component of a row counts)
@@ -165,5 +169,7 @@ def register(sub) -> None:
                    help="write smoothed instead of filtered states")
     p.add_argument("--out", metavar="CSV", default=None, help="output CSV (default: stdout)")
     p.add_argument("--plot", metavar="IMAGE", default=None,
-                   help="also write a plot (.png added when there is no extension)")
+                   help="also write a plot: one panel per observed axis (observations, "
+                        "position ± 2 sd), and the discounts (.png added when there is no "
+                        "extension)")
     p.set_defaults(func=run)

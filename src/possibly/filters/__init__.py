@@ -8,9 +8,19 @@
   the model and the filtered states;
 * :mod:`~possibly.filters.particles`: the robust :class:`ParticleFilter` (nonlinear models, or
   built from a :class:`LinearGaussianModel`).
+* :mod:`~possibly.filters.nonlinear`: :class:`NonlinearModel` and the robust
+  :class:`ExtendedKalmanFilter` and :class:`UnscentedKalmanFilter`;
+* :mod:`~possibly.filters.noise_scale`: :class:`NoiseScaleKalmanFilter`, R known up to a
+  scale learned online.
 """
 
 from possibly.filters.kalman import FilterResult, KalmanFilter, KalmanInfo, KalmanState
+from possibly.filters.noise_scale import NoiseScaleKalmanFilter
+from possibly.filters.nonlinear import (
+    ExtendedKalmanFilter,
+    NonlinearModel,
+    UnscentedKalmanFilter,
+)
 from possibly.filters.particles import (
     GaussianNoise,
     ParticleFilter,
@@ -22,17 +32,21 @@ from possibly.filters.smoother import SmootherResult, smooth
 from possibly.filters.state_space import LinearGaussianModel, constant_velocity
 
 __all__ = [
+    "ExtendedKalmanFilter",
     "FilterResult",
     "GaussianNoise",
     "KalmanFilter",
     "KalmanInfo",
     "KalmanState",
     "LinearGaussianModel",
+    "NoiseScaleKalmanFilter",
+    "NonlinearModel",
     "ParticleFilter",
     "ParticleFilterResult",
     "ParticleFilterState",
     "ParticleInfo",
     "SmootherResult",
+    "UnscentedKalmanFilter",
     "constant_velocity",
     "smooth",
 ]

@@ -60,13 +60,20 @@ filtered states of a :class:`FilterResult`.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple, cast, overload
 
 import numpy as np
 
 from possibly.families.multivariate_normal import MultivariateNormal
+from possibly.filters.robust_start import (
+    KalmanStartState,
+    start_init,
+    start_masked,
+    start_step,
+)
 from possibly.filters.state_space import (
     LinearGaussianModel,
     _checked_observation,
@@ -396,9 +403,9 @@ def _check_dim_tau(dim, tau, n: int) -> tuple[float, float | None]:
     return dim, tau
 
 
-def _check_robust(robust: Any) -> bool:
+def _check_robust(robust: Any, name: str = "robust") -> bool:
     if not isinstance(robust, bool | np.bool_):
-        raise TypeError(f"robust must be a bool, got {robust!r}")
+        raise TypeError(f"{name} must be a bool, got {robust!r}")
     return bool(robust)
 
 
@@ -682,6 +689,15 @@ class KalmanFilter(SequentialEstimator):
     prior : MultivariateNormal, optional
         Possibility function of the first state before any observation, the default of
         :meth:`init`, :meth:`filter` and streaming :meth:`update`; None: uninformative (exact).
+    robust_start : bool
+        From the uninformative prior, start with a maxitive mixture of hypotheses about which
+        of the first observations are outliers, collapsed after a few steps
+        (:mod:`possibly.filters.robust_start`; default on, robust filter only). ``False``
+        gives the plain recursion, whose first observations are taken whole.
+    learn_noise_scale : bool
+        ``R`` is known up to a scale, learned online: returns a
+        :class:`~possibly.filters.noise_scale.NoiseScaleKalmanFilter` (keywords ``scale_prior``
+        and ``omega`` are passed on).
 
     Notes
     -----
@@ -712,9 +728,17 @@ class KalmanFilter(SequentialEstimator):
     1.0
     """
 
+    def __new__(cls, *args: Any, learn_noise_scale: bool = False, **kwargs: Any) -> Any:
+        if learn_noise_scale:  # a different state (θ and the scale): a different class
+            from possibly.filters.noise_scale import NoiseScaleKalmanFilter
+
+            return NoiseScaleKalmanFilter(*args, **kwargs)
+        return super().__new__(cls)
+
     def __init__(self, model: Any, Q: Any = None, H: Any = None, R: Any = None,
                  robust: bool = True, tau: float | None = None, dim: float | None = None, *,
-                 prior: MultivariateNormal | None = None) -> None:
+                 prior: MultivariateNormal | None = None, robust_start: bool = True,
+                 learn_noise_scale: bool = False) -> None:
         if isinstance(model, LinearGaussianModel):
             if Q is not None or H is not None or R is not None:
                 raise TypeError("give either a LinearGaussianModel or the matrices F, Q, H, R, "
@@ -733,6 +757,7 @@ class KalmanFilter(SequentialEstimator):
         if prior is not None:
             self._initial(prior, (), 1)  # validates
         self.prior = prior
+        self.robust_start = _check_robust(robust_start, "robust_start")
 
     @property
     def state_dim(self) -> int:
@@ -750,26 +775,59 @@ class KalmanFilter(SequentialEstimator):
 
     # -- the protocol ---------------------------------------------------------------------------
     def init(self, batch_shape: tuple[int, ...] = (),
-             prior: MultivariateNormal | None = None) -> KalmanState:
-        """The state before any observation: ``prior`` (default: the filter's) or 1."""
+             prior: MultivariateNormal | None = None) -> KalmanState | KalmanStartState:
+        """The state before any observation: ``prior`` (default: the filter's) or 1; from the
+        uninformative prior with the robust start, the mixture of start hypotheses (a
+        :class:`~possibly.filters.robust_start.KalmanStartState`)."""
         batch_shape = tuple(int(b) for b in batch_shape)
         size = int(np.prod(batch_shape))
         state = self._initial(self.prior if prior is None else prior, batch_shape, size)
-        return KalmanState(state.mean.reshape(batch_shape + (self.state_dim,)),
-                           None if state.covariance is None
-                           else state.covariance.reshape(batch_shape + (self.state_dim,) * 2),
-                           None if state.precision is None
-                           else state.precision.reshape(batch_shape + (self.state_dim,) * 2))
+        state = KalmanState(state.mean.reshape(batch_shape + (self.state_dim,)),
+                            None if state.covariance is None
+                            else state.covariance.reshape(batch_shape + (self.state_dim,) * 2),
+                            None if state.precision is None
+                            else state.precision.reshape(batch_shape + (self.state_dim,) * 2))
+        if self._starts(prior):
+            return start_init(state, batch_shape)
+        return state
 
-    def step(self, state: KalmanState, y: Any) -> tuple[KalmanState, KalmanInfo]:
+    def _starts(self, prior: MultivariateNormal | None) -> bool:
+        """Whether a run from ``prior`` uses the robust start (robust filter, prior 1)."""
+        return self.robust and self.robust_start and (self.prior if prior is None
+                                                      else prior) is None
+
+    def _plain_step(self, state: KalmanState,
+                    y: np.ndarray) -> tuple[KalmanState, KalmanInfo, KalmanState]:
+        """``(predicted, info, filtered)`` of one plain robust step (no validation)."""
+        if state.t:
+            state = _predict(state, self.model._transition(state.t - 1))
+        new, info = _update(state, y, self.model._observation, self.robust, self.dim,
+                            self.tau)
+        return state, info, new
+
+    @overload
+    def step(self, state: KalmanState, y: Any) -> tuple[KalmanState, KalmanInfo]: ...
+
+    @overload
+    def step(self, state: KalmanStartState,
+             y: Any) -> tuple[KalmanState | KalmanStartState, KalmanInfo]: ...
+
+    def step(self, state: KalmanState | KalmanStartState,
+             y: Any) -> tuple[KalmanState | KalmanStartState, KalmanInfo]:
         """Predict (after the first observation) and update with ``y`` (shape ``(..., m)``;
-        a scalar or shape ``(...,)`` batch when ``m = 1``); pure."""
-        _check_state(state, self.state_dim)
+        a scalar or shape ``(...,)`` batch when ``m = 1``); pure. During the robust start
+        ``state`` is a :class:`~possibly.filters.robust_start.KalmanStartState` (what
+        :meth:`init` returns then), and becomes a KalmanState when the mixture collapses."""
+        if not isinstance(state, KalmanStartState):
+            _check_state(state, self.state_dim)
         y = _check_observation_values(y)
         if self.obs_dim == 1 and y.shape[-1:] != (1,) or y.ndim == 0:
             y = y[..., None]
         if y.shape[-1:] != (self.obs_dim,):
             raise ValueError(f"y must have shape (..., {self.obs_dim}), got {y.shape}")
+        if isinstance(state, KalmanStartState):
+            new, info, _, _ = start_step(state, y, self._plain_step, self.obs_dim)
+            return new, info
         if state.t:
             state = _predict(state, self.model._transition(state.t - 1))
         return _update(state, y, self.model._observation, self.robust, self.dim, self.tau)
@@ -890,13 +948,24 @@ class KalmanFilter(SequentialEstimator):
         # γ is recomputed from log c by FilterResult.gamma; the compiled loop writes it here
         gamma = np.empty((T, size)) if compiled is not None else None
         disc = np.empty((T, size))
-        f_prefix, p_prefix = [], []
+        # precisions of the steps run in information form (filtered, predicted)
+        f_prefix: list[np.ndarray] = []
+        p_prefix: list[np.ndarray] = []
         model, robust, dim, tau = self.model, self.robust, self.dim, self.tau
         ob = model._observation
-        diag = np.arange(n)
+        start = start_init(state, (size,)) if self._starts(prior) else None
         for t in range(T):
+            if start is not None:  # the robust start: the leader's steps (robust_start.py)
+                start, info, predicted, state = start_step(start, ys_t[t], self._plain_step,
+                                                           self.obs_dim)
+                if not isinstance(start, KalmanStartState):
+                    start = None
+                self._record(t, predicted, state, info, p_mean, p_cov, p_prefix, mean, var,
+                             cov, f_prefix, log_c, disc)
+                continue
             if compiled is not None and not state.information_form:
                 # the rest of the series in the compiled loop, from the current state
+                assert state.covariance is not None  # covariance form
                 m_c, p_c = state.mean.copy(), state.covariance.copy()
                 empty = np.empty((0, 0, 0))
                 try:
@@ -913,25 +982,10 @@ class KalmanFilter(SequentialEstimator):
                     break
             if t:
                 state = _predict(state, model._transition(t - 1))
-            if pred:
-                p_mean[t] = state.mean
-                if state.information_form:
-                    p_prefix.append(state.precision)
-                    p_cov[t] = _covariance_or_inf(state.precision)
-                else:
-                    p_cov[t] = state.covariance
+            predicted = state
             state, info = _update(state, ys_t[t], ob, robust, dim, tau)
-            mean[t] = state.mean
-            if var is not None:
-                if state.information_form:
-                    f_prefix.append(state.precision)
-                    c = _covariance_or_inf(state.precision)
-                else:
-                    c = state.covariance
-                if full:
-                    cov[t] = c
-                var[t] = c[..., diag, diag]
-            log_c[t], disc[t] = info.log_consistency, info.discount
+            self._record(t, predicted, state, info, p_mean, p_cov, p_prefix, mean, var, cov,
+                         f_prefix, log_c, disc)
 
         def shaped(a):
             if a is None:
@@ -954,6 +1008,30 @@ class KalmanFilter(SequentialEstimator):
                             state_names=model.names, dim=dim,
                             index=index, final=final, _information=information)
 
+    @staticmethod
+    def _record(t, predicted, state, info, p_mean, p_cov, p_prefix, mean, var, cov, f_prefix,
+                log_c, disc) -> None:
+        """Store step ``t`` of :meth:`filter` (arrays not kept are None)."""
+        if p_mean is not None:
+            p_mean[t] = predicted.mean
+            if predicted.information_form:
+                p_prefix.append(predicted.precision)
+                p_cov[t] = _covariance_or_inf(predicted.precision)
+            else:
+                p_cov[t] = predicted.covariance
+        mean[t] = state.mean
+        if var is not None:
+            if state.information_form:
+                f_prefix.append(state.precision)
+                c = _covariance_or_inf(state.precision)
+            else:
+                c = state.covariance
+            if cov is not None:
+                cov[t] = c
+            diag = np.arange(c.shape[-1])
+            var[t] = c[..., diag, diag]
+        log_c[t], disc[t] = info.log_consistency, info.discount
+
     def smooth(self, ys, prior: MultivariateNormal | None = None, *,
                engine: str = "auto") -> Any:
         """Possibilistic RTS smoother: :meth:`filter` (with ``engine``), then
@@ -971,4 +1049,14 @@ class KalmanFilter(SequentialEstimator):
         """
         from possibly.filters.smoother import smooth
 
+        if self._starts(prior):
+            # looking back, the robust start has settled on one hypothesis: smooth the plain
+            # recursion in which its outliers are missing (exactly that hypothesis' filter)
+            arr, batch, index = self._observations(ys)
+            arr = start_masked(arr, self._initial(None, (), arr.shape[0]), self._plain_step,
+                               self.obs_dim)
+            plain = KalmanFilter(self.model, robust=self.robust, tau=self.tau, dim=self.dim,
+                                 prior=self.prior, robust_start=False)
+            fr = plain.filter(arr.reshape(batch + arr.shape[1:]), engine=engine)
+            return smooth(self.model, dataclasses.replace(fr, index=index))
         return smooth(self.model, self.filter(ys, prior, engine=engine))

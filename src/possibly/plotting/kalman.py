@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from possibly.plotting import pyplot
@@ -70,27 +72,32 @@ def plot_error_boxes(errors: dict, path, repeats: int | None = None,
 
 def plot_filtered_series(ys, position, discount, path, title: str = "Kalman filter", *,
                          sd=None, smoothed: bool = False, index=None,
-                         ylabel: str = "position") -> str:
-    """Observations, estimated positions (±2 sd band) and discounts of one series, to a PNG.
+                         ylabel: str | Sequence[str] = "position") -> str:
+    """Observations, estimated positions (±2 sd band) and discounts of one track, to a PNG.
+
+    One panel per observed axis (a 2-D track: two panels sharing the time axis), and below,
+    the discount of each step (one per vector observation).
 
     Parameters
     ----------
-    ys : array, shape (T,)
-        Observations; NaN = missing, marked by ticks under the data.
-    position : array, shape (T,)
+    ys : array, shape (T,) or (T, k)
+        Observations (``k`` axes); NaN = missing, marked by ticks under the data.
+    position : array, shape of ``ys``
         Filtered (or, with ``smoothed=True``, smoothed) position.
     discount : array, shape (T,)
         Discount γ of each observation, drawn as ``log10 γ`` so that outliers' discounts of
         1e-120 stay visible (γ = 0 is marked at the bottom of the panel).
     path : str or Path
     title : str
-    sd : array, shape (T,), optional
-        Standard deviation of the position: adds the ±2 sd band.
+    sd : array, shape of ``ys``, optional
+        Standard deviation of the position: adds the ±2 sd band (left out where infinite,
+        i.e. before the position is informed).
     smoothed : bool
         The estimate is the smoother's (for the legend).
     index : DatetimeIndex or array of numbers, optional
         x coordinate (time stamp) of each step; default 1..T.
-    ylabel : str
+    ylabel : str or sequence of k str
+        Label of each axis' panel (one string: the same for all).
 
     Examples
     --------
@@ -107,14 +114,36 @@ def plot_filtered_series(ys, position, discount, path, title: str = "Kalman filt
     from possibly.plotting.changepoint import _TimeAxis
 
     ys = np.asarray(ys, dtype=float)
-    position = np.asarray(position, dtype=float)
-    axis = _TimeAxis(ys.size, index)
-    t = axis.x if index is not None else np.arange(1, ys.size + 1)
-    fig, (ax, axd) = plt.subplots(2, 1, figsize=(8, 5.5), sharex=True, layout="constrained",
-                                  gridspec_kw={"height_ratios": [3, 1.3]})
-    kind = "smoothed" if smoothed else "filtered"
+    ys2 = ys.reshape(ys.shape[0], -1) if ys.ndim else ys.reshape(1, 1)
+    T, k = ys2.shape
+    position = np.asarray(position, dtype=float).reshape(T, k)
     if sd is not None:
-        sd = np.asarray(sd, dtype=float)
+        sd = np.asarray(sd, dtype=float).reshape(T, k)
+    labels = [ylabel] * k if isinstance(ylabel, str) else [str(v) for v in ylabel]
+    if len(labels) != k:
+        raise ValueError(f"ylabel must be a string or {k} strings (one per axis), "
+                         f"got {len(labels)}")
+    axis = _TimeAxis(T, index)
+    t = axis.x if index is not None else np.arange(1, T + 1)
+    fig, axes = plt.subplots(k + 1, 1, figsize=(8, 2.75 + 2.75 * k), sharex=True,
+                             layout="constrained",
+                             gridspec_kw={"height_ratios": [3] * k + [1.3]})
+    kind = "smoothed" if smoothed else "filtered"
+    for j, ax in enumerate(axes[:-1]):
+        _series_panel(ax, t, ys2[:, j], position[:, j], None if sd is None else sd[:, j], kind)
+        ax.set_ylabel(labels[j])
+    axes[0].set_title(title)
+    discount_panel(axes[-1], t, discount, ylabel="discount",
+                   xlabel="time" if index is not None else "time step")
+    if axis.is_date:
+        axis.format(axes[-1])
+    return _save(plt, fig, path)
+
+
+def _series_panel(ax, t, ys, position, sd, kind: str) -> None:
+    """One axis of the track: observations, estimate, ±2 sd band, missing steps."""
+    if sd is not None:
+        sd = np.where(np.isfinite(sd), sd, np.nan)  # no band before the position is informed
         ax.fill_between(t, position - 2 * sd, position + 2 * sd, color="tab:blue", alpha=0.18,
                         lw=0, label=f"{kind} position ± 2 sd")
     ax.plot(t, ys, ".", color="0.45", ms=3, label="observations")
@@ -127,14 +156,7 @@ def plot_filtered_series(ys, position, discount, path, title: str = "Kalman filt
     lo, hi = np.nanpercentile(np.r_[position, ys[~missing]], [0.5, 99.5])
     pad = 0.15 * max(hi - lo, 1e-9)
     ax.set_ylim(min(lo, np.nanmin(position)) - pad, max(hi, np.nanmax(position)) + pad)
-    ax.set_ylabel(ylabel)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
-    ax.set_title(title)
-    discount_panel(axd, t, discount, ylabel="discount",
-                   xlabel="time" if index is not None else "time step")
-    if axis.is_date:
-        axis.format(axd)
-    return _save(plt, fig, path)
 
 
 def _save(plt, fig, path) -> str:

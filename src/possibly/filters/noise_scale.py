@@ -1,0 +1,305 @@
+"""Robust Kalman filter with the observation noise known up to a scale learned online.
+
+Model: ``y_t = H θ_t + v_t``, ``v_t ~ N(0, R₀ / λ)`` with ``R₀`` given and the precision scale
+``λ`` unknown, ``θ_t = F θ_{t-1} + u_t``, ``u_t ~ N(0, Q)`` (Q is *not* scaled: a user who gets
+R wrong by 10x usually has Q right). The state is a normal possibility function of θ and a
+gamma possibility ``Ḡ(λ; α, β)`` (docs/math.md §2), whose mode ``λ̂ = α / β`` sets the noise
+``R₀ / λ̂`` used by the Kalman step.
+
+One observation (``m`` components), with ``v = y - H μ`` and the predicted covariance ``P``:
+
+* sup over θ of the joint gives the likelihood of λ: ``λ^{m/2} exp(-½ vᵀ(H P Hᵀ + R₀/λ)⁻¹ v)``;
+  freezing λ inside the inverse at ``λ̂`` makes it gamma-shaped, ``λ^{m/2} exp(-λ q / 2)`` with
+  ``q = vᵀ (λ̂ H P Hᵀ + R₀)⁻¹ v`` (exact as ``P → 0``);
+* this likelihood is unbounded in λ, so, as in the paper's appendix A (docs/math.md §3), a
+  fraction ``1 - ω`` of the gamma prior is lent to it, and
+  ``log c = S(α + m/2, β + q/2) - S(ωα, ωβ) - S((1-ω)α + m/2, (1-ω)β + q/2)``,
+  ``S(a, b) = a log(a/b) - a``; ``γ = c^(1/dim)`` with ``dim = n + 1`` by default;
+* θ gets the Kalman update with noise ``R₀ / (ρ λ̂)`` (ρ = γ, or 1 above τ), and
+  ``α ← ωα + ρ((1-ω)α + κ m/2)``, ``β ← ωβ + ρ((1-ω)β + q/2)``.
+
+The factor ``κ`` makes the discounted scale update Fisher-consistent: the discount weights an
+observation less the larger its ``q``, so ``Σ ρ q / Σ ρ`` underestimates the noise and the
+filter would settle on a too-small R (by up to a factor ``d / (d + 1)``). With the current
+``(α, β)``, ``κ = E[ρ(X) X] / (m E[ρ(X)])`` where ``λ̂ q = X ~ χ²_m`` (an inlier when ``λ̂`` is
+right) and ``ρ(X)`` is the discount the step would give it; this puts the fixed point of
+``λ̂`` back at the truth, as the 1.4826 of the MAD does. The expectation is a 48-node
+Gauss-Laguerre quadrature per step. ``κ = 1`` for the standard filter, which is then the
+exact conjugate update.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy.special import roots_genlaguerre
+
+from possibly.families.gamma import gamma_log_support
+from possibly.families.multivariate_normal import MultivariateNormal
+from possibly.filters.kalman import (
+    KalmanFilter,
+    KalmanInfo,
+    KalmanState,
+    _check_robust,
+    _maybe_covariance_form,
+)
+from possibly.filters.nonlinear import NonlinearFilterResult
+from possibly.filters.robust_start import KalmanStartState, start_init, start_step
+from possibly.inference import discount
+from possibly.sequential import SequentialEstimator, time_first
+from possibly.validation import check_positive, check_unit_interval
+
+__all__ = ["NoiseScaleKalmanFilter", "NoiseScaleResult", "NoiseScaleState"]
+
+#: below this ρ λ̂ the observation is dropped (its gain underflows anyway)
+_NEGLIGIBLE = 1e-12
+
+
+@dataclass(frozen=True)
+class NoiseScaleState:
+    """Kalman state of θ (its ``t`` counts the steps) and the gamma ``Ḡ(λ; alpha, beta)`` of
+    the noise precision scale."""
+
+    kalman: KalmanState
+    alpha: np.ndarray
+    beta: np.ndarray
+
+    @property
+    def mean(self) -> np.ndarray:
+        return self.kalman.mean
+
+    @property
+    def noise_scale(self) -> np.ndarray:
+        """``1 / λ̂``: the learned multiplier of ``R₀`` (mode of the gamma possibility)."""
+        return self.beta / self.alpha
+
+
+@dataclass(frozen=True)
+class NoiseScaleResult(NonlinearFilterResult):
+    """Output of :meth:`NoiseScaleKalmanFilter.fit` (time axis ``-2`` / ``-3`` / ``-1``).
+
+    Attributes
+    ----------
+    mean : ndarray, shape (..., T, n)
+    covariance : ndarray, shape (..., T, n, n)  (``inf`` while a direction is uninformed)
+    log_consistency, discount : ndarray, shape (..., T)
+    noise_scale : ndarray, shape (..., T)
+        Learned multiplier of ``R₀`` after each step.
+    """
+
+    noise_scale: np.ndarray
+
+
+def _scaled(state: KalmanState, s: np.ndarray) -> KalmanState:
+    """The state with its covariance multiplied by ``s`` (per batch element)."""
+    s3 = s[..., None, None]
+    if state.precision is not None:  # information form
+        return state._replace(precision=state.precision / s3)
+    return state._replace(covariance=_covariance(state) * s3)
+
+
+def _covariance(state: KalmanState) -> np.ndarray:
+    if state.covariance is None:
+        raise ValueError("a KalmanState needs a covariance or a precision")
+    return state.covariance
+
+
+def _precision(state: KalmanState) -> np.ndarray:
+    """The precision of the state (the inverse covariance in covariance form)."""
+    return state.precision if state.precision is not None \
+        else np.linalg.inv(_covariance(state))
+
+
+class NoiseScaleKalmanFilter(SequentialEstimator):
+    """Robust Kalman filter learning the scale of ``R`` online (see the module docstring).
+
+    Parameters
+    ----------
+    model : LinearGaussianModel, or F
+        As for :class:`possibly.KalmanFilter` (with ``Q, H, R`` when ``F`` is given); ``R`` is
+        known up to a scale.
+    scale_prior : (alpha, beta), both > 0
+        Gamma possibility of the precision scale λ (mode ``alpha / beta``); the default
+        ``(1, 1)`` trusts ``R`` as given with the weight of two pseudo-observations.
+    omega : float in (0, 1)
+        Fraction of the gamma kept in the prior when lending to the unbounded likelihood.
+    robust, tau, dim :
+        As for :class:`possibly.KalmanFilter`; ``dim`` defaults to ``n + 1``.
+    prior : MultivariateNormal, optional
+        Possibility function of θ_1; uninformative by default.
+    robust_start : bool
+        From the uninformative prior, the robust start of
+        :mod:`possibly.filters.robust_start` (default on; robust filter only).
+
+    Examples
+    --------
+    >>> import numpy as np, possibly as ps
+    >>> from possibly.filters.noise_scale import NoiseScaleKalmanFilter
+    >>> F, Q, H, R = ps.models.constant_velocity(dt=1.0, accel_sd=0.05, obs_sd=1.0)
+    >>> rng = np.random.default_rng(1)
+    >>> ys = 0.1 * np.arange(500) + 2.0 * rng.standard_normal(500)   # true R = 4
+    >>> res = NoiseScaleKalmanFilter(F, Q, H, R).fit(ys)                # told R = 1
+    >>> round(float(res.noise_scale[-1]), 1)                # learned: R ≈ 3.0 R₀
+    3.0
+    >>> res = NoiseScaleKalmanFilter(F, Q, H, 100 * R).fit(ys)          # told R = 100
+    >>> round(float(100 * res.noise_scale[-1]), 1)
+    3.6
+    """
+
+    def __init__(self, model, Q=None, H=None, R=None, robust: bool = True, tau=None, dim=None,
+                 *, scale_prior=(1.0, 1.0), omega: float = 0.99,
+                 prior: MultivariateNormal | None = None, robust_start: bool = True) -> None:
+        # the standard filter: the discount is this class's (it involves the scale)
+        self._kf = KalmanFilter(model, Q, H, R, robust=False, prior=prior)
+        self.model = self._kf.model
+        try:
+            a0, b0 = scale_prior
+        except (TypeError, ValueError):
+            raise ValueError(f"scale_prior must be a pair (alpha, beta) of positive numbers, "
+                             f"got {scale_prior!r}") from None
+        self.scale_prior = (float(check_positive("scale_prior alpha", a0)),
+                            float(check_positive("scale_prior beta", b0)))
+        self.omega = float(check_unit_interval("omega", omega, low_open=True, high_open=True))
+        self.robust = bool(robust)
+        if tau is not None and not self.robust:
+            raise ValueError("tau only applies to the robust filter (robust=True)")
+        self.tau = None if tau is None else float(
+            check_unit_interval("tau", tau, low_open=True, high_open=False))
+        n = self._kf.state_dim
+        self.dim = float(n + 1) if dim is None else float(check_positive("dim", dim))
+        self.prior = prior
+        self.robust_start = _check_robust(robust_start, "robust_start")
+        self._nodes = _chi2_nodes(self._kf.obs_dim)
+
+    def __repr__(self) -> str:
+        return (f"NoiseScaleKalmanFilter(n={self._kf.state_dim}, m={self._kf.obs_dim}, "
+                f"scale_prior={self.scale_prior}, omega={self.omega:g}, dim={self.dim:g})")
+
+    def init(self, batch_shape: tuple[int, ...] = ()) -> NoiseScaleState | KalmanStartState:
+        """The state before any observation; from the uninformative prior with the robust
+        start, the mixture of start hypotheses (a KalmanStartState of NoiseScaleStates)."""
+        batch_shape = tuple(batch_shape)
+        ks = self._kf.init(batch_shape)
+        assert isinstance(ks, KalmanState)  # self._kf is the standard filter: no robust start
+        a0, b0 = self.scale_prior
+        state = NoiseScaleState(ks, np.full(batch_shape, a0), np.full(batch_shape, b0))
+        if self.robust and self.robust_start and self.prior is None:
+            return start_init(state, batch_shape)
+        return state
+
+    def step(self, state: NoiseScaleState | KalmanStartState,
+             y: Any) -> tuple[NoiseScaleState | KalmanStartState, KalmanInfo]:
+        """Predict (except before the first observation), then the robust update of θ and λ;
+        a row with a NaN is missing (predict only)."""
+        y = np.asarray(y, dtype=float)
+        if self._kf.obs_dim == 1 and y.shape[-1:] != (1,):
+            y = y[..., None]
+        if isinstance(state, KalmanStartState):
+            new, info, _, _ = start_step(state, y, self._plain_step, self._kf.obs_dim)
+            return new, info
+        if not isinstance(state, NoiseScaleState):
+            raise ValueError(f"state must be a NoiseScaleState, got {type(state).__name__}")
+        _, info, new = self._plain_step(state, y)
+        return new, info
+
+    def _plain_step(self, state: NoiseScaleState,
+                    y: np.ndarray) -> tuple[None, KalmanInfo, NoiseScaleState]:
+        """``(None, info, new)``: one step without the robust start (``y`` shape (..., m))."""
+        kf, omega = self._kf, self.omega
+        ks = kf.predict(state.kalman) if state.kalman.t else state.kalman
+        t = ks.t
+        ks = ks._replace(t=0)  # kf.step at t = 0 updates without predicting
+        a, b = state.alpha, state.beta
+        missing = np.isnan(y).any(-1)
+        y0 = np.where(missing[..., None], 0.0, y)
+        lam = a / b
+        m = kf.obs_dim
+        # q = vᵀ (λ̂ H P Hᵀ + R₀)⁻¹ v: the standard filter's consistency at prior covariance λ̂ P
+        _, probe = kf.step(_scaled(ks, lam), y0)
+        q = np.minimum(-2.0 * probe.log_consistency, 1e300)  # a gross outlier gives inf
+        log_c = self._log_consistency(a, b, q)
+        rho = discount(log_c, self.dim, self.tau, self.robust, validate=False)
+        rho = np.where(missing, 0.0, rho)
+        # the update with noise R₀ / s equals the update with R₀ of the covariance scaled by s
+        s = rho * lam
+        keep = s > _NEGLIGIBLE
+        s_safe = np.where(keep, s, 1.0)
+        upd, _ = kf.step(_scaled(ks, s_safe), y0)
+        upd = _scaled(upd, 1.0 / s_safe)
+        new_ks = _select(keep, upd, ks)._replace(t=t + 1)
+        kappa = self._kappa(a, b)
+        alpha = np.where(keep, omega * a + rho * ((1.0 - omega) * a + 0.5 * m * kappa), a)
+        beta = np.where(keep, omega * b + rho * ((1.0 - omega) * b + 0.5 * q), b)
+        nan = np.where(missing, np.nan, 0.0)
+        info = KalmanInfo(log_consistency=log_c + nan, discount=rho + nan,
+                          gamma=discount(log_c, self.dim, validate=False) + nan)
+        return None, info, NoiseScaleState(new_ks, alpha, beta)
+
+    def _log_consistency(self, a, b, q):
+        omega, m = self.omega, self._kf.obs_dim
+        log_c = (gamma_log_support(a + 0.5 * m, b + 0.5 * q)
+                 - gamma_log_support(omega * a, omega * b)
+                 - gamma_log_support((1.0 - omega) * a + 0.5 * m, (1.0 - omega) * b + 0.5 * q))
+        return np.minimum(log_c, 0.0)  # S is subadditive; clip rounding above 0
+
+    def _kappa(self, a, b):
+        """Fisher-consistency factor (module docstring), per batch element."""
+        if not self.robust:
+            return 1.0
+        x, w = self._nodes
+        a3, b3 = a[..., None], b[..., None]
+        q = x * (b3 / a3)  # λ̂ q = X
+        rho = discount(self._log_consistency(a3, b3, q), self.dim, self.tau, True,
+                       validate=False)
+        return (w * rho * x).sum(-1) / (self._kf.obs_dim * (w * rho).sum(-1))
+
+    def fit(self, y) -> NoiseScaleResult:
+        """Filter one or a batch of series ``(..., T, m)`` (or ``(T,)`` when m = 1)."""
+        y = np.asarray(y, dtype=float)
+        m = self._kf.obs_dim
+        if m == 1 and (y.ndim == 1 or y.shape[-1] != 1):
+            y = y[..., None]
+        if y.ndim < 2 or y.shape[-1] != m:
+            raise ValueError(f"y must have shape (..., T, {m}), got {y.shape}")
+        state = self.init(y.shape[:-2])
+        means, covs, scales, lcs, discs = [], [], [], [], []
+        for y_t in time_first(y, 1):
+            state, info = self.step(state, y_t)
+            current: NoiseScaleState = (state.current if isinstance(state, KalmanStartState)
+                                        else state)
+            ks = current.kalman
+            means.append(ks.mean)
+            covs.append(ks.covariance if ks.covariance is not None
+                        else np.full_like(_precision(ks), np.inf))
+            scales.append(current.noise_scale)
+            lcs.append(info.log_consistency)
+            discs.append(info.discount)
+        ax = y.ndim - 2
+        return NoiseScaleResult(np.stack(means, ax), np.stack(covs, ax), np.stack(lcs, -1),
+                                np.stack(discs, -1), np.stack(scales, -1))
+
+
+
+def _chi2_nodes(m: int, n: int = 48) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes and normalised weights of ``E[g(X)]``, ``X ~ χ²_m`` (Gauss-Laguerre in ``X/2``)."""
+    t, w = roots_genlaguerre(n, 0.5 * m - 1.0)
+    return 2.0 * t, w / w.sum()
+
+
+def _select(keep: np.ndarray, a: KalmanState, b: KalmanState) -> KalmanState:
+    """``a`` where ``keep``, else ``b`` (per batch element; ``t = 0``).
+
+    In covariance form when both are. Otherwise the selection is made in information form and,
+    as after :func:`possibly.filters.kalman._update`, switched to covariance form when every
+    precision is well conditioned: the update may have switched while the state it is
+    selected against (the prediction) has not, and without the switch the state would stay in
+    information form for good (its covariance reported as ``inf`` at every step).
+    """
+    mean = np.where(keep[..., None], a.mean, b.mean)
+    k3 = keep[..., None, None]
+    if a.covariance is not None and b.covariance is not None:
+        return KalmanState(mean, np.where(k3, a.covariance, b.covariance))
+    return _maybe_covariance_form(KalmanState(mean, None,
+                                              np.where(k3, _precision(a), _precision(b))))

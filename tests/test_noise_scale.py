@@ -1,0 +1,143 @@
+"""Kalman filter with a learned noise scale: hand-computed step, reduction to the Kalman filter,
+recovery of a wrong R, bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.integrate import quad
+from scipy.stats import chi2
+
+import possibly as ps
+from possibly.filters.noise_scale import NoiseScaleKalmanFilter
+
+F, Q, H, R = ps.models.constant_velocity(dt=1.0, accel_sd=0.05, obs_sd=1.0)
+
+
+def S(a, b):  # support function of the gamma family, docs/math.md §2
+    return a * np.log(a / b) - a
+
+
+def test_one_step_by_hand():
+    prior = ps.MultivariateNormal([0.5, 0.1], np.linalg.inv(np.diag([2.0, 0.5])))
+    a0, b0, omega = 3.0, 2.0, 0.9
+    kf = NoiseScaleKalmanFilter(F, Q, H, R, scale_prior=(a0, b0), omega=omega, prior=prior)
+    y = 3.0
+    state, info = kf.step(kf.init(), [y])
+    lam = a0 / b0
+    P = np.diag([2.0, 0.5])
+    h = H[0]
+    v = y - h @ np.array([0.5, 0.1])
+    q = v * v / (lam * h @ P @ h + R[0, 0])
+    log_c = S(a0 + 0.5, b0 + q / 2) - S(omega * a0, omega * b0) \
+        - S((1 - omega) * a0 + 0.5, (1 - omega) * b0 + q / 2)
+    rho = np.exp(log_c / 3)
+
+    def rho_at(x):  # the discount an inlier with λ̂ q = x would get
+        qq = x / lam
+        lc = S(a0 + 0.5, b0 + qq / 2) - S(omega * a0, omega * b0) \
+            - S((1 - omega) * a0 + 0.5, (1 - omega) * b0 + qq / 2)
+        return np.exp(min(lc, 0.0) / 3)
+
+    pdf = chi2(1).pdf
+    kappa = quad(lambda x: rho_at(x) * x * pdf(x), 0, np.inf)[0] \
+        / quad(lambda x: rho_at(x) * pdf(x), 0, np.inf)[0]
+    r_eff = R[0, 0] / (rho * lam)
+    k = P @ h / (h @ P @ h + r_eff)
+    assert np.isclose(info.log_consistency, log_c, rtol=1e-12)
+    assert np.isclose(info.discount, rho, rtol=1e-12)
+    np.testing.assert_allclose(state.kalman.mean, np.array([0.5, 0.1]) + k * v, rtol=1e-12)
+    np.testing.assert_allclose(state.kalman.covariance, P - np.outer(k, h @ P), rtol=1e-10)
+    assert np.isclose(state.alpha, omega * a0 + rho * ((1 - omega) * a0 + 0.5 * kappa),
+                      rtol=1e-9)
+    assert np.isclose(state.beta, omega * b0 + rho * ((1 - omega) * b0 + q / 2))
+
+
+def test_fixed_scale_is_the_kalman_filter():
+    """A gamma prior with enormous weight pins λ = 1: the standard filter, exactly."""
+    rng = np.random.default_rng(0)
+    ys = np.cumsum(rng.normal(size=40)) + rng.normal(size=40)
+    ys[7] = np.nan
+    res = NoiseScaleKalmanFilter(F, Q, H, R, scale_prior=(1e15, 1e15), robust=False).fit(ys)
+    ref = ps.KalmanFilter(F, Q, H, R, robust=False).filter(ys)
+    np.testing.assert_allclose(res.mean, ref.mean, rtol=1e-9, atol=1e-9)
+    assert np.isnan(res.discount[7]) and np.isnan(res.log_consistency[7])
+    np.testing.assert_allclose(res.noise_scale, 1.0, rtol=1e-9)
+
+
+
+@pytest.mark.parametrize("robust", [False, True])
+def test_switches_to_covariance_form(robust):
+    """Once every direction is informed the state leaves the information form, as the Kalman
+    filter's does, and the covariance is reported (it used to stay ``inf`` for good: the update
+    switched to covariance form but the selection against the prediction switched back)."""
+    rng = np.random.default_rng(0)
+    ys = np.cumsum(rng.normal(size=40)) + rng.normal(size=40)
+    ys[7] = np.nan
+    kf = NoiseScaleKalmanFilter(F, Q, H, R, scale_prior=(1e15, 1e15), robust=robust)
+    res = kf.fit(ys)
+    start = 10 if robust else 1  # the robust start's mixture holds hypotheses not informed
+    assert np.isfinite(res.covariance[start:]).all()
+    state = kf.init()
+    for y in ys:
+        state, _ = kf.step(state, y)
+    assert not state.kalman.information_form
+    if not robust:  # λ pinned at 1: the standard filter's covariance
+        ref = ps.KalmanFilter(F, Q, H, R, robust=False).filter(ys)
+        np.testing.assert_allclose(res.covariance[1:], ref.covariance[1:], rtol=1e-9)
+
+@pytest.mark.parametrize("factor", [10.0, 0.1])
+def test_wrong_r_is_corrected(factor):
+    """Told R off by 10x, the filter learns the scale and tracks as well as with the true R."""
+    rng = np.random.default_rng(3)
+    T, B = 400, 20
+    pos = np.cumsum(np.cumsum(0.05 * rng.normal(size=(B, T)), axis=1), axis=1)
+    ys = pos + rng.normal(size=(B, T))
+    out = rng.random((B, T)) < 0.05
+    # outliers must not inflate the scale; the first ones are inliers (an early outlier,
+    # from the uninformative prior, is what the robust start is for)
+    out[:, :20] = False
+    ys[out] += 30.0
+    res = NoiseScaleKalmanFilter(F, Q, H, factor * R).fit(ys[..., None])
+    assert np.all(np.abs(np.log(res.noise_scale[:, -1] * factor)) < np.log(1.3))
+    err = np.sqrt(np.mean((res.mean[..., 0] - pos) ** 2, axis=-1))
+    good = ps.KalmanFilter(F, Q, H, R).filter(ys[..., None]).mean[..., 0]
+    err_true = np.sqrt(np.mean((good - pos) ** 2, axis=-1))
+    assert np.median(err) < 1.1 * np.median(err_true)
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="scale_prior"):
+        NoiseScaleKalmanFilter(F, Q, H, R, scale_prior=(0.0, 1.0))
+    with pytest.raises(ValueError, match="scale_prior"):
+        NoiseScaleKalmanFilter(F, Q, H, R, scale_prior=(1.0, -2.0))
+    with pytest.raises(ValueError, match="scale_prior"):
+        NoiseScaleKalmanFilter(F, Q, H, R, scale_prior=1.0)
+    with pytest.raises(ValueError, match="omega"):
+        NoiseScaleKalmanFilter(F, Q, H, R, omega=1.0)
+    with pytest.raises(ValueError, match="finite"):
+        NoiseScaleKalmanFilter(F, Q, H, R).fit(np.array([1.0, np.inf, 2.0]))
+    with pytest.raises(ValueError, match="y must have shape"):
+        NoiseScaleKalmanFilter(F, 0.1 * np.eye(2), np.eye(2), np.eye(2)).fit(np.ones((5, 3)))
+
+
+def test_kalman_filter_flag():
+    kf = ps.KalmanFilter(F, Q, H, 10 * R, learn_noise_scale=True, scale_prior=(2.0, 1.0))
+    assert isinstance(kf, NoiseScaleKalmanFilter) and kf.scale_prior == (2.0, 1.0)
+    assert isinstance(ps.KalmanFilter(F, Q, H, R, learn_noise_scale=False), ps.KalmanFilter)
+
+
+def test_robust_start_protects_the_learned_scale():
+    """An early outlier from the uninformative prior: without the robust start it captures the
+    state (and the scale grows to explain the lost track); with it, it is dropped."""
+    rng = np.random.default_rng(5)
+    pos = 0.1 * np.arange(200)
+    ys = pos + rng.normal(size=200)
+    ys[1] += 60.0
+    err = {}
+    for rs in (False, True):
+        res = NoiseScaleKalmanFilter(F, Q, H, 0.1 * R, robust_start=rs).fit(ys)
+        err[rs] = np.sqrt(np.mean((res.mean[50:, 0] - pos[50:]) ** 2))
+        if rs:
+            assert abs(np.log(0.1 * res.noise_scale[-1])) < np.log(1.5)
+    assert err[True] < 0.5 < 5.0 < err[False]
