@@ -90,7 +90,7 @@ def main() -> None:
         runs, cpu = {}, {}
         # one process first, with no cluster alive: a busy main process would starve the
         # in-process scheduler's heartbeats
-        for task, fn in (("cp", lambda: changepoints_many(fleet, "sensor", "v",
+        for task, fn in (("cp", lambda: changepoints_many(fleet, "sensor", "v", model="normal",
                                                            scheduler="synchronous")),
                          ("kf", lambda: kalman_many(tracks, "sensor", "v", model,
                                                     scheduler="synchronous"))):
@@ -109,7 +109,7 @@ def main() -> None:
         def worker_cpu() -> float:
             return sum(sum(t) for t in client.run(lambda: os.times()[:2]).values())
 
-        for task, fn in (("cp", lambda: changepoints_many(fleet, "sensor", "v",
+        for task, fn in (("cp", lambda: changepoints_many(fleet, "sensor", "v", model="normal",
                                                            scheduler=client)),
                          ("kf", lambda: kalman_many(tracks, "sensor", "v", model,
                                                     scheduler=client))):

@@ -291,7 +291,7 @@ def test_pickle_interrupt_resume(engine):
 
 
 def test_fit_resets_and_sigma_auto(well_log):
-    det = ChangepointDetector()  # sigma="auto"
+    det = ChangepointDetector(model="normal")  # the paper's model, sigma="auto"
     res = det.fit(well_log)
     d = np.diff(well_log)
     expect = stats.median_abs_deviation(d, scale="normal") / math.sqrt(2)
@@ -403,11 +403,18 @@ def test_bad_series(y, match):
 
 def test_auto_sigma_errors():
     with pytest.raises(ValueError, match="sigma='auto' needs the whole series"):
-        ChangepointDetector().update(1.0)
+        ChangepointDetector(model="normal").update(1.0)
     with pytest.raises(ValueError, match="zero median absolute deviation"):
-        ChangepointDetector().fit(np.ones(50))
+        ChangepointDetector(model="normal").fit(np.ones(50))
     with pytest.raises(ValueError, match="at least 3 observed"):
-        ChangepointDetector().fit([1.0, np.nan, 2.0])
+        ChangepointDetector(model="normal").fit([1.0, np.nan, 2.0])
+    # the default models set their priors from the series too, and say how to stream
+    with pytest.raises(ValueError, match=r"priors from the whole series.*sigma=<float>"):
+        ChangepointDetector().update(1.0)
+    # ... but a constant or very short series is no error for them: no change, no outlier
+    for y in (np.ones(50), [1.0, np.nan, 2.0]):
+        res = ChangepointDetector().fit(y)
+        assert res.changepoints.size == 0 and res.outliers.size == 0
     with pytest.raises(ValueError, match="y must be one observation"):
         ChangepointDetector(sigma=1.0).update("x")
 

@@ -179,7 +179,12 @@ def test_get_set_params_and_repr():
     assert repr(det) == "ChangepointDetector(sigma=2.0, hazard=0.01)"
     assert repr(ps.ChangepointDetector()) == "ChangepointDetector()"
     p = det.get_params()
-    assert p["sigma"] == 2.0 and p["forgetting"] == 0.9 and "merge_tol" in p
+    # the model-dependent defaults are None/"auto" sentinels; the values used are in params
+    assert p["sigma"] == 2.0 and p["forgetting"] is None and p["tol"] is None
+    assert p["model"] == "auto" and "merge_tol" in p
+    used = det.fit(np.arange(10.0)).params
+    assert (used.forgetting, used.tol) == (0.9, 1e-12)  # the paper's model keeps its defaults
+    assert used.models == (ps.changepoint.NormalMean(2.0),)
     det.set_params(hazard=0.02)
     assert det.hazard == 0.02
     with pytest.raises(ValueError, match="hazard"):

@@ -88,7 +88,8 @@ def test_variance_change_is_found_with_the_level_unchanged():
 def test_smooth_growth_is_not_cut_into_pieces():
     y, _ = datasets.growth_curve(300, seed=0)
     assert detect(y).changepoints.size <= 1
-    assert ps.ChangepointDetector().fit(y).changepoints.size > 10  # today's default
+    # the paper's model (the default before issue 12) cuts it into pieces
+    assert ps.ChangepointDetector(model="normal").fit(y).changepoints.size > 10
 
 
 def _one_run(m, q, a, b):
@@ -356,3 +357,54 @@ def test_compiled_engine_streams_and_resumes_like_fit():
         det.update(x)
     np.testing.assert_array_equal(det.result().changepoints, ref.changepoints)
     np.testing.assert_allclose(det.result().discount, ref.discount, rtol=1e-9)
+
+
+# -- the defaults (issue 12 item 7) --------------------------------------------------------------
+
+
+def _same_run(a, b):
+    np.testing.assert_array_equal(a.changepoints, b.changepoints)
+    assert a.segment_models == b.segment_models
+    np.testing.assert_array_equal(a.log_consistency, b.log_consistency)
+    np.testing.assert_array_equal(a.discount, b.discount)
+    np.testing.assert_array_equal(a.outliers, b.outliers)
+
+
+@pytest.mark.parametrize("hazard", [2.5e-3, 1e-2])
+def test_the_default_is_the_model_family_with_its_settings(hazard):
+    from possibly.changepoint import model_family
+
+    y, _ = datasets.trend_jumps(300, n_changes=2, seed=4)
+    res = ps.ChangepointDetector(hazard=hazard).fit(y)
+    explicit = ps.ChangepointDetector(model=model_family(), forgetting=1.0, tol=0.4 * hazard,
+                                      hazard=hazard).fit(y)
+    _same_run(res, explicit)
+    assert res.params.forgetting == 1.0 and res.params.tol == pytest.approx(0.4 * hazard)
+    assert [m.degree for m in res.params.models] == [0, 1, 2]
+    assert all(m.prior == automatic_prior(y) for m in res.params.models)
+    # explicit values override the model-dependent defaults and are shown by repr
+    det = ps.ChangepointDetector(forgetting=0.95, tol=0.0)
+    assert repr(det) == "ChangepointDetector(forgetting=0.95, tol=0.0)"
+    assert (det.fit(y).params.forgetting, det.params_.tol) == (0.95, 0.0)
+
+
+def test_the_default_picks_the_vector_model_for_a_vector_series():
+    from possibly.changepoint import MultivariateNormalSegments
+
+    y, truth = datasets.multivariate_shifts(200, n_changes=2, dim=2, seed=1)
+    det = ps.ChangepointDetector()
+    res = det.fit(y)
+    explicit = ps.ChangepointDetector(model=MultivariateNormalSegments(), forgetting=1.0).fit(y)
+    _same_run(res, explicit)
+    assert type(res.params.models[0]) is MultivariateNormalSegments
+    assert (res.params.forgetting, res.params.tol) == (1.0, 1e-12)
+    assert res.changepoints.tolist() == truth.changepoints.tolist()
+    # the same detector on a scalar series goes back to the scalar family
+    scalar, _ = datasets.level_shifts(200, n_changes=1, seed=2)
+    assert [m.degree for m in det.fit(scalar).params.models] == [0, 1, 2]
+    if ps.changepoint.numba_available():  # engine="numba" needs it at construction
+        compiled = ps.ChangepointDetector(engine="numba")
+        with pytest.raises(ValueError, match="engine='numba' supports"):
+            compiled.fit(y)
+        # the failed fit changed nothing: a scalar series still runs the compiled family
+        assert compiled.fit(scalar).changepoints.tolist() == det.fit(scalar).changepoints.tolist()

@@ -80,6 +80,12 @@ CHANGEPOINT_CASES.append(
                            model=[ps.changepoint.NormalMeanVariance(prior=_seg_prior),
                                   ps.changepoint.PolynomialTrend(1, prior=_seg_prior)]),
          _steps, batch=False, rtol=0.0))
+# the default of ChangepointDetector() (model_family, forgetting 1, tol 0.4 hazard), streamable
+CHANGEPOINT_CASES.append(
+    Case("changepoint default family",
+         functools.partial(ps.ChangepointDetector,
+                           model=ps.changepoint.model_family(prior=_seg_prior)),
+         _steps, batch=False, rtol=0.0))
 
 _frng = np.random.default_rng(1)
 _track = np.cumsum(_frng.normal(size=30))[:, None] + _frng.normal(size=(30, 1))

@@ -19,8 +19,11 @@ def test_changepoint_demo_prints_found_vs_true_and_writes_png(tmp_path, monkeypa
     _, cps, is_out = piecewise_constant(1500, 7, outlier_rate=0.015, seed=1)
     assert f"true change points     {cps.tolist()}" in out
     assert f"true outliers          {np.flatnonzero(is_out).tolist()}" in out
-    found = re.search(r"robust   found\s+(\d+)", out)
-    assert found and int(found.group(1)) >= 1
+    # both the default and the paper's model are shown, each against the truth
+    for name in ("default ", "paper   ", "standard"):
+        found = re.search(name + r" found\s+(\d+)", out)
+        assert found and int(found.group(1)) >= 1
+    assert "ChangepointDetector(model='normal')" in out and "which to pick" in out
     assert "plot written to demo_changepoints.png" in out
     png = tmp_path / "demo_changepoints.png"
     assert png.read_bytes()[:4] == b"\x89PNG"

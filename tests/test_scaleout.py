@@ -60,12 +60,12 @@ def interleaved(series: dict[str, np.ndarray]):
     return df.sort_values(["t", "sensor"], kind="stable", ignore_index=True)
 
 
-def reference_events(series: dict[str, np.ndarray]):
+def reference_events(series: dict[str, np.ndarray], **kwargs):
     """Change points and outliers of each series alone, by the plain detector."""
     rows = []
     for key, y in series.items():
         try:
-            res = ChangepointDetector().fit(y)
+            res = ChangepointDetector(**kwargs).fit(y)
         except ValueError:
             continue
         rows += [(key, int(i), "changepoint") for i in res.changepoints]
@@ -93,11 +93,18 @@ def test_changepoints_cluster_equals_single_process(client, series, tmp_path):
     assert set(summary.index) == set(series)
     for key, y in series.items():
         assert summary.loc[key, "n_points"] == y.size
-    assert summary.loc["flat", "error"].startswith("sigma='auto'")
-    assert summary["error"].notna().sum() == 1 and res.n_failed == 1
+    # the default models take a constant series (no change, no outlier)
+    assert summary.loc["flat", "n_changepoints"] == 0 and summary.loc["flat", "n_outliers"] == 0
+    assert summary["error"].isna().all() and res.n_failed == 0
     # the same run in this process without a cluster gives identical frames
     sync = changepoints_many(df, "sensor", "v", scheduler="synchronous")
     pd.testing.assert_frame_equal(sync.events, res.events)
+    # the paper's model estimates sigma, which fails on the constant series alone
+    paper = changepoints_many(df, "sensor", "v", scheduler="synchronous", model="normal")
+    summary = paper.summary.set_index("id")
+    assert summary.loc["flat", "error"].startswith("sigma='auto'")
+    assert summary["error"].notna().sum() == 1 and paper.n_failed == 1
+    assert as_rows(paper.events) == reference_events(series, model="normal")
     pd.testing.assert_frame_equal(sync.summary.drop(columns="file"),
                                   res.summary.drop(columns="file"))
 
@@ -134,11 +141,13 @@ def test_sorted_parquet_by_address_and_cli(client, series, tmp_path):
     assert len(_tasks(_load(interleaved(series), "sensor", ["v"]), "sensor", client, len)) == 8
     addr = client.scheduler.address
     assert addr.startswith("tcp://127.0.0.1:")
-    res = changepoints_many(path, "sensor", "v", scheduler=addr, forgetting=0.95)
+    # the paper's model, which the CLI runs
+    res = changepoints_many(path, "sensor", "v", scheduler=addr, forgetting=0.95,
+                            model="normal")
     expected = []
     for key, y in series.items():
         if key != "flat":
-            r = ChangepointDetector(forgetting=0.95).fit(y)
+            r = ChangepointDetector(forgetting=0.95, model="normal").fit(y)
             expected += [(key, int(i), "changepoint") for i in r.changepoints]
             expected += [(key, int(i), "outlier") for i in r.outliers]
     assert as_rows(res.events) == sorted(expected)
@@ -312,7 +321,7 @@ def test_cli_prints_csv_and_reports_failures(series, tmp_path, capsys):
     assert "1 failed" in captured.err and "'flat'" in captured.err
     lines = captured.out.splitlines()
     assert lines[0] == "id,index,kind,value"
-    alone = ChangepointDetector().fit(series["s5"])
+    alone = ChangepointDetector(model="normal").fit(series["s5"])  # the CLI's (paper's) model
     assert len(lines) - 1 == alone.changepoints.size + alone.outliers.size
 
 

@@ -35,8 +35,8 @@ Output layout (``out=DIR``)
     be on storage the workers share (on one machine it always is).
 ``DIR/summary.parquet``
     One row per series: id, counts, the ``file`` written, and ``error`` (the message when that
-    series could not be processed, e.g. ``sigma="auto"`` on a constant series; the other series
-    are still processed).
+    series could not be processed, e.g. ``model="normal"`` with σ estimated on a constant
+    series; the other series are still processed).
 ``DIR/events.parquet`` (change points only)
     All change points and outliers of all series in one table.
 
@@ -469,14 +469,17 @@ def changepoints_many(data: Any, id_column: str, value_column: str, *, scheduler
         Seconds to wait for a scheduler given by address.
     **detector_kwargs
         Passed to :class:`possibly.ChangepointDetector` (``sigma``, ``hazard``,
-        ``forgetting``, ``robust``, ``tau``, ...), checked before anything runs.
+        ``forgetting``, ``robust``, ``tau``, ``model``, ...), checked before anything runs.
+        None gives the detector's default models; ``model="normal"`` (or ``sigma=...``) the
+        paper's model, as the ``changepoint-many`` command runs it.
 
     Returns
     -------
     ManyResult
         ``events`` (``id, index, kind, value``, sorted by id and index) and ``summary`` (``id,
         n_points, n_changepoints, n_outliers, sigma, file, error``; the counts are ``-1`` and
-        ``error`` is set for a series that could not be processed).
+        ``error`` is set for a series that could not be processed; ``sigma`` is NaN for models
+        without one).
 
     Examples
     --------

@@ -23,14 +23,14 @@ def main() -> None:
               rng.normal(20, 4, 120)]
     y[60] += 40.0
     family = [NormalMeanVariance(), PolynomialTrend(1), PolynomialTrend(2)]
-    new = ps.ChangepointDetector(model=family, forgetting=1.0, tol=1e-3).fit(y)
-    old = ps.ChangepointDetector().fit(y)
+    new = ps.ChangepointDetector(model=family, forgetting=1.0, tol=1e-3).fit(y)  # the default
+    old = ps.ChangepointDetector(model="normal").fit(y)  # the paper's model, sigma estimated
     names = ["level", "linear", "quadratic"]
 
     fig, axes = plt.subplots(3, 1, figsize=(9, 7.5), sharex=True,
                              gridspec_kw={"height_ratios": [2, 2, 1]})
-    for ax, res, title in ((axes[0], old, "today's default (normal mean, known σ)"),
-                           (axes[1], new, "level / linear / quadratic, unknown noise")):
+    for ax, res, title in ((axes[0], old, "the paper's model (normal mean, known σ)"),
+                           (axes[1], new, "default: level / linear / quadratic, unknown noise")):
         ax.plot(y, lw=0.8, color="0.35")
         for c in res.changepoints:
             ax.axvline(c, color="tab:red", lw=1)
@@ -49,7 +49,7 @@ def main() -> None:
     fig.tight_layout()
     fig.savefig(OUT, dpi=110)
     print(f"wrote {OUT}: {new.changepoints.tolist()} models {new.segment_models}, "
-          f"default {old.changepoints.tolist()}")
+          f"paper's model {old.changepoints.tolist()}")
 
 
 if __name__ == "__main__":

@@ -5,6 +5,9 @@ The package separates what a segment is from how segmentations are searched:
 * :mod:`~possibly.changepoint.models`: the segment models (:class:`NormalMean`, the paper's
   model with a compiled engine; :class:`ConjugateModel`, any conjugate family) and the
   interface a new model implements;
+* :mod:`~possibly.changepoint.segments`: levels and trends with an unknown noise precision
+  (:func:`model_family`, the default of ``ChangepointDetector()``) and
+  :class:`MultivariateNormalSegments` (the default for a vector series);
 * :mod:`~possibly.changepoint.recursion`: the run-length recursion (one state type, pure
   ``init``/``step``, the exact MAP backtracking, the bounded-cost pruning and merging);
 * :mod:`~possibly.changepoint.outliers`: the outlier rule;
@@ -13,9 +16,16 @@ The package separates what a segment is from how segmentations are searched:
 
 Choosing the parameters
 -----------------------
+``model``
+    ``ChangepointDetector()`` runs :func:`model_family` (constant level, linear or quadratic
+    trend per segment, unknown noise, scale-free priors, forgetting 1, ``tol = 0.4 hazard``):
+    for a series of unknown shape. ``ChangepointDetector(sigma=...)`` (or ``model="normal"``)
+    runs the paper's :class:`NormalMean` (forgetting 0.9, ``tol = 1e-12``): for piecewise-
+    constant levels with a known noise scale, streaming from the first value, or the paper.
 ``sigma``
-    Noise scale within a segment. ``"auto"`` uses :func:`estimate_sigma` (MAD of first
-    differences / √2), which is insensitive to both the jumps and the outliers.
+    Noise scale within a segment of the paper's model. ``"auto"`` (with ``model="normal"``)
+    uses :func:`estimate_sigma` (MAD of first differences / √2), which is insensitive to both
+    the jumps and the outliers.
 ``hazard``
     Possibility of a change at any step: roughly the largest probability of a change per
     observation that you consider plausible (``2.5e-3``: at most one change in 400 points).
@@ -23,7 +33,8 @@ Choosing the parameters
 ``forgetting``
     ``ρ`` in ``(0, 1]``: the precision of the segment mean is multiplied by ``ρ`` at each step,
     so the level is learnt from about ``1 / (1 − ρ)`` recent observations (10 for 0.9). Values
-    below 1 absorb slow drifts within a segment; 1 is the constant-mean model.
+    below 1 absorb slow drifts within a segment; 1 is the constant-mean model. Default: 1 for
+    the unknown-variance models, 0.9 otherwise.
 """
 
 from __future__ import annotations

@@ -26,14 +26,23 @@ from possibly.changepoint.recursion import (
     step,
 )
 from possibly.changepoint.result import ChangepointResult
-from possibly.changepoint.segments import PolynomialTrend, compiled_family, run_compiled
+from possibly.changepoint.segments import (
+    MultivariateNormalSegments,
+    PolynomialTrend,
+    compiled_family,
+    model_family,
+    run_compiled,
+)
 from possibly.sequential import SequentialEstimator
 from possibly.validation import check_unit_interval
 
-__all__ = ["ChangepointDetector", "numba_available"]
+__all__ = ["ChangepointDetector", "default_forgetting", "default_tol", "numba_available"]
 
 #: observations per call of the compiled loop: Python checks for Ctrl-C between chunks
 CHUNK = 1 << 15
+#: ``tol`` of the default model family, relative to the hazard (1e-3 at the default hazard):
+#: bounds the runs kept at a cost of < 0.02 in F1 on the synthetic suite (BENCHMARKS.md)
+FAMILY_TOL_PER_HAZARD = 0.4
 _COLUMNS = ("start", "model", "mean", "log_consistency", "discount", "n_active",
             "log_change_possibility")
 
@@ -45,6 +54,35 @@ def numba_available() -> bool:
     except ImportError:
         return False
     return True
+
+
+def default_forgetting(models: tuple[SegmentModel, ...]) -> float:
+    """``forgetting`` when not given: 1 for the unknown-variance segment models (trends are
+    modelled, not tracked), the paper's 0.9 otherwise (NormalMean, ConjugateModel, mixed lists).
+
+    Examples
+    --------
+    >>> from possibly.changepoint import NormalMean, model_family
+    >>> default_forgetting(tuple(model_family())), default_forgetting((NormalMean(1.0),))
+    (1.0, 0.9)
+    """
+    unknown_variance = (PolynomialTrend, MultivariateNormalSegments)
+    return 1.0 if all(isinstance(m, unknown_variance) for m in models) else 0.9
+
+
+def default_tol(models: tuple[SegmentModel, ...], hazard: float) -> float:
+    """``tol`` when not given: ``0.4 · hazard`` for PolynomialTrend models (without pruning
+    their cost per step grows with the segment length), 1e-12 otherwise.
+
+    Examples
+    --------
+    >>> from possibly.changepoint import NormalMean, model_family
+    >>> default_tol(tuple(model_family()), 2.5e-3), default_tol((NormalMean(1.0),), 2.5e-3)
+    (0.001, 1e-12)
+    """
+    if all(type(m) is PolynomialTrend for m in models):
+        return FAMILY_TOL_PER_HAZARD * hazard
+    return 1e-12
 
 
 def _numba_kernel() -> Any:
@@ -143,25 +181,46 @@ def _run_numpy(state: RunState, y: np.ndarray, params: ChangepointParams
 class ChangepointDetector(SequentialEstimator):
     """Robust online change-point detector (paper §5.3), for any segment model.
 
+    Two configurations matter:
+
+    * the default, ``ChangepointDetector()``: constant level, linear and quadratic trend
+      segments with unknown noise precision competing per segment
+      (:func:`~possibly.changepoint.model_family`), integrated evidence, priors from robust
+      summaries of the series, ``forgetting=1``, ``tol=0.4 · hazard``; a vector series
+      (2-D, time first) gets :class:`~possibly.changepoint.MultivariateNormalSegments`. It is
+      the most accurate on the synthetic suite (trends, variance changes, outliers;
+      BENCHMARKS.md) and needs :meth:`fit` (or explicit priors) to set its priors;
+    * the paper's model, ``ChangepointDetector(sigma=...)`` (or ``model="normal"`` with σ
+      estimated from the series): piecewise-constant level with a known noise scale
+      (:class:`~possibly.changepoint.NormalMean`), ``forgetting=0.9``, ``tol=1e-12``;
+      the paper's §5.3 results, the fastest, and streams from the first value with a known σ.
+
     Parameters
     ----------
     sigma : "auto" or float
-        Shorthand for ``model=NormalMean(sigma)``: the noise scale within a segment of the
-        default normal-mean model, in ``[1e-100, 1e100]``; ``"auto"`` estimates it from the
-        series given to :meth:`fit` (the value used is ``result.sigma``). Leave it at
-        ``"auto"`` with another ``model``.
+        Shorthand for ``model=NormalMean(sigma)`` (the paper's model): the noise scale within
+        a segment, in ``[1e-100, 1e100]``. ``"auto"`` with ``model="normal"`` estimates it from
+        the series given to :meth:`fit` (the value used is ``result.sigma``); ``"auto"`` with
+        ``model="auto"`` (the default) selects the default models. Leave it at ``"auto"`` with
+        another ``model``.
     hazard : float
         Possibility of a change at each step, in (0, 1).
-    forgetting : float
+    forgetting : float, optional
         ``ρ`` in (0, 1]: every segment's possibility function is raised to this power per
         step (the normal mean's precision is multiplied by it), so the level is learnt from
-        about ``1 / (1 − ρ)`` recent observations; 1 is the constant-parameter model.
+        about ``1 / (1 − ρ)`` recent observations; 1 is the constant-parameter model. None
+        (default): 1 when every model has an unknown noise precision (``PolynomialTrend``,
+        ``NormalMeanVariance``, ``MultivariateNormalSegments``: the default models), else the
+        paper's 0.9 (:func:`default_forgetting`). The value used is ``params_.forgetting``.
     robust : bool
         Discount observations by ``γ = c^(1/d)`` (True) or run the standard recursion (False).
     tau : float, optional
         Threshold variant: keep observations whole unless ``γ ≤ tau``.
-    tol : float
-        Relative possibility below which run hypotheses are dropped, in [0, hazard).
+    tol : float, optional
+        Relative possibility below which run hypotheses are dropped, in [0, hazard). None
+        (default): ``0.4 · hazard`` when every model is a ``PolynomialTrend`` (the default
+        scalar models: their cost per step would grow with the segment length), else 1e-12
+        (:func:`default_tol`). The value used is ``params_.tol``.
     outlier_level : float, optional
         Discount below which an observation counts as discounted; default ``(4 hazard)^(1/d)``
         (consistency within a factor 4 of its floor ``hazard``; ``2 √hazard`` for ``d = 2``).
@@ -172,10 +231,12 @@ class ChangepointDetector(SequentialEstimator):
         Keep per-step outputs (about 50 bytes per step) so that :meth:`result` works after
         streaming; False streams in bounded memory (:attr:`changepoints` and each step's Info
         stay available).
-    model : "normal", SegmentModel or list of SegmentModel
-        The segment model(s): ``"normal"`` is ``NormalMean(sigma)``; a list proposes a new
-        segment under each model at every step, and ``result.segment_models`` says which model
-        each segment has.
+    model : "auto", "normal", SegmentModel or list of SegmentModel
+        The segment model(s): ``"auto"`` (default) is ``model_family()`` for a scalar series
+        and ``MultivariateNormalSegments()`` for a vector one when ``sigma="auto"``, and
+        ``NormalMean(sigma)`` for a given ``sigma``; ``"normal"`` is ``NormalMean(sigma)``; a
+        list proposes a new segment under each model at every step, and
+        ``result.segment_models`` says which model each segment has.
     merge_tol : float
         Adjacent run hypotheses whose segment possibility functions agree within this relative
         tolerance are merged (the larger weight is kept), which bounds the cost per observation
@@ -191,7 +252,19 @@ class ChangepointDetector(SequentialEstimator):
 
     Examples
     --------
+    The default models on a trend with a jump: one change point, two linear-trend segments
+    (the paper's level model, ``model="normal"``, cuts the trend into 9 steps):
+
     >>> import possibly as ps
+    >>> rng = np.random.default_rng(0)
+    >>> t = np.arange(200.0)
+    >>> trend = np.where(t < 120, 0.05 * t, 0.05 * t + 4.0) + 0.3 * rng.normal(size=200)
+    >>> res = ps.ChangepointDetector().fit(trend)
+    >>> res.changepoints.tolist(), [res.params.models[k].degree for k in res.segment_models]
+    ([120], [1, 1])
+
+    The paper's model (piecewise-constant level, known noise scale):
+
     >>> y, cps, outliers = ps.datasets.piecewise_constant(300, n_changes=2, seed=3)
     >>> res = ps.ChangepointDetector(sigma=1.0, hazard=1e-3).fit(y)
     >>> res.changepoints.tolist(), cps.tolist()
@@ -220,10 +293,11 @@ class ChangepointDetector(SequentialEstimator):
     """
 
     def __init__(self, sigma: float | str = "auto", hazard: float = 2.5e-3,
-                 forgetting: float = 0.9, robust: bool = True, tau: float | None = None,
-                 tol: float = 1e-12, outlier_level: float | None = None,
-                 engine: str = "auto", history: bool = True,
-                 model: str | SegmentModel | list[SegmentModel] = "normal",
+                 forgetting: float | None = None, robust: bool = True,
+                 tau: float | None = None, tol: float | None = None,
+                 outlier_level: float | None = None, engine: str = "auto",
+                 history: bool = True,
+                 model: str | SegmentModel | list[SegmentModel] = "auto",
                  merge_tol: float = 1e-6) -> None:
         self.sigma = sigma
         self.hazard = hazard
@@ -242,41 +316,58 @@ class ChangepointDetector(SequentialEstimator):
 
     def _configure(self) -> None:
         """Validate the parameters (errors point at the call site) and reset."""
-        self._models = self._build_models()
+        self._set_models(self._build_models())
+        _check_bool("history", self.history)
+        self.reset()
+
+    def _set_models(self, models: tuple[SegmentModel, ...]) -> None:
+        """Use ``models``, with the defaults that depend on them (forgetting, tol, level).
+
+        Nothing is changed unless every check passes."""
         hazard = real_scalar("hazard", self.hazard)
-        if self.tol == 1e-12 and 0.0 < hazard <= self.tol:  # the default tol: name hazard
-            raise ValueError(f"hazard must be greater than tol = {self.tol:g} (pass a smaller "
-                             f"tol, e.g. tol=0, for such a hazard), got {hazard!r}")
-        self._base_params = ChangepointParams.make(
-            None, self.hazard, self.forgetting, self.robust, self.tau, self.tol,
-            self._models, self.merge_tol)
+        forgetting = default_forgetting(models) if self.forgetting is None else self.forgetting
+        tol = self.tol
+        if tol is None:
+            tol = default_tol(models, hazard) if 0.0 < hazard < 1.0 else 1e-12
+            if 0.0 < hazard <= tol:  # the default tol: name hazard
+                raise ValueError(f"hazard must be greater than tol = {tol:g} (pass a smaller "
+                                 f"tol, e.g. tol=0, for such a hazard), got {hazard!r}")
+        base = ChangepointParams.make(
+            None, self.hazard, forgetting, self.robust, self.tau, tol, models, self.merge_tol)
         if self.engine not in ("auto", "numpy", "numba"):
             raise ValueError(f"engine must be 'auto', 'numpy' or 'numba', got {self.engine!r}")
-        if self.engine == "numba" and not self._compiled_model():
-            raise ValueError("engine='numba' supports a single NormalMean model only; use "
-                             "engine='auto' or 'numpy' with other models")
+        if self.engine == "numba" and not self._compiled_model(models):
+            raise ValueError("engine='numba' supports a single NormalMean model or "
+                             "PolynomialTrend models only; use engine='auto' or 'numpy' with "
+                             "other models")
         if self.engine == "numba" and not numba_available():
             raise ImportError("engine='numba' needs numba: pip install 'possibly[fast]'")
-        _check_bool("history", self.history)
         level = self.outlier_level
         if level is None:  # γ = c^(1/d) at c = 4 · hazard
-            level = (4.0 * float(self.hazard)) ** (1.0 / self._base_params.dim)
-            if self._base_params.dim == 2.0:
+            level = (4.0 * float(self.hazard)) ** (1.0 / base.dim)
+            if base.dim == 2.0:
                 level = 2.0 * math.sqrt(self.hazard)  # the same value, as it always was
             level = min(level, 1.0)  # hazard > 1/4: every discounted observation counts
-        self._outlier_level = float(check_unit_interval(
+        level = float(check_unit_interval(
             "outlier_level", real_scalar("outlier_level", level), low_open=True,
             high_open=False))
-        self.reset()
+        self._models, self._base_params, self._outlier_level = models, base, level
+
+    def _default_models(self) -> bool:
+        """Whether the models are the default family (``model="auto"``, ``sigma="auto"``)."""
+        return (isinstance(self.model, str) and self.model == "auto"
+                and isinstance(self.sigma, str) and self.sigma == "auto")
 
     def _build_models(self) -> tuple[SegmentModel, ...]:
         if isinstance(self.model, str):
-            if self.model != "normal":
-                raise ValueError(f"model must be 'normal', a segment model or a list of them, "
-                                 f"got {self.model!r}")
+            if self.model not in ("auto", "normal"):
+                raise ValueError(f"model must be 'auto', 'normal', a segment model or a list "
+                                 f"of them, got {self.model!r}")
             if isinstance(self.sigma, str) and self.sigma != "auto":
                 raise ValueError(f"sigma must be 'auto' or a positive number, got "
                                  f"{self.sigma!r}")
+            if self._default_models():
+                return tuple(model_family())
             return (NormalMean(self.sigma),)
         models = as_models(self.model)
         if not (isinstance(self.sigma, str) and self.sigma == "auto"):
@@ -285,9 +376,10 @@ class ChangepointDetector(SequentialEstimator):
                              f"{self.sigma!r}")
         return models
 
-    def _compiled_model(self) -> bool:
-        return (len(self._models) == 1 and type(self._models[0]) is NormalMean) or \
-            all(type(m) is PolynomialTrend for m in self._models)
+    def _compiled_model(self, models: tuple[SegmentModel, ...] | None = None) -> bool:
+        models = self._models if models is None else models
+        return (len(models) == 1 and type(models[0]) is NormalMean) or \
+            all(type(m) is PolynomialTrend for m in models)
 
     def _engine(self) -> str:
         if not self._compiled_model():
@@ -366,6 +458,11 @@ class ChangepointDetector(SequentialEstimator):
     def _params(self, y: np.ndarray | None = None) -> ChangepointParams:
         if self.params_ is None:
             if not all(m.resolved for m in self._models):
+                if y is None and self._default_models():
+                    raise ValueError(
+                        "the default models set their priors from the whole series: call "
+                        "fit(y) first; to stream, pass sigma=<float> (the paper's model) or "
+                        "model=model_family(prior=automatic_prior(warm_up))")
                 if y is None:
                     raise ValueError("sigma='auto' needs the whole series: call fit(y) first, "
                                      "or construct the detector with sigma=<float> to stream")
@@ -386,6 +483,15 @@ class ChangepointDetector(SequentialEstimator):
 
     def _check(self, y: Any) -> np.ndarray:
         return self._models[0].check_series(y)
+
+    def _select_models(self, y: Any) -> None:
+        """With the default models, a vector series (2-D, time first) gets
+        :class:`MultivariateNormalSegments` and a scalar one :func:`model_family`."""
+        if self._default_models():
+            vector = np.ndim(y) == 2
+            models = (MultivariateNormalSegments(),) if vector else tuple(model_family())
+            if models != self._models:
+                self._set_models(models)
 
     def _run(self, state: RunState, arr: np.ndarray) -> tuple[RunState, dict[str, np.ndarray]]:
         params = self._params()
@@ -431,6 +537,7 @@ class ChangepointDetector(SequentialEstimator):
         with self._exclusive():
             index = getattr(y, "index", None)  # a pandas Series' index (lists have a method)
             index = None if callable(index) else index
+            self._select_models(y)
             arr = self._check(y)
             self._reset()
             self._params(arr)

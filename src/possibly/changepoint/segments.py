@@ -58,6 +58,8 @@ _LOG_2PI = math.log(2.0 * math.pi)
 #: hindsight log consistency below which an observation is an outlier: a normal value 5 σ from
 #: its prediction (the robust update underestimates σ a little: tails are discounted)
 OUTLIER_LOG_CONSISTENCY = -12.5
+#: automatic priors: scale >= this times the largest deviation from the median (no overflow)
+RELATIVE_SCALE_FLOOR = 1e-100
 #: default outlier cost: |log h| at the default hazard 2.5e-3
 DEFAULT_OUTLIER_COST = -math.log(2.5e-3)
 
@@ -116,6 +118,9 @@ def automatic_prior(y: Any) -> SegmentPrior:
     scale = 1.4826 * float(np.median(np.abs(finite - loc)))
     if not scale > 0:  # more than half the values tied: the spread, then the magnitude
         scale = float(np.std(finite)) or max(abs(loc), 1.0)
+    # a MAD 1e100 times below the largest deviation would overflow ((y - loc) / scale)²; the
+    # floor is relative to the series, so the prior stays scale-free
+    scale = max(scale, RELATIVE_SCALE_FLOOR * float(np.max(np.abs(finite - loc))))
     return SegmentPrior(loc, scale, float(max(y.size, 2)))
 
 
@@ -318,9 +323,11 @@ def model_family(**kwargs: Any) -> list[PolynomialTrend]:
     """The model family chosen on the synthetic suite: constant level, linear and quadratic
     trend, all with unknown noise precision (keyword arguments go to every model).
 
-    Use it with ``forgetting=1.0`` and ``tol=0.4 * hazard`` (``1e-3`` at the default hazard),
-    which bounds the number of runs kept: ``ChangepointDetector(model=model_family(),
-    forgetting=1.0, tol=1e-3)`` (benchmarks/bench_changepoint_quality.py, BENCHMARKS.md).
+    It is what ``ChangepointDetector()`` runs on a scalar series, with ``forgetting=1.0`` and
+    ``tol=0.4 * hazard`` (``1e-3`` at the default hazard, which bounds the number of runs
+    kept): ``ChangepointDetector(model=model_family(), forgetting=1.0, tol=1e-3)``
+    (benchmarks/bench_changepoint_quality.py, BENCHMARKS.md); these two are also the defaults
+    for any list of ``PolynomialTrend`` models.
 
     Examples
     --------
@@ -366,6 +373,7 @@ def automatic_vector_prior(y: Any) -> tuple[np.ndarray, np.ndarray]:
     scale = 1.4826 * np.median(np.abs(rows - loc), axis=0)
     spread = rows.std(axis=0)
     scale = np.where(scale > 0, scale, np.where(spread > 0, spread, np.maximum(np.abs(loc), 1.0)))
+    scale = np.maximum(scale, RELATIVE_SCALE_FLOOR * np.abs(rows - loc).max(axis=0))
     return loc, scale
 
 

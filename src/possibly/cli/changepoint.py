@@ -133,8 +133,9 @@ def run(args: argparse.Namespace) -> int:
     # outputs first: a bad path should not wait for (or waste) the computation
     out, plot = check_outputs(args)
     # parameters next: a bad value should not wait for (or trigger) a data download
+    # the paper's normal-mean model (its flags and outputs are σ's), also with --sigma auto
     det = ChangepointDetector(sigma=args.sigma, hazard=args.hazard, forgetting=args.forgetting,
-                              robust=not args.standard, tau=args.tau)
+                              robust=not args.standard, tau=args.tau, model="normal")
     y, source, time, name = _load(args)
     with numeric_range(source, y):
         res = det.fit(y)

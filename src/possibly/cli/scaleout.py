@@ -140,7 +140,8 @@ def run_changepoints(args: argparse.Namespace) -> int:
     times = _times(args, data)
     res = changepoints_many(data, args.id, args.value, **cluster,
                             sigma=args.sigma, hazard=args.hazard, forgetting=args.forgetting,
-                            robust=not args.standard, tau=args.tau)
+                            robust=not args.standard, tau=args.tau,
+                            model="normal")  # the paper's model, as 'possibly changepoint'
     seconds = time.perf_counter() - t0
     events = _with_time(res.events, times, "index")
     if res.out is None:

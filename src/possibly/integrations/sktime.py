@@ -57,6 +57,10 @@ def change_score(result) -> np.ndarray:
 class PossiblyChangepointDetector(BaseDetector):
     """Robust online change-point detection (possibly's BOCPD) as an sktime detector.
 
+    It runs the paper's normal-mean model (``ChangepointDetector(model="normal")``), whose
+    noise scale is learnt in :meth:`fit` and reused by :meth:`predict`, not the default model
+    family of ``ps.ChangepointDetector()``.
+
     Parameters
     ----------
     sigma : "auto" or float
@@ -118,10 +122,12 @@ class PossiblyChangepointDetector(BaseDetector):
         self._detector()  # bad parameters fail here, at the call site
 
     def _detector(self, sigma=None) -> ChangepointDetector:
+        # the paper's normal-mean model (sigma learnt in fit, reused by predict), not the
+        # default model family of ChangepointDetector()
         return ChangepointDetector(sigma=self.sigma if sigma is None else sigma,
                                    hazard=self.hazard, forgetting=self.forgetting,
                                    robust=self.robust, tau=self.tau,
-                                   outlier_level=self.outlier_level)
+                                   outlier_level=self.outlier_level, model="normal")
 
     @staticmethod
     def _values(X) -> np.ndarray:
