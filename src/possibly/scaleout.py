@@ -571,7 +571,7 @@ def _kalman_task(df: Any, id_column: str, value_columns: list[str], kf: Any,
     return states_df, (pd.DataFrame(rows) if rows else None)
 
 
-def kalman_many(data: Any, id_column: str, value_columns: str | Sequence[str], model: Sequence,
+def kalman_many(data: Any, id_column: str, value_columns: str | Sequence[str], model: Any,
                 *, robust: bool = True, tau: float | None = None, dim: float | None = None,
                 state_names: Sequence[str] | None = None, outlier_level: float = 0.1,
                 scheduler: Any = None, n_workers: int | None = None,
@@ -628,13 +628,13 @@ def kalman_many(data: Any, id_column: str, value_columns: str | Sequence[str], m
     value_columns = [_check_name("value_columns", c) for c in value_columns]
     if not value_columns:
         raise ValueError("value_columns must name at least one column")
-    model = LinearGaussianModel.of(model)
-    kf = KalmanFilter(model, robust=robust, tau=tau, dim=dim)
+    lgm = LinearGaussianModel.of(model)
+    kf = KalmanFilter(lgm, robust=robust, tau=tau, dim=dim)
     if kf.obs_dim != len(value_columns):
         raise ValueError(f"value_columns has {len(value_columns)} column(s) but the model "
                          f"observes {kf.obs_dim} value(s) per step")
     if state_names is None:
-        state_names = list(model.names)
+        state_names = list(lgm.names)
     state_names = [str(s) for s in state_names]
     if len(state_names) != kf.state_dim or len(set(state_names)) != kf.state_dim:
         raise ValueError(f"state_names must be {kf.state_dim} distinct names, got {state_names}")
