@@ -14,8 +14,17 @@ Examples
 (0.9394, 0.2422)
 """
 
-from possibly import datasets, likelihood, models
-from possibly.changepoint import ChangepointDetector
+from possibly import changepoint, datasets, estimators, filters, likelihood, metrics, models
+from possibly.changepoint import (
+    ChangepointDetector,
+    ConjugateModel,
+    MultivariateNormalSegments,
+    NormalMean,
+    NormalMeanVariance,
+    PolynomialTrend,
+    SegmentModel,
+    model_family,
+)
 from possibly.estimators.covariance import RobustCovarianceEstimator
 from possibly.estimators.location_scale import RobustNormalEstimator
 from possibly.estimators.soft_uniform import SoftUniformEstimator
@@ -34,8 +43,10 @@ from possibly.families import (
 )
 from possibly.filters import (
     ExtendedKalmanFilter,
+    GaussianNoise,
     KalmanFilter,
     LinearGaussianModel,
+    NonlinearModel,
     ParticleFilter,
     UnscentedKalmanFilter,
 )
@@ -51,41 +62,58 @@ from possibly.inference import (
     update_sequence,
 )
 from possibly.particles import ParticlePossibility
+from possibly.sequential import ConcurrentUseError, Info, SequentialEstimator
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Beta",
     "ChangepointDetector",
+    "ConcurrentUseError",
+    "ConjugateModel",
     "ExponentialFamily",
     "ExtendedKalmanFilter",
     "Gamma",
+    "GaussianNoise",
     "GridPossibility",
+    "Info",
     "InverseGamma",
     "InverseWishart",
     "KalmanFilter",
     "LinearGaussianModel",
     "LogLikelihood",
     "MultivariateNormal",
+    "MultivariateNormalSegments",
+    "NonlinearModel",
     "Normal",
     "NormalGamma",
     "NormalInverseWishart",
+    "NormalMean",
+    "NormalMeanVariance",
     "Pareto",
     "ParticleFilter",
     "ParticlePossibility",
+    "PolynomialTrend",
     "Possibility",
-    "RobustNormalEstimator",
     "RobustCovarianceEstimator",
+    "RobustNormalEstimator",
     "RobustUpdate",
+    "SegmentModel",
+    "SequentialEstimator",
     "SequentialResult",
     "SoftUniformEstimator",
     "UnscentedKalmanFilter",
+    "changepoint",
     "combine",
     "consistency",
     "datasets",
     "discount",
+    "estimators",
+    "filters",
     "likelihood",
     "log_consistency",
+    "metrics",
+    "model_family",
     "models",
     "robust_update",
     "update_sequence",
