@@ -4,6 +4,12 @@ The file is read by :mod:`possibly.tables` (CSV, TSV, semicolon or spaces; heade
 blank cell or line is a missing observation; ``-`` reads standard input). Prints the change
 points and the outliers as text, JSON or one CSV row per observation; rows are numbered from 0
 and, with a time column, reported with their time stamps too.
+
+``--model auto`` (the default) runs the library's default models (``ChangepointDetector()``:
+level, linear or quadratic trend per segment, unknown noise) and reports each segment's model;
+``--model normal`` the paper's §5.3 normal-mean model with noise scale ``--sigma``, and reports
+σ. ``--sigma`` and ``--forgetting`` belong to the paper's model: given without ``--model``
+they select it (:func:`detector_options`).
 """
 
 from __future__ import annotations
@@ -33,7 +39,9 @@ from possibly.tables import TimeAxis, display, read_table
 
 DESCRIPTION = (
     "Robust online change-point detection on one series read from a CSV/TSV/text file (or "
-    "standard input): prints the change points, the outliers and the segment means. Rows are "
+    "standard input): prints the change points, the outliers and the segment means (and, with "
+    "--model auto, the default, each segment's model; with --model normal, the noise scale "
+    "sigma). Rows are "
     "numbered from 0; with a time column (--time, or one column of ISO dates detected) results "
     "carry its time stamps and the plot uses them.")
 

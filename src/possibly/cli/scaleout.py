@@ -30,9 +30,9 @@ CHANGEPOINT_DESCRIPTION = (
     "Change points and outliers of many series at once: a long table (Parquet, or CSV/TSV/"
     "text read like every command's input) with a column naming the series and a column of "
     "values, rows in time order within each series. Each series goes through the robust "
-    "change-point detector (as 'possibly changepoint' would run it, with the same --model), in "
-    "this process for a "
-    "small table, on a local Dask cluster for a large one, or on --scheduler. Prints the change "
+    "change-point detector (as 'possibly changepoint' would run it, with the same --model "
+    "rules), in this process for a small table, on a local Dask cluster for a large one, or on "
+    "--scheduler. Prints the change "
     "points and outliers as CSV (id, index from 0, kind, value), or writes them under --out.")
 KALMAN_DESCRIPTION = (
     "Robust Kalman filtering of many tracks at once: a long table (Parquet, or CSV/TSV/text "
