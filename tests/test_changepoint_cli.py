@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 
 import numpy as np
 import pytest
@@ -37,8 +38,10 @@ def test_text_output_csv_column(series_file, capsys):
 
 def test_json_and_csv_formats(series_file, capsys):
     path, _, cps = series_file
-    assert main(["changepoint", str(path), "--column", "value", "--format", "json"]) == 0
+    assert main(["changepoint", str(path), "--column", "value", "--format", "json",
+                 "--model", "normal"]) == 0
     doc = json.loads(capsys.readouterr().out)
+    assert doc["model"] == "normal" and doc["forgetting"] == 0.9
     assert doc["sigma_estimated"] and doc["n"] == 400 and doc["n_missing"] == 1
     assert np.all(np.abs(np.array(doc["changepoints"]) - cps) <= 2)
     assert doc["segments"][0]["start"] == 0 and doc["segments"][-1]["stop"] == 400
@@ -86,7 +89,12 @@ def test_example_well_log_and_plot(tmp_path, capsys):
     ("1\n2\n3\n", ["--hazard", "0"], r"argument --hazard: must be a number in \(1e-12, 0.25\]"),
     ("1\n2\n3\n", ["--forgetting", "0"], r"argument --forgetting: must be a number in \(0, 1\]"),
     ("1\n2\n3\n", ["--tau", "2"], r"argument --tau: must be a number in \(0, 1\]"),
-    ("1\n1\n1\n1\n", [], "zero median absolute deviation"),
+    ("1\n1\n1\n1\n", ["--model", "normal"], "zero median absolute deviation"),
+    ("1\n1\n1\n1\n", ["--sigma", "auto"], "zero median absolute deviation"),  # normal
+    ("1\n2\n3\n", ["--model", "auto", "--sigma", "1"],
+     "--sigma is the noise scale of --model normal.*drop --sigma or use --model normal"),
+    ("1\n2\n3\n", ["--model", "auto", "--sigma", "auto"], "--sigma .*--model normal"),
+    ("1\n2\n3\n", ["--model", "trend"], "argument --model: invalid choice"),
     ("1\ninf\n3\n", ["--sigma", "1"], "infinite"),
 ])
 def test_bad_input_one_line_exit_2(tmp_path, capsys, content, args, match):
@@ -118,3 +126,88 @@ def test_read_series_headerless_index():
     assert parse_table("1;2\n3;4\n").numbers(["1"])[:, 0].tolist() == [2.0, 4.0]
     y = parse_table("1 2\n3 NaN\n-4 \t 5\n").numbers(["1"])[:, 0]
     assert np.isnan(y[1]) and y[[0, 2]].tolist() == [2.0, 5.0]
+
+
+def test_model_option_default_auto(series_file, capsys):
+    """No --model: the library's default models; each segment's model instead of sigma."""
+    path, y, cps = series_file
+    y = y.copy()
+    y[10] = np.nan
+    expect = ps.ChangepointDetector().fit(y)
+    assert np.all(np.abs(expect.changepoints - cps) <= 2)
+    for argv in ([], ["--model", "auto"]):
+        assert main(["changepoint", str(path), "--column", "value", *argv]) == 0
+        out = capsys.readouterr().out
+        assert "sigma" not in out and "model auto (segments: level, linear trend or quadratic " \
+            "trend; noise scale unknown" in out and "forgetting = 1\n" in out
+        assert f"change points ({expect.changepoints.size}): " \
+            f"{', '.join(map(str, expect.changepoints))}\n" in out
+        assert f"outliers ({expect.outliers.size}): " \
+            f"{', '.join(map(str, expect.outliers)) or 'none'}\n" in out
+        assert "segments (start, stop, model, mean without outliers):" in out
+        rows = out.split("mean without outliers):\n")[1].splitlines()
+        assert [r.split(")", 1)[1].split()[:-1] for r in rows] == [
+            n.split() for n in expect.segment_model_names]
+    # JSON: well-formed, no sigma, the model of each segment
+    assert main(["changepoint", str(path), "--column", "value", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["model"] == "auto" and "sigma" not in doc and "sigma_estimated" not in doc
+    assert doc["segment_models"] == ["level", "linear trend", "quadratic trend"]
+    assert doc["forgetting"] == 1.0 and doc["changepoints"] == expect.changepoints.tolist()
+    assert [s["model"] for s in doc["segments"]] == expect.segment_model_names
+    assert [(s["start"], s["stop"]) for s in doc["segments"]] == expect.segments
+    # CSV: one row per observation with the model of its segment
+    assert main(["changepoint", str(path), "--column", "value", "--format", "csv"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split(",") == ["t", "y", "map_run_length", "mean", "consistency",
+                                   "discount", "changepoint", "outlier", "segment_model"]
+    assert len(lines) == 401 and all(len(ln.split(",")) == 9 for ln in lines)
+    models = [ln.split(",")[8] for ln in lines[1:]]
+    for (a, b), name in zip(expect.segments, expect.segment_model_names, strict=True):
+        assert set(models[a:b]) == {name}
+    assert [float(ln.split(",")[5]) for ln in lines[1:] if ln.split(",")[5]] == \
+        pytest.approx(expect.discount[~np.isnan(y)].tolist(), rel=1e-15)
+
+
+def test_model_option_sigma_and_forgetting_select_normal(series_file, capsys):
+    """--sigma or --forgetting without --model: the paper's model, as documented."""
+    path, y, _ = series_file
+    y = y.copy()
+    y[10] = np.nan
+    estimated = "sigma = ... (estimated: MAD of first differences / sqrt 2)"
+    for argv, kwargs, line in (
+            (["--sigma", "1"], {"sigma": 1.0},
+             "robust detector: sigma = 1 (given), hazard = 0.0025, forgetting = 0.9"),
+            (["--sigma", "auto"], {"model": "normal"},
+             f"robust detector: {estimated}, hazard = 0.0025, forgetting = 0.9"),
+            (["--forgetting", "0.95"], {"model": "normal", "forgetting": 0.95},
+             f"robust detector: {estimated}, hazard = 0.0025, forgetting = 0.95"),
+            (["--model", "normal"], {"model": "normal"},
+             f"robust detector: {estimated}, hazard = 0.0025, forgetting = 0.9"),
+            (["--model", "auto", "--forgetting", "0.95"], {"forgetting": 0.95},
+             "robust detector: model auto (segments: ...), hazard = 0.0025, forgetting = 0.95")):
+        assert main(["changepoint", str(path), "--column", "value", *argv]) == 0
+        lines = capsys.readouterr().out.splitlines()
+        pattern = ".*".join(re.escape(piece) for piece in line.split("..."))
+        assert re.fullmatch(pattern, lines[1]), (argv, lines[1])
+        expect = ps.ChangepointDetector(**kwargs).fit(y).changepoints
+        assert lines[2] == f"change points ({expect.size}): {', '.join(map(str, expect))}"
+
+
+def test_model_option_time_stamps(tmp_path, capsys):
+    """The default model's text output keeps the time stamps of the time column."""
+    t = np.arange(120.0)
+    y = np.where(t < 60, 0.0, 0.3 * (t - 60)) + np.resize([0.2, -0.2, 0.0, 0.1], 120)
+    stamps = [f"2024-01-{1 + i // 24:02d}T{i % 24:02d}:00" for i in range(120)]
+    path = tmp_path / "ts.csv"
+    path.write_text("when,v\n" + "".join(f"{s},{float(v)!r}\n" for s, v in zip(stamps, y,
+                                                                        strict=True)))
+    expect = ps.ChangepointDetector().fit(y)
+    assert expect.segment_model_names[-1] == "linear trend" and expect.changepoints.size
+    assert main(["changepoint", str(path)]) == 0
+    out = capsys.readouterr().out
+    cps = ", ".join(f"{c} [{stamps[c]}]" for c in expect.changepoints)
+    assert f"change points ({expect.changepoints.size}): {cps}\n" in out
+    assert "segments (start, stop, model, mean without outliers, first time stamp):" in out
+    last = out.splitlines()[-1]
+    assert "linear trend" in last and last.endswith(stamps[expect.segments[-1][0]])

@@ -468,7 +468,7 @@ def test_docs_cli_page_runs_verbatim(tmp_path, capsys, monkeypatch):
     for name, body in re.findall(r"```csv (\S+)\n(.*?)```", page, flags=re.S):
         (tmp_path / name).write_text(body)
     sessions = re.findall(r"```console\n(.*?)```", page, flags=re.S)
-    assert len(sessions) == 2
+    assert len(sessions) == 3
     for session in sessions:
         command, *shown = session.rstrip("\n").split("\n")
         assert command.startswith("$ possibly ")

@@ -71,13 +71,15 @@ def check(code: int, err: str, command: str) -> None:
 @settings(max_examples=150, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(data=csv_text(), column=st.sampled_from([None, "0", "1"]),
-       sigma=st.sampled_from(["auto", "1", "1e-100", "1e100"]))
+       sigma=st.sampled_from([None, "auto", "1", "1e-100", "1e100"]))
 def test_cli_reader_fuzz(tmp_path, capsys, data, column, sigma):
     path = tmp_path / "fuzz.csv"
     path.write_bytes(data)
     extra = [] if column is None else ["--column", column]
     capsys.readouterr()
-    code = main(["changepoint", str(path), "--sigma", sigma, *extra])
+    # no --sigma: the default models (--model auto); --sigma: the paper's model
+    code = main(["changepoint", str(path), *([] if sigma is None else ["--sigma", sigma]),
+                 *extra])
     check(code, capsys.readouterr().err, "changepoint")
     code = main(["kalman", str(path), *extra])
     captured = capsys.readouterr()

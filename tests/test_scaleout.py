@@ -107,6 +107,17 @@ def test_changepoints_cluster_equals_single_process(client, series, tmp_path):
     assert as_rows(paper.events) == reference_events(series, model="normal")
     pd.testing.assert_frame_equal(sync.summary.drop(columns="file"),
                                   res.summary.drop(columns="file"))
+    # σ is reported for the normal model only; the default models report each segment's model
+    head, tail = ["id", "n_points", "n_changepoints", "n_outliers"], ["file", "error"]
+    assert list(res.summary.columns) == [*head, "segment_models", *tail]
+    assert list(paper.summary.columns) == [*head, "sigma", *tail]
+    for key, y in series.items():
+        names = ChangepointDetector().fit(y).segment_model_names
+        assert res.summary.set_index("id").loc[key, "segment_models"] == "; ".join(names)
+        if key != "flat":
+            sigma = ChangepointDetector(model="normal").fit(y).sigma
+            assert paper.summary.set_index("id").loc[key, "sigma"] == sigma
+    assert pd.isna(paper.summary.set_index("id").loc["flat", "sigma"])  # it failed
 
 
 def test_changepoints_files_per_series(client, series, tmp_path):
@@ -314,15 +325,57 @@ def test_cli_errors_one_line(argv, message, series, tmp_path, capsys):
 def test_cli_prints_csv_and_reports_failures(series, tmp_path, capsys):
     path = tmp_path / "in.parquet"
     interleaved({"a": series["s5"], "flat": series["flat"]}).to_parquet(path, index=False)
+    # the paper's model with sigma estimated per series: the constant series fails
     status = main(["changepoint-many", str(path), "--id", "sensor", "--value", "v",
-                   "--scheduler", "synchronous"])
+                   "--scheduler", "synchronous", "--model", "normal"])
     captured = capsys.readouterr()
     assert status == 1  # the flat series failed; the other was processed
     assert "1 failed" in captured.err and "'flat'" in captured.err
     lines = captured.out.splitlines()
     assert lines[0] == "id,index,kind,value"
-    alone = ChangepointDetector(model="normal").fit(series["s5"])  # the CLI's (paper's) model
+    alone = ChangepointDetector(model="normal").fit(series["s5"])
     assert len(lines) - 1 == alone.changepoints.size + alone.outliers.size
+    # the default (--model auto) takes both series
+    assert main(["changepoint-many", str(path), "--id", "sensor", "--value", "v",
+                 "--scheduler", "synchronous"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    alone = ChangepointDetector().fit(series["s5"])
+    flat = ChangepointDetector().fit(series["flat"])
+    assert flat.changepoints.size == flat.outliers.size == 0
+    expect = [f"a,{i},{kind}," for kind, idx in (("changepoint", alone.changepoints),
+                                                 ("outlier", alone.outliers)) for i in idx]
+    assert sorted(ln[:ln.rindex(",") + 1] for ln in lines[1:]) == sorted(expect)
+
+
+def test_cli_model_option(series, tmp_path, capsys):
+    """--model auto (default) reports each segment's model; --sigma/--forgetting select normal."""
+    path = tmp_path / "in.parquet"
+    interleaved({"a": series["s5"], "b": series["s6"]}).to_parquet(path, index=False)
+    base = ["changepoint-many", str(path), "--id", "sensor", "--value", "v",
+            "--scheduler", "synchronous"]
+    cases = [([], {}, "segment_models"),
+             (["--model", "auto", "--forgetting", "0.95"], {"forgetting": 0.95},
+              "segment_models"),
+             (["--sigma", "1"], {"sigma": 1.0}, "sigma"),
+             (["--forgetting", "0.95"], {"model": "normal", "forgetting": 0.95}, "sigma")]
+    for run, (extra, kwargs, column) in enumerate(cases):
+        out = tmp_path / f"out{run}"
+        assert main([*base, *extra, "--out", str(out)]) == 0, extra
+        summary = pd.read_parquet(out / "summary.parquet").set_index("id")
+        other = ({"sigma", "segment_models"} - {column}).pop()
+        assert column in summary.columns and other not in summary.columns
+        events = pd.read_parquet(out / "events.parquet")
+        for key in ("a", "b"):
+            res = ChangepointDetector(**kwargs).fit(series[{"a": "s5", "b": "s6"}[key]])
+            got = events[(events["id"] == key) & (events["kind"] == "changepoint")]["index"]
+            assert got.tolist() == res.changepoints.tolist(), extra
+            expect = ("; ".join(res.segment_model_names) if column == "segment_models"
+                      else res.sigma)
+            assert summary.loc[key, column] == expect
+    capsys.readouterr()
+    assert main([*base, "--model", "auto", "--sigma", "1"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--sigma" in err and "--model" in err
 
 
 def test_missing_extra_message(monkeypatch):

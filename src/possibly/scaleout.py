@@ -34,7 +34,8 @@ Output layout (``out=DIR``)
     replaced by a SHA-1 digest), written by the workers, so with a remote cluster ``DIR`` must
     be on storage the workers share (on one machine it always is).
 ``DIR/summary.parquet``
-    One row per series: id, counts, the ``file`` written, and ``error`` (the message when that
+    One row per series: id, counts, ``sigma`` or ``segment_models`` (change points: see
+    :func:`changepoints_many`), the ``file`` written, and ``error`` (the message when that
     series could not be processed, e.g. ``model="normal"`` with σ estimated on a constant
     series; the other series are still processed).
 ``DIR/events.parquet`` (change points only)
@@ -86,6 +87,8 @@ _INSTALL = "pip install 'possibly[dask]'"
 
 #: columns of the per-series change-point files (the combined table adds the id first)
 _EVENT_COLUMNS = ("index", "kind", "value")
+#: joins the names of a series' segment models in the summary's ``segment_models`` column
+SEGMENT_MODEL_SEPARATOR = "; "
 
 
 # -- optional imports ------------------------------------------------------------------------
@@ -410,7 +413,7 @@ def _changepoint_task(df: Any, id_column: str, value_column: str, kwargs: dict,
     for key, g in _groups(df, id_column):
         y = g[value_column].to_numpy(dtype=np.float64, na_value=np.nan)
         row = {"id": key, "n_points": y.size, "n_changepoints": 0, "n_outliers": 0,
-               "sigma": math.nan, "file": None, "error": None}
+               "file": None, "error": None}
         ev = pd.DataFrame({"index": np.empty(0, np.int64), "kind": np.empty(0, str),
                            "value": np.empty(0)})
         try:
@@ -423,9 +426,11 @@ def _changepoint_task(df: Any, id_column: str, value_column: str, kwargs: dict,
             kind = ["changepoint"] * cps.size + ["outlier"] * outs.size
             ev = pd.DataFrame({"index": idx, "kind": kind, "value": y[idx]})
             ev = ev.sort_values(["index", "kind"], kind="stable", ignore_index=True)
-            row.update(n_changepoints=int(cps.size), n_outliers=int(outs.size),
-                       # σ belongs to NormalMean; other segment models have none
-                       sigma=math.nan if res.sigma is None else float(res.sigma))
+            row.update(n_changepoints=int(cps.size), n_outliers=int(outs.size))
+            if res.sigma is not None:  # σ belongs to NormalMean; other models have none
+                row["sigma"] = float(res.sigma)
+            else:
+                row["segment_models"] = SEGMENT_MODEL_SEPARATOR.join(res.segment_model_names)
         if series_dir is not None:
             name = series_filename(key)
             ev.to_parquet(os.path.join(series_dir, name), index=False)
@@ -470,16 +475,20 @@ def changepoints_many(data: Any, id_column: str, value_column: str, *, scheduler
     **detector_kwargs
         Passed to :class:`possibly.ChangepointDetector` (``sigma``, ``hazard``,
         ``forgetting``, ``robust``, ``tau``, ``model``, ...), checked before anything runs.
-        None gives the detector's default models; ``model="normal"`` (or ``sigma=...``) the
-        paper's model, as the ``changepoint-many`` command runs it.
+        None gives the detector's default models (``model="auto"``); ``model="normal"`` (or
+        ``sigma=...``) the paper's model; the ``changepoint-many`` command passes its
+        ``--model``.
 
     Returns
     -------
     ManyResult
         ``events`` (``id, index, kind, value``, sorted by id and index) and ``summary`` (``id,
-        n_points, n_changepoints, n_outliers, sigma, file, error``; the counts are ``-1`` and
-        ``error`` is set for a series that could not be processed; ``sigma`` is NaN for models
-        without one).
+        n_points, n_changepoints, n_outliers, sigma or segment_models, file, error``; the
+        counts are ``-1`` and ``error`` is set for a series that could not be processed).
+        ``sigma`` (the noise scale used) is there for the normal-mean model, otherwise
+        ``segment_models``: the names of the models of the series' segments in order
+        (:func:`possibly.changepoint.result.model_name`, joined by ``"; "``, e.g. ``"level;
+        linear trend"``); missing for a series that failed, absent when none was processed.
 
     Examples
     --------
@@ -496,6 +505,13 @@ def changepoints_many(data: Any, id_column: str, value_column: str, *, scheduler
        id  n_points  n_changepoints  n_outliers  sigma
     0   1        60               1           0    0.2
     1   2        60               0           0    0.2
+
+    The default models report the model of each segment instead of a σ:
+
+    >>> changepoints_many(df, "id", "y", scheduler="synchronous").summary["segment_models"]
+    0    level; level
+    1           level
+    Name: segment_models, dtype: str
     """
     from possibly.changepoint import ChangepointDetector
 
@@ -515,6 +531,12 @@ def changepoints_many(data: Any, id_column: str, value_column: str, *, scheduler
     events["kind"] = _text(events["kind"])
     summary = _text_columns(_sorted(pd.concat([s for _, s in results], ignore_index=True),
                                     ["id"]))
+    # one column order whatever the tasks held: sigma (normal model) or segment_models
+    model_columns = [c for c in ("sigma", "segment_models") if c in summary.columns]
+    if "segment_models" in model_columns:
+        summary["segment_models"] = _text(summary["segment_models"])
+    summary = summary[["id", "n_points", "n_changepoints", "n_outliers", *model_columns,
+                       "file", "error"]]
     if out_dir is not None:
         events.to_parquet(out_dir / "events.parquet", index=False)
         summary.to_parquet(out_dir / "summary.parquet", index=False)

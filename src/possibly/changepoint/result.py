@@ -11,11 +11,34 @@ from typing import Any
 
 import numpy as np
 
+from possibly.changepoint.models import NormalMean, SegmentModel
 from possibly.changepoint.outliers import find_outliers
 from possibly.changepoint.recursion import ChangepointParams, MapTrace, init, step
+from possibly.changepoint.segments import PolynomialTrend
 from possibly.changepoint.uncertainty import change_possibility, possibility_intervals
 
-__all__ = ["ChangepointResult"]
+__all__ = ["ChangepointResult", "model_name"]
+
+#: names of the PolynomialTrend models by degree (what the default family calls a segment)
+_TREND_NAMES = ("level", "linear trend", "quadratic trend")
+
+
+def model_name(model: SegmentModel) -> str:
+    """A short name of a segment model for reports: ``"level"`` (:class:`NormalMean`, or a
+    :class:`PolynomialTrend` of degree 0), ``"linear trend"``, ``"quadratic trend"``; the class
+    name for other models.
+
+    Examples
+    --------
+    >>> from possibly.changepoint import NormalMean, model_family
+    >>> [model_name(m) for m in [NormalMean(1.0), *model_family()]]
+    ['level', 'level', 'linear trend', 'quadratic trend']
+    """
+    if isinstance(model, PolynomialTrend):
+        return _TREND_NAMES[model.degree]
+    if isinstance(model, NormalMean):
+        return "level"
+    return type(model).__name__
 
 
 @dataclass(frozen=True, eq=False)
@@ -98,6 +121,20 @@ class ChangepointResult:
     def segment_models(self) -> list[int]:
         """Model index of each MAP segment (see ``segments``)."""
         return self._trace().segment_models().tolist()
+
+    @property
+    def segment_model_names(self) -> list[str]:
+        """:func:`model_name` of each MAP segment's model (see ``segment_models``).
+
+        Examples
+        --------
+        >>> import numpy as np, possibly as ps
+        >>> t = np.arange(100.0)
+        >>> y = np.where(t < 50, 0.0, 0.2 * (t - 50)) + np.resize([0.1, -0.1, 0.0], 100)
+        >>> ps.ChangepointDetector().fit(y).segment_model_names
+        ['level', 'linear trend']
+        """
+        return [model_name(self.params.models[k]) for k in self.segment_models]
 
     @property
     def segments(self) -> list[tuple[int, int]]:

@@ -4,6 +4,12 @@ The file is read by :mod:`possibly.tables` (CSV, TSV, semicolon or spaces; heade
 blank cell or line is a missing observation; ``-`` reads standard input). Prints the change
 points and the outliers as text, JSON or one CSV row per observation; rows are numbered from 0
 and, with a time column, reported with their time stamps too.
+
+``--model auto`` (the default) runs the library's default models (``ChangepointDetector()``:
+level, linear or quadratic trend per segment, unknown noise) and reports each segment's model;
+``--model normal`` the paper's §5.3 normal-mean model with noise scale ``--sigma``, and reports
+σ. ``--sigma`` and ``--forgetting`` belong to the paper's model: given without ``--model``
+they select it (:func:`detector_options`).
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ import sys
 import numpy as np
 
 from possibly.changepoint import ChangepointDetector
+from possibly.changepoint.result import model_name
 from possibly.cli.arguments import (
     add_input,
     add_robust,
@@ -32,13 +39,17 @@ from possibly.tables import TimeAxis, display, read_table
 
 DESCRIPTION = (
     "Robust online change-point detection on one series read from a CSV/TSV/text file (or "
-    "standard input): prints the change points, the outliers and the segment means. Rows are "
+    "standard input): prints the change points, the outliers and the segment means (and, with "
+    "--model auto, the default, each segment's model; with --model normal, the noise scale "
+    "sigma). Rows are "
     "numbered from 0; with a time column (--time, or one column of ISO dates detected) results "
     "carry its time stamps and the plot uses them.")
 
 #: the largest hazard the detector takes with its default outlier level 2 sqrt(hazard) <= 1,
 #: and the smallest one above its pruning tolerance (1e-12)
 HAZARD = (1e-12, 0.25)
+#: ``--model``: the default model family, or the paper's normal-mean model (known noise scale)
+MODELS = ("auto", "normal")
 
 
 def _load(args) -> tuple[np.ndarray, str, TimeAxis | None, str | None]:
@@ -66,23 +77,38 @@ def _at(indices: np.ndarray, time: TimeAxis | None) -> str:
     return ", ".join(f"{i} [{time.label(i)}]" for i in indices) or "none"
 
 
+def _model_line(args, res) -> str:
+    """The detector line: σ for the normal model, the candidate segment models for auto."""
+    if args.model == "normal":
+        how = "estimated: MAD of first differences / sqrt 2" if res.sigma_estimated else "given"
+        model = f"sigma = {res.sigma:.6g} ({how})"
+    else:
+        names = [model_name(m) for m in res.params.models]
+        kinds = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
+        model = (f"model auto (segments: {kinds}; noise scale unknown, priors from median "
+                 "and MAD)")
+    return (f"{'standard' if args.standard else 'robust'} detector: {model}, hazard = "
+            f"{args.hazard:g}, forgetting = {res.params.forgetting:g}"
+            + (f", tau = {args.tau:g}" if args.tau is not None else ""))
+
+
 def _text(args, res, y, source, time) -> str:
     cps, outs = res.changepoints, res.outliers
-    how = "estimated: MAD of first differences / sqrt 2" if res.sigma_estimated else "given"
+    auto = args.model == "auto"
     lines = [
         f"{source}: {y.size} observations ({int(np.isnan(y).sum())} missing), rows numbered "
         f"from 0" + (f"; time column {time.name}" if time is not None else ""),
-        f"{'standard' if args.standard else 'robust'} detector: sigma = {res.sigma:.6g} "
-        f"({how}), hazard = {args.hazard:g}, forgetting = {args.forgetting:g}"
-        + (f", tau = {args.tau:g}" if args.tau is not None else ""),
+        _model_line(args, res),
         f"change points ({cps.size}): {_at(cps, time)}",
         f"outliers ({outs.size}): {_at(outs, time)}",
-        "segments (start, stop, mean without outliers"
+        "segments (start, stop, " + ("model, " if auto else "") + "mean without outliers"
         + (", first time stamp):" if time is not None else "):"),
     ]
-    for (a, b), m in zip(res.segments, _segment_means(res), strict=True):
+    names = res.segment_model_names
+    width = max(map(len, names))
+    for (a, b), m, name in zip(res.segments, _segment_means(res), names, strict=True):
         mean = f"{m:.6g}" if m is not None else "-"
-        lines.append(f"  [{a:6d}, {b:6d})  {mean}"
+        lines.append(f"  [{a:6d}, {b:6d})  " + (f"{name:{width}s}  " if auto else "") + mean
                      + (f"  {time.label(a)}" if time is not None else ""))
     return "\n".join(lines) + "\n"
 
@@ -92,13 +118,22 @@ def _json(args, res, y, source, time) -> str:
     doc = {
         "source": source, "n": int(y.size), "n_missing": int(np.isnan(y).sum()),
         "index_base": 0, "time_column": None if time is None else time.name,
-        "sigma": res.sigma, "sigma_estimated": res.sigma_estimated,
-        "hazard": args.hazard, "forgetting": args.forgetting,
+        "model": args.model,
+    }
+    if args.model == "normal":  # σ belongs to the normal model; auto has no σ
+        doc.update(sigma=res.sigma, sigma_estimated=res.sigma_estimated)
+    else:
+        doc["segment_models"] = [model_name(m) for m in res.params.models]
+    doc.update({
+        "hazard": args.hazard, "forgetting": res.params.forgetting,
         "version": "standard" if args.standard else "robust", "tau": args.tau,
         "changepoints": cps.tolist(), "outliers": outs.tolist(),
         "segments": [{"start": a, "stop": b, "mean": m}
                      for (a, b), m in zip(res.segments, _segment_means(res), strict=True)],
-    }
+    })
+    if args.model == "auto":
+        for seg, name in zip(doc["segments"], res.segment_model_names, strict=True):
+            seg["model"] = name
     if time is not None:
         doc["changepoint_times"] = [time.labels[i] for i in cps]
         doc["outlier_times"] = [time.labels[i] for i in outs]
@@ -107,17 +142,22 @@ def _json(args, res, y, source, time) -> str:
     return json.dumps(doc, indent=1) + "\n"
 
 
-def _csv(res, y, time) -> str:
+def _csv(args, res, y, time) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
+    auto = args.model == "auto"
     w.writerow(["t", *(["time"] if time is not None else []), "y", "map_run_length", "mean",
-                "consistency", "discount", "changepoint", "outlier"])
+                "consistency", "discount", "changepoint", "outlier",
+                *(["segment_model"] if auto else [])])
     is_cp, is_out = np.zeros(y.size, int), np.zeros(y.size, int)
     is_cp[res.changepoints], is_out[res.outliers] = 1, 1
+    # the model of the (final MAP) segment holding each row
+    model = [name for (a, b), name in zip(res.segments, res.segment_model_names, strict=True)
+             for _ in range(a, b)]
     for t in range(y.size):
         w.writerow([t, *([time.labels[t]] if time is not None else []), _fmt(y[t]),
                     int(res.map_run_length[t]), _fmt(res.mean[t]), _fmt(res.consistency[t]),
-                    _fmt(res.discount[t]), is_cp[t], is_out[t]])
+                    _fmt(res.discount[t]), is_cp[t], is_out[t], *([model[t]] if auto else [])])
     return buf.getvalue()
 
 
@@ -133,9 +173,8 @@ def run(args: argparse.Namespace) -> int:
     # outputs first: a bad path should not wait for (or waste) the computation
     out, plot = check_outputs(args)
     # parameters next: a bad value should not wait for (or trigger) a data download
-    # the paper's normal-mean model (its flags and outputs are σ's), also with --sigma auto
-    det = ChangepointDetector(sigma=args.sigma, hazard=args.hazard, forgetting=args.forgetting,
-                              robust=not args.standard, tau=args.tau, model="normal")
+    det = ChangepointDetector(hazard=args.hazard, robust=not args.standard, tau=args.tau,
+                              **detector_options(args))
     y, source, time, name = _load(args)
     with numeric_range(source, y):
         res = det.fit(y)
@@ -143,7 +182,7 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         text = _json(args, res, y, source, time)
     elif args.format == "csv":
-        text = _csv(res, y, time)
+        text = _csv(args, res, y, time)
     else:
         text = _text(args, res, y, source, time)
     # files before standard output: a closed pipe (| head) must not lose them
@@ -174,18 +213,51 @@ def _segment_means(res) -> list[float | None]:
     return out
 
 
+def add_model(p: argparse.ArgumentParser, sigma_help: str) -> None:
+    """``--model``, ``--sigma``, ``--hazard`` and ``--forgetting``, shared with
+    ``changepoint-many`` (resolved by :func:`detector_options`)."""
+    p.add_argument("--model", choices=MODELS, default=None,
+                   help="segment model: 'auto' = the library's default model family (constant "
+                        "level, linear or quadratic trend per segment, unknown noise scale, "
+                        "priors from the median and MAD of the series); 'normal' = the paper's "
+                        "section 5.3 normal-mean model (constant level) with noise scale --sigma "
+                        "(default: auto, or normal when --sigma or --forgetting is given)")
+    p.add_argument("--sigma", type=sigma, default=None,
+                   help=f"{sigma_help} of --model normal, or 'auto' (the default: MAD of first "
+                        "differences / sqrt 2); given without --model it selects normal")
+    p.add_argument("--hazard", type=number(*HAZARD, low_open=True), default=2.5e-3,
+                   help=f"possibility of a change at each step, in ({HAZARD[0]:g}, "
+                        f"{HAZARD[1]:g}] (2.5e-3)")
+    p.add_argument("--forgetting", type=number(0, 1, low_open=True), default=None,
+                   help="precision forgetting factor, in (0, 1]; without --model it selects "
+                        "--model normal (default: 0.9 for normal, 1 for auto)")
+
+
+def detector_options(args: argparse.Namespace) -> dict:
+    """The model options of :class:`~possibly.changepoint.ChangepointDetector` from
+    ``--model``, ``--sigma`` and ``--forgetting``; ``args.model`` is set to the one chosen.
+
+    ``--sigma`` and ``--forgetting`` belong to the paper's model: given without ``--model``
+    they select ``normal``; ``--model auto --sigma`` is refused (the family has no σ).
+    """
+    if args.model is None:
+        given = args.sigma is not None or args.forgetting is not None
+        args.model = "normal" if given else "auto"
+    if args.model == "auto" and args.sigma is not None:
+        raise ValueError("--sigma is the noise scale of --model normal; --model auto estimates "
+                         "the noise of each segment: drop --sigma or use --model normal")
+    options = {"model": args.model, "forgetting": args.forgetting}
+    if args.model == "normal":
+        options["sigma"] = "auto" if args.sigma is None else args.sigma
+    return options
+
+
 def register(sub) -> None:
     p = sub.add_parser("changepoint", help="robust online change-point detection on a series",
                        description=DESCRIPTION)
     add_input(p, required=False)
     p.add_argument("--example", choices=["well-log"], help="use a bundled example data set")
-    p.add_argument("--sigma", type=sigma, default="auto",
-                   help="noise scale within a segment, or 'auto' (default: auto)")
-    p.add_argument("--hazard", type=number(*HAZARD, low_open=True), default=2.5e-3,
-                   help=f"possibility of a change at each step, in ({HAZARD[0]:g}, "
-                        f"{HAZARD[1]:g}] (2.5e-3)")
-    p.add_argument("--forgetting", type=number(0, 1, low_open=True), default=0.9,
-                   help="precision forgetting factor, in (0, 1] (0.9)")
+    add_model(p, "noise scale within a segment")
     add_robust(p)
     p.add_argument("--format", choices=["text", "json", "csv"], default="text",
                    help="output format (text)")

@@ -19,8 +19,8 @@ import sys
 import time
 from pathlib import Path
 
-from possibly.cli.arguments import SCALE, add_robust, check_robust, integer, number, sigma
-from possibly.cli.changepoint import HAZARD
+from possibly.cli.arguments import SCALE, add_robust, check_robust, integer, number
+from possibly.cli.changepoint import add_model, detector_options
 from possibly.cli.kalman import DT
 from possibly.tables import display
 
@@ -30,8 +30,9 @@ CHANGEPOINT_DESCRIPTION = (
     "Change points and outliers of many series at once: a long table (Parquet, or CSV/TSV/"
     "text read like every command's input) with a column naming the series and a column of "
     "values, rows in time order within each series. Each series goes through the robust "
-    "change-point detector (as 'possibly changepoint' would run it), in this process for a "
-    "small table, on a local Dask cluster for a large one, or on --scheduler. Prints the change "
+    "change-point detector (as 'possibly changepoint' would run it, with the same --model "
+    "rules), in this process for a small table, on a local Dask cluster for a large one, or on "
+    "--scheduler. Prints the change "
     "points and outliers as CSV (id, index from 0, kind, value), or writes them under --out.")
 KALMAN_DESCRIPTION = (
     "Robust Kalman filtering of many tracks at once: a long table (Parquet, or CSV/TSV/text "
@@ -136,12 +137,11 @@ def run_changepoints(args: argparse.Namespace) -> int:
 
     t0 = time.perf_counter()
     cluster = _cluster_args(args)
+    options = detector_options(args)  # the model as 'possibly changepoint' chooses it
     data = _input(args, [args.value])
     times = _times(args, data)
-    res = changepoints_many(data, args.id, args.value, **cluster,
-                            sigma=args.sigma, hazard=args.hazard, forgetting=args.forgetting,
-                            robust=not args.standard, tau=args.tau,
-                            model="normal")  # the paper's model, as 'possibly changepoint'
+    res = changepoints_many(data, args.id, args.value, **cluster, hazard=args.hazard,
+                            robust=not args.standard, tau=args.tau, **options)
     seconds = time.perf_counter() - t0
     events = _with_time(res.events, times, "index")
     if res.out is None:
@@ -215,13 +215,7 @@ def register(sub) -> None:
                        description=CHANGEPOINT_DESCRIPTION)
     _common(p)
     p.add_argument("--value", required=True, metavar="COLUMN", help="column of observations")
-    p.add_argument("--sigma", type=sigma, default="auto",
-                   help="noise scale, or 'auto' per series (auto)")
-    p.add_argument("--hazard", type=number(*HAZARD, low_open=True), default=2.5e-3,
-                   help=f"possibility of a change at each step, in ({HAZARD[0]:g}, "
-                        f"{HAZARD[1]:g}] (2.5e-3)")
-    p.add_argument("--forgetting", type=number(0, 1, low_open=True), default=0.9,
-                   help="precision forgetting factor, in (0, 1] (0.9)")
+    add_model(p, "noise scale within a segment (auto: estimated per series)")
     p.set_defaults(func=run_changepoints)
 
     p = sub.add_parser("kalman-many", help="robust Kalman filter of many tracks (Dask)",
