@@ -26,12 +26,15 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from possibly.families.base import Possibility
 from possibly.validation import as_finite
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 __all__ = ["GridPossibility", "LogLikelihood", "check_log_values"]
 
@@ -386,6 +389,9 @@ class GridPossibility(PointPossibility):
 
     points: Any
     log_values: np.ndarray
+
+    if TYPE_CHECKING:  # log_values is an array; the constructor takes an array-like
+        def __init__(self, points: Any, log_values: ArrayLike) -> None: ...
 
     def __post_init__(self) -> None:
         pts = self.points

@@ -9,12 +9,15 @@ credibility) apply unchanged. The robust particle filter built on it is
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from possibly.grid import PointPossibility, _normalise
 from possibly.validation import as_finite
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 __all__ = ["ParticlePossibility"]
 
@@ -44,6 +47,9 @@ class ParticlePossibility(PointPossibility):
 
     particles: np.ndarray
     log_values: np.ndarray
+
+    if TYPE_CHECKING:  # the fields are arrays; the constructor takes array-likes
+        def __init__(self, particles: ArrayLike, log_values: ArrayLike) -> None: ...
 
     def __post_init__(self) -> None:
         x = as_finite("particles", self.particles)

@@ -231,7 +231,7 @@ class ChangepointDetector(SequentialEstimator):
         Keep per-step outputs (about 50 bytes per step) so that :meth:`result` works after
         streaming; False streams in bounded memory (:attr:`changepoints` and each step's Info
         stay available).
-    model : "auto", "normal", SegmentModel or list of SegmentModel
+    model : "auto", "normal", SegmentModel or list (or tuple) of SegmentModel
         The segment model(s): ``"auto"`` (default) is ``model_family()`` for a scalar series
         and ``MultivariateNormalSegments()`` for a vector one when ``sigma="auto"``, and
         ``NormalMean(sigma)`` for a given ``sigma``; ``"normal"`` is ``NormalMean(sigma)``; a
@@ -297,7 +297,8 @@ class ChangepointDetector(SequentialEstimator):
                  tau: float | None = None, tol: float | None = None,
                  outlier_level: float | None = None, engine: str = "auto",
                  history: bool = True,
-                 model: str | SegmentModel | list[SegmentModel] = "auto",
+                 model: (str | SegmentModel | list[SegmentModel]
+                         | tuple[SegmentModel, ...]) = "auto",
                  merge_tol: float = 1e-6) -> None:
         self.sigma = sigma
         self.hazard = hazard

@@ -114,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
     time = None if t is None else table.time_axis(t)
     k = ys.shape[1]
     model = constant_velocity(dt=args.dt, accel_sd=args.accel_sd, obs_sd=args.obs_sd, ndim=k)
-    kf = KalmanFilter(*model, robust=not args.standard, tau=args.tau, dim=args.dim)
+    kf = KalmanFilter(model, robust=not args.standard, tau=args.tau, dim=args.dim)
     obs = ys[:, 0] if k == 1 else ys
     with numeric_range(table.source, ys):
         if args.smooth:

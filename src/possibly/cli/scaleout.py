@@ -19,6 +19,8 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
 from possibly.cli.arguments import SCALE, add_robust, check_robust, integer, number
 from possibly.cli.changepoint import add_model, detector_options
 from possibly.cli.kalman import DT
@@ -63,7 +65,8 @@ def _input(args: argparse.Namespace, value_columns: list[str]):
 
     table = read_table(args.input)
     ids = table.column(table.column_index(args.id, "--id"))
-    frame = {args.id: [None if c == "" else c for c in ids]}
+    frame: dict[str, list[str | None] | np.ndarray] = {
+        args.id: [None if c == "" else c for c in ids]}
     values = table.numbers(value_columns, "--value")
     for k, c in enumerate(value_columns):
         frame[c] = values[:, k]

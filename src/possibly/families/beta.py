@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
 from possibly.families.base import ExponentialFamily, xlogy
 from possibly.validation import as_finite, check_nonnegative
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 __all__ = ["Beta"]
 
@@ -32,6 +35,9 @@ class Beta(ExponentialFamily):
 
     alpha: np.ndarray
     beta: np.ndarray
+
+    if TYPE_CHECKING:  # the fields are arrays; the constructor takes array-likes
+        def __init__(self, alpha: ArrayLike, beta: ArrayLike) -> None: ...
 
     _event_ndims: ClassVar[dict[str, int]] = {"alpha": 0, "beta": 0}
     _checks: ClassVar = {"alpha": check_nonnegative, "beta": check_nonnegative}

@@ -8,12 +8,15 @@ Both have ``S = a log(a / b) - a`` (``0 log 0 = 0``); ``a > 0`` with ``b = 0`` i
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
 from possibly.families.base import ExponentialFamily, xlogy
 from possibly.validation import as_finite, check_nonnegative
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 __all__ = ["Gamma", "InverseGamma"]
 
@@ -98,6 +101,9 @@ class Gamma(_GammaLike):
     alpha: np.ndarray
     beta: np.ndarray
 
+    if TYPE_CHECKING:  # the fields are arrays; the constructor takes array-likes
+        def __init__(self, alpha: ArrayLike, beta: ArrayLike) -> None: ...
+
     def log_possibility(self, x) -> np.ndarray:
         x = as_finite("x", x, allow_inf=True)
         val = self._log_rate(np.maximum(x, 0.0))
@@ -148,6 +154,9 @@ class InverseGamma(_GammaLike):
 
     alpha: np.ndarray
     beta: np.ndarray
+
+    if TYPE_CHECKING:  # the fields are arrays; the constructor takes array-likes
+        def __init__(self, alpha: ArrayLike, beta: ArrayLike) -> None: ...
 
     def log_possibility(self, x) -> np.ndarray:
         x = as_finite("x", x, allow_inf=True)

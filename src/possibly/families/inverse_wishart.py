@@ -10,12 +10,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
 from possibly.families.base import ExponentialFamily
 from possibly.validation import as_finite, check_nonnegative, check_psd, symmetrise
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 __all__ = ["InverseWishart", "NormalInverseWishart", "vech_indices"]
 
@@ -117,6 +120,9 @@ class InverseWishart(ExponentialFamily):
     psi: np.ndarray
     nu: np.ndarray
 
+    if TYPE_CHECKING:  # the fields are arrays; the constructor takes array-likes
+        def __init__(self, psi: ArrayLike, nu: ArrayLike) -> None: ...
+
     _event_ndims: ClassVar[dict[str, int]] = {"psi": 2, "nu": 0}
     _checks: ClassVar = {"psi": check_psd, "nu": check_nonnegative}
     _natural_ndims: ClassVar[tuple[int, ...]] = (0, 2)
@@ -204,6 +210,10 @@ class NormalInverseWishart(ExponentialFamily):
     lam: np.ndarray
     psi: np.ndarray
     nu: np.ndarray
+
+    if TYPE_CHECKING:  # the fields are arrays; the constructor takes array-likes
+        def __init__(self, mean: ArrayLike, lam: ArrayLike, psi: ArrayLike,
+                     nu: ArrayLike) -> None: ...
 
     _event_ndims: ClassVar[dict[str, int]] = {"mean": 1, "lam": 0, "psi": 2, "nu": 0}
     _checks: ClassVar = {"mean": as_finite, "lam": check_nonnegative, "psi": check_psd,

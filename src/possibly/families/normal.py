@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
 from possibly.families.base import ExponentialFamily
 from possibly.validation import as_finite, check_nonnegative
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 __all__ = ["Normal"]
 
@@ -40,6 +43,9 @@ class Normal(ExponentialFamily):
 
     mean: np.ndarray
     precision: np.ndarray
+
+    if TYPE_CHECKING:  # the fields are arrays; the constructor takes array-likes
+        def __init__(self, mean: ArrayLike, precision: ArrayLike) -> None: ...
 
     _event_ndims: ClassVar[dict[str, int]] = {"mean": 0, "precision": 0}
     _checks: ClassVar = {"mean": as_finite, "precision": check_nonnegative}

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
 from possibly.families.base import ExponentialFamily, xlogy
 from possibly.families.gamma import check_gamma_support, gamma_log_support
 from possibly.validation import as_finite, check_nonnegative, check_unit_interval
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 __all__ = ["NormalGamma"]
 
@@ -43,6 +46,10 @@ class NormalGamma(ExponentialFamily):
     k: np.ndarray
     alpha: np.ndarray
     beta: np.ndarray
+
+    if TYPE_CHECKING:  # the fields are arrays; the constructor takes array-likes
+        def __init__(self, mean: ArrayLike, k: ArrayLike, alpha: ArrayLike,
+                     beta: ArrayLike) -> None: ...
 
     _event_ndims: ClassVar[dict[str, int]] = {"mean": 0, "k": 0, "alpha": 0, "beta": 0}
     _checks: ClassVar = {"mean": as_finite, "k": check_nonnegative, "alpha": check_nonnegative,

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
 from possibly.families.base import Possibility
 from possibly.validation import as_finite, check_nonnegative
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 __all__ = ["Pareto"]
 
@@ -33,6 +36,9 @@ class Pareto(Possibility):
 
     alpha: np.ndarray
     scale: np.ndarray
+
+    if TYPE_CHECKING:  # the fields are arrays; the constructor takes array-likes
+        def __init__(self, alpha: ArrayLike, scale: ArrayLike) -> None: ...
 
     _event_ndims: ClassVar[dict[str, int]] = {"alpha": 0, "scale": 0}
     _checks: ClassVar = {"alpha": check_nonnegative, "scale": check_nonnegative}
