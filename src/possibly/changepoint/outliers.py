@@ -11,9 +11,12 @@ An observation is an outlier when
    :class:`~possibly.changepoint.ConjugateModel`), and
 3. it does not start a segment.
 
-Models with ``hindsight_outliers = True`` (:class:`~possibly.changepoint.PolynomialTrend`)
-skip the first condition: their ``outlying`` replays the segment with its discounts, which
-already says which observations the run left out.
+Models with ``hindsight_outliers = True`` (:class:`~possibly.changepoint.PolynomialTrend`,
+:class:`~possibly.changepoint.MultivariateNormalSegments`) skip the first condition: their
+``outlying`` judges each observation against the segment's fit from the other observations of
+the segment, discounted as the robust update discounts them
+(:func:`~possibly.changepoint.segments.hindsight_log_consistency`), so that an outlier among
+the first points of a segment, where the online predictive is still wide, is found too.
 
 The second condition separates isolated spikes from the first few observations after a real
 change, which are discounted too: online they look like outliers until the change is
@@ -48,8 +51,8 @@ def find_outliers(y: np.ndarray, discount: np.ndarray, segments: Sequence[tuple[
     found: list[int] = []
     for k, (a, b) in zip(segment_models, segments, strict=True):
         if getattr(models[int(k)], "hindsight_outliers", False):
-            # the model's own replay decides (changepoint/segments.py): the second value of a
-            # burst is well predicted online by the run the first one started
+            # the model's hindsight rule decides (changepoint/segments.py): the second value
+            # of a burst is well predicted online by the run the first one started
             candidates = np.arange(a + 1, b)
         else:
             candidates = np.flatnonzero(flagged[a + 1:b]) + a + 1  # a segment start is a change

@@ -23,6 +23,9 @@ parameter ``(θ, λ)`` has the normal-gamma possibility ``exp(-λ (θ - m)ᵀ P�
 * update with exponent γ: ``P ← P - γ P e₀ e₀ᵀ P / (1 + γ q)``, ``m ← m + γ P e₀ r /
   (1 + γ q)``, ``a ← a + γ/2``, ``b ← b + γ r² / (2 (1 + γ q))``.
 
+Outliers are decided in hindsight, once the segmentation is known: each observation against
+the segment's fit from its other observations (:func:`hindsight_log_consistency`).
+
 The discount is the recursion's ``γ = c^(1/d)`` (:func:`possibly.inference.discount`), with
 ``dim`` the free parameters plus one for the run length: 3 for a level, 4 for a linear trend,
 5 for a quadratic one.
@@ -42,6 +45,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from possibly import inference
 from possibly.changepoint.models import Runs, SegmentModel, as_series
 
 __all__ = [
@@ -56,8 +60,12 @@ __all__ = [
 
 _LOG_2PI = math.log(2.0 * math.pi)
 #: hindsight log consistency below which an observation is an outlier: a normal value 5 σ from
-#: its prediction (the robust update underestimates σ a little: tails are discounted)
+#: the fit of the rest of its segment (hindsight_log_consistency)
 OUTLIER_LOG_CONSISTENCY = -12.5
+#: the hindsight exponents' fixed point (hindsight_log_consistency): tolerance and at most
+#: this many iterations (a few suffice; the cap only bounds a pathological oscillation)
+HINDSIGHT_TOL = 1e-6
+HINDSIGHT_ITERATIONS = 50
 #: automatic priors: scale >= this times the largest deviation from the median (no overflow)
 RELATIVE_SCALE_FLOOR = 1e-100
 #: default outlier cost: |log h| at the default hazard 2.5e-3
@@ -144,8 +152,9 @@ def _shift_matrix(p: int) -> np.ndarray:
     return f
 
 
-def run_log_consistency(runs: Runs, z: float) -> np.ndarray:
-    """Sup-based consistency of the standardised ``z`` with each run's prediction."""
+def run_log_consistency(runs: Runs, z: float | np.ndarray) -> np.ndarray:
+    """Sup-based consistency of the standardised ``z`` (one value, or one per run) with each
+    run's prediction."""
     r = z - runs["m"][:, 0]
     return -(runs["a"] + 0.5) * np.log1p(r * r / (2.0 * runs["b"] * (1.0 + runs["cov"][:, 0, 0])))
 
@@ -300,23 +309,137 @@ class PolynomialTrend(SegmentModel):
         return np.where(runs["seen"], prior.loc + prior.scale * runs["m"][:, 0], np.nan)
 
     def outlying(self, y: np.ndarray, discount: np.ndarray) -> np.ndarray:
-        """Replays the segment with its discounts: an observation is far from the segment when
-        the run's outlier floor took it, or its consistency with the run's prediction is
-        below ``exp(-12.5)`` (a normal value 5 σ away)."""
+        """In hindsight (see :func:`hindsight_log_consistency`): each observation against the
+        fit of its segment from the other observations, discounted as the robust update
+        discounts them; far when its consistency is below ``exp(-12.5)`` (a normal value
+        5 σ away)."""
+        z = (np.asarray(y, dtype=np.float64) - self._prior().loc) / self._prior().scale
+        lc = hindsight_log_consistency(lambda w: self._loo_log_consistency(z, w),
+                                       self._replay_weights(z, discount), self.dim)
+        return lc < OUTLIER_LOG_CONSISTENCY
+
+    def _replay_weights(self, z: np.ndarray, discount: np.ndarray) -> np.ndarray:
+        """The exponent each observation got in the segment's run: its online discount, or 0
+        where the run's outlier floor took it (NaN observations: 0)."""
         runs = self.new_runs(1)
-        out = np.zeros(len(y), dtype=bool)
+        w = np.zeros(z.size)
         integrated = self.evidence == "integrated"
-        for i in range(len(y)):
+        for i in range(z.size):
             if i:
                 runs = self.forget(runs, 1.0)
-            if math.isnan(y[i]) or math.isnan(discount[i]):
+            if math.isnan(z[i]) or math.isnan(discount[i]):
                 continue
-            z = self._z(y[i])
-            lc = float(run_log_consistency(runs, z)[0])
-            _, runs, floored = observe(runs, z, float(discount[i]), integrated,
+            _, runs, floored = observe(runs, float(z[i]), float(discount[i]), integrated,
                                        self.outlier_cost)
-            out[i] = bool(floored[0]) or lc < OUTLIER_LOG_CONSISTENCY
-        return out
+            w[i] = 0.0 if floored[0] else discount[i]
+        return w
+
+    def _loo_log_consistency(self, z: np.ndarray, w: np.ndarray) -> np.ndarray:
+        """Consistency of each standardised ``z[i]`` with the segment's possibility function
+        from the others, observation ``j`` with exponent ``w[j]`` (NaN ``z``: NaN).
+
+        The run's normal-gamma regression on ``(1, τ, τ²)`` (module docstring) from all the
+        observations at once, in the time unit ``τ / (n - 1)`` (well conditioned; the prior is
+        mapped to it), then each observation taken out again in closed form: with leverage
+        ``s = xᵀ P x`` and residual ``r`` at the fit, ``r₋ = r / (1 - w s)``, ``q₋ = s / (1 - w
+        s)``, ``a₋ = a - w/2``, ``b₋ = b - w r² / (2 (1 - w s))`` (the update of ``observe``
+        inverted).
+        """
+        n, p = z.size, self.degree + 1
+        missing = np.isnan(z)
+        w = np.where(missing, 0.0, w)
+        zf = np.where(missing, 0.0, z)
+        span = float(max(n - 1, 1))
+        x = (np.arange(n) / span)[:, None] ** np.arange(p)
+        prior = self.new_runs(1)
+        unit = span ** np.arange(p)  # coefficient of (τ / span)^k = coefficient of τ^k · span^k
+        precision0 = np.linalg.inv(prior["cov"][0] * np.outer(unit, unit))
+        precision = precision0 + x.T @ (w[:, None] * x)
+        cov = np.linalg.inv(precision)
+        m = cov @ (x.T @ (w * zf))
+        r = zf - x @ m
+        a = float(prior["a"][0]) + 0.5 * float(w.sum())
+        # the residual form of b (no cancellation when a discounted spike is huge), its
+        # discounted sum of squares made consistent for σ² (hindsight_log_consistency)
+        kappa = discounted_variance_correction(self.dim)
+        b = float(prior["b"][0]) + 0.5 * kappa * (float(np.sum(w * r * r))
+                                                  + float(m @ precision0 @ m))
+        s = np.einsum("ni,ij,nj->n", x, cov, x)
+        left = 1.0 - w * s  # > 0: the prior keeps the precision above w x xᵀ
+        loo = {"m": (zf - r / left)[:, None], "cov": (s / left)[:, None, None],
+               "a": a - 0.5 * w, "b": np.maximum(b - 0.5 * kappa * w * r * r / left,
+                                                  float(prior["b"][0]))}
+        return np.where(missing, np.nan, run_log_consistency(loo, z))
+
+
+def hindsight_log_consistency(loo_log_consistency: Any, weights: np.ndarray, dim: float
+                              ) -> np.ndarray:
+    """Hindsight log consistency of each observation of a segment with the rest of it.
+
+    Once the segmentation is known, each observation can be judged against the other
+    observations of its segment, before and after it, instead of its past alone (which, early
+    in a segment, holds a few points and a vague noise scale, so that no value looks far).
+    The segment's possibility function is the model's update with an exponent ``w_j`` per
+    observation; observation ``i`` is judged by its sup-based consistency ``c_i`` with that
+    function with ``i`` left out, and gets the robust update's exponent ``γ_i = c_i^(1/d)``
+    (docs/math.md §6): a fixed point, iterated from the exponents the recursion gave
+    (``weights``: the online discounts, 0 where the run's outlier floor took the observation),
+    so that the outliers, discounted to almost nothing, do not inflate the noise scale by
+    which the others are judged.
+
+    The discount also shrinks the inliers' tails: under the model's normal noise with
+    variance σ², weights ``exp(-r² / (2 d σ̂²))`` give the weighted variance
+    ``(1/σ² + 1/(d σ̂²))⁻¹``, whose fixed point is ``σ̂² = σ² (d - 1) / d``. The models multiply
+    their discounted sums of squares by :func:`discounted_variance_correction` ``d / (d - 1)``
+    (as 1.4826 makes the MAD consistent), so that the threshold ``exp(-12.5)`` means 5 σ.
+
+    Parameters
+    ----------
+    loo_log_consistency : callable
+        ``w -> log c`` (NaN for a missing observation): the consistency of each observation
+        with the segment from the others, observation ``j`` with exponent ``w[j]``.
+    weights : ndarray, shape (n,)
+        Initial exponents in [0, 1].
+    dim : float
+        The model's ``d`` (free parameters plus one).
+
+    Returns
+    -------
+    ndarray, shape (n,)
+        The log consistencies at the fixed point.
+
+    Examples
+    --------
+    >>> from possibly.changepoint import NormalMeanVariance, automatic_prior
+    >>> y = np.array([0.3, 9.0, -0.2, 0.1, 0.5, -0.4, 0.0, 0.2, -0.1, 8.0, 0.4, -0.3])
+    >>> model = NormalMeanVariance(prior=automatic_prior(y))
+    >>> z = (y - model.prior.loc) / model.prior.scale
+    >>> lc = hindsight_log_consistency(lambda w: model._loo_log_consistency(z, w),
+    ...                                np.ones(12), model.dim)
+    >>> np.flatnonzero(lc < -12.5).tolist()
+    [1, 9]
+    """
+    w = np.asarray(weights, dtype=np.float64)
+    lc = loo_log_consistency(w)
+    for _ in range(HINDSIGHT_ITERATIONS):
+        new = np.nan_to_num(inference.discount(lc, dim, validate=False), nan=0.0)
+        if np.max(np.abs(new - w), initial=0.0) < HINDSIGHT_TOL:
+            break
+        w = new
+        lc = loo_log_consistency(w)
+    return lc
+
+
+def discounted_variance_correction(dim: float) -> float:
+    """``d / (d - 1)``: makes a sum of squares discounted by ``γ = c^(1/d)`` consistent for the
+    noise variance at the fixed point of :func:`hindsight_log_consistency` (``d > 1``).
+
+    Examples
+    --------
+    >>> discounted_variance_correction(3.0)
+    1.5
+    """
+    return dim / (dim - 1.0)
 
 
 def model_family(**kwargs: Any) -> list[PolynomialTrend]:
@@ -505,12 +628,15 @@ class MultivariateNormalSegments(SegmentModel):
 
     @staticmethod
     def _mahalanobis(runs: Runs, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        r = z[None, :] - runs["m"]
+        r = z - runs["m"]  # z: one row (d,) for every run, or one row per run (n, d)
         delta = np.einsum("ni,ni->n", r, np.linalg.solve(runs["psi"], r[:, :, None])[:, :, 0])
         return r, delta
 
     def log_consistency(self, runs: Runs, y: Any) -> np.ndarray:
-        _, delta = self._mahalanobis(runs, self._z(y))
+        return self._z_log_consistency(runs, self._z(y))
+
+    def _z_log_consistency(self, runs: Runs, z: np.ndarray) -> np.ndarray:
+        _, delta = self._mahalanobis(runs, z)
         k = runs["kappa"]
         return -0.5 * (runs["nu"] + 1.0) * np.log1p(k * delta / (k + 1.0))
 
@@ -550,15 +676,42 @@ class MultivariateNormalSegments(SegmentModel):
 
     def outlying(self, y: np.ndarray, discount: np.ndarray) -> np.ndarray:
         """As :meth:`PolynomialTrend.outlying`, with this model's consistency."""
+        z = self._z(y)
+        missing = np.isnan(z).any(axis=1) | np.isnan(discount)
+        w0 = np.zeros(len(z))
         runs = self.new_runs(1)
-        out = np.zeros(len(y), dtype=bool)
-        for i in range(len(y)):
-            if np.isnan(y[i]).any() or math.isnan(discount[i]):
-                continue
-            lc = float(self.log_consistency(runs, y[i])[0])
-            _, runs, floored = self._observe(runs, self._z(y[i]), float(discount[i]))
-            out[i] = bool(floored[0]) or lc < OUTLIER_LOG_CONSISTENCY
-        return out
+        for i in np.flatnonzero(~missing):  # the exponents the segment's run gave
+            _, runs, floored = self._observe(runs, z[i], float(discount[i]))
+            w0[i] = 0.0 if floored[0] else discount[i]
+        lc = hindsight_log_consistency(lambda w: self._loo_log_consistency(z, w, missing),
+                                       w0, self.dim)
+        return lc < OUTLIER_LOG_CONSISTENCY
+
+    def _loo_log_consistency(self, z: np.ndarray, w: np.ndarray, missing: np.ndarray
+                             ) -> np.ndarray:
+        """Consistency of each standardised row ``z[i]`` with the segment's
+        normal-inverse-Wishart function from the other rows, row ``j`` with exponent ``w[j]``
+        (missing rows: NaN): the update of ``_observe`` from all rows at once, then row ``i``
+        taken out again (``κ₋ = κ - w``, ``m₋ = (κ m - w z) / κ₋``, ``ν₋ = ν - w``,
+        ``Ψ₋ = Ψ - (κ₋ w / κ) (z - m₋)(z - m₋)ᵀ``)."""
+        w = np.where(missing, 0.0, w)
+        zf = np.where(missing[:, None], 0.0, z)
+        prior = self.new_runs(1)
+        kappa0, nu0, psi0 = float(prior["kappa"][0]), float(prior["nu"][0]), prior["psi"][0]
+        kappa = kappa0 + float(w.sum())
+        m = (w @ zf) / kappa  # the prior mean is 0 (standardised units)
+        r = zf - m
+        # residual form of Ψ (no cancellation for a huge discounted spike), its discounted
+        # scatter made consistent for Σ (hindsight_log_consistency)
+        correction = discounted_variance_correction(self.dim)
+        psi = psi0 + correction * ((w[:, None] * r).T @ r + kappa0 * np.outer(m, m))
+        k_loo = kappa - w
+        m_loo = (kappa * m - w[:, None] * zf) / k_loo[:, None]
+        r_loo = zf - m_loo
+        psi_loo = psi - (correction * k_loo * w / kappa)[:, None, None] \
+            * (r_loo[:, :, None] * r_loo[:, None, :])
+        loo = {"m": m_loo, "kappa": k_loo, "psi": psi_loo, "nu": nu0 + float(w.sum()) - w}
+        return np.where(missing, np.nan, self._z_log_consistency(loo, zf))
 
 
 def gammaln(x: Any) -> Any:
