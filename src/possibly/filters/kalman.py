@@ -311,8 +311,12 @@ def _observation_at(y: np.ndarray, ob: _Observation):
 
 
 def _discounts(log_c: np.ndarray, robust: bool, dim: float, tau: float | None):
-    return (discount(log_c, dim, validate=False),
-            discount(log_c, dim, tau, robust, validate=False))
+    """``(γ, ρ)``: γ before any threshold and the exponent applied (γ itself when robust
+    without a threshold, so it is computed once)."""
+    gamma = discount(log_c, dim, validate=False)
+    if robust and tau is None:
+        return gamma, gamma
+    return gamma, discount(log_c, dim, tau, robust, validate=False)
 
 
 def _update_scalar(state: KalmanState, y: np.ndarray, ob: _Observation, robust: bool,
@@ -945,8 +949,6 @@ class KalmanFilter(SequentialEstimator):
         p_mean = np.empty((T, size, n)) if pred else None
         p_cov = np.empty((T, size, n, n)) if pred else None
         log_c = np.empty((T, size))
-        # γ is recomputed from log c by FilterResult.gamma; the compiled loop writes it here
-        gamma = np.empty((T, size)) if compiled is not None else None
         disc = np.empty((T, size))
         # precisions of the steps run in information form (filtered, predicted)
         f_prefix: list[np.ndarray] = []
@@ -973,8 +975,8 @@ class KalmanFilter(SequentialEstimator):
                                  dim, np.nan if tau is None else tau, mean,
                                  empty if var is None else var, empty[..., None] if cov is None
                                  else cov, empty if p_mean is None else p_mean,
-                                 empty[..., None] if p_cov is None else p_cov, log_c, gamma,
-                                 disc, var is not None, full, pred)
+                                 empty[..., None] if p_cov is None else p_cov, log_c, disc,
+                                 var is not None, full, pred)
                 except np.linalg.LinAlgError:  # singular by rounding: numpy's fallbacks
                     compiled = None
                 else:

@@ -27,7 +27,7 @@ _BIG = 1e100  # as possibly.filters.kalman._BIG
 
 @numba.njit(cache=True, nogil=True)
 def run(ys, t0, mean, cov, F, Q, H, R, robust, dim, tau,
-        o_mean, o_var, o_cov, o_pmean, o_pcov, o_logc, o_gamma, o_disc,
+        o_mean, o_var, o_cov, o_pmean, o_pcov, o_logc, o_disc,
         keep_var, keep_cov, keep_pred):  # pragma: no cover - compiled
     """Filter steps ``t0..T-1`` of every series, writing the time-major outputs in place.
 
@@ -56,7 +56,6 @@ def run(ys, t0, mean, cov, F, Q, H, R, robust, dim, tau,
                     n_obs += 1
             if n_obs == 0:
                 log_c = math.nan
-                gamma = math.nan
                 rho = math.nan
             elif m == 1:
                 h = H[0]
@@ -66,7 +65,6 @@ def run(ys, t0, mean, cov, F, Q, H, R, robust, dim, tau,
                 v = y[0] - x @ h
                 s0 = hph + r
                 log_c = min(-0.5 * v * v / s0, 0.0)
-                gamma = discount_scalar(log_c, dim, math.nan, True)
                 rho = discount_scalar(log_c, dim, tau, robust)
                 kk = rho / (rho * hph + r) if robust else 1.0 / s0
                 k = kk * ph
@@ -100,7 +98,6 @@ def run(ys, t0, mean, cov, F, Q, H, R, robust, dim, tau,
                 if scale != 1.0 and q > 0:
                     log_c = -0.5 * q * scale * scale
                 log_c = min(log_c, 0.0)
-                gamma = discount_scalar(log_c, dim, math.nan, True)
                 rho = discount_scalar(log_c, dim, tau, robust)
                 if robust:
                     gain = rho * hp.T @ np.linalg.inv(rho * (s0 - Rm) + Rm)
@@ -111,7 +108,6 @@ def run(ys, t0, mean, cov, F, Q, H, R, robust, dim, tau,
                 P = 0.5 * (a + a.T)
             o_mean[t, b] = x
             o_logc[t, b] = log_c
-            o_gamma[t, b] = gamma
             o_disc[t, b] = rho
             if keep_cov:
                 o_cov[t, b] = P
