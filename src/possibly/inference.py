@@ -223,7 +223,9 @@ def robust_update(prior: Possibility, likelihood: Possibility, dim=None, tau=Non
     dim = prior.effective_dim if dim is None else dim
     log_c = np.asarray(kept._log_consistency(lik))
     gamma = discount(log_c, dim, validate=validate)
-    rho = discount(log_c, dim, tau, robust, validate=validate)
+    # without a threshold the robust exponent is γ itself; `is True` keeps the bool check
+    rho = (gamma if robust is True and tau is None
+           else discount(log_c, dim, tau, robust, validate=validate))
     posterior = kept._add(lik._scaled(rho))
     return RobustUpdate(posterior=posterior, log_consistency=log_c, discount=rho,
                         gamma=gamma)

@@ -34,7 +34,7 @@ from typing import Any, cast
 import numpy as np
 
 from possibly.families import NormalGamma
-from possibly.inference import combine, discount, log_consistency
+from possibly.inference import robust_update
 from possibly.robust_start import StartState, start_init, start_step, tree_select
 from possibly.sequential import Info, SequentialEstimator, time_first
 from possibly.validation import (
@@ -244,25 +244,20 @@ class RobustNormalEstimator(SequentialEstimator):
                      ) -> tuple[NormalGamma, np.ndarray, dict[str, np.ndarray]]:
         """The plain ω-split step on a batch of posteriors; NaN ``y`` = predict only.
 
-        This is ``robust_update(post, normal_unknown(y), omega=ω, lend="precision")``
-        composed from the fast path of the algebra so that ``log c`` stays in log space
-        (``exp(log c)`` underflows below -745, and the start hypotheses are scored by sums of
-        ``log c``); tests check it against :func:`possibly.robust_update`.
+        ``robust_update(post, normal_unknown(y), omega=ω, lend="precision")`` on the unchecked
+        fast path (``log c`` is kept in log space by :class:`~possibly.RobustUpdate`).
         """
         y = np.broadcast_to(y, post.batch_shape)
         missing = np.isnan(y)
         lik = NormalGamma.from_fields({"mean": np.where(missing, 0.0, y),
                                        "k": np.ones(y.shape), "alpha": np.full(y.shape, 0.5),
                                        "beta": np.zeros(y.shape)})
-        kept, lent = post.split(self.omega, part="precision")      # docs/math.md §3
-        lik = cast(NormalGamma, combine(lik, lent, validate=False))
-        log_c = log_consistency(kept, lik, validate=False)
-        gamma = discount(log_c, 2.0, validate=False)
-        rho = discount(log_c, 2.0, self.tau, self.robust, validate=False)
-        new = combine(kept, lik.power(rho, validate=False), validate=False)
-        new = tree_select(missing, post, new)
+        res = robust_update(post, lik, 2.0, self.tau, omega=self.omega,  # docs/math.md §3
+                            lend="precision", robust=self.robust, validate=False)
+        new = tree_select(missing, post, cast(NormalGamma, res.posterior))
         nan = np.where(missing, np.nan, 0.0)
-        return new, log_c + nan, {"discount": rho + nan, "gamma": gamma + nan}
+        return new, res.log_consistency + nan, {"discount": res.discount + nan,
+                                                "gamma": res.gamma + nan}
 
     def step(self, state: StartState, y) -> tuple[StartState, LocationScaleInfo]:
         """One observation per stream (batch shape); NaN = missing (predict only). Pure."""

@@ -60,11 +60,8 @@ def _robust_start(y, tau):
     """:func:`_robust` with the robust start (:mod:`possibly.robust_start`, beyond the paper):
     the first three observations are each tried as the start."""
     def step(post, y_t):
-        # robust_update's steps, keeping log c in log space (exp(log c) underflows)
-        lik = ps.likelihood.normal(y_t, sd=SD)
-        log_c = ps.log_consistency(post, lik, validate=False)
-        rho = ps.discount(log_c, 1.0, tau, validate=False)
-        return ps.combine(post, lik.power(rho, validate=False), validate=False), log_c, {}
+        res = ps.robust_update(post, ps.likelihood.normal(y_t, sd=SD), 1.0, tau, validate=False)
+        return res.posterior, res.log_consistency, {}
 
     state = start_init(ps.Normal.uninformative(y.shape[:-1]), y.shape[:-1], size=3)
     for t in range(y.shape[-1]):
