@@ -28,6 +28,12 @@ def test_numba_twin_equals_numpy(log_c, dim, tau, robust):
         np.testing.assert_array_max_ulp(np.float64(got), np.float64(ref), maxulp=1)
 
 
+def test_the_twin_is_the_scalar_function_compiled():
+    from possibly.inference import discount_one
+
+    assert discount_scalar.py_func is discount_one
+
+
 def test_values_by_hand():
     log_c = np.log([1.0, 0.25, 1e-4])
     np.testing.assert_allclose(ps.discount(log_c, 2), [1.0, 0.5, 0.01])

@@ -12,6 +12,7 @@ information in the likelihood ``L(θ | y) = p(y | θ) / sup p(y | ·)`` (see
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,6 +25,7 @@ __all__ = [
     "combine",
     "consistency",
     "discount",
+    "discount_one",
     "log_consistency",
     "robust_update",
     "SequentialResult",
@@ -132,6 +134,30 @@ def discount(log_c, dim, tau=None, robust: bool = True, *, validate: bool = True
     if tau is None:
         return gamma
     return np.where(gamma <= tau, gamma, np.where(missing, np.nan, 1.0))
+
+
+def discount_one(log_c: float, dim: float, tau: float, robust: bool) -> float:
+    """:func:`discount` of one observation, in plain Python (``math.exp``); ``tau`` is the
+    threshold or NaN for none. No checks: the inner loops check their parameters once.
+
+    :func:`possibly.compiled.discount_scalar` is this function compiled by numba, so a Python
+    loop calling it and a compiled loop give bit-identical values. It agrees with the
+    vectorised :func:`discount` to one ulp (numpy's ``exp`` may round differently).
+
+    Examples
+    --------
+    >>> import math
+    >>> discount_one(math.log(0.25), 2.0, math.nan, True), discount_one(-1.0, 2.0, 0.1, True)
+    (0.5, 1.0)
+    """
+    if math.isnan(log_c):
+        return math.nan
+    if not robust:
+        return 1.0
+    gamma = math.exp(log_c / dim)
+    if not math.isnan(tau) and gamma > tau:
+        return 1.0
+    return gamma
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import math
 import signal
@@ -47,8 +48,9 @@ _COLUMNS = ("start", "model", "mean", "log_consistency", "discount", "n_active",
             "log_change_possibility")
 
 
+@functools.cache
 def numba_available() -> bool:
-    """Whether the compiled engine can be used (numba importable)."""
+    """Whether the compiled engine can be used (numba importable; asked once per process)."""
     try:
         import numba  # noqa: F401
     except ImportError:

@@ -60,7 +60,7 @@ from typing import Any
 import numpy as np
 
 from possibly.changepoint.models import NormalMean, SegmentModel, real_scalar
-from possibly.inference import discount as discount_fn
+from possibly.inference import discount_one
 from possibly.sequential import Info
 from possibly.validation import check_unit_interval
 
@@ -280,31 +280,10 @@ def _is_missing(y: Any) -> bool:
 
 
 def _discount(log_c: float, params: ChangepointParams) -> float:
-    """γ of one observation: the numba twin's own Python code when numba is installed.
-
-    :func:`possibly.inference.discount` evaluates ``exp`` with numpy, which differs from
-    ``math.exp`` (used by the compiled twin) by one ulp on a few percent of inputs; running the
-    twin's Python function here keeps the numpy and numba engines bit-identical.
-    """
-    twin = _twin()
-    if twin is None:
-        return float(discount_fn(log_c, params.dim, params.tau, params.robust, validate=False))
-    return float(twin(log_c, params.dim, math.nan if params.tau is None else params.tau,
-                      params.robust))
-
-
-_TWIN: list[Any] = []
-
-
-def _twin() -> Any:
-    if not _TWIN:
-        try:
-            from possibly.compiled import discount_scalar
-        except ImportError:  # no numba: no compiled engine to agree with
-            _TWIN.append(None)
-        else:
-            _TWIN.append(discount_scalar.py_func)
-    return _TWIN[0]
+    """γ of one observation, by the same Python function the compiled engines run compiled,
+    so the numpy and numba engines stay bit-identical whether or not numba is installed."""
+    return discount_one(log_c, params.dim, math.nan if params.tau is None else params.tau,
+                        params.robust)
 
 
 def merge_keep(log_w: np.ndarray, close: np.ndarray) -> np.ndarray:
