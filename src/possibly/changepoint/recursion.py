@@ -53,7 +53,6 @@ Two rules keep the number of hypotheses bounded:
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -476,9 +475,6 @@ class MapTrace:
     def event_at(self, t: int) -> int:
         return int(np.searchsorted(self.time.view(), t, side="right")) - 1
 
-    def start_at(self, t: int) -> int:
-        return int(self.start.view()[self.event_at(t)])
-
     def _walk(self) -> tuple[np.ndarray, np.ndarray]:
         n = self.time.n
         if self._cache is not None and self._cache[0] == n:
@@ -510,6 +506,3 @@ class MapTrace:
     def nbytes(self) -> int:
         return sum(g.data.nbytes for g in (self.time, self.start, self.model, self.parent))
 
-
-def models_of(model: SegmentModel | Sequence[SegmentModel]) -> tuple[SegmentModel, ...]:
-    return as_models(model)

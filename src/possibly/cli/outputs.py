@@ -9,7 +9,6 @@ interrupted run never leaves a half-written file (nor destroys the previous one)
 from __future__ import annotations
 
 import contextlib
-import inspect
 import os
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -17,7 +16,7 @@ from pathlib import Path
 
 from possibly.tables import display
 
-__all__ = ["accepts", "atomic_path", "check_output", "check_outputs", "check_plot", "save_plot",
+__all__ = ["atomic_path", "check_output", "check_outputs", "check_plot", "save_plot",
            "write_text"]
 
 #: file formats matplotlib writes (the extension picks the format)
@@ -101,14 +100,6 @@ def write_text(path: Path, text: str) -> None:
         tmp.write_text(text, encoding="utf-8", newline="")
 
 
-def accepts(func, name: str) -> bool:
-    """Whether ``func`` takes a keyword argument ``name`` (for optional plot features)."""
-    try:
-        return name in inspect.signature(func).parameters
-    except (TypeError, ValueError):
-        return False
-
-
 def check_outputs(args) -> tuple[Path | None, Path | None]:
     """``--out`` and ``--plot`` of a command reading ``args.file``, checked (None if absent)."""
     inputs = [args.file]
@@ -122,10 +113,9 @@ def check_outputs(args) -> tuple[Path | None, Path | None]:
 def save_plot(draw, path: Path, *args, index=None, **kwargs) -> None:
     """``draw(*args, path=..., **kwargs)`` written atomically to ``path``.
 
-    ``index`` (the time stamps of the rows) is passed on when ``draw`` takes it, for a
-    time-stamp x-axis.
+    ``index`` (the time stamps of the rows), when given, is passed on for a time-stamp x-axis.
     """
-    if index is not None and accepts(draw, "index"):
+    if index is not None:
         kwargs["index"] = index
     with atomic_path(path) as tmp:
         draw(*args, path=tmp, **kwargs)
