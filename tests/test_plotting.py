@@ -271,3 +271,28 @@ def test_result_plot_method_draws_with_the_inputs_time_stamps():
     first, last = mdates.date2num(idx[0]), mdates.date2num(idx[-1])
     assert lo <= first and last <= hi and hi - lo < 1.2 * (last - first)
     assert res.plot(ylabel="level").get_ylabel() == "level"
+
+
+def test_window_uses_the_results_own_time_stamps(tmp_path):
+    """A window on a result fitted on a dated Series is set in the drawn (date) coordinates."""
+    import matplotlib.dates as mdates
+
+    idx = pd.date_range("2024-01-01", periods=200, freq="D")
+    y = pd.Series(np.r_[np.zeros(100), np.full(100, 4.0)] + 0.1 * np.cos(np.arange(200)),
+                  index=idx)
+    res = ps.ChangepointDetector(sigma=0.1, hazard=1e-3).fit(y)
+    seen = {}
+    real_close = plt.close
+
+    def keep(fig):
+        seen["xlim"] = fig.axes[0].get_xlim()
+        real_close(fig)
+
+    plt.close = keep
+    try:
+        cpplot.plot_changepoints(res, tmp_path / "w.png", window=(50, 150))
+    finally:
+        plt.close = real_close
+    lo, hi = seen["xlim"]
+    assert mdates.date2num(idx[50]) - 1 <= lo <= mdates.date2num(idx[50])
+    assert mdates.date2num(idx[149]) <= hi <= mdates.date2num(idx[149]) + 1

@@ -421,7 +421,8 @@ def plot_changepoints(result, path, *, truth=None, title: str | None = None,
     plot_result(result, ax=ax, index=index, truth=truth, title=title, ylabel=ylabel)
     if window is not None:
         lo, hi = int(window[0]), int(window[1])
-        axis = _TimeAxis(result.y.shape[0], index)
+        # the same x coordinates as plot_result drew (the result's own index by default)
+        axis = _TimeAxis(result.y.shape[0], _index_of(None, index, result))
         ax.set_xlim(*axis.at([lo - 0.5, hi - 0.5]))
         shown = np.r_[result.y[lo:hi], result.mean[lo:hi]]
         shown = shown[np.isfinite(shown)]
