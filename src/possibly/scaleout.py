@@ -240,20 +240,21 @@ def _job_rows(data: Any) -> int | None:
 
 @contextlib.contextmanager
 def _client(scheduler: Any, n_workers: int | None, connect_timeout: float,
-            rows: int | None = None) -> Iterator[Any]:
+            data: Any = None) -> Iterator[Any]:
     """Yield a distributed Client (None: run in this process), closing what it started.
 
     ``scheduler=None`` without ``n_workers`` runs a job of fewer than
-    :data:`LOCAL_CLUSTER_MIN_ROWS` ``rows`` in this process, a larger (or unknown) one on a
-    local cluster.
+    :data:`LOCAL_CLUSTER_MIN_ROWS` rows of ``data`` in this process, a larger (or unknown) one
+    on a local cluster; the rows are counted only then.
     """
     if isinstance(scheduler, str) and scheduler == "synchronous":
         yield None
         return
-    if (scheduler is None and n_workers is None and rows is not None
-            and rows < LOCAL_CLUSTER_MIN_ROWS):
-        yield None  # a small job: no cluster
-        return
+    if scheduler is None and n_workers is None:
+        rows = _job_rows(data)
+        if rows is not None and rows < LOCAL_CLUSTER_MIN_ROWS:
+            yield None  # a small job: no cluster
+            return
     distributed = _need("distributed")
     if isinstance(scheduler, distributed.Client):
         yield scheduler
@@ -522,7 +523,7 @@ def changepoints_many(data: Any, id_column: str, value_column: str, *, scheduler
     out_dir = _prepare_out(out, overwrite, ["events.parquet", "summary.parquet"])
     series_dir = None if out_dir is None else str((out_dir / "series").resolve())
     pd = _need("pandas")
-    with _client(scheduler, n_workers, connect_timeout, _job_rows(data)) as client:
+    with _client(scheduler, n_workers, connect_timeout, data) as client:
         tasks = _tasks(ddf, id_column, client, _changepoint_task, id_column, value_column,
                        detector_kwargs, series_dir)
         results = _compute(client, tasks, progress, "change points")
@@ -666,7 +667,7 @@ def kalman_many(data: Any, id_column: str, value_columns: str | Sequence[str], m
     out_dir = _prepare_out(out, overwrite, ["summary.parquet"])
     series_dir = None if out_dir is None else str((out_dir / "series").resolve())
     pd = _need("pandas")
-    with _client(scheduler, n_workers, connect_timeout, _job_rows(data)) as client:
+    with _client(scheduler, n_workers, connect_timeout, data) as client:
         tasks = _tasks(ddf, id_column, client, _kalman_task, id_column, value_columns, kf,
                        state_names, float(outlier_level), series_dir, out_dir is None)
         results = _compute(client, tasks, progress, "tracks")
