@@ -194,10 +194,7 @@ def piecewise_constant(n: int = 1000, n_changes: int = 5, *, sigma: float = 1.0,
         if not (np.isfinite(low) and np.isfinite(high) and 0 <= low <= high):
             raise ValueError(f"{name} must satisfy 0 <= low <= high (finite), got {rng_!r}")
     rng = np.random.default_rng(seed)
-    # stars and bars: segment lengths >= min_segment summing to n
-    slack = n - min_segment * (n_changes + 1)
-    cuts = np.sort(rng.integers(0, slack + 1, n_changes))
-    cps = (np.arange(1, n_changes + 1) * min_segment + cuts).astype(np.int64)
+    cps = _draw_changepoints(rng, n, n_changes, min_segment)
     steps = rng.uniform(jump[0], jump[1], n_changes) * rng.choice([-1.0, 1.0], n_changes)
     level = np.zeros(n)
     for c, s in zip(cps, steps, strict=True):
