@@ -54,11 +54,7 @@ class Beta(ExponentialFamily):
         xc = np.clip(x, 0.0, 1.0)
         a, b = self.alpha, self.beta
         m = self.mode
-        with np.errstate(over="ignore"):
-            s = a + b
-        # 1 - m as b / (a + b): exact for a small m's complement, overflow-safe like mode
-        m_c = np.where(np.isinf(s), 0.5 * b / np.where(np.isinf(s), 0.5 * a + 0.5 * b, 1.0),
-                       np.divide(b, s, out=np.full(s.shape, 0.5), where=s > 0))
+        m_c = _share(b, a)  # 1 - m as b / (a + b): exact for a small m's complement
         # relative to the mode, a log(x/m) + b log((1-x)/(1-m)) in log1p form: the same
         # function as a log x + b log(1-x) - S, without subtracting large terms
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -75,12 +71,7 @@ class Beta(ExponentialFamily):
     @property
     def mode(self) -> np.ndarray:
         """``a / (a + b)``; 0.5 for the uninformative member (every point is a mode)."""
-        with np.errstate(over="ignore"):
-            s = self.alpha + self.beta
-        # a + b overflows only when both are near 1e308: halve both first there
-        half = 0.5 * self.alpha / np.where(s > 0, 0.5 * self.alpha + 0.5 * self.beta, 1.0)
-        direct = np.divide(self.alpha, s, out=np.full(s.shape, 0.5), where=s > 0)
-        return np.where(np.isinf(s), half, direct)
+        return _share(self.alpha, self.beta)
 
     @property
     def variance(self) -> np.ndarray:
@@ -117,3 +108,13 @@ class Beta(ExponentialFamily):
     def log_support(self) -> np.ndarray:
         s = self.alpha + self.beta
         return xlogy(self.alpha, self.alpha) + xlogy(self.beta, self.beta) - xlogy(s, s)
+
+
+def _share(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """``x / (x + y)``, 0.5 where both are 0; ``x + y`` overflows only when both are near
+    1e308, and both are halved first there."""
+    with np.errstate(over="ignore"):
+        s = x + y
+    half = 0.5 * x / np.where(s > 0, 0.5 * x + 0.5 * y, 1.0)
+    direct = np.divide(x, s, out=np.full(s.shape, 0.5), where=s > 0)
+    return np.where(np.isinf(s), half, direct)
