@@ -832,9 +832,8 @@ class KalmanFilter(SequentialEstimator):
         if isinstance(state, KalmanStartState):
             new, info, _, _ = start_step(state, y, self._plain_step, self.obs_dim)
             return new, info
-        if state.t:
-            state = _predict(state, self.model._transition(state.t - 1))
-        return _update(state, y, self.model._observation, self.robust, self.dim, self.tau)
+        _, info, new = self._plain_step(state, y)
+        return new, info
 
     def fit(self, y: Any) -> FilterResult:
         """Filter a whole series from :meth:`init` (same as :meth:`filter`)."""
@@ -982,10 +981,7 @@ class KalmanFilter(SequentialEstimator):
                 else:
                     state = KalmanState(m_c, p_c, None, T)
                     break
-            if t:
-                state = _predict(state, model._transition(t - 1))
-            predicted = state
-            state, info = _update(state, ys_t[t], ob, robust, dim, tau)
+            predicted, info, state = self._plain_step(state, ys_t[t])
             self._record(t, predicted, state, info, p_mean, p_cov, p_prefix, mean, var, cov,
                          f_prefix, log_c, disc)
 

@@ -27,7 +27,8 @@ from typing import Any
 import numpy as np
 
 from possibly.families.multivariate_normal import MultivariateNormal
-from possibly.filters.kalman import _check_observation_values
+from possibly.filters.kalman import _check_observation_values, _mv
+from possibly.filters.state_space import _sym
 from possibly.inference import discount
 from possibly.sequential import Info, SequentialEstimator, time_first
 from possibly.validation import as_finite, check_positive, check_psd, check_unit_interval
@@ -201,14 +202,6 @@ class NonlinearFilterResult:
     @property
     def consistency(self) -> np.ndarray:
         return np.exp(self.log_consistency)
-
-
-def _sym(a: np.ndarray) -> np.ndarray:
-    return 0.5 * (a + np.swapaxes(a, -1, -2))
-
-
-def _mv(a: np.ndarray, x: np.ndarray) -> np.ndarray:
-    return (a @ x[..., None])[..., 0]
 
 
 class _RobustNonlinearFilter(SequentialEstimator, ABC):
