@@ -164,7 +164,7 @@ def _take(state: Any, index: np.ndarray) -> Any:
 def start_init(state: Any, batch_shape: tuple[int, ...], k: int = K,
                max_outliers: int = MAX_OUTLIERS) -> KalmanStartState:
     """The mixture around ``state`` (a filter state of batch shape ``batch_shape``)."""
-    h = len(start_hypotheses(k, max_outliers))
+    h = _hypotheses(k, max_outliers).shape[0]
     axis = len(batch_shape)
     hyp = _map(state, lambda arr: np.repeat(np.expand_dims(arr, axis), h, axis=axis))
     return KalmanStartState(hyp, np.zeros(tuple(batch_shape) + (h,)), 0)
@@ -194,8 +194,8 @@ def start_step(state: KalmanStartState, y: np.ndarray, step: PlainStep, m: int, 
     # sup over the labellings: an outlier has possibility ε, an inlier its consistency;
     # the first k observations are labelled by the hypothesis, the later ones freely
     gain = np.where(np.isnan(log_c), 0.0, np.maximum(log_c, floor) if t >= k else log_c)
+    observed = ~np.isnan(y).all(-1)
     if t < k:
-        observed = ~np.isnan(y).all(-1)
         gain = gain + np.where(observed[..., None] & drop[:, t], floor, 0.0)
     score = state.score + gain
     lead = np.argmax(score, axis=-1)
@@ -205,7 +205,6 @@ def start_step(state: KalmanStartState, y: np.ndarray, step: PlainStep, m: int, 
 
     # the leader's consistency and discount; where the leader drops y: discount 0 and the
     # consistency of y with the mixture, max_h w_h c_h (weights before this step)
-    observed = ~np.isnan(y).all(-1)
     with np.errstate(invalid="ignore"):
         mixed = np.where(np.isnan(log_c), -np.inf,
                          state.score - state.score.max(-1, keepdims=True) + log_c).max(-1)
