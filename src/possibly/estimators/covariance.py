@@ -236,9 +236,13 @@ class CovarianceFit:
     mean: np.ndarray
     covariance: np.ndarray
     log_consistency: np.ndarray
-    consistency: np.ndarray
     gamma: np.ndarray
     discount: np.ndarray
+
+    @property
+    def consistency(self) -> np.ndarray:
+        """``c_t = exp(log c_t)``."""
+        return np.exp(self.log_consistency)
 
 
 class RobustCovarianceEstimator(SequentialEstimator):
@@ -400,7 +404,7 @@ class RobustCovarianceEstimator(SequentialEstimator):
         log_c = np.stack(log_cs, axis)
         return CovarianceFit(posterior=state, mean=np.stack(means, axis),
                              covariance=np.stack(covs, axis), log_consistency=log_c,
-                             consistency=np.exp(log_c), gamma=np.stack(gammas, axis),
+                             gamma=np.stack(gammas, axis),
                              discount=np.stack(rhos, axis))
 
 
