@@ -42,7 +42,7 @@ from typing import Any, cast
 import numpy as np
 
 from possibly.families.inverse_wishart import NormalInverseWishart
-from possibly.inference import combine, discount, log_consistency
+from possibly.inference import combine, robust_update
 from possibly.likelihood import mvn_batch
 from possibly.progress import progress_bar
 from possibly.robust_start import tree_select
@@ -207,12 +207,11 @@ def step(state: NormalInverseWishart, information: NormalInverseWishart, *, dim:
                 if omega is not None else "pass omega (the ω split)")
         raise ValueError("a batch likelihood is unbounded (singular scatter matrix, n <= d or "
                          f"degenerate data): {hint}")
-    log_c = log_consistency(kept, lik, validate=False)
-    gamma = discount(log_c, dim)
-    rho = discount(log_c, dim, tau, robust, validate=False)
-    new = cast(NormalInverseWishart,
-               combine(kept, lik.power(rho, validate=False), validate=False))
-    return new, CovarianceInfo(log_consistency=log_c, discount=rho, gamma=gamma)
+    dim = float(check_positive("dim", dim))
+    res = robust_update(kept, lik, dim, tau, robust=robust, validate=False)
+    return (cast(NormalInverseWishart, res.posterior),
+            CovarianceInfo(log_consistency=res.log_consistency, discount=res.discount,
+                           gamma=res.gamma))
 
 
 @dataclass(frozen=True)
