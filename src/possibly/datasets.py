@@ -18,6 +18,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from possibly.validation import check_int
+
 __all__ = [
     "DataUnavailableError",
     "SYNTHETIC_SUITE",
@@ -176,9 +178,9 @@ def piecewise_constant(n: int = 1000, n_changes: int = 5, *, sigma: float = 1.0,
     >>> bool(np.all(np.diff(np.concatenate([[0], cps, [200]])) >= 20))
     True
     """
-    n = _check_int("n", n, 1)
-    n_changes = _check_int("n_changes", n_changes, 0)
-    min_segment = _check_int("min_segment", min_segment, 1)
+    n = check_int("n", n, 1)
+    n_changes = check_int("n_changes", n_changes, 0)
+    min_segment = check_int("min_segment", min_segment, 1)
     if n < min_segment * (n_changes + 1):
         raise ValueError(f"n must be >= min_segment * (n_changes + 1) = "
                          f"{min_segment * (n_changes + 1)}, got {n}")
@@ -208,12 +210,6 @@ def piecewise_constant(n: int = 1000, n_changes: int = 5, *, sigma: float = 1.0,
     return signal, cps, outliers
 
 
-def _check_int(name: str, value, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-    return int(value)
-
-
 # ----------------------------------------------------------------------------------------------
 # synthetic change-point suite: seeded generators returning (series, truth)
 #
@@ -241,7 +237,7 @@ class ChangepointTruth(NamedTuple):
 
 
 def _check_length(name: str, value, low: int) -> int:
-    value = _check_int(name, value, low)
+    value = check_int(name, value, low)
     if value > MAX_SYNTHETIC_LENGTH:
         raise ValueError(f"{name} must be <= {MAX_SYNTHETIC_LENGTH}, got {value}")
     return value
@@ -276,7 +272,7 @@ def _segmented(n, n_changes, seed, min_segment: int = 30
                ) -> tuple[int, int, np.random.Generator, np.ndarray]:
     """Checked ``n`` and ``n_changes``, the generator, and change points ``min_segment`` apart."""
     n = _check_length("n", n, 1)
-    n_changes = _check_int("n_changes", n_changes, 0)
+    n_changes = check_int("n_changes", n_changes, 0)
     rng = np.random.default_rng(seed)
     return n, n_changes, rng, _draw_changepoints(rng, n, n_changes, min_segment)
 
@@ -330,7 +326,7 @@ def level_shifts(n: int = 500, n_changes: int = 4, *, outlier_rate: float = 0.01
     ((300,), (2,), 3)
     """
     n = _check_length("n", n, 1)
-    n_changes = _check_int("n_changes", n_changes, 0)
+    n_changes = check_int("n_changes", n_changes, 0)
     outlier_rate = _check_rate("outlier_rate", outlier_rate)
     y, cps, out = piecewise_constant(n, n_changes, jump=(2.0, 5.0), outlier_rate=outlier_rate,
                                      outlier_size=(6.0, 20.0), seed=seed)
@@ -475,7 +471,7 @@ def seasonal(n: int = 400, *, period: int = 50, amplitude: float = 3.0, seed=Non
     ((200,), 0)
     """
     n = _check_length("n", n, 2)
-    period = _check_int("period", period, 4)
+    period = check_int("period", period, 4)
     amplitude = _check_positive("amplitude", amplitude)
     rng = np.random.default_rng(seed)
     phase = rng.uniform(0.0, 2.0 * np.pi)
@@ -578,7 +574,7 @@ def short_series(n: int = 40, *, seed=None) -> tuple[np.ndarray, ChangepointTrut
     >>> y.shape, truth.changepoints.size
     ((30,), 1)
     """
-    n = _check_int("n", n, 15)
+    n = check_int("n", n, 15)
     if n > 60:
         raise ValueError(f"n must be in [15, 60], got {n}")
     rng = np.random.default_rng(seed)
@@ -650,7 +646,7 @@ def multivariate_shifts(n: int = 400, n_changes: int = 3, *, dim: int = 3, seed=
     >>> y.shape, truth.changepoints.size
     ((200, 2), 1)
     """
-    dim = _check_int("dim", dim, 2)
+    dim = check_int("dim", dim, 2)
     if dim > 50:
         raise ValueError(f"dim must be in [2, 50], got {dim}")
     n, n_changes, rng, cps = _segmented(n, n_changes, seed)

@@ -22,6 +22,8 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from possibly.validation import check_int
+
 __all__ = ["covering", "f1_score", "precision_recall"]
 
 
@@ -54,18 +56,6 @@ def _annotators(annotations) -> list[list[int]]:
         return [list(annotations)]
     raise ValueError(f"annotations must be a sequence of indices or a list of such sequences "
                      f"(one per annotator), got {annotations!r}")
-
-
-def _check_n_obs(n_obs) -> int:
-    if isinstance(n_obs, bool) or not isinstance(n_obs, (int, np.integer)) or n_obs < 1:
-        raise ValueError(f"n_obs must be an integer >= 1, got {n_obs!r}")
-    return int(n_obs)
-
-
-def _check_margin(margin) -> int:
-    if isinstance(margin, bool) or not isinstance(margin, (int, np.integer)) or margin < 0:
-        raise ValueError(f"margin must be an integer >= 0, got {margin!r}")
-    return int(margin)
 
 
 def _true_positives(truth: list[int], predicted: list[int], margin: int) -> int:
@@ -105,9 +95,9 @@ def precision_recall(annotations, predictions, *, margin: int = 5,
     >>> precision_recall([50, 120], [48, 90, 125])  # 0-0, 50-48, 120-125 match; 90 does not
     (0.75, 1.0)
     """
-    margin = _check_margin(margin)
+    margin = check_int("margin", margin, 0)
     if n_obs is not None:
-        n_obs = _check_n_obs(n_obs)
+        n_obs = check_int("n_obs", n_obs, 1)
     truths = [sorted(set(_as_locations("annotations", a, n_obs)) | {0})
               for a in _annotators(annotations)]
     pred = sorted(set(_as_locations("predictions", predictions, n_obs)) | {0})
@@ -187,7 +177,7 @@ def covering(annotations, predictions, n_obs: int) -> float:
     >>> covering([50], [40], n_obs=100)  # (50 · 40/50 + 50 · 50/60) / 100
     0.81666666666666...
     """
-    n_obs = _check_n_obs(n_obs)
+    n_obs = check_int("n_obs", n_obs, 1)
     pred = _partition(_as_locations("predictions", predictions, n_obs), n_obs)
     scores = [_cover_single(pred, _partition(_as_locations("annotations", a, n_obs), n_obs),
                             n_obs) for a in _annotators(annotations)]

@@ -12,6 +12,7 @@ __all__ = [
     "as_finite",
     "broadcast",
     "check_nonnegative",
+    "check_int",
     "check_observations",
     "check_positive",
     "check_psd",
@@ -38,6 +39,13 @@ def check_nonnegative(name: str, value) -> np.ndarray:
     if (arr < 0).any():
         raise ValueError(f"{name} must be >= 0, got {float(arr[arr < 0].ravel()[0]):g}")
     return arr
+
+
+def check_int(name: str, value, low: int) -> int:
+    """An integer (not a bool; numpy integers accepted) ``>= low``, as a Python int."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    return int(value)
 
 
 def check_positive(name: str, value) -> np.ndarray:
