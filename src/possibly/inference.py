@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from possibly.families.base import Possibility
-from possibly.validation import check_positive, check_unit_interval
+from possibly.validation import check_bool, check_positive, check_unit_interval
 
 __all__ = [
     "RobustUpdate",
@@ -117,8 +117,7 @@ def discount(log_c, dim, tau=None, robust: bool = True, *, validate: bool = True
     array([ 1., nan])
     """
     if validate:
-        if not isinstance(robust, (bool, np.bool_)):
-            raise TypeError(f"robust must be a bool, got {robust!r}")
+        check_bool("robust", robust)
         log_c = np.asarray(log_c, dtype=np.float64)
         if np.isposinf(log_c).any() or (log_c > 0).any():
             raise ValueError("log_c must be <= 0 (a consistency is at most 1) or NaN (missing)")

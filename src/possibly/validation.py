@@ -12,6 +12,7 @@ __all__ = [
     "as_finite",
     "broadcast",
     "check_nonnegative",
+    "check_bool",
     "check_int",
     "check_observations",
     "check_positive",
@@ -39,6 +40,14 @@ def check_nonnegative(name: str, value) -> np.ndarray:
     if (arr < 0).any():
         raise ValueError(f"{name} must be >= 0, got {float(arr[arr < 0].ravel()[0]):g}")
     return arr
+
+
+def check_bool(name: str, value) -> bool:
+    """A bool (numpy's included), as a Python bool; a TypeError naming ``name`` otherwise, so
+    that strings such as ``"no"`` are not taken for True."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a bool, got {value!r}")
+    return bool(value)
 
 
 def check_int(name: str, value, low: int) -> int:

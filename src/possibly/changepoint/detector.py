@@ -21,7 +21,6 @@ from possibly.changepoint.recursion import (
     MapTrace,
     RunBlock,
     RunState,
-    _check_bool,
     as_models,
     init,
     step,
@@ -35,7 +34,7 @@ from possibly.changepoint.segments import (
     run_compiled,
 )
 from possibly.sequential import SequentialEstimator
-from possibly.validation import check_unit_interval
+from possibly.validation import check_bool, check_unit_interval
 
 __all__ = ["ChangepointDetector", "default_forgetting", "default_tol", "numba_available"]
 
@@ -320,7 +319,7 @@ class ChangepointDetector(SequentialEstimator):
     def _configure(self) -> None:
         """Validate the parameters (errors point at the call site) and reset."""
         self._set_models(self._build_models())
-        _check_bool("history", self.history)
+        check_bool("history", self.history)
         self.reset()
 
     def _set_models(self, models: tuple[SegmentModel, ...]) -> None:

@@ -61,7 +61,7 @@ import numpy as np
 from possibly.changepoint.models import NormalMean, SegmentModel, real_scalar
 from possibly.inference import discount_one
 from possibly.sequential import Info
-from possibly.validation import check_unit_interval
+from possibly.validation import check_bool, check_unit_interval
 
 __all__ = [
     "ChangepointInfo",
@@ -73,12 +73,6 @@ __all__ = [
     "init",
     "step",
 ]
-
-
-def _check_bool(name: str, value: Any) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be a bool (True or False), got {value!r}")
-    return bool(value)
 
 
 def as_models(model: Any) -> tuple[SegmentModel, ...]:
@@ -158,7 +152,7 @@ class ChangepointParams:
         merge_tol = real_scalar("merge_tol", merge_tol)
         if not 0.0 <= merge_tol < 1.0:
             raise ValueError(f"merge_tol must be in [0, 1), got {merge_tol!r}")
-        return cls(models, hazard, forgetting, _check_bool("robust", robust), tau, tol,
+        return cls(models, hazard, forgetting, check_bool("robust", robust), tau, tol,
                    merge_tol)
 
     @property

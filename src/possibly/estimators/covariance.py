@@ -47,7 +47,7 @@ from possibly.likelihood import mvn_batch
 from possibly.progress import progress_bar
 from possibly.robust_start import tree_select
 from possibly.sequential import Info, SequentialEstimator, is_missing
-from possibly.validation import check_positive, check_unit_interval
+from possibly.validation import check_bool, check_positive, check_unit_interval
 
 __all__ = [
     "CovarianceFit",
@@ -301,8 +301,7 @@ class RobustCovarianceEstimator(SequentialEstimator):
             check_unit_interval("omega", omega, low_open=True, high_open=True))
         if prior is not None:
             _check_prior(prior, d)
-        if not isinstance(robust, (bool, np.bool_)):
-            raise TypeError(f"robust must be a bool, got {robust!r}")
+        check_bool("robust", robust)
         if d is not None and (isinstance(d, bool) or int(d) != d or d < 1):
             raise ValueError(f"d (the dimension of the vectors) must be an integer >= 1, "
                              f"got {d!r}")

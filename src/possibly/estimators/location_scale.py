@@ -39,6 +39,7 @@ from possibly.robust_start import StartState, start_init, start_step, tree_selec
 from possibly.sequential import Info, SequentialEstimator, time_first
 from possibly.validation import (
     as_finite,
+    check_bool,
     check_observations,
     check_positive,
     check_unit_interval,
@@ -187,8 +188,7 @@ class RobustNormalEstimator(SequentialEstimator):
             check_unit_interval("tau", self.tau, low_open=True, high_open=False)
         as_finite("mu0", self.mu0)
         for name in ("robust", "robust_start"):
-            if not isinstance(getattr(self, name), (bool, np.bool_)):
-                raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
+            check_bool(name, getattr(self, name))
         if (isinstance(self.start_size, bool) or int(self.start_size) != self.start_size
                 or self.start_size < 1):
             raise ValueError(f"start_size must be an integer >= 1, got {self.start_size!r}")

@@ -34,6 +34,7 @@ from possibly.inference import discount
 from possibly.sequential import Info, SequentialEstimator
 from possibly.validation import (
     as_finite,
+    check_bool,
     check_observations,
     check_positive,
     check_unit_interval,
@@ -332,8 +333,7 @@ class SoftUniformEstimator(SequentialEstimator):
             raise ValueError(f"order must be 'increasing' or 'given', got {self.order!r}")
         if self.tau is not None:
             check_unit_interval("tau", self.tau, low_open=True, high_open=False)
-        if not isinstance(self.robust, (bool, np.bool_)):
-            raise TypeError(f"robust must be a bool, got {self.robust!r}")
+        check_bool("robust", self.robust)
 
     def init(self, batch_shape: tuple[int, ...] = ()) -> SoftUniformState:
         """The uninformative prior for a batch of streams."""

@@ -87,7 +87,7 @@ from possibly.filters.state_space import (
 )
 from possibly.inference import discount
 from possibly.sequential import Info, SequentialEstimator
-from possibly.validation import check_positive, check_unit_interval
+from possibly.validation import check_bool, check_positive, check_unit_interval
 
 __all__ = [
     "FilterResult",
@@ -407,12 +407,6 @@ def _check_dim_tau(dim, tau, n: int) -> tuple[float, float | None]:
     return dim, tau
 
 
-def _check_robust(robust: Any, name: str = "robust") -> bool:
-    if not isinstance(robust, bool | np.bool_):
-        raise TypeError(f"{name} must be a bool, got {robust!r}")
-    return bool(robust)
-
-
 def predict(state: KalmanState, F, Q) -> KalmanState:
     """Predict step: ``N̄(θ; μ, Σ) -> N̄(θ; F μ, F Σ Fᵀ + Q)`` (exact in information form too).
 
@@ -482,7 +476,7 @@ def update(state: KalmanState, y, H, R, *, robust: bool = True, dim=None,
     if y.shape[-1:] != (ob.H.shape[0],):
         raise ValueError(f"y must have shape (..., {ob.H.shape[0]}), got {y.shape}")
     dim, tau = _check_dim_tau(dim, tau, n)
-    return _update(state, y, ob, _check_robust(robust), dim, tau)
+    return _update(state, y, ob, check_bool("robust", robust), dim, tau)
 
 
 def _check_observation_values(y) -> np.ndarray:
@@ -753,7 +747,7 @@ class KalmanFilter(SequentialEstimator):
         else:
             model = LinearGaussianModel(model, Q, H, R)
         self.model = model
-        self.robust = _check_robust(robust)
+        self.robust = check_bool("robust", robust)
         n = model.state_dim
         self.dim, self.tau = _check_dim_tau(dim, tau, n)
         if tau is not None and not robust:
@@ -761,7 +755,7 @@ class KalmanFilter(SequentialEstimator):
         if prior is not None:
             self._initial(prior, (), 1)  # validates
         self.prior = prior
-        self.robust_start = _check_robust(robust_start, "robust_start")
+        self.robust_start = check_bool("robust_start", robust_start)
 
     @property
     def state_dim(self) -> int:

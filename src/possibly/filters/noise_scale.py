@@ -41,14 +41,13 @@ from possibly.filters.kalman import (
     KalmanFilter,
     KalmanInfo,
     KalmanState,
-    _check_robust,
     _maybe_covariance_form,
 )
 from possibly.filters.nonlinear import NonlinearFilterResult
 from possibly.filters.robust_start import KalmanStartState, start_init, start_step
 from possibly.inference import discount
 from possibly.sequential import SequentialEstimator, time_first
-from possibly.validation import check_positive, check_unit_interval
+from possibly.validation import check_bool, check_positive, check_unit_interval
 
 __all__ = ["NoiseScaleKalmanFilter", "NoiseScaleResult", "NoiseScaleState"]
 
@@ -169,7 +168,7 @@ class NoiseScaleKalmanFilter(SequentialEstimator):
         n = self._kf.state_dim
         self.dim = float(n + 1) if dim is None else float(check_positive("dim", dim))
         self.prior = prior
-        self.robust_start = _check_robust(robust_start, "robust_start")
+        self.robust_start = check_bool("robust_start", robust_start)
         self._nodes = _chi2_nodes(self._kf.obs_dim)
 
     def __repr__(self) -> str:

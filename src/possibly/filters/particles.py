@@ -54,7 +54,7 @@ from possibly.grid import LogLikelihood, _times
 from possibly.inference import discount
 from possibly.particles import ParticlePossibility
 from possibly.sequential import Info, SequentialEstimator
-from possibly.validation import check_positive, check_psd, check_unit_interval
+from possibly.validation import check_bool, check_positive, check_psd, check_unit_interval
 
 __all__ = [
     "GaussianNoise",
@@ -304,8 +304,7 @@ class ParticleFilter(SequentialEstimator):
         n = self.n_particles
         if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 2:
             raise ValueError(f"n_particles must be an integer >= 2, got {n!r}")
-        if not isinstance(self.robust, bool | np.bool_):
-            raise TypeError(f"robust must be a bool, got {self.robust!r}")
+        check_bool("robust", self.robust)
         if self.tau is not None:
             check_unit_interval("tau", self.tau, low_open=True, high_open=False)
         if self.dim is not None:
