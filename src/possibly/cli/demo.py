@@ -18,7 +18,8 @@ import numpy as np
 
 from possibly import Normal, likelihood, update_sequence
 from possibly.cli.arguments import integer, number
-from possibly.cli.outputs import atomic_path, check_plot
+from possibly.cli.changepoint import HAZARD
+from possibly.cli.outputs import check_plot, save_plot
 
 DESCRIPTION = (
     "Robust change-point detection on a generated piecewise-constant series with outliers (no "
@@ -129,10 +130,8 @@ def run_changepoint(args: argparse.Namespace) -> int:
     if plot is not None:
         from possibly.plotting.changepoint import plot_changepoints
 
-        with atomic_path(plot) as tmp:
-            plot_changepoints(default, tmp, truth=true_cps,
-                              title="possibly demo: ChangepointDetector() "
-                                    "(dashed: true change points)")
+        save_plot(plot_changepoints, plot, default, truth=true_cps,
+                  title="possibly demo: ChangepointDetector() (dashed: true change points)")
         print(f"plot written to {plot}")
     return 0
 
@@ -183,7 +182,7 @@ def register(sub) -> None:
                    help="threshold variant of the robust version, in (0, 1] (off)")
     p.add_argument("--changes", type=integer(0, MAX_N // 20 - 1),
                    default=CHANGEPOINT_DEFAULTS["n_changes"], help="number of change points (7)")
-    p.add_argument("--hazard", type=number(1e-12, 0.25, low_open=True), default=1e-3,
+    p.add_argument("--hazard", type=number(*HAZARD, low_open=True), default=1e-3,
                    help="possibility of a change at each step, in (1e-12, 0.25] (1e-3)")
     p.add_argument("--plot", metavar="IMAGE", default="demo_changepoints.png",
                    help="where to write the plot (demo_changepoints.png; '' for none)")
