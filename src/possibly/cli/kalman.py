@@ -147,10 +147,8 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub) -> None:
-    p = sub.add_parser("kalman", help="robust Kalman filter of a 1-D or 2-D track",
-                       description=DESCRIPTION)
-    add_input(p, several=True)
+def add_state_space_model(p: argparse.ArgumentParser) -> None:
+    """The options of the constant-velocity model (shared with ``kalman-many``)."""
     p.add_argument("--model", choices=["constant-velocity"], default="constant-velocity",
                    help="state-space model (constant-velocity: positions observed)")
     p.add_argument("--dt", type=number(*DT), default=1.0,
@@ -161,6 +159,13 @@ def register(sub) -> None:
     p.add_argument("--obs-sd", type=number(*SCALE), default=1.0,
                    help=f"measurement noise standard deviation, in [{SCALE[0]:g}, "
                         f"{SCALE[1]:g}] (1)")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("kalman", help="robust Kalman filter of a 1-D or 2-D track",
+                       description=DESCRIPTION)
+    add_input(p, several=True)
+    add_state_space_model(p)
     add_robust(p)
     p.add_argument("--dim", type=number(0, 1e6, low_open=True), default=None,
                    help="effective dimension d of the discount c^(1/d), in (0, 1e6] (the "

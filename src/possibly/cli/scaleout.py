@@ -21,9 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
-from possibly.cli.arguments import SCALE, add_robust, check_robust, integer, number
+from possibly.cli.arguments import add_robust, check_robust, integer, number
 from possibly.cli.changepoint import add_model, detector_options
-from possibly.cli.kalman import DT
+from possibly.cli.kalman import add_state_space_model
 from possibly.tables import display
 
 __all__ = ["register"]
@@ -226,12 +226,5 @@ def register(sub) -> None:
     _common(p)
     p.add_argument("--value", required=True, nargs="+", metavar="COLUMN",
                    help="observed position column(s), one per axis")
-    p.add_argument("--model", choices=["constant-velocity"], default="constant-velocity",
-                   help="state-space model (constant-velocity)")
-    p.add_argument("--dt", type=number(*DT), default=1.0,
-                   help=f"time step, in [{DT[0]:g}, {DT[1]:g}] (1)")
-    p.add_argument("--accel-sd", type=number(*SCALE), default=0.05,
-                   help=f"acceleration sd, in [{SCALE[0]:g}, {SCALE[1]:g}] (0.05)")
-    p.add_argument("--obs-sd", type=number(*SCALE), default=1.0,
-                   help=f"observation sd, in [{SCALE[0]:g}, {SCALE[1]:g}] (1)")
+    add_state_space_model(p)
     p.set_defaults(func=run_kalman)
