@@ -164,7 +164,7 @@ class KalmanLike(NamedTuple):
 
 def test_tree_helpers_on_a_kalman_like_state():
     """Event axes, None and counters: the hypothesis axis sits right after the batch axes."""
-    from possibly.robust_start import _expand
+    from possibly.robust_start import tree_expand
 
     s = KalmanLike(np.arange(12.0).reshape(2, 3, 2), None,
                    np.arange(24.0).reshape(2, 3, 2, 2), 7)         # B = (2,), K = 3, n = 2
@@ -172,7 +172,7 @@ def test_tree_helpers_on_a_kalman_like_state():
     np.testing.assert_array_equal(picked.mean, [[2.0, 3.0], [10.0, 11.0]])
     np.testing.assert_array_equal(picked.precision[1], [[20.0, 21.0], [22.0, 23.0]])
     assert picked.covariance is None and picked.t == 7
-    wide = _expand(picked, 4, 1)
+    wide = tree_expand(picked, 4, 1)
     assert wide.mean.shape == (2, 4, 2) and wide.precision.shape == (2, 4, 2, 2)
     mixed = tree_select(np.array([True, False]), picked, tree_take(s, np.array([0, 0])))
     np.testing.assert_array_equal(mixed.mean, [[2.0, 3.0], [6.0, 7.0]])

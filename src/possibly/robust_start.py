@@ -71,6 +71,7 @@ robust update with an uninformative start.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -79,7 +80,8 @@ import numpy as np
 
 from possibly.families.base import Possibility
 
-__all__ = ["StartState", "StartStep", "start_init", "start_step", "tree_select", "tree_take"]
+__all__ = ["StartState", "StartStep", "start_init", "start_step", "tree_expand", "tree_select",
+           "tree_take"]
 
 #: ``step(state, y) -> (state, log_c, extras)``: a pure robust step over a batch; ``y`` has
 #: the state's batch shape with NaN for missing entries, where the step must only predict
@@ -89,11 +91,15 @@ StartStep = Callable[[Any, np.ndarray], tuple[Any, np.ndarray, dict[str, np.ndar
 
 def _leafwise(tree: Any, fn: Callable[[np.ndarray], np.ndarray]) -> Any:
     """Apply ``fn`` to every array leaf of a state: the fields of a
-    :class:`~possibly.Possibility`, the items of a (named) tuple, or an array. ``None`` and
-    Python scalars (e.g. a step counter) are kept as they are."""
-    if isinstance(tree, Possibility):
+    :class:`~possibly.Possibility`, the fields of another frozen dataclass (e.g. the learned
+    noise-scale filter's state), the items of a (named) tuple (e.g. a KalmanState), or an
+    array. ``None`` and Python scalars (e.g. a step counter) are kept as they are."""
+    if isinstance(tree, Possibility):  # before the dataclasses: no re-validation
         return type(tree).from_fields({name: fn(np.asarray(arr))
                                        for name, arr in tree.fields().items()})
+    if dataclasses.is_dataclass(tree) and not isinstance(tree, type):
+        return dataclasses.replace(tree, **{f.name: _leafwise(getattr(tree, f.name), fn)
+                                            for f in dataclasses.fields(tree) if f.init})
     if isinstance(tree, tuple):
         items = [_leafwise(leaf, fn) for leaf in tree]
         return type(tree)(*items) if hasattr(tree, "_fields") else tuple(items)
@@ -142,8 +148,9 @@ def _where(mask: np.ndarray, a: Any, b: Any) -> np.ndarray:
     return np.where(mask.reshape(mask.shape + (1,) * (arr.ndim - mask.ndim)), arr, b)
 
 
-def _expand(tree: Any, size: int, batch_ndim: int) -> Any:
-    """Add a hypothesis axis of length ``size`` after the ``batch_ndim`` batch axes."""
+def tree_expand(tree: Any, size: int, batch_ndim: int) -> Any:
+    """Add a hypothesis axis of length ``size`` after the ``batch_ndim`` batch axes (the
+    same state repeated)."""
     def rep(arr: np.ndarray) -> np.ndarray:
         return np.repeat(np.expand_dims(arr, batch_ndim), size, axis=batch_ndim)
 
@@ -229,7 +236,7 @@ def start_init(prior: Any, batch_shape: tuple[int, ...], size: int, horizon: int
     slots = size + 1 if kind == "drop" else size
     # "drop": every hypothesis exists from the start; "first": made at the j-th value
     log_weight = np.full(shape + (slots,), 0.0 if kind == "drop" else -np.inf)
-    return StartState(hypotheses=_expand(prior, slots, len(shape)), log_weight=log_weight,
+    return StartState(hypotheses=tree_expand(prior, slots, len(shape)), log_weight=log_weight,
                       buffer=np.full(shape + (size,), np.nan),
                       seen=np.zeros(shape, dtype=np.int64),
                       collapsed=np.zeros(shape, dtype=bool), prior=prior,
@@ -299,7 +306,7 @@ def start_step(state: StartState, y: np.ndarray, step: StartStep, *, ratio: floa
                                                np.maximum(c_i, log_floor))
         slot = np.minimum(seen, size - 1)
         here = create[..., None] & (np.arange(size) == slot[..., None])
-        hyp = tree_select(here, _expand(cand, size, y.ndim), hyp)
+        hyp = tree_select(here, tree_expand(cand, size, y.ndim), hyp)
         log_weight = np.where(here, cand_score[..., None], log_weight)
         buffer = np.where(here, y[..., None], buffer)
         seen = seen + create
@@ -332,13 +339,13 @@ def start_step(state: StartState, y: np.ndarray, step: StartStep, *, ratio: floa
         collapse = ~state.collapsed                  # the horizon is reached: take the leader
     collapsed = state.collapsed | collapse
     if collapse.any():
-        lead_state = _expand(tree_take(hyp, leader), size, y.ndim)
+        lead_state = tree_expand(tree_take(hyp, leader), size, y.ndim)
         hyp = tree_select(collapse[..., None] & np.ones(size, dtype=bool), lead_state, hyp)
         log_weight = np.where(collapse[..., None], 0.0, log_weight)
     if size > 1 and collapsed.all():
         # identical hypotheses everywhere: keep one (the leader) and drop the rest
         lead = np.argmax(log_weight, axis=-1)
-        hyp = _expand(tree_take(hyp, lead), 1, y.ndim)
+        hyp = tree_expand(tree_take(hyp, lead), 1, y.ndim)
         log_weight = np.zeros(shape + (1,))
         buffer = buffer[..., :1]
         history = history[..., :0]
@@ -386,12 +393,12 @@ def _drop_step(state: StartState, y: np.ndarray, step: StartStep, *, ratio: floa
         collapse = ~state.collapsed
     collapsed = state.collapsed | collapse
     if collapse.any():
-        lead_state = _expand(tree_take(hyp, leader), slots, y.ndim)
+        lead_state = tree_expand(tree_take(hyp, leader), slots, y.ndim)
         hyp = tree_select(collapse[..., None] & np.ones(slots, dtype=bool), lead_state, hyp)
         log_weight = np.where(collapse[..., None], 0.0, log_weight)
     buffer = state.buffer
     if collapsed.all():
-        hyp = _expand(tree_take(hyp, np.argmax(log_weight, axis=-1)), 1, y.ndim)
+        hyp = tree_expand(tree_take(hyp, np.argmax(log_weight, axis=-1)), 1, y.ndim)
         log_weight = np.zeros(state.seen.shape + (1,))
         buffer, history = buffer[..., :1], history[..., :0]
     new = StartState(hypotheses=hyp, log_weight=log_weight, buffer=buffer, seen=seen,

@@ -47,7 +47,6 @@ nothing to protect and the robust start is not used; ``robust_start=False`` turn
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -55,6 +54,8 @@ from itertools import combinations
 from typing import Any
 
 import numpy as np
+
+from possibly.robust_start import tree_expand, tree_take
 
 __all__ = ["KalmanStartState", "start_hypotheses"]
 
@@ -125,7 +126,7 @@ class KalmanStartState:
     @property
     def current(self) -> Any:
         """The leading hypothesis' state (batch shape ``B``): the mixture's E*."""
-        return _take(self.hypotheses, self.leader)
+        return tree_take(self.hypotheses, self.leader)
 
     @property
     def mean(self) -> np.ndarray:
@@ -138,35 +139,12 @@ class KalmanStartState:
         return self.current.covariance
 
 
-def _map(state: Any, fn: Callable[[np.ndarray], np.ndarray]) -> Any:
-    """Apply ``fn`` to every array of a state: a KalmanState (or another named tuple), a frozen
-    dataclass of states and arrays (e.g. the learned-noise-scale state), or an array;
-    ``None`` and step counters are kept."""
-    if state is None or isinstance(state, (int, np.integer)):
-        return state
-    if isinstance(state, tuple) and hasattr(state, "_fields"):
-        return type(state)(*(_map(a, fn) for a in state))
-    if dataclasses.is_dataclass(state) and not isinstance(state, type):
-        return dataclasses.replace(state, **{f.name: _map(getattr(state, f.name), fn)
-                                             for f in dataclasses.fields(state) if f.init})
-    return fn(np.asarray(state))
-
-
-def _take(state: Any, index: np.ndarray) -> Any:
-    """One hypothesis per batch element of a state with a hypothesis axis."""
-    def take(arr: np.ndarray) -> np.ndarray:
-        idx = index.reshape(index.shape + (1,) * (arr.ndim - index.ndim))
-        return np.take_along_axis(arr, idx, axis=index.ndim).squeeze(index.ndim)
-
-    return _map(state, take)
-
-
 def start_init(state: Any, batch_shape: tuple[int, ...], k: int = K,
                max_outliers: int = MAX_OUTLIERS) -> KalmanStartState:
     """The mixture around ``state`` (a filter state of batch shape ``batch_shape``)."""
     h = _hypotheses(k, max_outliers).shape[0]
     axis = len(batch_shape)
-    hyp = _map(state, lambda arr: np.repeat(np.expand_dims(arr, axis), h, axis=axis))
+    hyp = tree_expand(state, h, axis)
     return KalmanStartState(hyp, np.zeros(tuple(batch_shape) + (h,)), 0)
 
 
@@ -213,9 +191,9 @@ def start_step(state: KalmanStartState, y: np.ndarray, step: PlainStep, m: int, 
         log_consistency=np.where(observed, np.where(np.isnan(lead_c), mixed, lead_c), np.nan),
         discount=np.where(observed, np.nan_to_num(pick(info.discount), nan=0.0), np.nan),
         gamma=np.where(observed, np.nan_to_num(pick(info.gamma), nan=0.0), np.nan))
-    filtered = _take(new, lead)
+    filtered = tree_take(new, lead)
     out = filtered if t + 1 >= k + window else KalmanStartState(new, score, t + 1)
-    return out, lead_info, _take(predicted, lead), filtered
+    return out, lead_info, tree_take(predicted, lead), filtered
 
 
 def start_masked(ys: np.ndarray, initial: Any, step: PlainStep, m: int, *, k: int = K,
