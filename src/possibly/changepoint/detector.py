@@ -118,13 +118,14 @@ def _deferred_sigint() -> Iterator[list[bool]]:
         signal.signal(signal.SIGINT, previous)
 
 
-def _run_numba(state: RunState, y: np.ndarray, params: ChangepointParams
-               ) -> tuple[RunState, dict[str, np.ndarray]]:
-    """The compiled engine (one NormalMean model), in chunks so that Ctrl-C stays clean."""
+def _interruptible(run: Any, state: RunState, y: np.ndarray, params: ChangepointParams
+                   ) -> tuple[RunState, dict[str, np.ndarray]]:
+    """``run(state, y, params, interrupted)``, a compiled engine that runs in chunks and checks
+    ``interrupted`` between them, with Ctrl-C deferred so that it stays clean."""
     if y.size == 1:  # one streamed value: microseconds, not worth two signal() calls
-        return _run_numba_chunks(state, y, params, [False])
+        return run(state, y, params, [False])
     with _deferred_sigint() as interrupted:
-        return _run_numba_chunks(state, y, params, interrupted)
+        return run(state, y, params, interrupted)
 
 
 def _run_numba_chunks(state: RunState, y: np.ndarray, params: ChangepointParams,
@@ -499,10 +500,10 @@ class ChangepointDetector(SequentialEstimator):
         params = self._params()
         if self._engine() == "numba":
             if compiled_family(params.models):  # PolynomialTrend models (issue 12)
-                with _deferred_sigint() as interrupted:
-                    return run_compiled(state, arr, params, interrupted, CHUNK)
-            if type(params.models[0]) is NormalMean:
-                return _run_numba(state, arr, params)
+                return _interruptible(functools.partial(run_compiled, chunk=CHUNK), state,
+                                      arr, params)
+            if type(params.models[0]) is NormalMean:  # the compiled engine (one NormalMean)
+                return _interruptible(_run_numba_chunks, state, arr, params)
         return _run_numpy(state, arr, params)
 
     def _record(self, arr: np.ndarray, out: dict[str, np.ndarray], index: Any = None) -> None:
