@@ -318,3 +318,15 @@ def test_overflow_guards_keep_ordinary_values_bit_identical():
     np.testing.assert_array_equal(ps.combine(a, b).mean, ma + pb * (mb - ma) / p)
     m = rng.normal(size=(n, 3, 3)) * np.exp(rng.uniform(-20, 20, (n, 1, 1)))
     np.testing.assert_array_equal(ps.validation.symmetrise(m), 0.5 * (m + np.swapaxes(m, -1, -2)))
+
+
+def test_gamma_variances_where_a_power_under_or_overflows():
+    # a / b² and b² / a³ with b² or a³ beyond the float range: the log-space form, not inf/0
+    np.testing.assert_allclose(float(ps.Gamma(1e-300, 1e-200).variance), 1e100, rtol=1e-12)
+    np.testing.assert_allclose(float(ps.Gamma(1e300, 1e160).variance), 1e-20, rtol=1e-12)
+    np.testing.assert_allclose(float(ps.InverseGamma(1e-120, 1e-200).variance), 1e-40,
+                               rtol=1e-12)
+    np.testing.assert_allclose(float(ps.InverseGamma(1e110, 1e200).variance), 1e70, rtol=1e-12)
+    # ordinary values keep the direct formula exactly
+    assert float(ps.Gamma(3.0, 2.0).variance) == 3.0 / 4.0
+    assert float(ps.InverseGamma(3.0, 2.0).variance) == 4.0 / 27.0

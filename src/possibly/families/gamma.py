@@ -120,9 +120,12 @@ class Gamma(_GammaLike):
         """``a / b**2``, in log space where the powers under- or overflow."""
         a, b = self.alpha, self.beta
         with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
-            direct = np.divide(a, b**2, out=np.full(a.shape, np.inf), where=b > 0)
+            b2 = b**2
+            direct = np.divide(a, b2, out=np.full(a.shape, np.inf), where=b > 0)
             scaled = np.exp(np.log(a) - 2.0 * np.log(b))
-        return np.where(np.isnan(direct), scaled, direct)
+        # b² underflowing to 0 or overflowing to inf makes the direct ratio inf or 0 (not NaN)
+        lost = (b > 0) & ((b2 == 0) | np.isinf(b2) | np.isnan(direct))
+        return np.where(lost, scaled, direct)
 
     def natural(self):
         return self.alpha, -self.beta
@@ -178,9 +181,13 @@ class InverseGamma(_GammaLike):
         """``b**2 / a**3``, in log space where the powers under- or overflow."""
         a, b = self.alpha, self.beta
         with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
-            direct = np.divide(b**2, a**3, out=np.full(a.shape, np.inf), where=a > 0)
+            b2, a3 = b**2, a**3
+            direct = np.divide(b2, a3, out=np.full(a.shape, np.inf), where=a > 0)
             scaled = np.exp(2.0 * np.log(b) - 3.0 * np.log(a))
-        return np.where(np.isnan(direct), scaled, direct)
+        # a power underflowing to 0 or overflowing to inf gives a wrong 0 or inf, not a NaN
+        lost = (a > 0) & ((b2 == 0) & (b > 0) | np.isinf(b2) | (a3 == 0) | np.isinf(a3)
+                          | np.isnan(direct))
+        return np.where(lost, scaled, direct)
 
     def natural(self):
         return -self.alpha, -self.beta
