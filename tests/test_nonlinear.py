@@ -8,6 +8,7 @@ import pytest
 from filterpy.kalman import ExtendedKalmanFilter as FPEKF
 from filterpy.kalman import MerweScaledSigmaPoints
 from filterpy.kalman import UnscentedKalmanFilter as FPUKF
+from scipy import stats
 
 import possibly as ps
 from possibly.filters.nonlinear import (
@@ -136,7 +137,7 @@ def test_linear_model_gives_the_kalman_filter():
 def test_robust_update_by_hand():
     """One EKF step: consistency of the linearised predictive, R inflated by 1 / γ."""
     mod = model()
-    ekf = ExtendedKalmanFilter(mod, PRIOR)
+    ekf = ExtendedKalmanFilter(mod, PRIOR, coverage=None)  # the paper's γ = c^(1/d)
     y = h_rb(M0) + np.array([2.0, 0.3])
     state, info = ekf.step(ekf.init(), y)
     Hj = h_rb_jac(M0)
@@ -150,6 +151,11 @@ def test_robust_update_by_hand():
     np.testing.assert_allclose(state.mean, M0 + K @ v, rtol=1e-12)
     np.testing.assert_allclose(state.covariance, (np.eye(4) - K @ Hj) @ P0, rtol=1e-10,
                                atol=1e-14)
+    # the default relative discount: (c / c₀)^(1/4) capped at 1, c₀ from scipy's χ²₂ quantile
+    _, info = ExtendedKalmanFilter(mod, PRIOR).step(ekf.init(), y)
+    log_c0 = -0.5 * stats.chi2.ppf(0.9, 2)
+    assert log_c < log_c0  # outside the 90% region: discounted
+    assert np.isclose(info.discount, np.exp((log_c - log_c0) / 4), rtol=1e-12)
 
 
 @pytest.mark.parametrize("cls", [ExtendedKalmanFilter, UnscentedKalmanFilter])

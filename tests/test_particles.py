@@ -140,7 +140,8 @@ def test_constant_velocity_filter_matches_robust_kalman():
         x = F @ x + np.array([0.5, 1.0]) * 0.05 * rng.standard_normal()
     ys = np.array(ys)[:, None]
     prior = ps.MultivariateNormal([0.0, 0.0], np.diag([1 / 100.0, 1 / 0.25]))
-    kf = ps.KalmanFilter(F, Q, H, R).filter(ys, prior=prior)
+    # coverage=None: the particle filter discounts by the paper's γ = c^(1/d)
+    kf = ps.KalmanFilter(F, Q, H, R, coverage=None).filter(ys, prior=prior)
     pf = ps.ParticleFilter(lambda x: x @ F.T, pp.GaussianNoise(Q),
                            lambda x, y: -0.5 * (y[0] - x[:, 0]) ** 2 / R[0, 0],
                            n_particles=600, loglik_sup=0.0)

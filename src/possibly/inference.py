@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
 from possibly.families.base import Possibility
-from possibly.validation import check_bool, check_positive, check_unit_interval
+from possibly.validation import check_bool, check_int, check_positive, check_unit_interval
 
 __all__ = [
     "RobustUpdate",
@@ -26,7 +27,9 @@ __all__ = [
     "consistency",
     "discount",
     "discount_one",
+    "inlier_log_consistency",
     "log_consistency",
+    "relative_log_consistency",
     "robust_update",
     "SequentialResult",
     "update_sequence",
@@ -133,6 +136,50 @@ def discount(log_c, dim, tau=None, robust: bool = True, *, validate: bool = True
     if tau is None:
         return gamma
     return np.where(gamma <= tau, gamma, np.where(missing, np.nan, 1.0))
+
+
+@lru_cache(maxsize=64)
+def _inlier_log_consistency(obs_dim: int, coverage: float) -> float:
+    # χ²_m quantile = 2 · gammaincinv(m/2, p); scipy.special (not scipy.stats, ~0.4 s to
+    # import), deferred to the first call
+    from scipy.special import gammaincinv
+
+    return float(-gammaincinv(0.5 * obs_dim, coverage))
+
+
+def inlier_log_consistency(obs_dim: int, coverage: float) -> float:
+    """``log c₀ = -½ χ²_m(coverage)``: the log consistency reached by a fraction ``coverage``
+    of the observations drawn from a Gaussian predictive of dimension ``m = obs_dim``.
+
+    An observation ``y`` with Gaussian predictive ``N(ŷ, S)`` has ``c = exp(-½ q)``,
+    ``q = (y - ŷ)ᵀ S⁻¹ (y - ŷ) ~ χ²_m``, so ``P(c ≥ c₀) = coverage`` exactly; ``{c ≥ c₀}`` is
+    the predictive region of that probability (docs/math.md §7). The Kalman filters use it
+    as the reference of the *relative* discount ``ρ = min(1, (c / c₀)^(1/d))``
+    (``coverage=``), and the robust start as its outlier floor.
+
+    Examples
+    --------
+    >>> import math, possibly as ps
+    >>> round(ps.inference.inlier_log_consistency(2, 0.9), 6) == round(math.log(0.1), 6)
+    True
+    """
+    m = check_int("obs_dim", obs_dim, low=1)
+    p = float(check_unit_interval("coverage", coverage, low_open=True, high_open=True))
+    return _inlier_log_consistency(m, p)
+
+
+def relative_log_consistency(log_c, log_c0) -> np.ndarray:
+    """``min(log c - log c₀, 0)``: the log consistency relative to the reference ``c₀``, the
+    argument of :func:`discount` for the relative discount ``ρ = min(1, (c / c₀)^(1/d))``
+    (NaN stays NaN; no checks: ``log c ≤ 0`` and ``log c₀ ≤ 0`` are the caller's).
+
+    Examples
+    --------
+    >>> import numpy as np, possibly as ps
+    >>> ps.inference.relative_log_consistency(np.log([1.0, 0.2, 0.01, np.nan]), np.log(0.1))
+    array([ 0.        ,  0.        , -2.30258509,         nan])
+    """
+    return np.minimum(np.asarray(log_c, dtype=np.float64) - log_c0, 0.0)
 
 
 def discount_one(log_c: float, dim: float, tau: float, robust: bool) -> float:

@@ -596,6 +596,7 @@ def _kalman_task(df: Any, id_column: str, value_columns: list[str], kf: Any,
 
 def kalman_many(data: Any, id_column: str, value_columns: str | Sequence[str], model: Any,
                 *, robust: bool = True, tau: float | None = None, dim: float | None = None,
+                coverage: float | None = 0.9,
                 state_names: Sequence[str] | None = None, outlier_level: float = 0.1,
                 scheduler: Any = None, n_workers: int | None = None,
                 out: str | os.PathLike | None = None, overwrite: bool = False,
@@ -614,7 +615,7 @@ def kalman_many(data: Any, id_column: str, value_columns: str | Sequence[str], m
         The ``m`` observation columns (NaN = missing component).
     model : LinearGaussianModel or (F, Q, H, R)
         The linear-Gaussian model, e.g. :func:`possibly.models.constant_velocity`.
-    robust, tau, dim
+    robust, tau, dim, coverage
         Passed to :class:`possibly.KalmanFilter`.
     state_names : sequence of str, optional
         Names of the ``n`` state components; the model's (``x0, x1, ...`` if it has none) by
@@ -652,7 +653,7 @@ def kalman_many(data: Any, id_column: str, value_columns: str | Sequence[str], m
     if not value_columns:
         raise ValueError("value_columns must name at least one column")
     lgm = LinearGaussianModel.of(model)
-    kf = KalmanFilter(lgm, robust=robust, tau=tau, dim=dim)
+    kf = KalmanFilter(lgm, robust=robust, tau=tau, dim=dim, coverage=coverage)
     if kf.obs_dim != len(value_columns):
         raise ValueError(f"value_columns has {len(value_columns)} column(s) but the model "
                          f"observes {kf.obs_dim} value(s) per step")

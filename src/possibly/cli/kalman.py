@@ -28,6 +28,7 @@ from possibly.cli.arguments import (
     numeric_range,
 )
 from possibly.cli.outputs import check_outputs, save_plot, write_text
+from possibly.filters.kalman import COVERAGE
 from possibly.kalman import KalmanFilter
 from possibly.models import constant_velocity
 from possibly.tables import TimeAxis, display, read_table
@@ -114,7 +115,8 @@ def run(args: argparse.Namespace) -> int:
     time = None if t is None else table.time_axis(t)
     k = ys.shape[1]
     model = constant_velocity(dt=args.dt, accel_sd=args.accel_sd, obs_sd=args.obs_sd, ndim=k)
-    kf = KalmanFilter(model, robust=not args.standard, tau=args.tau, dim=args.dim)
+    kf = KalmanFilter(model, robust=not args.standard, tau=args.tau, dim=args.dim,
+                      coverage=args.coverage)
     obs = ys[:, 0] if k == 1 else ys
     with numeric_range(table.source, ys):
         if args.smooth:
@@ -147,6 +149,20 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_coverage(p: argparse.ArgumentParser) -> None:
+    """``--coverage`` of the relative discount (shared with ``kalman-many``)."""
+    inside = number(0, 1, low_open=True, high_open=True)
+
+    def parse(text: str) -> float | None:
+        return None if text.strip().lower() == "none" else inside(text)
+
+    p.add_argument("--coverage", type=parse, default=COVERAGE, metavar="P",
+                   help=f"observations inside the predictive region of probability P are "
+                        f"taken whole, the others discounted relative to its edge: a number "
+                        f"in (0, 1), or 'none' for the paper's discount c^(1/d) "
+                        f"({COVERAGE:g})")
+
+
 def add_state_space_model(p: argparse.ArgumentParser) -> None:
     """The options of the constant-velocity model (shared with ``kalman-many``)."""
     p.add_argument("--model", choices=["constant-velocity"], default="constant-velocity",
@@ -167,6 +183,7 @@ def register(sub) -> None:
     add_input(p, several=True)
     add_state_space_model(p)
     add_robust(p)
+    add_coverage(p)
     p.add_argument("--dim", type=number(0, 1e6, low_open=True), default=None,
                    help="effective dimension d of the discount c^(1/d), in (0, 1e6] (the "
                         "state dimension)")

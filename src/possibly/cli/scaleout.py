@@ -23,7 +23,7 @@ import numpy as np
 
 from possibly.cli.arguments import add_robust, check_robust, integer, number
 from possibly.cli.changepoint import add_model, detector_options
-from possibly.cli.kalman import add_state_space_model
+from possibly.cli.kalman import add_coverage, add_state_space_model
 from possibly.tables import display
 
 __all__ = ["register"]
@@ -179,7 +179,7 @@ def run_kalman(args: argparse.Namespace) -> int:
     data = _input(args, cols)
     times = _times(args, data)
     res = kalman_many(data, args.id, cols, model, robust=not args.standard,
-                      tau=args.tau, state_names=names, **cluster)
+                      tau=args.tau, coverage=args.coverage, state_names=names, **cluster)
     seconds = time.perf_counter() - t0
     if res.out is None and res.states is not None:
         _with_time(res.states, times, "step").to_csv(sys.stdout, index=False)
@@ -227,4 +227,5 @@ def register(sub) -> None:
     p.add_argument("--value", required=True, nargs="+", metavar="COLUMN",
                    help="observed position column(s), one per axis")
     add_state_space_model(p)
+    add_coverage(p)
     p.set_defaults(func=run_kalman)

@@ -32,7 +32,7 @@ import os
 
 import numpy as np
 
-from possibly.filters.kalman import KalmanFilter
+from possibly.filters.kalman import COVERAGE, KalmanFilter
 from possibly.filters.state_space import constant_velocity
 from possibly.progress import progress_bar
 
@@ -120,14 +120,17 @@ def _summary(err: np.ndarray) -> dict:
     return {"median": float(med), "q1": float(q1), "q3": float(q3), "mean": float(err.mean())}
 
 
-def _filters(tau: float, robust_start: bool = False) -> dict[str, KalmanFilter]:
+def _filters(tau: float, robust_start: bool = False,
+             coverage: float | None = None) -> dict[str, KalmanFilter]:
     # the paper's method has no robust start (its §4.1 assumes the first observation is an
-    # inlier): off for the reproduction, on for the "robust_start" section of run()
+    # inlier) and discounts by c^(1/d) (coverage=None): both off for the reproduction, on for
+    # the "robust_start" and "defaults" sections of run()
     model = constant_velocity(dt=1.0, accel_sd=0.05, obs_sd=1.0)
     return {"std inliers": KalmanFilter(model, robust=False),
             "std all": KalmanFilter(model, robust=False),
-            "discount": KalmanFilter(model, robust_start=robust_start),
-            "threshold": KalmanFilter(model, tau=tau, robust_start=robust_start)}
+            "discount": KalmanFilter(model, robust_start=robust_start, coverage=coverage),
+            "threshold": KalmanFilter(model, tau=tau, robust_start=robust_start,
+                                      coverage=coverage)}
 
 
 def _position_error(kf: KalmanFilter, states, ys):
@@ -137,9 +140,10 @@ def _position_error(kf: KalmanFilter, states, ys):
 
 
 def _study(states, ys, outlier, tau: float, progress: bool = False,
-           robust_start: bool = False):
+           robust_start: bool = False, coverage: float | None = None):
     errors, results = {}, {}
-    for name, kf in progress_bar(_filters(tau, robust_start).items(), enabled=progress,
+    for name, kf in progress_bar(_filters(tau, robust_start, coverage).items(),
+                                 enabled=progress,
                                  desc="kalman",
                                  total=len(METHODS)):
         data = np.where(outlier[..., None], np.nan, ys) if name == "std inliers" else ys
@@ -186,7 +190,8 @@ def run(repeats: int = 500, seed: int = 0, quick: bool = False, progress: bool =
         uninformative prior cannot assess); ``first_two_inliers``: the same with the first
         two observations forced to be inliers (the paper's §4.1 assumption), with its
         ``errors``; ``robust_start``: summary, closeness and lost tracks of the robust filters
-        with the robust start (the paper's method, reproduced above, has none);
+        with the robust start (the paper's method, reproduced above, has none); ``defaults``:
+        the same with the library's default relative discount (``coverage=0.9``) too;
         ``threshold_sensitivity`` (medians for other τ and for ``dim=1``); ``realisation``
         (the repeat with the median "discount" error, for the plot).
     """
@@ -203,15 +208,19 @@ def run(repeats: int = 500, seed: int = 0, quick: bool = False, progress: bool =
     variant["errors"] = {k: v.tolist() for k, v in errors2.items()}
     # the same data with the robust start of possibly.filters.robust_start (issue 15)
     started, _, _ = _study(states, ys, outlier, tau, robust_start=True)
+    # and with the library's defaults: the robust start and the relative discount (coverage)
+    defaults, _, _ = _study(states, ys, outlier, tau, robust_start=True, coverage=COVERAGE)
     # the plotted realisation: the repeat with the median "discount" error (representative)
     shown = int(np.argsort(errors["discount"])[repeats // 2])
 
     model = constant_velocity(dt=1.0, accel_sd=0.05, obs_sd=1.0)
     sensitivity = {}
     for t in (0.01, 0.05, 0.2, 0.5):
-        err, _ = _position_error(KalmanFilter(model, tau=t, robust_start=False), states, ys)
+        err, _ = _position_error(KalmanFilter(model, tau=t, robust_start=False, coverage=None),
+                                 states, ys)
         sensitivity[f"threshold tau={t}"] = float(np.median(err))
-    err, _ = _position_error(KalmanFilter(model, dim=1, robust_start=False), states, ys)
+    err, _ = _position_error(KalmanFilter(model, dim=1, robust_start=False, coverage=None),
+                             states, ys)
     sensitivity["discount dim=1"] = float(np.median(err))
 
     def nan_list(a):
@@ -226,6 +235,7 @@ def run(repeats: int = 500, seed: int = 0, quick: bool = False, progress: bool =
         "errors": {k: v.tolist() for k, v in errors.items()},
         "first_two_inliers": variant,
         "robust_start": {k: started[k] for k in ("summary", "lost_track", "closeness")},
+        "defaults": {k: defaults[k] for k in ("summary", "lost_track", "closeness")},
         "threshold_sensitivity": sensitivity,
         "outlier_fraction": float(outlier.mean()),
         "realisation": {

@@ -85,7 +85,7 @@ from possibly.filters.state_space import (
     _sym,
     _Transition,
 )
-from possibly.inference import discount
+from possibly.inference import discount, inlier_log_consistency, relative_log_consistency
 from possibly.sequential import Info, SequentialEstimator
 from possibly.validation import check_bool, check_positive, check_unit_interval
 
@@ -310,17 +310,47 @@ def _observation_at(y: np.ndarray, ob: _Observation):
     return y0, H, np.swapaxes(H, -1, -2), R, W, resid
 
 
-def _discounts(log_c: np.ndarray, robust: bool, dim: float, tau: float | None):
-    """``(γ, ρ)``: γ before any threshold and the exponent applied (γ itself when robust
-    without a threshold, so it is computed once)."""
+def _discounts(log_c: np.ndarray, robust: bool, dim: float, tau: float | None,
+               log_c0: np.ndarray | float | None = None):
+    """``(γ, ρ)``: γ = c^(1/dim) before any threshold and the exponent applied: the
+    discount of ``c`` itself (γ, computed once, when robust without a threshold) or, with a
+    reference ``log_c0`` (the coverage), of ``c / c₀`` capped at 1."""
     gamma = discount(log_c, dim, validate=False)
+    if log_c0 is not None:
+        return gamma, discount(relative_log_consistency(log_c, log_c0), dim, tau, robust,
+                               validate=False)
     if robust and tau is None:
         return gamma, gamma
     return gamma, discount(log_c, dim, tau, robust, validate=False)
 
 
+def _reference_table(coverage: float | None, m: int) -> np.ndarray | None:
+    """``log c₀`` of the relative discount for 0..m observed components (index 0 unused:
+    nothing observed), or None for the paper's discount (``coverage=None``)."""
+    if coverage is None:
+        return None
+    table = np.array([0.0] + [inlier_log_consistency(k, coverage) for k in range(1, m + 1)])
+    table.setflags(write=False)
+    return table
+
+
+def _reference(table: np.ndarray | None, y: np.ndarray, H: np.ndarray,
+               resid: np.ndarray | None) -> np.ndarray | None:
+    """``log c₀`` per batch element: the table at the degrees of freedom of ``-2 log c`` for
+    an inlier, the number of observed components (the rank of their rows of ``H`` when some
+    part of ``y`` is not explained by any state: that part is not in ``c``)."""
+    if table is None:
+        return None
+    if resid is None:
+        dof = (~np.isnan(y)).sum(-1)
+    else:
+        dof = np.linalg.matrix_rank(H)
+    return table[dof]
+
+
 def _update_scalar(state: KalmanState, y: np.ndarray, ob: _Observation, robust: bool,
-                   dim: float, tau: float | None) -> tuple[KalmanState, KalmanInfo]:
+                   dim: float, tau: float | None,
+                   log_c0: np.ndarray | None = None) -> tuple[KalmanState, KalmanInfo]:
     """Covariance-form update for one complete scalar observation (m = 1, H ≠ 0): the same
     formulas as :func:`_update` without any matrix inverse."""
     P = cast(np.ndarray, state.covariance)
@@ -335,7 +365,7 @@ def _update_scalar(state: KalmanState, y: np.ndarray, ob: _Observation, robust: 
             log_c = np.minimum(-0.5 * (v * v) / s0, 0.0)
     else:
         log_c = np.minimum(-0.5 * v * v / s0, 0.0)
-    gamma, rho = _discounts(log_c, robust, dim, tau)
+    gamma, rho = _discounts(log_c, robust, dim, tau, None if log_c0 is None else log_c0[1])
     k = ((rho / (rho * hph + r)) if robust else 1.0 / s0)[..., None] * ph
     mean = state.mean + k * v[..., None]
     cov = P - k[..., :, None] * ph[..., None, :]  # k ∝ P hᵀ: symmetric as it stands
@@ -344,12 +374,14 @@ def _update_scalar(state: KalmanState, y: np.ndarray, ob: _Observation, robust: 
 
 
 def _update(state: KalmanState, y: np.ndarray, ob: _Observation, robust: bool, dim: float,
-            tau: float | None) -> tuple[KalmanState, KalmanInfo]:
-    """Update with one observation per batch element (NaN components missing)."""
+            tau: float | None,
+            log_c0: np.ndarray | None = None) -> tuple[KalmanState, KalmanInfo]:
+    """Update with one observation per batch element (NaN components missing); ``log_c0``:
+    the table of :func:`_reference_table` (None: the paper's discount)."""
     missing = np.isnan(y).all(axis=-1)
     if ob.H.shape[0] == 1 and ob.resid is None and not state.information_form \
             and not missing.any():
-        return _update_scalar(state, y, ob, robust, dim, tau)
+        return _update_scalar(state, y, ob, robust, dim, tau, log_c0)
     y0, H, Ht, R, W, resid = _observation_at(y, ob)
     v = y0 - _mv(H, state.mean)
     k = _scale_exponent(v, y0)
@@ -372,7 +404,8 @@ def _update(state: KalmanState, y: np.ndarray, ob: _Observation, robust: bool, d
         r = (ys * _mv(resid, ys)).sum(-1)
         log_c = -0.5 * q + 0.5 * r if k is None else _scaled_log_c(q - r, k)
     log_c = np.minimum(log_c, 0.0)
-    gamma, rho = _discounts(log_c, robust, dim, tau)
+    gamma, rho = _discounts(log_c, robust, dim, tau,
+                            _reference(log_c0, y, H, resid) if robust else None)
 
     if not state.information_form:
         if robust:
@@ -407,6 +440,16 @@ def _check_dim_tau(dim, tau, n: int) -> tuple[float, float | None]:
     return dim, tau
 
 
+def _check_coverage(coverage) -> float | None:
+    if coverage is None:
+        return None
+    return float(check_unit_interval("coverage", coverage, low_open=True, high_open=True))
+
+
+#: default coverage of the relative discount (docs/math.md §7; docs/choosing.md)
+COVERAGE = 0.9
+
+
 def predict(state: KalmanState, F, Q) -> KalmanState:
     """Predict step: ``N̄(θ; μ, Σ) -> N̄(θ; F μ, F Σ Fᵀ + Q)`` (exact in information form too).
 
@@ -434,7 +477,7 @@ def predict(state: KalmanState, F, Q) -> KalmanState:
 
 
 def update(state: KalmanState, y, H, R, *, robust: bool = True, dim=None,
-           tau=None) -> tuple[KalmanState, KalmanInfo]:
+           tau=None, coverage: float | None = COVERAGE) -> tuple[KalmanState, KalmanInfo]:
     """Update step with one observation ``y ~ N(H θ, R)``, robust by default.
 
     Parameters
@@ -451,6 +494,11 @@ def update(state: KalmanState, y, H, R, *, robust: bool = True, dim=None,
         Effective dimension in ``γ = c ** (1 / dim)``; defaults to the state dimension ``n``.
     tau : float in (0, 1], optional
         Threshold: observations with ``γ > tau`` are kept whole.
+    coverage : float in (0, 1) or None
+        Relative discount ``ρ = min(1, (c / c₀)^(1/dim))``, with ``c₀`` the consistency
+        reached by this fraction of inliers (:func:`possibly.inference.inlier_log_consistency`):
+        observations inside the predictive region of this probability are kept whole. None:
+        the paper's ``ρ = c^(1/dim)``.
 
     Returns
     -------
@@ -462,11 +510,14 @@ def update(state: KalmanState, y, H, R, *, robust: bool = True, dim=None,
     >>> import numpy as np
     >>> from possibly.filters.kalman import KalmanState, update
     >>> prior = KalmanState(np.zeros(1), np.eye(1))
-    >>> post, info = update(prior, [2.0], H=[[1.0]], R=[[1.0]])
+    >>> post, info = update(prior, [2.0], H=[[1.0]], R=[[1.0]], coverage=None)
     >>> float(info.consistency), float(info.discount)             # c = exp(-½ 2² / 2)
     (0.36787944117144233, 0.36787944117144233)
     >>> post.mean, post.covariance                              # R inflated to R / c
     (array([0.53788284]), array([[0.73105858]]))
+    >>> _, info = update(prior, [2.0], H=[[1.0]], R=[[1.0]])      # 2²/2 < χ²₁(0.9) = 2.71
+    >>> float(info.discount)
+    1.0
     """
     if not isinstance(state, KalmanState):
         raise ValueError(f"state must be a KalmanState, got {type(state).__name__}")
@@ -476,7 +527,8 @@ def update(state: KalmanState, y, H, R, *, robust: bool = True, dim=None,
     if y.shape[-1:] != (ob.H.shape[0],):
         raise ValueError(f"y must have shape (..., {ob.H.shape[0]}), got {y.shape}")
     dim, tau = _check_dim_tau(dim, tau, n)
-    return _update(state, y, ob, check_bool("robust", robust), dim, tau)
+    return _update(state, y, ob, check_bool("robust", robust), dim, tau,
+                   _reference_table(_check_coverage(coverage), ob.H.shape[0]))
 
 
 def _check_observation_values(y) -> np.ndarray:
@@ -677,13 +729,23 @@ class KalmanFilter(SequentialEstimator):
     Q, H, R : array_like, optional
         With ``F`` as the first argument.
     robust : bool
-        Discount each observation by ``γ = c ** (1 / dim)`` (default), or run the standard
-        Kalman filter (whose possibilistic recursion equals the probabilistic one).
+        Discount each observation (default), or run the standard Kalman filter (whose
+        possibilistic recursion equals the probabilistic one).
     tau : float in (0, 1], optional
-        Threshold variant (paper §4.2): observations with ``γ > tau`` are kept whole.
+        Threshold variant (paper §4.2): observations with discount above ``tau`` are kept
+        whole.
     dim : float > 0, optional
         Effective dimension; the state dimension ``n`` by default. ``dim=1`` discounts more
         (see the module docstring).
+    coverage : float in (0, 1) or None
+        The discount is relative: ``ρ = min(1, (c / c₀)^(1/dim))``, where ``c₀`` is the
+        consistency that this fraction of inliers reaches
+        (:func:`~possibly.inference.inlier_log_consistency`), so an observation inside the
+        predictive region of this probability is taken whole and one outside it is
+        discounted as the paper's rule would, relative to that region's edge. Default 0.9
+        (docs/math.md §7 and the guide "Choosing the knobs"). ``None``: the paper's
+        discount ``ρ = γ = c^(1/dim)``, which discounts every inlier a little (on average
+        ``(1 + m/dim)^{-1}`` for ``m`` observed components).
     prior : MultivariateNormal, optional
         Possibility function of the first state before any observation, the default of
         :meth:`init`, :meth:`filter` and streaming :meth:`update`; None: uninformative (exact).
@@ -714,8 +776,8 @@ class KalmanFilter(SequentialEstimator):
     >>> kf = ps.KalmanFilter(ps.models.constant_velocity(dt=1.0, accel_sd=0.05, obs_sd=1.0))
     >>> ys = np.array([0.1, 0.3, 0.1, 40.0, 0.6, np.nan, 0.4])   # an outlier, a gap
     >>> res = kf.filter(ys)                                        # uninformative prior
-    >>> res.discount.round(3)
-    array([1.   , 1.   , 0.993, 0.   , 0.992,   nan, 0.991])
+    >>> res.discount                     # inliers taken whole, the outlier ignored
+    array([ 1.,  1.,  1.,  0.,  1., nan,  1.])
     >>> res.mean[:, 0].round(2)                                    # filtered positions
     array([0.1 , 0.3 , 0.17, 0.17, 0.53, 0.64, 0.5 ])
     >>> std = ps.KalmanFilter(*ps.models.constant_velocity(), robust=False).filter(ys)
@@ -735,6 +797,7 @@ class KalmanFilter(SequentialEstimator):
 
     def __init__(self, model: Any, Q: Any = None, H: Any = None, R: Any = None,
                  robust: bool = True, tau: float | None = None, dim: float | None = None, *,
+                 coverage: float | None = COVERAGE,
                  prior: MultivariateNormal | None = None, robust_start: bool = True,
                  learn_noise_scale: bool = False) -> None:
         if isinstance(model, LinearGaussianModel):
@@ -752,6 +815,8 @@ class KalmanFilter(SequentialEstimator):
         self.dim, self.tau = _check_dim_tau(dim, tau, n)
         if tau is not None and not robust:
             raise ValueError("tau only applies to the robust filter (robust=True)")
+        self.coverage = _check_coverage(coverage) if self.robust else None
+        self._log_c0 = _reference_table(self.coverage, model.obs_dim)
         if prior is not None:
             self._initial(prior, (), 1)  # validates
         self.prior = prior
@@ -768,8 +833,9 @@ class KalmanFilter(SequentialEstimator):
     def __repr__(self) -> str:
         kind = "robust" if self.robust else "standard"
         tau = "" if self.tau is None else f", tau={self.tau:g}"
+        cover = "" if self.coverage is None else f", coverage={self.coverage:g}"
         return (f"KalmanFilter({kind}, n={self.state_dim}, m={self.obs_dim}, "
-                f"dim={self.dim:g}{tau})")
+                f"dim={self.dim:g}{tau}{cover})")
 
     # -- the protocol ---------------------------------------------------------------------------
     def init(self, batch_shape: tuple[int, ...] = (),
@@ -800,7 +866,7 @@ class KalmanFilter(SequentialEstimator):
         if state.t:
             state = _predict(state, self.model._transition(state.t - 1))
         new, info = _update(state, y, self.model._observation, self.robust, self.dim,
-                            self.tau)
+                            self.tau, self._log_c0)
         return state, info, new
 
     @overload
@@ -965,7 +1031,9 @@ class KalmanFilter(SequentialEstimator):
                 empty = np.empty((0, 0, 0))
                 try:
                     compiled.run(ys_t, t, m_c, p_c, model.F, model.Q, ob.H, ob.R, robust,
-                                 dim, np.nan if tau is None else tau, mean,
+                                 dim, np.nan if tau is None else tau,
+                                 np.zeros(self.obs_dim + 1) if self._log_c0 is None
+                                 else self._log_c0, mean,
                                  empty if var is None else var, empty[..., None] if cov is None
                                  else cov, empty if p_mean is None else p_mean,
                                  empty[..., None] if p_cov is None else p_cov, log_c, disc,
@@ -1037,7 +1105,7 @@ class KalmanFilter(SequentialEstimator):
         >>> res.mean[:, 1].round(3)                   # velocities, the outlier ignored
         array([1.004, 1.004, 1.004, 1.004, 1.004, 1.004])
         >>> res.discount.round(3)
-        array([1.   , 1.   , 0.996, 0.993, 0.   , 0.998])
+        array([1., 1., 1., 1., 0., 1.])
         """
         from possibly.filters.smoother import smooth
 

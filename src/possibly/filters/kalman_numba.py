@@ -3,7 +3,7 @@ batches (``KalmanFilter.filter(engine="numba")``; requires ``pip install possibl
 
 The same formulas as the numpy kernels of :mod:`possibly.filters.kalman` (docs/math.md §2):
 predict ``F μ, F P Fᵀ + Q``; update with the innovation ``v = y - H μ``, ``log c = -½ vᵀ S⁻¹ v``
-(scaled by a power of two when ``v`` is huge), the discount from
+(scaled by a power of two when ``v`` is huge), the (relative) discount from
 :func:`possibly.compiled.discount_scalar` (the twin of :func:`possibly.inference.discount`)
 and the gain ``K = ρ P Hᵀ (ρ H P Hᵀ + R)⁻¹``; missing components decoupled exactly as in
 ``_observation_at``. Time-invariant models with an onto ``H`` only; the information-form
@@ -26,14 +26,16 @@ _BIG = 1e100  # as possibly.filters.kalman._BIG
 
 
 @numba.njit(cache=True, nogil=True)
-def run(ys, t0, mean, cov, F, Q, H, R, robust, dim, tau,
+def run(ys, t0, mean, cov, F, Q, H, R, robust, dim, tau, log_c0,
         o_mean, o_var, o_cov, o_pmean, o_pcov, o_logc, o_disc,
         keep_var, keep_cov, keep_pred):  # pragma: no cover - compiled
     """Filter steps ``t0..T-1`` of every series, writing the time-major outputs in place.
 
     ``ys`` has shape (T, B, m); ``mean`` (B, n) and ``cov`` (B, n, n) are the state before
     step ``t0`` (predicted first unless ``t0 == 0``) and are overwritten with the final state.
-    ``tau`` is NaN for no threshold. Outputs not kept may be empty arrays.
+    ``tau`` is NaN for no threshold; ``log_c0[k]`` is the reference log consistency of the
+    relative discount with ``k`` observed components (zeros: the paper's discount). Outputs
+    not kept may be empty arrays.
     """
     T, B, m = ys.shape
     n = F.shape[0]
@@ -65,7 +67,7 @@ def run(ys, t0, mean, cov, F, Q, H, R, robust, dim, tau,
                 v = y[0] - x @ h
                 s0 = hph + r
                 log_c = min(-0.5 * v * v / s0, 0.0)
-                rho = discount_scalar(log_c, dim, tau, robust)
+                rho = discount_scalar(min(log_c - log_c0[1], 0.0), dim, tau, robust)
                 kk = rho / (rho * hph + r) if robust else 1.0 / s0
                 k = kk * ph
                 x = x + k * v
@@ -98,7 +100,7 @@ def run(ys, t0, mean, cov, F, Q, H, R, robust, dim, tau,
                 if scale != 1.0 and q > 0:
                     log_c = -0.5 * q * scale * scale
                 log_c = min(log_c, 0.0)
-                rho = discount_scalar(log_c, dim, tau, robust)
+                rho = discount_scalar(min(log_c - log_c0[n_obs], 0.0), dim, tau, robust)
                 if robust:
                     gain = rho * hp.T @ np.linalg.inv(rho * (s0 - Rm) + Rm)
                 else:

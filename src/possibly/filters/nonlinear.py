@@ -6,8 +6,10 @@ normal ``N̄(y; ŷ, S)`` (the extended filter by linearising ``h`` at the predic
 ``S = H P Hᵀ + R``; the unscented filter by sigma points, ``S = P_yy + R``), and assess each
 observation with the possibilistic consistency of that predictive (docs/math.md §2, the Kalman
 instance): ``log c = -½ vᵀ S⁻¹ v`` with ``v = y - ŷ``. The robust update is the Kalman update
-with ``R`` inflated to ``R / γ``, ``γ = c^(1/dim)`` (:func:`possibly.discount`, threshold τ
-optional), written so that ``γ → 0`` is a pure prediction. With ``robust=False`` both are the
+with ``R`` inflated to ``R / ρ``, ``ρ = min(1, (c / c₀)^(1/dim))`` relative to the
+consistency ``c₀`` reached by a fraction ``coverage`` of inliers (``coverage=None``: the
+paper's ``ρ = c^(1/dim)``; :func:`possibly.discount`, threshold τ optional), written so that
+``ρ → 0`` is a pure prediction. With ``robust=False`` both are the
 textbook EKF and UKF (checked against filterpy in the tests).
 
 The model functions act on the last axis and must accept leading batch axes
@@ -27,9 +29,15 @@ from typing import Any
 import numpy as np
 
 from possibly.families.multivariate_normal import MultivariateNormal
-from possibly.filters.kalman import _check_observation_values, _mv
+from possibly.filters.kalman import (
+    COVERAGE,
+    _check_coverage,
+    _check_observation_values,
+    _mv,
+    _reference_table,
+)
 from possibly.filters.state_space import _sym
-from possibly.inference import discount
+from possibly.inference import discount, relative_log_consistency
 from possibly.sequential import Info, SequentialEstimator, time_first
 from possibly.validation import as_finite, check_positive, check_psd, check_unit_interval
 
@@ -210,7 +218,8 @@ class _RobustNonlinearFilter(SequentialEstimator, ABC):
     Subclasses implement the two steps :meth:`_predict` and :meth:`_update`."""
 
     def __init__(self, model: NonlinearModel, prior: MultivariateNormal, *,
-                 robust: bool = True, tau=None, dim=None) -> None:
+                 robust: bool = True, tau=None, dim=None,
+                 coverage: float | None = COVERAGE) -> None:
         if not isinstance(model, NonlinearModel):
             raise ValueError(f"model must be a possibly.filters.nonlinear.NonlinearModel, got "
                              f"{type(model).__name__}")
@@ -234,6 +243,9 @@ class _RobustNonlinearFilter(SequentialEstimator, ABC):
         self.tau = None if tau is None else float(
             check_unit_interval("tau", tau, low_open=True, high_open=False))
         self.dim = float(n) if dim is None else float(check_positive("dim", dim))
+        self.coverage = _check_coverage(coverage) if self.robust else None
+        table = _reference_table(self.coverage, model.obs_dim)
+        self._log_c0 = None if table is None else float(table[model.obs_dim])
 
     def __repr__(self) -> str:
         kind = "robust" if self.robust else "standard"
@@ -300,7 +312,8 @@ class _RobustNonlinearFilter(SequentialEstimator, ABC):
         s = pyy0 + R
         q = (v * np.linalg.solve(s, v[..., None])[..., 0]).sum(-1)
         log_c = np.minimum(-0.5 * q, 0.0)
-        rho = discount(log_c, self.dim, self.tau, self.robust, validate=False)
+        rel = log_c if self._log_c0 is None else relative_log_consistency(log_c, self._log_c0)
+        rho = discount(rel, self.dim, self.tau, self.robust, validate=False)
         rho = np.where(missing, 0.0, rho)
         r3 = np.asarray(rho)[..., None, None]
         a = r3 * pyy0 + R
@@ -330,11 +343,14 @@ class ExtendedKalmanFilter(_RobustNonlinearFilter):
     prior : MultivariateNormal
         Proper possibility function of θ_1 (before y_1); batch dimensions broadcast.
     robust : bool
-        Discount each observation by ``γ = c^(1/dim)`` (default) or run the standard EKF.
+        Discount each observation (default) or run the standard EKF.
     tau : float in (0, 1], optional
-        Threshold: observations with ``γ > tau`` are kept whole.
+        Threshold: observations with discount above ``tau`` are kept whole.
     dim : float > 0, optional
         Effective dimension, the state dimension by default.
+    coverage : float in (0, 1) or None
+        Relative discount ``ρ = min(1, (c / c₀)^(1/dim))`` as in
+        :class:`possibly.KalmanFilter` (default 0.9); None: the paper's ``ρ = c^(1/dim)``.
 
     Examples
     --------
@@ -344,9 +360,9 @@ class ExtendedKalmanFilter(_RobustNonlinearFilter):
     >>> ekf = ExtendedKalmanFilter(model, ps.MultivariateNormal([1.0], [[100.0]]))
     >>> res = ekf.fit(np.array([1.3, 1.35, 30.0, 1.28]))    # 30 is an outlier
     >>> res.discount.round(3)
-    array([0.638, 0.916, 0.   , 0.951])
+    array([1., 1., 0., 1.])
     >>> res.mean[:, 0].round(3)                                # ∛1.3 = 1.091
-    array([1.085, 1.098, 1.098, 1.092])
+    array([1.09 , 1.099, 1.099, 1.093])
     """
 
     def _predict(self, mean: np.ndarray, cov: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -377,15 +393,15 @@ class UnscentedKalmanFilter(_RobustNonlinearFilter):
     >>> ukf = UnscentedKalmanFilter(model, ps.MultivariateNormal([1.0], [[100.0]]))
     >>> res = ukf.fit(np.array([1.3, 1.35, 30.0, 1.28]))
     >>> res.discount.round(3)
-    array([0.708, 0.841, 0.   , 0.978])
+    array([1., 1., 0., 1.])
     >>> res.mean[:, 0].round(3)
-    array([1.075, 1.094, 1.094, 1.089])
+    array([1.078, 1.095, 1.095, 1.09 ])
     """
 
     def __init__(self, model: NonlinearModel, prior: MultivariateNormal, *, robust=True,
-                 tau=None, dim=None, alpha: float = 1.0, beta: float = 2.0,
-                 kappa: float | None = None) -> None:
-        super().__init__(model, prior, robust=robust, tau=tau, dim=dim)
+                 tau=None, dim=None, coverage: float | None = COVERAGE, alpha: float = 1.0,
+                 beta: float = 2.0, kappa: float | None = None) -> None:
+        super().__init__(model, prior, robust=robust, tau=tau, dim=dim, coverage=coverage)
         n = model.state_dim
         self.alpha = float(check_positive("alpha", alpha))
         self.beta = float(as_finite("beta", beta))

@@ -55,6 +55,7 @@ from typing import Any
 
 import numpy as np
 
+from possibly.inference import inlier_log_consistency
 from possibly.robust_start import tree_expand, tree_take
 
 __all__ = ["KalmanStartState", "start_hypotheses"]
@@ -63,14 +64,9 @@ __all__ = ["KalmanStartState", "start_hypotheses"]
 K, MAX_OUTLIERS, WINDOW = 4, 2, 10
 
 
-@lru_cache(maxsize=16)
 def _outlier_floor(m: int) -> float:
     """``log ε = -½ χ²_m(0.999)``: the consistency that 99.9% of inliers exceed."""
-    # χ²_m quantile = 2 · gammaincinv(m/2, q); scipy.special (not scipy.stats, ~0.4 s to
-    # import) and deferred to the first call
-    from scipy.special import gammaincinv
-
-    return float(-gammaincinv(0.5 * m, 0.999))
+    return inlier_log_consistency(m, 0.999)
 
 
 @lru_cache(maxsize=16)
