@@ -16,11 +16,19 @@ at two hyper-parameter settings:
   grid over the same range), so the value differs from theirs;
 * "tuned": the grid value minimising the median RMSE_x over all the trials (an oracle).
 
-possibly's filter is run at defaults (uninformative prior, dim = 4, robust start on), without
-the robust start, with WoLF's prior (predicted to the first observation), with τ = 0.1, and
-given R 10x too large or too small, without and with the noise scale learned
-(``learn_noise_scale=True``). Every peer is checked first on the Gaussian case (no outliers), where
-it must come close to the Kalman filter.
+possibly's filter is run at defaults (uninformative prior, dim = 4, robust start on, relative
+discount with coverage 0.9), without the robust start, with WoLF's prior (predicted to the
+first observation), with the paper's discount (``coverage=None``) from both priors, the paper's
+threshold variant τ = 0.1, and given R 10x too large or too small, without and with the noise
+scale learned (``learn_noise_scale=True``).
+
+What a flat prior costs any method: two bounds, not methods. In the mixture setting the
+Kalman filter told which observations are outliers (an oracle) from the flat prior and from
+WoLF's prior; in every setting, tuned WoLF-IMQ with only its t = 0 estimate replaced by y₀
+(a translation-equivariant estimator from a flat prior has no other choice at t = 0).
+
+Every peer is checked first on the Gaussian case (no outliers), where it must come close to
+the Kalman filter.
 
 Where the gap comes from: every row also gives RMSE_x over the steps t >= 10 and t >= 50 (past
 the start's transient), WoLF-IMQ (tuned c) is also run from a vague prior (P0 = 1e6·I, as
@@ -57,8 +65,9 @@ def model():
     return F, Q_SCALE * np.eye(4), H, R_SCALE * np.eye(2)
 
 
-def simulate(kind: str, trials: int, steps: int, seed: int):
-    """True states (B, T, 4) and observations (B, T, 2); kind in gauss / student / mixture."""
+def simulate(kind: str, trials: int, steps: int, seed: int, outliers: bool = False):
+    """True states (B, T, 4) and observations (B, T, 2); kind in gauss / student / mixture.
+    With ``outliers=True`` also the (B, T) mask of the mixture's outliers (False elsewhere)."""
     F, Q, H, R = model()
     rng = np.random.default_rng(seed)
     q = rng.multivariate_normal(np.zeros(4), Q, size=(trials, steps))
@@ -69,6 +78,7 @@ def simulate(kind: str, trials: int, steps: int, seed: int):
         z[:, t] = prev
     e = rng.multivariate_normal(np.zeros(2), R, size=(trials, steps))
     hz = z @ H.T
+    out = np.zeros((trials, steps, 1), dtype=bool)
     if kind == "student":
         nu = 2.01
         w = rng.gamma(nu / 2, 2 / nu, size=(trials, steps, 1))
@@ -78,7 +88,7 @@ def simulate(kind: str, trials: int, steps: int, seed: int):
         ys = np.where(out, 2.0 * hz, hz) + e
     else:
         ys = hz + e
-    return z, ys
+    return (z, ys, out[..., 0]) if outliers else (z, ys)
 
 
 def rmse_x(mean, z, start: int = 0):
@@ -165,10 +175,11 @@ def run_setting(kind: str, trials: int, steps: int, seed: int, repeats: int, do_
     mod = model()
     F, Q, H, R = mod
     P0 = np.eye(4)
-    z, ys = simulate(kind, trials, steps, seed)
+    z, ys, outlier = simulate(kind, trials, steps, seed, outliers=True)
     prior = ps.MultivariateNormal(Z0 @ F.T, np.linalg.inv(F @ P0 @ F.T + Q))
     robust = ps.KalmanFilter(*mod)
-    thresh = ps.KalmanFilter(*mod, tau=0.1)
+    paper = ps.KalmanFilter(*mod, coverage=None)
+    thresh = ps.KalmanFilter(*mod, tau=0.1, coverage=None)  # the paper's threshold variant
     rows = {
         "Kalman filter": (lambda y: rp.kalman(y, mod, Z0, P0), ""),
     }
@@ -189,11 +200,25 @@ def run_setting(kind: str, trials: int, steps: int, seed: int, repeats: int, do_
     plain = ps.KalmanFilter(*mod, robust_start=False)
     rows.update({
         "possibly, default (flat prior)": (lambda y: robust.filter(y).mean,
-                                           "robust start on"),
+                                           "robust start, coverage 0.9"),
         "possibly, flat prior, no robust start": (lambda y: plain.filter(y).mean, ""),
         "possibly, WoLF's prior": (lambda y: robust.filter(y, prior=prior).mean, ""),
-        "possibly, τ = 0.1, WoLF's prior": (lambda y: thresh.filter(y, prior=prior).mean, ""),
+        "possibly, paper's discount (flat prior)": (lambda y: paper.filter(y).mean,
+                                                    "coverage=None"),
+        "possibly, paper's discount, WoLF's prior": (
+            lambda y: paper.filter(y, prior=prior).mean, "coverage=None"),
+        "possibly, τ = 0.1, WoLF's prior": (lambda y: thresh.filter(y, prior=prior).mean,
+                                            "coverage=None"),
     })
+    # what a flat prior costs any method (no timing): the Kalman filter told which
+    # observations are outliers (the mixture's oracle), from the flat prior and from WoLF's
+    if kind == "mixture":
+        oracle = ps.KalmanFilter(*mod, robust=False)
+        clean = np.where(outlier[..., None], np.nan, ys)
+        rows["bound: KF on the inliers only, flat prior"] = (
+            lambda y: oracle.filter(clean, keep="mean").mean, "oracle, no timing")
+        rows["bound: KF on the inliers only, WoLF's prior"] = (
+            lambda y: oracle.filter(clean, prior=prior, keep="mean").mean, "oracle, no timing")
     for d in dims:  # the discount's dim (default: the state dimension 4), for the analysis only
         rows[f"possibly, flat prior, dim = {d:g}"] = (
             (lambda k: lambda y: k.filter(y).mean)(ps.KalmanFilter(*mod, dim=d)), "")
@@ -218,8 +243,9 @@ def run_setting(kind: str, trials: int, steps: int, seed: int, repeats: int, do_
         sq_err[name] = (mean[..., 0] - z[..., 0]) ** 2
         late = "".join(f" {np.median(e):7.3f}/{np.mean(e):7.3f}"
                        for e in (rmse_x(mean, z, s) for s in STARTS))
-        t_batch = best_of(lambda f=fn: f(ys), repeats) if repeats else np.nan
-        t_one = best_of(lambda f=fn: f(ys[:1]), repeats) if repeats else np.nan
+        timed = repeats and not name.startswith("bound")
+        t_batch = best_of(lambda f=fn: f(ys), repeats) if timed else np.nan
+        t_one = best_of(lambda f=fn: f(ys[:1]), repeats) if timed else np.nan
         results[name] = err
         print(f"{name:<40} {np.median(err):7.3f} {np.mean(err):7.3f} "
               f"{np.quantile(err, 0.9):7.3f} {int((err > LOST).sum()):5d}{late} "
@@ -228,6 +254,13 @@ def run_setting(kind: str, trials: int, steps: int, seed: int, repeats: int, do_
     if peer in sq_err:
         print(f"\npaired, {default} against {peer}:")
         print(paired(sq_err[default], sq_err[peer], (0, *STARTS)))
+        # a flat prior must estimate the first position by y₀ (translation equivariance):
+        # the peer's own errors with only that one step replaced
+        forced = sq_err[peer].copy()
+        forced[:, 0] = (ys[:, 0, 0] - z[:, 0, 0]) ** 2
+        r = np.sqrt(forced.mean(-1))
+        print(f"bound: {peer} with its t = 0 estimate replaced by y₀ (what a flat prior "
+              f"forces): median {np.median(r):.3f}, mean {np.mean(r):.3f}")
     return results
 
 

@@ -17,10 +17,11 @@ from possibly.inference import inlier_log_consistency, relative_log_consistency
 
 
 @settings(max_examples=60, deadline=None)
-@given(m=st.integers(1, 12), p=st.floats(1e-6, 1 - 1e-9))
+@given(m=st.integers(1, 80), p=st.floats(1e-4, 1 - 1e-9))
 def test_level_is_the_chi2_quantile(m, p):
+    # the series + bisection up to m = 64, scipy.special beyond
     np.testing.assert_allclose(inlier_log_consistency(m, p), -0.5 * stats.chi2.ppf(p, m),
-                               rtol=1e-10, atol=1e-12)
+                               rtol=1e-9, atol=1e-12)
 
 
 @pytest.mark.parametrize("bad", [0.0, 1.0, -0.1, 1.5, float("nan"), float("inf")])

@@ -138,13 +138,45 @@ def discount(log_c, dim, tau=None, robust: bool = True, *, validate: bool = True
     return np.where(gamma <= tau, gamma, np.where(missing, np.nan, 1.0))
 
 
+def _chi2_upper_tail(x: float, m: int) -> float:
+    """``P(χ²_m > x)`` for a small integer ``m``, by the finite series of the regularised
+    incomplete gamma function at integer and half-integer shape."""
+    h = 0.5 * x
+    if m % 2 == 0:
+        term, total = 1.0, 1.0
+        for k in range(1, m // 2):
+            term *= h / k
+            total += term
+        return math.exp(-h) * total
+    term = math.sqrt(h) / math.gamma(1.5)
+    total = 0.0
+    for k in range((m - 1) // 2):
+        total += term
+        term *= h / (k + 1.5)
+    return math.erfc(math.sqrt(h)) + math.exp(-h) * total
+
+
 @lru_cache(maxsize=64)
 def _inlier_log_consistency(obs_dim: int, coverage: float) -> float:
-    # χ²_m quantile = 2 · gammaincinv(m/2, p); scipy.special (not scipy.stats, ~0.4 s to
-    # import), deferred to the first call
-    from scipy.special import gammaincinv
+    if obs_dim > 64:  # the series above lose accuracy: scipy (deferred, ~0.1 s to import)
+        from scipy.special import gammaincinv
 
-    return float(-gammaincinv(0.5 * obs_dim, coverage))
+        return float(-gammaincinv(0.5 * obs_dim, coverage))
+    # bisection of the upper tail for the χ²_m quantile: without scipy.special, so building
+    # a Kalman filter does not import it
+    target = 1.0 - coverage
+    lo, hi = 0.0, float(obs_dim) + 10.0
+    while _chi2_upper_tail(hi, obs_dim) > target:
+        hi *= 2.0
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if mid in (lo, hi):
+            break
+        if _chi2_upper_tail(mid, obs_dim) > target:
+            lo = mid
+        else:
+            hi = mid
+    return -0.5 * (0.5 * (lo + hi))
 
 
 def inlier_log_consistency(obs_dim: int, coverage: float) -> float:
