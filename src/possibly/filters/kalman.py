@@ -963,18 +963,15 @@ class KalmanFilter(SequentialEstimator):
                 assert state.covariance is not None  # covariance form
                 m_c, p_c = state.mean.copy(), state.covariance.copy()
                 empty = np.empty((0, 0, 0))
-                try:
-                    compiled.run(ys_t, t, m_c, p_c, model.F, model.Q, ob.H, ob.R, robust,
-                                 dim, np.nan if tau is None else tau, mean,
-                                 empty if var is None else var, empty[..., None] if cov is None
-                                 else cov, empty if p_mean is None else p_mean,
-                                 empty[..., None] if p_cov is None else p_cov, log_c, disc,
-                                 var is not None, full, pred)
-                except np.linalg.LinAlgError:  # singular by rounding: numpy's fallbacks
-                    compiled = None
-                else:
+                if compiled.run(ys_t, t, m_c, p_c, model.F, model.Q, ob.H, ob.R, robust,
+                                dim, np.nan if tau is None else tau, mean,
+                                empty if var is None else var, empty[..., None] if cov is None
+                                else cov, empty if p_mean is None else p_mean,
+                                empty[..., None] if p_cov is None else p_cov, log_c, disc,
+                                var is not None, full, pred):
                     state = KalmanState(m_c, p_c, None, T)
                     break
+                compiled = None  # singular by rounding: numpy's fallbacks from step t
             predicted, info, state = self._plain_step(state, ys_t[t])
             self._record(t, predicted, state, info, p_mean, p_cov, p_prefix, mean, var, cov,
                          f_prefix, log_c, disc)
