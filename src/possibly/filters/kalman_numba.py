@@ -96,12 +96,15 @@ def run(ys, t0, mean, cov, F, Q, H, R, robust, dim, tau,
     s = np.empty((m, m))
     v = np.empty(m)
     rhs = np.empty((m, n + 1))  # [v | H P]: S⁻¹ v and the standard gain in one solve
-    for b in range(B):
-        for i in range(n):
-            x[i] = mean[b, i]
-            for j in range(n):
-                P[i, j] = cov[b, i, j]
-        for t in range(t0, T):
+    # time outer, series inner: the time-major inputs and outputs are then read and written
+    # contiguously (series outer strides through them: slower for large batches); the state
+    # of each series lives in mean[b], cov[b] between its steps
+    for t in range(t0, T):
+        for b in range(B):
+            for i in range(n):
+                x[i] = mean[b, i]
+                for j in range(n):
+                    P[i, j] = cov[b, i, j]
             if t > 0:
                 # x = F x; P = sym((P Fᵀ)ᵀ Fᵀ) + Q, as _predict
                 for i in range(n):
@@ -246,8 +249,8 @@ def run(ys, t0, mean, cov, F, Q, H, R, robust, dim, tau,
             if keep_var:
                 for i in range(n):
                     o_var[t, b, i] = P[i, i]
-        for i in range(n):
-            mean[b, i] = x[i]
-            for j in range(n):
-                cov[b, i, j] = P[i, j]
+            for i in range(n):
+                mean[b, i] = x[i]
+                for j in range(n):
+                    cov[b, i, j] = P[i, j]
     return True
