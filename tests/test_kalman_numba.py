@@ -63,14 +63,13 @@ def test_numba_with_keep_means_only():
     assert a.covariance is None and a.predicted_mean is None
 
 
-def test_auto_uses_the_compiled_loop_for_one_series_and_numpy_for_big_batches():
+def test_auto_uses_the_compiled_loop_for_one_series_and_for_big_batches():
     ys = _track(5)
     kf = ps.KalmanFilter(CV)
     auto, numba_ = kf.filter(ys), kf.filter(ys, engine="numba")
     np.testing.assert_array_equal(auto.mean, numba_.mean)
     big = np.stack([ys] * 17)
-    np.testing.assert_array_equal(kf.filter(big).mean,
-                                  kf.filter(big, engine="numpy").mean)
+    np.testing.assert_array_equal(kf.filter(big).mean, kf.filter(big, engine="numba").mean)
 
 
 def test_numba_engine_refuses_what_it_cannot_run():
@@ -82,3 +81,47 @@ def test_numba_engine_refuses_what_it_cannot_run():
     # auto falls back to numpy where the compiled loop does not apply
     res = ps.KalmanFilter(steps).filter(np.arange(4.0))
     np.testing.assert_allclose(res.mean[:, 0], np.arange(4.0), atol=1e-9)
+
+
+def _random_model(rng, n, m):
+    """A random time-invariant model: F with spectral radius 0.98 (an unstable F amplifies
+    rounding, which would test the problem's conditioning, not the engines), SPD Q and R (R
+    with correlations), H of full row rank."""
+    F = np.eye(n) + 0.3 * rng.normal(size=(n, n)) / np.sqrt(n)
+    F *= 0.98 / np.abs(np.linalg.eigvals(F)).max()
+    a = rng.normal(size=(n, n))
+    Q = 0.1 * (a @ a.T / n + 0.1 * np.eye(n))
+    H = rng.normal(size=(m, n))
+    b = rng.normal(size=(m, m))
+    R = b @ b.T / m + 0.5 * np.eye(m)
+    return LinearGaussianModel(F, Q, H, R)
+
+
+def _random_data(rng, model, batch, T):
+    n, m = model.F.shape[0], model.H.shape[0]
+    x = np.zeros((batch, n))
+    ys = np.empty((batch, T, m))
+    for t in range(T):
+        x = x @ model.F.T + rng.multivariate_normal(np.zeros(n), model.Q, size=batch)
+        ys[:, t] = x @ model.H.T + rng.multivariate_normal(np.zeros(m), model.R, size=batch)
+    ys[rng.uniform(size=ys.shape[:2]) < 0.05] += 30.0  # outliers
+    ys[rng.uniform(size=ys.shape[:2]) < 0.05] = np.nan  # missing steps
+    if m > 1:
+        ys[rng.uniform(size=ys.shape) < 0.05] = np.nan  # missing components
+    ys[:, T - 7] = 1e250  # huge innovations: the power-of-two scaling
+    ys[0, T - 5, 0] = -1e200
+    return ys
+
+
+@pytest.mark.parametrize("options", [{}, {"robust": False}, {"tau": 0.3}, {"dim": 1.5}])
+@pytest.mark.parametrize("n, m", [(3, 1), (4, 2), (5, 3)])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_numba_equals_numpy_on_random_models(n, m, options, seed):
+    rng = np.random.default_rng(100 * n + 10 * m + seed)
+    model = _random_model(rng, n, m)
+    ys = _random_data(rng, model, batch=5, T=80)
+    prior = ps.MultivariateNormal(rng.normal(size=n), np.eye(n))
+    kf = ps.KalmanFilter(model, **options)
+    _same(kf.filter(ys, prior, engine="numba"), kf.filter(ys, prior, engine="numpy"))
+    # from the uninformative prior (robust start or information form first, then compiled)
+    _same(kf.filter(ys, engine="numba"), kf.filter(ys, engine="numpy"))
