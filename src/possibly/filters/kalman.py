@@ -69,9 +69,14 @@ import numpy as np
 
 from possibly.families.multivariate_normal import MultivariateNormal
 from possibly.filters.robust_start import (
+    WINDOW,
+    K,
     KalmanStartState,
+    leader_discount,
+    mixture_scores,
     start_init,
     start_masked,
+    start_observations,
     start_step,
 )
 from possibly.filters.state_space import (
@@ -948,7 +953,22 @@ class KalmanFilter(SequentialEstimator):
         model, robust, dim, tau = self.model, self.robust, self.dim, self.tau
         ob = model._observation
         start = start_init(state, (size,)) if self._starts(prior) else None
+        done = 0  # steps already recorded by the compiled robust start
         for t in range(T):
+            if t < done:
+                continue
+            if start is not None and compiled is not None and t > 0 \
+                    and not start.hypotheses.information_form:
+                # the rest of the robust start in the compiled loop
+                steps = self._compiled_start(compiled, start, ys_t)
+                if steps is None:  # singular by rounding: numpy's fallbacks from step t
+                    compiled = None
+                else:
+                    for s, (predicted, info, state) in enumerate(steps, t):
+                        self._record(s, predicted, state, info, p_mean, p_cov, p_prefix, mean,
+                                     var, cov, f_prefix, log_c, disc)
+                    start, done = None, t + len(steps)
+                    continue
             if start is not None:  # the robust start: the leader's steps (robust_start.py)
                 start, info, predicted, state = start_step(start, ys_t[t], self._plain_step,
                                                            self.obs_dim)
@@ -995,6 +1015,48 @@ class KalmanFilter(SequentialEstimator):
                             predicted_mean=shaped(p_mean), predicted_covariance=shaped(p_cov),
                             state_names=model.names, dim=dim,
                             index=index, final=final, _information=information)
+
+    def _compiled_start(self, compiled: Any, start: KalmanStartState, ys_t: np.ndarray
+                        ) -> list[tuple[KalmanState, KalmanInfo, KalmanState]] | None:
+        """The robust start's remaining steps (from ``start``, its hypotheses in covariance
+        form) in the compiled loop, the hypotheses as extra series (each is a plain robust
+        filter that misses the observations it drops), then the mixture's scores in numpy as
+        in :func:`~possibly.filters.robust_start.start_step`. Returns the leader's
+        ``(predicted, info, filtered)`` for each step up to the collapse (or the end of
+        ``ys_t``, time-major), or None if a matrix is singular by rounding."""
+        hyp = start.hypotheses
+        t0, T = start.t, min(ys_t.shape[0], K + WINDOW)
+        size, h, n = hyp.mean.shape
+        rows, m = size * h, self.obs_dim
+        # steps t0 - 1 .. T - 1: the loop runs local steps 1.. (predict first), not step 0
+        yh = np.stack([start_observations(ys_t[t], t) for t in range(t0 - 1, T)])
+        yh = yh.reshape(-1, rows, m)
+        mean_r = hyp.mean.reshape(rows, n).copy()
+        cov_r = cast(np.ndarray, hyp.covariance).reshape(rows, n, n).copy()
+        L = T - t0 + 1
+        o_mean, o_pmean = np.empty((L, rows, n)), np.empty((L, rows, n))
+        o_cov, o_pcov = np.empty((L, rows, n, n)), np.empty((L, rows, n, n))
+        o_logc, o_disc = np.empty((L, rows)), np.empty((L, rows))
+        model, ob, tau = self.model, self.model._observation, self.tau
+        if not compiled.run(yh, 1, mean_r, cov_r, model.F, model.Q, ob.H, ob.R, self.robust,
+                            self.dim, np.nan if tau is None else tau, o_mean,
+                            np.empty((0, 0, 0)), o_cov, o_pmean, o_pcov, o_logc, o_disc,
+                            False, True, True):
+            return None
+        score, out = start.score, []
+        for i, t in enumerate(range(t0, T), 1):
+            lc = o_logc[i].reshape(size, h)
+            observed = ~np.isnan(ys_t[t]).all(-1)
+            score, lead, lead_c = mixture_scores(score, lc, observed, t, m)
+            row = np.arange(size) * h + lead
+            info = KalmanInfo(log_consistency=lead_c,
+                              discount=leader_discount(o_disc[i].reshape(size, h), lead,
+                                                       observed),
+                              gamma=leader_discount(discount(lc, self.dim, validate=False),
+                                                    lead, observed))
+            out.append((KalmanState(o_pmean[i, row], o_pcov[i, row], None, t), info,
+                        KalmanState(o_mean[i, row], o_cov[i, row], None, t + 1)))
+        return out
 
     @staticmethod
     def _record(t, predicted, state, info, p_mean, p_cov, p_prefix, mean, var, cov, f_prefix,
