@@ -55,7 +55,7 @@ from typing import Any
 
 import numpy as np
 
-from possibly.robust_start import tree_expand, tree_take
+from possibly.robust_start import _leafwise, tree_expand, tree_take
 
 __all__ = ["KalmanStartState", "start_hypotheses"]
 
@@ -162,7 +162,17 @@ def start_step(state: KalmanStartState, y: np.ndarray, step: PlainStep, m: int, 
     before; ``info``/``predicted``/``filtered`` are the leader's."""
     t = state.t
     yh = start_observations(y, t, k, max_outliers)
-    predicted, info, new = step(state.hypotheses, yh)
+    reps, inverse = _distinct(t, k, max_outliers)
+    if len(reps) < len(inverse):
+        # hypotheses that drop the same observations so far have the same state: step one
+        # of each (fewer rows for the costly information-form steps) and copy it to the rest
+        axis = np.ndim(state.score) - 1
+        hyp = _leafwise(state.hypotheses, lambda a: np.take(a, reps, axis=axis))
+        out = step(hyp, np.take(yh, reps, axis=axis))
+        predicted, info, new = (_leafwise(part, lambda a: np.take(a, inverse, axis=axis))
+                                for part in out)
+    else:
+        predicted, info, new = step(state.hypotheses, yh)
     observed = ~np.isnan(y).all(-1)
     score, lead, lead_log_c = mixture_scores(state.score, np.asarray(info.log_consistency),
                                              observed, t, m, k, max_outliers)
@@ -172,6 +182,22 @@ def start_step(state: KalmanStartState, y: np.ndarray, step: PlainStep, m: int, 
     filtered = tree_take(new, lead)
     out = filtered if t + 1 >= k + window else KalmanStartState(new, score, t + 1)
     return out, lead_info, tree_take(predicted, lead), filtered
+
+
+@lru_cache(maxsize=64)
+def _distinct(t: int, k: int, max_outliers: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(reps, inverse)``: one hypothesis (the first) of each group that drops the same
+    observations among the first ``t + 1``, and each hypothesis' group."""
+    drop = _hypotheses(k, max_outliers)
+    _, reps, inverse = np.unique(drop[:, :t + 1], axis=0, return_index=True,
+                                 return_inverse=True)
+    order = np.argsort(reps)  # groups in the order of their first hypothesis
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    reps, inverse = reps[order], rank[inverse.reshape(-1)]
+    reps.setflags(write=False)
+    inverse.setflags(write=False)
+    return reps, inverse
 
 
 def start_observations(y: np.ndarray, t: int, k: int = K,
