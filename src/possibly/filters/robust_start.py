@@ -168,9 +168,9 @@ def start_step(state: KalmanStartState, y: np.ndarray, step: PlainStep, m: int, 
         # of each (fewer rows for the costly information-form steps) and copy it to the rest
         axis = np.ndim(state.score) - 1
         hyp = _leafwise(state.hypotheses, lambda a: np.take(a, reps, axis=axis))
-        out = step(hyp, np.take(yh, reps, axis=axis))
+        parts = step(hyp, np.take(yh, reps, axis=axis))
         predicted, info, new = (_leafwise(part, lambda a: np.take(a, inverse, axis=axis))
-                                for part in out)
+                                for part in parts)
     else:
         predicted, info, new = step(state.hypotheses, yh)
     observed = ~np.isnan(y).all(-1)
