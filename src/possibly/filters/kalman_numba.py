@@ -68,6 +68,17 @@ def _solve(a, rhs, k):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, nogil=True)
+def _mul_abt(a, b, out):  # pragma: no cover - compiled
+    """``out = a @ b.T`` (each entry summed in the order of the columns)."""
+    for i in range(a.shape[0]):
+        for j in range(b.shape[0]):
+            acc = 0.0
+            for c in range(a.shape[1]):
+                acc += a[i, c] * b[j, c]
+            out[i, j] = acc
+
+
+@numba.njit(cache=True, nogil=True)
 def run(ys, t0, mean, cov, F, Q, H, R, robust, dim, tau,
         o_mean, o_var, o_cov, o_pmean, o_pcov, o_logc, o_disc,
         keep_var, keep_cov, keep_pred):  # pragma: no cover - compiled
@@ -114,18 +125,8 @@ def run(ys, t0, mean, cov, F, Q, H, R, robust, dim, tau,
                     k1[i] = acc
                 for i in range(n):
                     x[i] = k1[i]
-                for i in range(n):
-                    for j in range(n):
-                        acc = 0.0
-                        for c in range(n):
-                            acc += P[i, c] * F[j, c]
-                        pf[i, j] = acc
-                for i in range(n):
-                    for j in range(n):
-                        acc = 0.0
-                        for c in range(n):
-                            acc += pf[c, i] * F[j, c]
-                        P[i, j] = acc
+                _mul_abt(P, F, pf)  # P Fᵀ
+                _mul_abt(F, pf.T, P)  # F (P Fᵀ), the transpose of (P Fᵀ)ᵀ Fᵀ: same sym()
                 for i in range(n):
                     for j in range(i, n):
                         a = 0.5 * (P[i, j] + P[j, i])
@@ -175,12 +176,7 @@ def run(ys, t0, mean, cov, F, Q, H, R, robust, dim, tau,
                         rm[i, j] = R[i, j] if obs[i] and obs[j] else 0.0
                     if not obs[i]:
                         rm[i, i] = 1.0
-                for i in range(m):
-                    for j in range(n):
-                        acc = 0.0
-                        for c in range(n):
-                            acc += hm[i, c] * P[c, j]
-                        hp[i, j] = acc
+                _mul_abt(hm, P.T, hp)  # H P
                 big = 0.0
                 for i in range(m):
                     acc = ys[t, b, i] if obs[i] else 0.0
@@ -188,11 +184,7 @@ def run(ys, t0, mean, cov, F, Q, H, R, robust, dim, tau,
                         acc -= hm[i, j] * x[j]
                     v[i] = acc
                     big = max(big, abs(acc))
-                    for j in range(m):
-                        acc = 0.0
-                        for c in range(n):
-                            acc += hp[i, c] * hm[j, c]
-                        hph[i, j] = acc
+                _mul_abt(hp, hm, hph)  # H P Hᵀ
                 scale = 1.0
                 if big > _BIG:  # exact power-of-two scaling: vᵀ S⁻¹ v cannot overflow
                     scale = 2.0 ** math.frexp(big)[1]
