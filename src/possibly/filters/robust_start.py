@@ -37,8 +37,13 @@ Cost
 ----
 ``H = Σ_{r ≤ max_outliers} C(k, r)`` filters (11 for the defaults ``k = 4``,
 ``max_outliers = 2``) over the first ``k + window = 14`` steps, then one: for 1000 steps about
-15% more work, paid once (in numpy: the compiled single-series loop takes over after the
-collapse). ``window = 10`` gave the same results as 20 on the §5.2 study and on WoLF's
+15% more work, paid once. During the first ``k`` steps hypotheses that drop the same
+observations so far share a state, so a step runs one filter per group (2, 4, 7, 11 in steps
+0-3; these steps run in information form, the costly part). With the compiled engine the
+hypotheses' steps in covariance form run as extra series of the compiled loop
+(``KalmanFilter._compiled_start``) and the plain recursion after the collapse too: for WoLF's
+100 trials × 1000 steps, about 17 ms of the filter's 49 ms are the start
+(``benchmarks/bench_filtering.py --speed``). ``window = 10`` gave the same results as 20 on the §5.2 study and on WoLF's
 Student-t experiment (500 runs each, no lost track) at half the cost; 6 lost one §5.2 run.
 With a proper prior (the filter's or ``filter(prior=...)``) there is
 nothing to protect and the robust start is not used; ``robust_start=False`` turns it off
