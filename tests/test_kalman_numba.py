@@ -168,3 +168,43 @@ def test_robust_start_in_the_compiled_loop_equals_numpy(T, options):
         c = kf.filter(ys, engine="numba", keep=keep)
         np.testing.assert_allclose(c.mean, b.mean, rtol=1e-10, atol=1e-12)
         np.testing.assert_allclose(c.discount, b.discount, rtol=1e-10, atol=1e-12)
+
+
+def test_small_solver_against_numpy():
+    from possibly.filters.kalman_numba import _solve
+
+    rng = np.random.default_rng(7)
+    for m in (1, 2, 3, 5):
+        a = rng.normal(size=(m, m))
+        if m > 1:
+            a[0, 0] = 0.0  # a zero leading pivot: row exchange needed
+        rhs = rng.normal(size=(m, 4))
+        ref = np.linalg.solve(a, rhs[:, :3])
+        work = rhs.copy()
+        assert _solve(a.copy(), work, 3)
+        np.testing.assert_allclose(work[:, :3], ref, rtol=1e-10, atol=1e-12)
+        np.testing.assert_array_equal(work[:, 3], rhs[:, 3])  # columns past k untouched
+    assert not _solve(np.ones((2, 2)), np.ones((2, 1)), 1)  # singular: refused
+    assert not _solve(np.full((2, 2), np.nan), np.ones((2, 1)), 1)
+
+
+def test_a_refusal_of_the_compiled_loop_falls_back_to_numpy(monkeypatch):
+    """When the compiled loop reports a singular matrix (``run`` returns False), ``filter``
+    runs numpy's steps (with their pseudo-inverse fallbacks) from that step on."""
+    from possibly.filters import kalman_numba
+
+    ys = _track(3, m=2)
+    kf = ps.KalmanFilter(CV2)
+    ref = kf.filter(ys, engine="numpy")
+    calls = []
+
+    def refuse(*args):
+        calls.append(args[1])
+        return False
+
+    prior = ps.MultivariateNormal(np.zeros(4), np.eye(4))
+    ref_prior = kf.filter(ys, prior, engine="numpy")
+    monkeypatch.setattr(kalman_numba, "run", refuse)
+    _same(kf.filter(ys, engine="numba"), ref)  # refused in the robust start
+    _same(kf.filter(ys, prior, engine="numba"), ref_prior)  # refused at step 0
+    assert calls == [calls[0], 0] and calls[0] > 0  # the compiled loop was tried first
