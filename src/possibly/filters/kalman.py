@@ -922,10 +922,9 @@ class KalmanFilter(SequentialEstimator):
             row rank), much faster for one or a few series and as fast or up to 3× faster
             for large batches (measured up to 10,000 series); ``"numpy"``: batched numpy
             steps; ``"auto"`` (default): numba when available and applicable. Both agree to
-            about 1e-12. The
-            first compiled call in a process loads numba (about 0.5-1 s, once; the very
-            first compile takes seconds and is then cached on disk): pass ``"numpy"`` for a
-            one-off short series.
+            about 1e-12. The first compiled call in a process loads numba (about 0.5-1 s,
+            once; the very first compile takes seconds and is then cached on disk): pass
+            ``"numpy"`` for a one-off short series.
 
         Returns
         -------
