@@ -983,7 +983,8 @@ class KalmanFilter(SequentialEstimator):
                 m_c, p_c = state.mean.copy(), state.covariance.copy()
                 empty = np.empty((0, 0, 0))
                 if compiled.run(ys_t, t, m_c, p_c, model.F, model.Q, ob.H, ob.R, robust,
-                                dim, np.nan if tau is None else tau, mean,
+                                dim, np.nan if tau is None else tau,
+                                *compiled.sizes(n, self.obs_dim), mean,
                                 empty if var is None else var, empty[..., None] if cov is None
                                 else cov, empty if p_mean is None else p_mean,
                                 empty[..., None] if p_cov is None else p_cov, log_c, disc,
@@ -1039,7 +1040,8 @@ class KalmanFilter(SequentialEstimator):
         o_logc, o_disc = np.empty((L, rows)), np.empty((L, rows))
         model, ob, tau = self.model, self.model._observation, self.tau
         if not compiled.run(yh, 1, mean_r, cov_r, model.F, model.Q, ob.H, ob.R, self.robust,
-                            self.dim, np.nan if tau is None else tau, o_mean,
+                            self.dim, np.nan if tau is None else tau,
+                            *compiled.sizes(n, m), o_mean,
                             np.empty((0, 0, 0)), o_cov, o_pmean, o_pcov, o_logc, o_disc,
                             False, True, True):
             return None

@@ -15,7 +15,9 @@ Why explicit loops: the states are tiny (n = 4, m = 2 in the tracking benchmark)
 cost of ``x @ Ft`` or ``np.linalg.inv`` inside a compiled loop is their allocation, not their
 arithmetic. Every work array is allocated once per call and the ``m × m`` systems are solved
 by Gaussian elimination with partial pivoting (what LAPACK's ``inv`` does, so the same
-matrices count as singular): about 0.2 µs per step instead of 2.5 µs.
+matrices count as singular); ``n`` and ``m`` are compile-time constants (one compiled loop per
+``(n, m)``, cached on disk like the rest). WoLF's tracking model (n = 4, m = 2): about 0.14 µs
+per step, against 2.5 µs for the previous loop that allocated small arrays every step.
 """
 
 from __future__ import annotations
@@ -27,9 +29,15 @@ import numpy as np
 
 from possibly.compiled import discount_scalar
 
-__all__ = ["run"]
+__all__ = ["run", "sizes"]
 
 _BIG = 1e100  # as possibly.filters.kalman._BIG
+
+
+def sizes(n: int, m: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The ``n_tup, m_tup`` arguments of :func:`run` for ``n`` states and ``m`` observed
+    components."""
+    return (0,) * n, (0,) * m
 
 
 @numba.njit(cache=True, nogil=True, inline="always")  # inlined: 20% faster
@@ -79,20 +87,23 @@ def _mul_abt(a, b, out):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, nogil=True)
-def run(ys, t0, mean, cov, F, Q, H, R, robust, dim, tau,
+def run(ys, t0, mean, cov, F, Q, H, R, robust, dim, tau, n_tup, m_tup,
         o_mean, o_var, o_cov, o_pmean, o_pcov, o_logc, o_disc,
         keep_var, keep_cov, keep_pred):  # pragma: no cover - compiled
     """Filter steps ``t0..T-1`` of every series, writing the time-major outputs in place.
 
     ``ys`` has shape (T, B, m); ``mean`` (B, n) and ``cov`` (B, n, n) are the state before
     step ``t0`` (predicted first unless ``t0 == 0``) and are overwritten with the final state.
-    ``tau`` is NaN for no threshold. Outputs not kept may be empty arrays. Returns False if a
+    ``tau`` is NaN for no threshold; ``n_tup`` and ``m_tup`` are tuples of ``n`` and ``m``
+    zeros (:func:`sizes`). Outputs not kept may be empty arrays. Returns False if a
     matrix to invert is singular by rounding (``mean``, ``cov`` and the outputs are then
     partly written): the caller reruns from its own copy of the state with numpy's
     fallbacks.
     """
-    T, B, m = ys.shape
-    n = F.shape[0]
+    T, B, _ = ys.shape
+    # n and m as compile-time constants (a tuple's length is part of its numba type): one
+    # compiled loop per (n, m), whose fixed-count small loops LLVM unrolls (~40% faster)
+    n, m = len(n_tup), len(m_tup)
     # work arrays, allocated once
     x = np.empty(n)
     P = np.empty((n, n))
