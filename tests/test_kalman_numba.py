@@ -188,6 +188,21 @@ def test_small_solver_against_numpy():
     assert not _solve(np.full((2, 2), np.nan), np.ones((2, 1)), 1)
 
 
+def test_singular_by_rounding_falls_back_to_numpy():
+    """``H P Hᵀ + R`` exactly singular in floating point (two nearly equal rows of H, a huge
+    P): the compiled loop refuses it and the numpy path's steps run from there."""
+    from possibly.filters.kalman_numba import _solve
+
+    H = np.array([[1.0, 0.0], [1.0, 1e-12]])
+    model = LinearGaussianModel(np.eye(2), 0.01 * np.eye(2), H, np.eye(2))
+    assert not _solve(H @ (1e30 * np.eye(2)) @ H.T + model.R, np.ones((2, 1)), 1)
+    ys = np.cumsum(np.ones((6, 2)), axis=0)
+    kf = ps.KalmanFilter(model, prior=ps.MultivariateNormal(np.zeros(2), 1e-30 * np.eye(2)))
+    a, b = kf.filter(ys, engine="numba"), kf.filter(ys, engine="numpy")
+    _same(a, b)
+    assert np.isfinite(a.mean).all()
+
+
 def test_a_refusal_of_the_compiled_loop_falls_back_to_numpy(monkeypatch):
     """When the compiled loop reports a singular matrix (``run`` returns False), ``filter``
     runs numpy's steps (with their pseudo-inverse fallbacks) from that step on."""

@@ -14,10 +14,12 @@ order of floating-point operations differs).
 Why explicit loops: the states are tiny (n = 4, m = 2 in the tracking benchmark), so the
 cost of ``x @ Ft`` or ``np.linalg.inv`` inside a compiled loop is their allocation, not their
 arithmetic. Every work array is allocated once per call and the ``m × m`` systems are solved
-by Gaussian elimination with partial pivoting (what LAPACK's ``inv`` does, so the same
-matrices count as singular); ``n`` and ``m`` are compile-time constants (one compiled loop per
-``(n, m)``, cached on disk like the rest). WoLF's tracking model (n = 4, m = 2): about 0.14 µs
-per step, against 2.5 µs for the previous loop that allocated small arrays every step.
+by Gaussian elimination with partial pivoting (as LAPACK's ``getrf`` behind ``inv``; a
+matrix with an exactly zero pivot is refused and ``filter`` runs numpy's steps, with their
+pseudo-inverse fallback, from there); ``n`` and ``m`` are compile-time constants (one
+compiled loop per ``(n, m)``, cached on disk like the rest). WoLF's tracking model (n = 4,
+m = 2): about 0.14 µs per step, against 2.5 µs for the previous loop that allocated small
+arrays every step.
 """
 
 from __future__ import annotations
