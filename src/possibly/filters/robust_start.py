@@ -42,7 +42,7 @@ observations so far share a state, so a step runs one filter per group (2, 4, 7,
 0-3; these steps run in information form, the costly part). With the compiled engine the
 hypotheses' steps in covariance form run as extra series of the compiled loop
 (``KalmanFilter._compiled_start``) and the plain recursion after the collapse too: for WoLF's
-100 trials × 1000 steps, about 17 ms of the filter's 49 ms are the start
+100 trials × 1000 steps, about 15 ms of the filter's 33 ms are the start
 (``benchmarks/bench_filtering.py --speed``). ``window = 10`` gave the same results as 20 on
 the §5.2 study and on WoLF's Student-t experiment (500 runs each, no lost track) at half the
 cost; 6 lost one §5.2 run. With a proper prior (the filter's or ``filter(prior=...)``) there is
