@@ -38,6 +38,14 @@ Check conclusions on other seeds than the reported one (``--seed 1000``).
 
 Run: .venv/bin/python benchmarks/bench_filtering.py [--trials 100] [--steps 1000] [--seed 0]
      [--peers WoLF-IMQ] [--repeats 0]
+
+Speed only (issue #15's target: 100 trials batched at least as fast as a numpy WoLF; one
+trial in at most 10 ms): ``--speed [--repeats 15]`` times, interleaved in one process, the
+Student-t setting batched over the trials and for one trial: possibly by default (flat prior,
+robust start), with WoLF's prior, with less stored (``keep=``) and with the numpy engine (the
+fallback without numba), against the numpy WoLF-IMQ of ``robust_peers.py`` (c = 7.06, the
+tuned value; its cost does not depend on c). Ratios are against WoLF-IMQ timed in the same
+rounds: best / best, and the range of the per-round ratios.
 """
 
 from __future__ import annotations
@@ -286,12 +294,81 @@ def figure(results: dict, path: str) -> None:
     fig.savefig(path, dpi=110)
 
 
+def speed(trials: int, steps: int, seed: int, repeats: int) -> None:
+    """Interleaved timings of the Student-t setting (see the module docstring)."""
+    import os
+
+    mod = model()
+    F, Q, _, _ = mod
+    P0 = np.eye(4)
+    _, ys = simulate("student", trials, steps, seed)
+    prior = ps.MultivariateNormal(Z0 @ F.T, np.linalg.inv(F @ P0 @ F.T + Q))
+    kf = ps.KalmanFilter(*mod)
+    one = ys[:1]
+
+    def wolf(y):
+        return rp.wolf_imq(y, mod, Z0, P0, soft_threshold=7.06)
+
+    groups = {
+        f"{trials} trials batched": {
+            "WoLF-IMQ, numpy (baseline)": lambda: wolf(ys),
+            "possibly, default (flat prior)": lambda: kf.filter(ys),
+            "possibly, default, keep=('mean', 'variance')":
+                lambda: kf.filter(ys, keep=("mean", "variance")),
+            "possibly, default, keep=('mean',)": lambda: kf.filter(ys, keep=("mean",)),
+            "possibly, WoLF's prior": lambda: kf.filter(ys, prior=prior),
+            "possibly, WoLF's prior, keep=('mean',)":
+                lambda: kf.filter(ys, prior=prior, keep=("mean",)),
+            "possibly, default, engine='numpy'": lambda: kf.filter(ys, engine="numpy"),
+            "possibly, WoLF's prior, engine='numpy'":
+                lambda: kf.filter(ys, prior=prior, engine="numpy"),
+        },
+        "one trial": {
+            "WoLF-IMQ, numpy (baseline)": lambda: wolf(one),
+            "possibly, default (flat prior)": lambda: kf.filter(one),
+            "possibly, WoLF's prior": lambda: kf.filter(one, prior=prior),
+        },
+    }
+    # same numbers from both engines, or the timing compares different work
+    for p in (None, prior):
+        a, b = kf.filter(ys, p), kf.filter(ys, p, engine="numpy")
+        assert np.allclose(a.mean, b.mean, rtol=1e-9, atol=1e-9)
+    for fns in groups.values():  # warm up (numba's first call loads the compiled code)
+        for fn in fns.values():
+            fn()
+    times = {g: {k: [] for k in fns} for g, fns in groups.items()}
+    for _ in range(repeats):
+        for g, fns in groups.items():
+            for name, fn in fns.items():
+                start = time.perf_counter()
+                fn()
+                times[g][name].append(time.perf_counter() - start)
+    load = os.getloadavg()
+    print(f"Speed, WoLF's Student-t setting, {steps} steps; {repeats} interleaved rounds; "
+          f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} (1/5/15 min) at the end")
+    for g, rows in times.items():
+        base = np.array(rows["WoLF-IMQ, numpy (baseline)"])
+        print(f"\n{g}")
+        head = (f"{'method':<46} {'best ms':>8} {'median':>8} {'q1-q3 ms':>15} "
+                f"{'best/WoLF':>9} {'per-round ratio':>16}")
+        print(head)
+        print("-" * len(head))
+        for name, ts in rows.items():
+            t = np.array(ts)
+            q1, med, q3 = np.percentile(t, [25, 50, 75])
+            r = t / base
+            print(f"{name:<46} {1e3 * t.min():8.1f} {1e3 * med:8.1f} "
+                  f"{1e3 * q1:7.1f}-{1e3 * q3:<7.1f} {t.min() / base.min():9.2f} "
+                  f"{r.min():7.2f}-{r.max():<8.2f}")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--trials", type=int, default=100)
     parser.add_argument("--steps", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--repeats", type=int, default=3, help="best of, for timings (0: none)")
+    parser.add_argument("--repeats", type=int, default=None,
+                        help="best of, for timings (0: none; default 3, 15 with --speed)")
     parser.add_argument("--settings", default="student,mixture")
     parser.add_argument("--no-tune", action="store_true", help="skip the peers (fast)")
     parser.add_argument("--peers", default=",".join(PEERS),
@@ -299,7 +376,14 @@ def main(argv=None) -> int:
     parser.add_argument("--dims", default="",
                         help="extra rows: the default filter with these dims, e.g. 2,8")
     parser.add_argument("--figure", help="save box plots of RMSE_x per method to this file")
+    parser.add_argument("--speed", action="store_true",
+                        help="timings only (interleaved best of --repeats, default 15)")
     args = parser.parse_args(argv)
+    if args.speed:
+        speed(args.trials, args.steps, args.seed, 15 if args.repeats is None else args.repeats)
+        return 0
+    if args.repeats is None:
+        args.repeats = 3
     start = time.perf_counter()
     sanity(args.steps)
     print("sanity: every peer reduces to the Kalman filter with lax hyper-parameters; "

@@ -69,9 +69,14 @@ import numpy as np
 
 from possibly.families.multivariate_normal import MultivariateNormal
 from possibly.filters.robust_start import (
+    WINDOW,
+    K,
     KalmanStartState,
+    leader_discount,
+    mixture_scores,
     start_init,
     start_masked,
+    start_observations,
     start_step,
 )
 from possibly.filters.state_space import (
@@ -104,9 +109,6 @@ _MAX_COND = 1e9
 _BIG = 1e100
 #: what ``keep`` can ask for
 _KEEP = ("mean", "variance", "covariance", "predicted")
-#: engine="auto" runs the compiled loop for batches up to this size (numpy's batched
-#: arithmetic wins beyond; see benchmarks/bench_kalman.py)
-_AUTO_NUMBA_MAX_BATCH = 16
 
 
 class KalmanState(NamedTuple):
@@ -941,11 +943,13 @@ class KalmanFilter(SequentialEstimator):
             return KalmanState(mean.copy(), None, mat)
         return KalmanState(mean.copy(), mat, None)
 
-    def _compiled(self, engine: str, size: int) -> Any:
+    def _compiled(self, engine: str) -> Any:
         """The compiled loop's module if ``engine`` selects it for this call, else None."""
         if engine not in ("auto", "numpy", "numba"):
             raise ValueError(f"engine must be 'auto', 'numpy' or 'numba', got {engine!r}")
-        if engine == "numpy" or (engine == "auto" and size > _AUTO_NUMBA_MAX_BATCH):
+        # "auto": the compiled loop at every batch size (as fast as numpy's batched steps
+        # or faster, from 1 to 10,000 series; benchmarks/bench_filtering.py --speed)
+        if engine == "numpy":
             return None
         fits = not self.model.time_varying and self.model._observation.resid is None
         if engine == "numba" and not fits:
@@ -981,12 +985,12 @@ class KalmanFilter(SequentialEstimator):
             steps of the constant-velocity model hold 305 MiB with ``("mean",)``.
         engine : {"auto", "numpy", "numba"}
             ``"numba"``: a compiled loop (needs numba; time-invariant models with ``H`` of full
-            row rank), much faster for one or a few series; ``"numpy"``: batched numpy
-            steps, faster for large batches; ``"auto"`` (default): numba when available and
-            applicable for batches of at most 16 series. Both agree to about 1e-12. The
-            first compiled call in a process loads numba (about 0.5-1 s, once; the very
-            first compile takes seconds and is then cached on disk): pass ``"numpy"`` for a
-            one-off short series.
+            row rank), much faster for one or a few series and as fast or up to 3× faster
+            for large batches (measured up to 10,000 series); ``"numpy"``: batched numpy
+            steps; ``"auto"`` (default): numba when available and applicable. Both agree to
+            about 1e-12. The first compiled call in a process loads numba (about 0.5-1 s,
+            once; the very first compile takes seconds and is then cached on disk): pass
+            ``"numpy"`` for a one-off short series.
 
         Returns
         -------
@@ -995,7 +999,7 @@ class KalmanFilter(SequentialEstimator):
         keep = _keep_set(keep)
         ys, batch, index = self._observations(ys)
         size, T, _ = ys.shape
-        compiled = self._compiled(engine, size)
+        compiled = self._compiled(engine)
         n = self.state_dim
         state = self._initial(self.prior if prior is None else prior, batch, size)
         # time-major storage: each step writes contiguous blocks
@@ -1015,7 +1019,22 @@ class KalmanFilter(SequentialEstimator):
         model, robust, dim, tau = self.model, self.robust, self.dim, self.tau
         ob = model._observation
         start = start_init(state, (size,)) if self._starts(prior) else None
+        done = 0  # steps already recorded by the compiled robust start
         for t in range(T):
+            if t < done:
+                continue
+            if start is not None and compiled is not None and t > 0 \
+                    and not start.hypotheses.information_form:
+                # the rest of the robust start in the compiled loop
+                steps = self._compiled_start(compiled, start, ys_t)
+                if steps is None:  # singular by rounding: numpy's fallbacks from step t
+                    compiled = None
+                else:
+                    for s, (predicted, info, state) in enumerate(steps, t):
+                        self._record(s, predicted, state, info, p_mean, p_cov, p_prefix, mean,
+                                     var, cov, f_prefix, log_c, disc)
+                    start, done = None, t + len(steps)
+                    continue
             if start is not None:  # the robust start: the leader's steps (robust_start.py)
                 start, info, predicted, state = start_step(start, ys_t[t], self._plain_step,
                                                            self.obs_dim)
@@ -1029,20 +1048,16 @@ class KalmanFilter(SequentialEstimator):
                 assert state.covariance is not None  # covariance form
                 m_c, p_c = state.mean.copy(), state.covariance.copy()
                 empty = np.empty((0, 0, 0))
-                try:
-                    compiled.run(ys_t, t, m_c, p_c, model.F, model.Q, ob.H, ob.R, robust,
-                                 dim, np.nan if tau is None else tau,
-                                 np.zeros(self.obs_dim + 1) if self._log_c0 is None
-                                 else self._log_c0, mean,
-                                 empty if var is None else var, empty[..., None] if cov is None
-                                 else cov, empty if p_mean is None else p_mean,
-                                 empty[..., None] if p_cov is None else p_cov, log_c, disc,
-                                 var is not None, full, pred)
-                except np.linalg.LinAlgError:  # singular by rounding: numpy's fallbacks
-                    compiled = None
-                else:
+                if compiled.run(ys_t, t, m_c, p_c, model.F, model.Q, ob.H, ob.R, robust,
+                                dim, np.nan if tau is None else tau, self._reference_levels(),
+                                *compiled.sizes(n, self.obs_dim), mean,
+                                empty if var is None else var, empty[..., None] if cov is None
+                                else cov, empty if p_mean is None else p_mean,
+                                empty[..., None] if p_cov is None else p_cov, log_c, disc,
+                                var is not None, full, pred):
                     state = KalmanState(m_c, p_c, None, T)
                     break
+                compiled = None  # singular by rounding: numpy's fallbacks from step t
             predicted, info, state = self._plain_step(state, ys_t[t])
             self._record(t, predicted, state, info, p_mean, p_cov, p_prefix, mean, var, cov,
                          f_prefix, log_c, disc)
@@ -1067,6 +1082,53 @@ class KalmanFilter(SequentialEstimator):
                             predicted_mean=shaped(p_mean), predicted_covariance=shaped(p_cov),
                             state_names=model.names, dim=dim,
                             index=index, final=final, _information=information)
+
+    def _reference_levels(self) -> np.ndarray:
+        """The compiled loop's ``log_c0`` table (zeros: the paper's discount)."""
+        return np.zeros(self.obs_dim + 1) if self._log_c0 is None else self._log_c0
+
+    def _compiled_start(self, compiled: Any, start: KalmanStartState, ys_t: np.ndarray
+                        ) -> list[tuple[KalmanState, KalmanInfo, KalmanState]] | None:
+        """The robust start's remaining steps (from ``start``, its hypotheses in covariance
+        form) in the compiled loop, the hypotheses as extra series (each is a plain robust
+        filter that misses the observations it drops), then the mixture's scores in numpy as
+        in :func:`~possibly.filters.robust_start.start_step`. Returns the leader's
+        ``(predicted, info, filtered)`` for each step up to the collapse (or the end of
+        ``ys_t``, time-major), or None if a matrix is singular by rounding."""
+        hyp = start.hypotheses
+        t0, T = start.t, min(ys_t.shape[0], K + WINDOW)
+        size, h, n = hyp.mean.shape
+        rows, m = size * h, self.obs_dim
+        # steps t0 - 1 .. T - 1: the loop runs local steps 1.. (predict first), not step 0
+        yh = np.stack([start_observations(ys_t[t], t) for t in range(t0 - 1, T)])
+        yh = yh.reshape(-1, rows, m)
+        mean_r = hyp.mean.reshape(rows, n).copy()
+        cov_r = cast(np.ndarray, hyp.covariance).reshape(rows, n, n).copy()
+        L = T - t0 + 1
+        o_mean, o_pmean = np.empty((L, rows, n)), np.empty((L, rows, n))
+        o_cov, o_pcov = np.empty((L, rows, n, n)), np.empty((L, rows, n, n))
+        o_logc, o_disc = np.empty((L, rows)), np.empty((L, rows))
+        model, ob, tau = self.model, self.model._observation, self.tau
+        if not compiled.run(yh, 1, mean_r, cov_r, model.F, model.Q, ob.H, ob.R, self.robust,
+                            self.dim, np.nan if tau is None else tau, self._reference_levels(),
+                            *compiled.sizes(n, m), o_mean,
+                            np.empty((0, 0, 0)), o_cov, o_pmean, o_pcov, o_logc, o_disc,
+                            False, True, True):
+            return None
+        score, out = start.score, []
+        for i, t in enumerate(range(t0, T), 1):
+            lc = o_logc[i].reshape(size, h)
+            observed = ~np.isnan(ys_t[t]).all(-1)
+            score, lead, lead_c = mixture_scores(score, lc, observed, t, m)
+            row = np.arange(size) * h + lead
+            info = KalmanInfo(log_consistency=lead_c,
+                              discount=leader_discount(o_disc[i].reshape(size, h), lead,
+                                                       observed),
+                              gamma=leader_discount(discount(lc, self.dim, validate=False),
+                                                    lead, observed))
+            out.append((KalmanState(o_pmean[i, row], o_pcov[i, row], None, t), info,
+                        KalmanState(o_mean[i, row], o_cov[i, row], None, t + 1)))
+        return out
 
     @staticmethod
     def _record(t, predicted, state, info, p_mean, p_cov, p_prefix, mean, var, cov, f_prefix,

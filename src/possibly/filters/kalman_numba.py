@@ -1,5 +1,6 @@
-"""Compiled (numba) loop of the covariance-form Kalman filter, for single series and small
-batches (``KalmanFilter.filter(engine="numba")``; requires ``pip install possibly[fast]``).
+"""Compiled (numba) loop of the covariance-form Kalman filter, for single series and batches
+(``KalmanFilter.filter(engine="numba")``, and ``"auto"`` when numba is installed; requires
+``pip install possibly[fast]``).
 
 The same formulas as the numpy kernels of :mod:`possibly.filters.kalman` (docs/math.md §2):
 predict ``F μ, F P Fᵀ + Q``; update with the innovation ``v = y - H μ``, ``log c = -½ vᵀ S⁻¹ v``
@@ -9,6 +10,16 @@ and the gain ``K = ρ P Hᵀ (ρ H P Hᵀ + R)⁻¹``; missing components decoup
 ``_observation_at``. Time-invariant models with an onto ``H`` only; the information-form
 start runs in numpy first. Tested equal to the numpy path to ~1e-12 (not bit for bit: the
 order of floating-point operations differs).
+
+Why explicit loops: the states are tiny (n = 4, m = 2 in the tracking benchmark), so the
+cost of ``x @ Ft`` or ``np.linalg.inv`` inside a compiled loop is their allocation, not their
+arithmetic. Every work array is allocated once per call and the ``m × m`` systems are solved
+by Gaussian elimination with partial pivoting (as LAPACK's ``getrf`` behind ``inv``; a
+matrix with an exactly zero pivot is refused and ``filter`` runs numpy's steps, with their
+pseudo-inverse fallback, from there); ``n`` and ``m`` are compile-time constants (one
+compiled loop per ``(n, m)``, cached on disk like the rest). WoLF's tracking model (n = 4,
+m = 2): about 0.14 µs per step, against 2.5 µs for the previous loop that allocated small
+arrays every step.
 """
 
 from __future__ import annotations
@@ -20,13 +31,65 @@ import numpy as np
 
 from possibly.compiled import discount_scalar
 
-__all__ = ["run"]
+__all__ = ["run", "sizes"]
 
 _BIG = 1e100  # as possibly.filters.kalman._BIG
 
 
+def sizes(n: int, m: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The ``n_tup, m_tup`` arguments of :func:`run` for ``n`` states and ``m`` observed
+    components."""
+    return (0,) * n, (0,) * m
+
+
+@numba.njit(cache=True, nogil=True, inline="always")  # inlined: 20% faster
+def _solve(a, rhs, k):  # pragma: no cover - compiled
+    """Overwrite ``rhs[:, :k]`` with ``a⁻¹ rhs[:, :k]`` (``a`` is destroyed); partial
+    pivoting. False if ``a`` is singular (an exactly zero pivot, as LAPACK's getrf)."""
+    m = a.shape[0]
+    for c in range(m):
+        p = c
+        best = abs(a[c, c])
+        for i in range(c + 1, m):
+            if abs(a[i, c]) > best:
+                best = abs(a[i, c])
+                p = i
+        if best == 0.0 or math.isnan(best):
+            return False
+        if p != c:
+            for j in range(m):
+                a[c, j], a[p, j] = a[p, j], a[c, j]
+            for j in range(k):
+                rhs[c, j], rhs[p, j] = rhs[p, j], rhs[c, j]
+        for i in range(c + 1, m):
+            f = a[i, c] / a[c, c]
+            if f != 0.0:
+                for j in range(c + 1, m):
+                    a[i, j] -= f * a[c, j]
+                for j in range(k):
+                    rhs[i, j] -= f * rhs[c, j]
+    for c in range(m - 1, -1, -1):
+        for j in range(k):
+            s = rhs[c, j]
+            for i in range(c + 1, m):
+                s -= a[c, i] * rhs[i, j]
+            rhs[c, j] = s / a[c, c]
+    return True
+
+
+@numba.njit(cache=True, nogil=True, inline="always")  # inlined: 20% faster
+def _mul_abt(a, b, out):  # pragma: no cover - compiled
+    """``out = a @ b.T`` (each entry summed in the order of the columns)."""
+    for i in range(a.shape[0]):
+        for j in range(b.shape[0]):
+            acc = 0.0
+            for c in range(a.shape[1]):
+                acc += a[i, c] * b[j, c]
+            out[i, j] = acc
+
+
 @numba.njit(cache=True, nogil=True)
-def run(ys, t0, mean, cov, F, Q, H, R, robust, dim, tau, log_c0,
+def run(ys, t0, mean, cov, F, Q, H, R, robust, dim, tau, log_c0, n_tup, m_tup,
         o_mean, o_var, o_cov, o_pmean, o_pcov, o_logc, o_disc,
         keep_var, keep_cov, keep_pred):  # pragma: no cover - compiled
     """Filter steps ``t0..T-1`` of every series, writing the time-major outputs in place.
@@ -34,87 +97,167 @@ def run(ys, t0, mean, cov, F, Q, H, R, robust, dim, tau, log_c0,
     ``ys`` has shape (T, B, m); ``mean`` (B, n) and ``cov`` (B, n, n) are the state before
     step ``t0`` (predicted first unless ``t0 == 0``) and are overwritten with the final state.
     ``tau`` is NaN for no threshold; ``log_c0[k]`` is the reference log consistency of the
-    relative discount with ``k`` observed components (zeros: the paper's discount). Outputs
-    not kept may be empty arrays.
+    relative discount with ``k`` observed components (zeros: the paper's discount);
+    ``n_tup`` and ``m_tup`` are tuples of ``n`` and ``m``
+    zeros (:func:`sizes`). Outputs not kept may be empty arrays. Returns False if a
+    matrix to invert is singular by rounding (``mean``, ``cov`` and the outputs are then
+    partly written): the caller reruns from its own copy of the state with numpy's
+    fallbacks.
     """
-    T, B, m = ys.shape
-    n = F.shape[0]
-    Ft = F.T.copy()
-    for b in range(B):
-        x = mean[b].copy()
-        P = cov[b].copy()
-        for t in range(t0, T):
+    T, B, _ = ys.shape
+    # n and m as compile-time constants (a tuple's length is part of its numba type): one
+    # compiled loop per (n, m), whose fixed-count small loops LLVM unrolls (~40% faster)
+    n, m = len(n_tup), len(m_tup)
+    # work arrays, allocated once
+    x = np.empty(n)
+    P = np.empty((n, n))
+    pf = np.empty((n, n))
+    k1 = np.empty(n)
+    ph = np.empty(n)
+    obs = np.empty(m, dtype=np.bool_)
+    hm = np.empty((m, n))
+    rm = np.empty((m, m))
+    hp = np.empty((m, n))
+    hph = np.empty((m, m))
+    s = np.empty((m, m))
+    v = np.empty(m)
+    rhs = np.empty((m, n + 1))  # [v | H P]: S⁻¹ v and the standard gain in one solve
+    # time outer, series inner: the time-major inputs and outputs are then read and written
+    # contiguously (series outer strides through them: slower for large batches); the state
+    # of each series lives in mean[b], cov[b] between its steps
+    for t in range(t0, T):
+        for b in range(B):
+            for i in range(n):
+                x[i] = mean[b, i]
+                for j in range(n):
+                    P[i, j] = cov[b, i, j]
             if t > 0:
-                x = x @ Ft
-                a = (P @ Ft).T @ Ft
-                P = 0.5 * (a + a.T) + Q
+                # x = F x; P = sym((P Fᵀ)ᵀ Fᵀ) + Q, as _predict
+                for i in range(n):
+                    acc = 0.0
+                    for j in range(n):
+                        acc += F[i, j] * x[j]
+                    k1[i] = acc
+                for i in range(n):
+                    x[i] = k1[i]
+                _mul_abt(P, F, pf)  # P Fᵀ
+                _mul_abt(F, pf.T, P)  # F (P Fᵀ), the transpose of (P Fᵀ)ᵀ Fᵀ: same sym()
+                for i in range(n):
+                    for j in range(i, n):
+                        a = 0.5 * (P[i, j] + P[j, i])
+                        P[i, j] = a + Q[i, j]
+                        P[j, i] = a + Q[j, i]
             if keep_pred:
-                o_pmean[t, b] = x
-                o_pcov[t, b] = P
-            y = ys[t, b]
+                for i in range(n):
+                    o_pmean[t, b, i] = x[i]
+                    for j in range(n):
+                        o_pcov[t, b, i, j] = P[i, j]
             n_obs = 0
             for i in range(m):
-                if not math.isnan(y[i]):
+                obs[i] = not math.isnan(ys[t, b, i])
+                if obs[i]:
                     n_obs += 1
             if n_obs == 0:
                 log_c = math.nan
                 rho = math.nan
             elif m == 1:
-                h = H[0]
                 r = R[0, 0]
-                ph = P @ h
-                hph = ph @ h
-                v = y[0] - x @ h
-                s0 = hph + r
-                log_c = min(-0.5 * v * v / s0, 0.0)
+                hph0 = 0.0
+                v0 = ys[t, b, 0]
+                for i in range(n):
+                    acc = 0.0
+                    for j in range(n):
+                        acc += P[i, j] * H[0, j]
+                    ph[i] = acc
+                for i in range(n):
+                    hph0 += ph[i] * H[0, i]
+                    v0 -= x[i] * H[0, i]
+                s0 = hph0 + r
+                log_c = min(-0.5 * v0 * v0 / s0, 0.0)
                 rho = discount_scalar(min(log_c - log_c0[1], 0.0), dim, tau, robust)
-                kk = rho / (rho * hph + r) if robust else 1.0 / s0
-                k = kk * ph
-                x = x + k * v
+                kk = rho / (rho * hph0 + r) if robust else 1.0 / s0
+                for i in range(n):
+                    k1[i] = kk * ph[i]
+                    x[i] += k1[i] * v0
                 for i in range(n):
                     for j in range(n):
-                        P[i, j] -= k[i] * ph[j]
+                        P[i, j] -= k1[i] * ph[j]
             else:
-                y0 = np.zeros(m)
-                Hm = H.copy()
-                Rm = R.copy()
+                # missing components decoupled exactly (as _observation_at)
                 for i in range(m):
-                    if math.isnan(y[i]):
-                        Hm[i, :] = 0.0
-                        Rm[i, :] = 0.0
-                        Rm[:, i] = 0.0
-                        Rm[i, i] = 1.0
-                    else:
-                        y0[i] = y[i]
-                hp = Hm @ P
-                s0 = hp @ Hm.T + Rm
-                v = y0 - Hm @ x
-                big = np.abs(v).max()
+                    for j in range(n):
+                        hm[i, j] = H[i, j] if obs[i] else 0.0
+                    for j in range(m):
+                        rm[i, j] = R[i, j] if obs[i] and obs[j] else 0.0
+                    if not obs[i]:
+                        rm[i, i] = 1.0
+                _mul_abt(hm, P.T, hp)  # H P
+                big = 0.0
+                for i in range(m):
+                    acc = ys[t, b, i] if obs[i] else 0.0
+                    for j in range(n):
+                        acc -= hm[i, j] * x[j]
+                    v[i] = acc
+                    big = max(big, abs(acc))
+                _mul_abt(hp, hm, hph)  # H P Hᵀ
                 scale = 1.0
                 if big > _BIG:  # exact power-of-two scaling: vᵀ S⁻¹ v cannot overflow
                     scale = 2.0 ** math.frexp(big)[1]
-                vs = v / scale
-                s_inv = np.linalg.inv(s0)
-                q = vs @ s_inv @ vs
+                for i in range(m):
+                    rhs[i, 0] = v[i] / scale
+                    for j in range(m):
+                        s[i, j] = hph[i, j] + rm[i, j]
+                    for j in range(n):
+                        rhs[i, j + 1] = hp[i, j]
+                if not _solve(s, rhs, 1 if robust else n + 1):
+                    return False
+                q = 0.0
+                for i in range(m):
+                    q += v[i] / scale * rhs[i, 0]
                 log_c = -0.5 * q
                 if scale != 1.0 and q > 0:
                     log_c = -0.5 * q * scale * scale
                 log_c = min(log_c, 0.0)
                 rho = discount_scalar(min(log_c - log_c0[n_obs], 0.0), dim, tau, robust)
                 if robust:
-                    gain = rho * hp.T @ np.linalg.inv(rho * (s0 - Rm) + Rm)
-                else:
-                    gain = hp.T @ s_inv
-                x = x + (gain @ vs) * scale
-                a = P - gain @ hp
-                P = 0.5 * (a + a.T)
-            o_mean[t, b] = x
+                    # K = ρ P Hᵀ (ρ H P Hᵀ + R)⁻¹: continuous down to ρ = 0
+                    for i in range(m):
+                        for j in range(m):
+                            s[i, j] = rho * hph[i, j] + rm[i, j]
+                        for j in range(n):
+                            rhs[i, j + 1] = rho * hp[i, j]
+                    if not _solve(s, rhs[:, 1:], n):
+                        return False
+                # rhs[:, 1:] is now Kᵀ (m, n)
+                for i in range(n):
+                    acc = 0.0
+                    for j in range(m):
+                        acc += rhs[j, i + 1] * (v[j] / scale)
+                    x[i] += acc * scale
+                for i in range(n):
+                    for j in range(n):
+                        acc = 0.0
+                        for c in range(m):
+                            acc += rhs[c, i + 1] * hp[c, j]
+                        pf[i, j] = P[i, j] - acc
+                for i in range(n):
+                    for j in range(i, n):
+                        a = 0.5 * (pf[i, j] + pf[j, i])
+                        P[i, j] = a
+                        P[j, i] = a
+            for i in range(n):
+                o_mean[t, b, i] = x[i]
             o_logc[t, b] = log_c
             o_disc[t, b] = rho
             if keep_cov:
-                o_cov[t, b] = P
+                for i in range(n):
+                    for j in range(n):
+                        o_cov[t, b, i, j] = P[i, j]
             if keep_var:
                 for i in range(n):
                     o_var[t, b, i] = P[i, i]
-        mean[b] = x
-        cov[b] = P
+            for i in range(n):
+                mean[b, i] = x[i]
+                for j in range(n):
+                    cov[b, i, j] = P[i, j]
+    return True

@@ -37,10 +37,15 @@ Cost
 ----
 ``H = Σ_{r ≤ max_outliers} C(k, r)`` filters (11 for the defaults ``k = 4``,
 ``max_outliers = 2``) over the first ``k + window = 14`` steps, then one: for 1000 steps about
-15% more work, paid once (in numpy: the compiled single-series loop takes over after the
-collapse). ``window = 10`` gave the same results as 20 on the §5.2 study and on WoLF's
-Student-t experiment (500 runs each, no lost track) at half the cost; 6 lost one §5.2 run.
-With a proper prior (the filter's or ``filter(prior=...)``) there is
+15% more work, paid once. During the first ``k`` steps hypotheses that drop the same
+observations so far share a state, so a step runs one filter per group (2, 4, 7, 11 in steps
+0-3; these steps run in information form, the costly part). With the compiled engine the
+hypotheses' steps in covariance form run as extra series of the compiled loop
+(``KalmanFilter._compiled_start``) and the plain recursion after the collapse too: for WoLF's
+100 trials × 1000 steps, about 15 ms of the filter's 33 ms are the start
+(``benchmarks/bench_filtering.py --speed``). ``window = 10`` gave the same results as 20 on
+the §5.2 study and on WoLF's Student-t experiment (500 runs each, no lost track) at half the
+cost; 6 lost one §5.2 run. With a proper prior (the filter's or ``filter(prior=...)``) there is
 nothing to protect and the robust start is not used; ``robust_start=False`` turns it off
 (the numbers are then those of the plain recursion, bit for bit).
 """
@@ -56,7 +61,7 @@ from typing import Any
 import numpy as np
 
 from possibly.inference import inlier_log_consistency
-from possibly.robust_start import tree_expand, tree_take
+from possibly.robust_start import _leafwise, tree_expand, tree_take
 
 __all__ = ["KalmanStartState", "start_hypotheses"]
 
@@ -156,40 +161,90 @@ def start_step(state: KalmanStartState, y: np.ndarray, step: PlainStep, m: int, 
     filtered)``: ``new_state`` is the plain state (e.g. a KalmanState) once the mixture has
     collapsed (after ``k + window`` steps; ``window=np.inf``: never), a KalmanStartState
     before; ``info``/``predicted``/``filtered`` are the leader's."""
-    drop = _hypotheses(k, max_outliers)
     t = state.t
-    h = drop.shape[0]
-    yh = np.repeat(np.expand_dims(y, -2), h, axis=-2)  # B + (H, m)
-    if t < k:
-        yh = np.where(drop[:, t, None], np.nan, yh)
-    predicted, info, new = step(state.hypotheses, yh)
-    floor = _outlier_floor(m)
-    log_c = np.asarray(info.log_consistency)
-    # sup over the labellings: an outlier has possibility ε, an inlier its consistency;
-    # the first k observations are labelled by the hypothesis, the later ones freely
-    gain = np.where(np.isnan(log_c), 0.0, np.maximum(log_c, floor) if t >= k else log_c)
+    yh = start_observations(y, t, k, max_outliers)
+    reps, inverse = _distinct(t, k, max_outliers)
+    if len(reps) < len(inverse):
+        # hypotheses that drop the same observations so far have the same state: step one
+        # of each (fewer rows for the costly information-form steps) and copy it to the rest
+        axis = np.ndim(state.score) - 1
+        hyp = _leafwise(state.hypotheses, lambda a: np.take(a, reps, axis=axis))
+        parts = step(hyp, np.take(yh, reps, axis=axis))
+        predicted, info, new = (_leafwise(part, lambda a: np.take(a, inverse, axis=axis))
+                                for part in parts)
+    else:
+        predicted, info, new = step(state.hypotheses, yh)
     observed = ~np.isnan(y).all(-1)
-    if t < k:
-        gain = gain + np.where(observed[..., None] & drop[:, t], floor, 0.0)
-    score = state.score + gain
-    lead = np.argmax(score, axis=-1)
-
-    def pick(a: Any) -> np.ndarray:
-        return np.take_along_axis(np.asarray(a), lead[..., None], -1)[..., 0]
-
-    # the leader's consistency and discount; where the leader drops y: discount 0 and the
-    # consistency of y with the mixture, max_h w_h c_h (weights before this step)
-    with np.errstate(invalid="ignore"):
-        mixed = np.where(np.isnan(log_c), -np.inf,
-                         state.score - state.score.max(-1, keepdims=True) + log_c).max(-1)
-    lead_c = pick(log_c)
-    lead_info = type(info)(
-        log_consistency=np.where(observed, np.where(np.isnan(lead_c), mixed, lead_c), np.nan),
-        discount=np.where(observed, np.nan_to_num(pick(info.discount), nan=0.0), np.nan),
-        gamma=np.where(observed, np.nan_to_num(pick(info.gamma), nan=0.0), np.nan))
+    score, lead, lead_log_c = mixture_scores(state.score, np.asarray(info.log_consistency),
+                                             observed, t, m, k, max_outliers)
+    lead_info = type(info)(log_consistency=lead_log_c,
+                           discount=leader_discount(info.discount, lead, observed),
+                           gamma=leader_discount(info.gamma, lead, observed))
     filtered = tree_take(new, lead)
     out = filtered if t + 1 >= k + window else KalmanStartState(new, score, t + 1)
     return out, lead_info, tree_take(predicted, lead), filtered
+
+
+@lru_cache(maxsize=64)
+def _distinct(t: int, k: int, max_outliers: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(reps, inverse)``: one hypothesis (the first) of each group that drops the same
+    observations among the first ``t + 1``, and each hypothesis' group."""
+    drop = _hypotheses(k, max_outliers)
+    _, reps, inverse = np.unique(drop[:, :t + 1], axis=0, return_index=True,
+                                 return_inverse=True)
+    order = np.argsort(reps)  # groups in the order of their first hypothesis
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    reps, inverse = reps[order], rank[inverse.reshape(-1)]
+    reps.setflags(write=False)
+    inverse.setflags(write=False)
+    return reps, inverse
+
+
+def start_observations(y: np.ndarray, t: int, k: int = K,
+                       max_outliers: int = MAX_OUTLIERS) -> np.ndarray:
+    """``y`` (``B + (m,)``, step ``t``) as each hypothesis sees it, ``B + (H, m)``: NaN
+    (missing) where the hypothesis drops it."""
+    drop = _hypotheses(k, max_outliers)
+    yh = np.repeat(np.expand_dims(y, -2), drop.shape[0], axis=-2)
+    if t < k:
+        yh = np.where(drop[:, t, None], np.nan, yh)
+    return yh
+
+
+def mixture_scores(score: np.ndarray, log_c: np.ndarray, observed: np.ndarray, t: int, m: int,
+                   k: int = K, max_outliers: int = MAX_OUTLIERS
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(score, leader, log c)`` after step ``t``: the hypotheses' new log possibilities
+    (from those before, ``score``, and their consistencies ``log_c`` with ``y_t``, NaN where
+    missing; both ``B + (H,)``), the leading hypothesis and the log consistency the step
+    reports (``B``; see the module docstring). ``observed`` (``B``): ``y_t`` not all NaN."""
+    drop = _hypotheses(k, max_outliers)
+    floor = _outlier_floor(m)
+    # sup over the labellings: an outlier has possibility ε, an inlier its consistency;
+    # the first k observations are labelled by the hypothesis, the later ones freely
+    gain = np.where(np.isnan(log_c), 0.0, np.maximum(log_c, floor) if t >= k else log_c)
+    if t < k:
+        gain = gain + np.where(observed[..., None] & drop[:, t], floor, 0.0)
+    new = score + gain
+    lead = np.argmax(new, axis=-1)
+    # the leader's consistency; where the leader drops y: the consistency of y with the
+    # mixture, max_h w_h c_h (weights before this step)
+    with np.errstate(invalid="ignore"):
+        mixed = np.where(np.isnan(log_c), -np.inf,
+                         score - score.max(-1, keepdims=True) + log_c).max(-1)
+    lead_c = _pick(log_c, lead)
+    return new, lead, np.where(observed, np.where(np.isnan(lead_c), mixed, lead_c), np.nan)
+
+
+def leader_discount(discount: Any, lead: np.ndarray, observed: np.ndarray) -> np.ndarray:
+    """The leader's discount (``B``) from the hypotheses' (``B + (H,)``): 0 where the leader
+    drops an observed ``y``, NaN where ``y`` is missing."""
+    return np.where(observed, np.nan_to_num(_pick(discount, lead), nan=0.0), np.nan)
+
+
+def _pick(a: Any, lead: np.ndarray) -> np.ndarray:
+    return np.take_along_axis(np.asarray(a), lead[..., None], -1)[..., 0]
 
 
 def start_masked(ys: np.ndarray, initial: Any, step: PlainStep, m: int, *, k: int = K,
