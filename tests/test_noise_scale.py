@@ -29,14 +29,15 @@ def test_one_step_by_hand():
     h = H[0]
     v = y - h @ np.array([0.5, 0.1])
     q = v * v / (lam * h @ P @ h + R[0, 0])
+    # the joint consistency of (θ, λ), docs/math.md §7 (checked by brute force below)
     log_c = S(a0 + 0.5, b0 + q / 2) - S(omega * a0, omega * b0) \
-        - S((1 - omega) * a0 + 0.5, (1 - omega) * b0 + q / 2)
+        - S((1 - omega) * a0 + 0.5, (1 - omega) * b0)
     rho = np.exp(log_c / 3)
 
     def rho_at(x):  # the discount an inlier with λ̂ q = x would get
         qq = x / lam
         lc = S(a0 + 0.5, b0 + qq / 2) - S(omega * a0, omega * b0) \
-            - S((1 - omega) * a0 + 0.5, (1 - omega) * b0 + qq / 2)
+            - S((1 - omega) * a0 + 0.5, (1 - omega) * b0)
         return np.exp(min(lc, 0.0) / 3)
 
     pdf = chi2(1).pdf
@@ -51,6 +52,54 @@ def test_one_step_by_hand():
     assert np.isclose(state.alpha, omega * a0 + rho * ((1 - omega) * a0 + 0.5 * kappa),
                       rtol=1e-9)
     assert np.isclose(state.beta, omega * b0 + rho * ((1 - omega) * b0 + q / 2))
+
+
+@pytest.mark.parametrize("a0, b0, omega, y", [(3.0, 2.0, 0.9, 3.0), (1.0, 1.0, 0.99, 0.4),
+                                               (40.0, 10.0, 0.95, -6.0), (2.0, 5.0, 0.5, 12.0)])
+def test_joint_consistency_is_a_brute_force_sup(a0, b0, omega, y):
+    """log c of the step (docs/math.md §7) against suprema over (θ, λ) found by an optimiser:
+    the prior N̄(θ; μ, (λ/λ̂) P⁻¹) Ḡ(λ; ωα, ωβ) times the likelihood part
+    λ^{m/2} exp(-λ (y - Hθ)ᵀ R₀⁻¹ (y - Hθ) / 2) Ḡ(λ; (1-ω)α, (1-ω)β), over the sup of each."""
+    from scipy.optimize import minimize
+
+    mu, P = np.array([0.5, 0.1]), np.diag([2.0, 0.5])
+    prior = ps.MultivariateNormal(mu, np.linalg.inv(P))
+    kf = NoiseScaleKalmanFilter(F, Q, H, R, scale_prior=(a0, b0), omega=omega, prior=prior)
+    _, info = kf.step(kf.init(), [y])
+    lam_hat, h, r0 = a0 / b0, H[0], R[0, 0]
+    prec = np.linalg.inv(P)
+
+    def log_gamma(lam, a, b):  # log Ḡ(λ; a, b), sup 1
+        return a * np.log(lam) - b * lam - S(a, b)
+
+    def neg_joint(p):  # p = (θ₁, θ₂, log λ)
+        th, lam = p[:2], np.exp(p[2])
+        d = th - mu
+        return -(-0.5 * (lam / lam_hat) * d @ prec @ d + log_gamma(lam, omega * a0, omega * b0)
+                 + 0.5 * np.log(lam) - 0.5 * lam * (y - h @ th) ** 2 / r0
+                 + log_gamma(lam, (1 - omega) * a0, (1 - omega) * b0))
+
+    def neg_lik(p):  # the likelihood part alone; θ₂ is free, so θ₁ = y fits: a sup over λ
+        lam = np.exp(p[0])
+        return -(0.5 * np.log(lam) + log_gamma(lam, (1 - omega) * a0, (1 - omega) * b0))
+
+    best = min((minimize(neg_joint, [mu[0], mu[1], s], method="Nelder-Mead",
+                         options={"xatol": 1e-10, "fatol": 1e-13, "maxiter": 20000})
+                for s in np.log(lam_hat) + np.array([-3.0, 0.0, 3.0])), key=lambda r: r.fun)
+    lik = minimize(neg_lik, [np.log(lam_hat)], method="Nelder-Mead",
+                   options={"xatol": 1e-10, "fatol": 1e-13})
+    brute = -best.fun + lik.fun  # sup of the product / sup of the likelihood part (prior: 1)
+    assert np.isclose(info.log_consistency, brute, atol=1e-6)
+
+
+def test_uninformed_direction_carries_no_scale_information():
+    """From the uninformative prior the first observation is fitted exactly (q = 0): it says
+    nothing on λ, so the gamma stays put and θ takes it whole (c = 1, as without the scale)."""
+    kf = NoiseScaleKalmanFilter(F, Q, H, R, scale_prior=(3.0, 2.0), robust_start=False)
+    state, info = kf.step(kf.init(), [2.5])
+    assert info.log_consistency == 0.0 and info.discount == 1.0
+    assert state.alpha == 3.0 and state.beta == 2.0
+    assert state.kalman.mean[0] == 2.5
 
 
 def test_fixed_scale_is_the_kalman_filter():
