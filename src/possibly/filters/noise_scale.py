@@ -175,6 +175,8 @@ class NoiseScaleKalmanFilter(SequentialEstimator):
         self.prior = prior
         self.robust_start = check_bool("robust_start", robust_start)
         self.scale_dim = float(check_positive("scale_dim", scale_dim))
+        # directions of y that θ explains: the residual's degrees of freedom once informed
+        self._rank_h = int(np.linalg.matrix_rank(self.model.H))
 
     def __repr__(self) -> str:
         return (f"NoiseScaleKalmanFilter(n={self._kf.state_dim}, m={self._kf.obs_dim}, "
@@ -220,10 +222,17 @@ class NoiseScaleKalmanFilter(SequentialEstimator):
         y0 = np.where(missing[..., None], 0.0, y)
         lam = a / b
         m = kf.obs_dim
+        H, R0 = kf.model.H, kf.model.R
         # q = vᵀ (λ̂ H P Hᵀ + R₀)⁻¹ v: the standard filter's consistency at prior covariance λ̂ P
-        _, probe = kf.step(_scaled(ks, lam), y0)
-        q = np.minimum(-2.0 * probe.log_consistency, 1e300)  # a gross outlier gives inf
-        dof = _residual_dof(ks, kf.model.H, kf.model.R, m)
+        if ks.covariance is not None and self._rank_h == m:  # directly (H onto)
+            v = y0 - ks.mean @ H.T
+            s_pred = lam[..., None, None] * (H @ ks.covariance @ H.T) + R0
+            q = (v * np.linalg.solve(s_pred, v[..., None])[..., 0]).sum(-1)
+        else:  # information form or H not onto: the Kalman step's consistency
+            _, probe = kf.step(_scaled(ks, lam), y0)
+            q = -2.0 * probe.log_consistency
+        q = np.minimum(q, 1e300)  # a gross outlier gives inf
+        dof = _residual_dof(ks, H, R0, self._rank_h)
         log_c = self._log_consistency(a, b, q, dof)
         rho = discount(log_c, self.dim, self.tau, self.robust, validate=False)
         rho = np.where(missing, 0.0, rho)
@@ -342,16 +351,17 @@ def _kappa_table(dof: int, scale_dim: float):
     return kappa
 
 
-def _residual_dof(state: KalmanState, H: np.ndarray, R: np.ndarray, m: int) -> np.ndarray:
-    """Degrees of freedom of the residual ``q``: ``m`` less the observed directions that the
-    predicted state leaves uninformed (the observation fits them exactly: ``q`` holds no
-    information on λ there). Only the information form has such directions."""
+def _residual_dof(state: KalmanState, H: np.ndarray, R: np.ndarray, rank_h: int) -> np.ndarray:
+    """Degrees of freedom of the residual ``q``: the rank of ``H`` (the directions of ``y``
+    that θ explains; the consistency leaves out the rest) less those the predicted state
+    leaves uninformed (the observation fits them exactly: ``q`` holds no information on λ
+    there). Only the information form has such directions."""
     if not state.information_form:
-        return np.full(state.mean.shape[:-1], m)
+        return np.full(state.mean.shape[:-1], rank_h)
     Y = _precision(state)
     j = H.T @ np.linalg.solve(R, H)
     rank = np.linalg.matrix_rank
-    return m - (rank(Y + j, hermitian=True) - rank(Y, hermitian=True))
+    return rank_h - (rank(Y + j, hermitian=True) - rank(Y, hermitian=True))
 
 
 def _select(keep: np.ndarray, a: KalmanState, b: KalmanState) -> KalmanState:
