@@ -179,6 +179,28 @@ def test_wrong_r_is_corrected(factor):
     assert np.median(err) < 1.1 * np.median(err_true)
 
 
+@pytest.mark.parametrize("factor", [10.0, 0.1])
+def test_wrong_r_is_learned_in_two_dimensions(factor):
+    """Gaussian noise, a 2-D constant-velocity model simulated with its own Q, R given 10x too
+    large or too small: the learned R is the true one (the simulation's 4·I, the independent
+    reference) within 15% on every series after 1000 steps, and tracks as well as the filter
+    given the true R."""
+    F, Q, H, R = (np.asarray(a) for a in ps.models.constant_velocity(ndim=2))
+    rng = np.random.default_rng(4)
+    B, T, n = 20, 1000, F.shape[0]
+    chol = np.linalg.cholesky(Q + 1e-15 * np.eye(n))
+    x, xs, ys = np.zeros((B, n)), np.empty((B, T, n)), np.empty((B, T, 2))
+    for t in range(T):
+        x = x @ F.T + rng.standard_normal((B, n)) @ chol.T
+        xs[:, t], ys[:, t] = x, x @ H.T + 2.0 * rng.standard_normal((B, 2))
+    res = NoiseScaleKalmanFilter(F, Q, H, factor * R).fit(ys)
+    learned = factor * res.noise_scale[:, -1]
+    assert np.all(np.abs(np.log(learned / 4.0)) < np.log(1.15))
+    err = np.sqrt(np.mean((res.mean[..., 0] - xs[..., 0]) ** 2, axis=-1))
+    good = ps.KalmanFilter(F, Q, H, 4.0 * R).filter(ys).mean[..., 0]
+    assert np.median(err) < 1.1 * np.median(np.sqrt(np.mean((good - xs[..., 0]) ** 2, -1)))
+
+
 def test_bad_input():
     with pytest.raises(ValueError, match="scale_prior"):
         NoiseScaleKalmanFilter(F, Q, H, R, scale_prior=(0.0, 1.0))
