@@ -47,7 +47,6 @@ from typing import Any
 
 import numpy as np
 
-from possibly.families.gamma import gamma_log_support
 from possibly.families.multivariate_normal import MultivariateNormal
 from possibly.filters.kalman import (
     KalmanFilter,
@@ -58,8 +57,13 @@ from possibly.filters.kalman import (
 from possibly.filters.nonlinear import NonlinearFilterResult
 from possibly.filters.robust_start import KalmanStartState, start_init, start_step
 from possibly.inference import discount
-from possibly.sequential import SequentialEstimator, time_first
-from possibly.validation import check_bool, check_positive, check_unit_interval
+from possibly.sequential import SequentialEstimator
+from possibly.validation import (
+    check_bool,
+    check_observations,
+    check_positive,
+    check_unit_interval,
+)
 
 __all__ = ["NoiseScaleKalmanFilter", "NoiseScaleResult", "NoiseScaleState", "kappa_direct"]
 
@@ -241,7 +245,8 @@ class NoiseScaleKalmanFilter(SequentialEstimator):
         if ks.covariance is not None and self._rank_h == m:  # directly (H onto)
             v = y0 - ks.mean @ H.T
             s_pred = lam[..., None, None] * (H @ ks.covariance @ H.T) + R0
-            q = (v * np.linalg.solve(s_pred, v[..., None])[..., 0]).sum(-1)
+            with np.errstate(over="ignore"):  # a gross outlier gives inf (clipped below)
+                q = (v * np.linalg.solve(s_pred, v[..., None])[..., 0]).sum(-1)
         else:  # information form or H not onto: the Kalman step's consistency
             _, probe = kf.step(_scaled(ks, lam), y0)
             q = -2.0 * probe.log_consistency
@@ -270,10 +275,9 @@ class NoiseScaleKalmanFilter(SequentialEstimator):
 
     def _log_consistency(self, a, b, q, dof):
         """Consistency of the observation with (θ, λ), relative to an observation at the
-        prediction (docs/math.md §7): ``S(α + k/2, β + q/2) - S(α + k/2, β)``, ``k`` = dof."""
-        half = 0.5 * dof
-        with np.errstate(divide="ignore", invalid="ignore"):  # dof = 0: q = 0, log c = 0
-            log_c = gamma_log_support(a + half, b + 0.5 * q) - gamma_log_support(a + half, b)
+        prediction (docs/math.md §7): ``S(α + k/2, β + q/2) - S(α + k/2, β)``, ``k`` = dof,
+        in the form ``-(α + k/2) log(1 + q / 2β)`` (no difference of large numbers)."""
+        log_c = -(a + 0.5 * dof) * np.log1p(0.5 * q / b)
         return np.where(dof > 0, np.minimum(log_c, 0.0), 0.0)
 
     def _kappa(self, a, b, dof):
@@ -293,31 +297,97 @@ class NoiseScaleKalmanFilter(SequentialEstimator):
                 kappa[sel] = kappa_direct(a[sel], int(d), self.scale_dim, self.tau)
         return kappa
 
-    def fit(self, y) -> NoiseScaleResult:
-        """Filter one or a batch of series ``(..., T, m)`` (or ``(T,)`` when m = 1)."""
-        y = np.asarray(y, dtype=float)
-        m = self._kf.obs_dim
+    def fit(self, y, *, engine: str = "auto") -> NoiseScaleResult:
+        """Filter one or a batch of series ``(..., T, m)`` (or ``(T,)`` when m = 1).
+
+        ``engine``: ``"numba"`` runs the steps after the robust start in a compiled loop
+        (:mod:`possibly.filters.noise_scale_numba`; needs numba, a time-invariant model and
+        ``H`` of full row rank), ``"numpy"`` the batched numpy step throughout, ``"auto"``
+        (default) numba when available for batches of at most 16 series. Both give the same
+        numbers to ~1e-12.
+        """
+        y = check_observations("y", y, max_abs=1e300)
+        m, n = self._kf.obs_dim, self._kf.state_dim
         if m == 1 and (y.ndim == 1 or y.shape[-1] != 1):
             y = y[..., None]
         if y.ndim < 2 or y.shape[-1] != m:
             raise ValueError(f"y must have shape (..., T, {m}), got {y.shape}")
-        state = self.init(y.shape[:-2])
-        means, covs, scales, lcs, discs = [], [], [], [], []
-        for y_t in time_first(y, 1):
-            state, info = self.step(state, y_t)
+        batch, T = y.shape[:-2], y.shape[-2]
+        ys = np.moveaxis(y.reshape((-1, T, m)), 1, 0)  # (T, B, m)
+        size = ys.shape[1]
+        compiled = self._compiled(engine, size)
+        mean, cov = np.empty((T, size, n)), np.empty((T, size, n, n))
+        log_c, disc, scale = np.empty((T, size)), np.empty((T, size)), np.empty((T, size))
+        state = self.init((size,))
+        for t in range(T):
+            if compiled is not None and isinstance(state, NoiseScaleState) \
+                    and state.kalman.covariance is not None:
+                if self._run_compiled(compiled, ys, t, state, mean, cov, log_c, disc, scale):
+                    break
+                compiled = None  # singular by rounding: numpy's fallbacks
+            state, info = self.step(state, ys[t])
             current: NoiseScaleState = (state.current if isinstance(state, KalmanStartState)
                                         else state)
             ks = current.kalman
-            means.append(ks.mean)
-            covs.append(ks.covariance if ks.covariance is not None
-                        else np.full_like(_precision(ks), np.inf))
-            scales.append(current.noise_scale)
-            lcs.append(info.log_consistency)
-            discs.append(info.discount)
-        ax = y.ndim - 2
-        return NoiseScaleResult(np.stack(means, ax), np.stack(covs, ax), np.stack(lcs, -1),
-                                np.stack(discs, -1), np.stack(scales, -1))
+            mean[t] = ks.mean
+            cov[t] = ks.covariance if ks.covariance is not None else np.inf
+            scale[t] = current.noise_scale
+            log_c[t], disc[t] = info.log_consistency, info.discount
 
+        def shaped(a: np.ndarray) -> np.ndarray:
+            a = np.moveaxis(a, 0, 1)
+            return a.reshape(batch + a.shape[1:])
+
+        return NoiseScaleResult(shaped(mean), shaped(cov), shaped(log_c),
+                                shaped(disc), shaped(scale))
+
+    def _compiled(self, engine: str, size: int) -> Any:
+        """The compiled loop's module if ``engine`` selects it for this call, else None."""
+        if engine not in ("auto", "numpy", "numba"):
+            raise ValueError(f"engine must be 'auto', 'numpy' or 'numba', got {engine!r}")
+        if engine == "numpy" or (engine == "auto" and size > _COMPILED_MAX_BATCH):
+            return None
+        fits = not self.model.time_varying and self._rank_h == self._kf.obs_dim
+        if engine == "numba" and not fits:
+            raise ValueError("engine='numba' needs a time-invariant model whose H has full row "
+                             "rank; use engine='numpy'")
+        try:
+            from possibly.filters import noise_scale_numba
+        except ImportError:
+            if engine == "numba":
+                raise ValueError("engine='numba' needs numba: pip install possibly[fast]") \
+                    from None
+            return None
+        return noise_scale_numba if fits else None
+
+    def _run_compiled(self, compiled: Any, ys: np.ndarray, t: int, state: NoiseScaleState,
+                      mean, cov, log_c, disc, scale) -> bool:
+        """Steps ``t..T-1`` in the compiled loop, from ``state`` (covariance form), written
+        into the time-major outputs; False if a matrix was singular by rounding."""
+        m = self._kf.obs_dim
+        tau = np.nan if self.tau is None else self.tau
+        if self.robust and self.tau is None:
+            grid = np.linspace(*_TABLE_LOG_ALPHA, _TABLE_NODES)
+            values = _kappa_table(m, self.scale_dim).values
+        else:  # κ by quadrature (the threshold's jumps), or κ = 1 (standard filter)
+            grid, values = np.array([1.0, 0.0]), np.zeros(2)
+        nodes_x, nodes_w = _chi2_nodes(m)
+        ks = state.kalman
+        model = self.model
+        args = [ks.mean.copy(), np.array(ks.covariance, copy=True),
+                np.array(state.alpha, dtype=float), np.array(state.beta, dtype=float)]
+        try:
+            compiled.run(ys, t, *args, model.F, model.Q, model.H, model.R, self.robust,
+                         self.dim, self.scale_dim, tau, self.omega, grid, values, nodes_x,
+                         nodes_w, mean, cov, log_c, disc, scale)
+        except np.linalg.LinAlgError:
+            return False
+        return True
+
+
+#: fit(engine="auto") runs the compiled loop for batches up to this size (beyond, numpy's
+#: batched step is as fast per series)
+_COMPILED_MAX_BATCH = 16
 
 
 @lru_cache(maxsize=16)
@@ -386,6 +456,7 @@ def _kappa_table(dof: int, scale_dim: float):
                            out)
         return out
 
+    kappa.values = values  # type: ignore[attr-defined]  # for the compiled loop
     return kappa
 
 
