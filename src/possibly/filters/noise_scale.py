@@ -303,8 +303,8 @@ class NoiseScaleKalmanFilter(SequentialEstimator):
         ``engine``: ``"numba"`` runs the steps after the robust start in a compiled loop
         (:mod:`possibly.filters.noise_scale_numba`; needs numba, a time-invariant model and
         ``H`` of full row rank), ``"numpy"`` the batched numpy step throughout, ``"auto"``
-        (default) numba when available for batches of at most 16 series. Both give the same
-        numbers to ~1e-12.
+        (default) as :meth:`possibly.KalmanFilter.filter` chooses (numba when available for
+        small batches). Both give the same numbers to ~1e-12.
         """
         y = check_observations("y", y, max_abs=1e300)
         m, n = self._kf.obs_dim, self._kf.state_dim
@@ -342,23 +342,14 @@ class NoiseScaleKalmanFilter(SequentialEstimator):
                                 shaped(disc), shaped(scale))
 
     def _compiled(self, engine: str, size: int) -> Any:
-        """The compiled loop's module if ``engine`` selects it for this call, else None."""
-        if engine not in ("auto", "numpy", "numba"):
-            raise ValueError(f"engine must be 'auto', 'numpy' or 'numba', got {engine!r}")
-        if engine == "numpy" or (engine == "auto" and size > _COMPILED_MAX_BATCH):
+        """The compiled loop's module if ``engine`` selects it for this call, else None: the
+        Kalman filter's rule on the same model (the engine's name, the batch size, a
+        time-invariant model with ``H`` onto, numba installed), with the same errors."""
+        if self._kf._compiled(engine, size) is None:
             return None
-        fits = not self.model.time_varying and self._rank_h == self._kf.obs_dim
-        if engine == "numba" and not fits:
-            raise ValueError("engine='numba' needs a time-invariant model whose H has full row "
-                             "rank; use engine='numpy'")
-        try:
-            from possibly.filters import noise_scale_numba
-        except ImportError:
-            if engine == "numba":
-                raise ValueError("engine='numba' needs numba: pip install possibly[fast]") \
-                    from None
-            return None
-        return noise_scale_numba if fits else None
+        from possibly.filters import noise_scale_numba
+
+        return noise_scale_numba
 
     def _run_compiled(self, compiled: Any, ys: np.ndarray, t: int, state: NoiseScaleState,
                       mean, cov, log_c, disc, scale) -> bool:
@@ -383,11 +374,6 @@ class NoiseScaleKalmanFilter(SequentialEstimator):
         except np.linalg.LinAlgError:
             return False
         return True
-
-
-#: fit(engine="auto") runs the compiled loop for batches up to this size (beyond, numpy's
-#: batched step is as fast per series)
-_COMPILED_MAX_BATCH = 16
 
 
 @lru_cache(maxsize=16)
