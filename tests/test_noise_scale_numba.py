@@ -1,0 +1,49 @@
+"""The compiled loop of the learned-scale Kalman filter gives the numpy path's numbers."""
+
+import numpy as np
+import pytest
+
+import possibly as ps
+from possibly.filters.noise_scale import NoiseScaleKalmanFilter
+
+pytest.importorskip("numba")
+
+CV = ps.models.constant_velocity()
+CV2 = ps.models.constant_velocity(ndim=2, obs_sd=0.7)
+FIELDS = ("mean", "covariance", "log_consistency", "discount", "noise_scale")
+
+
+def _track(seed, T=150, m=1, B=3):
+    rng = np.random.default_rng(seed)
+    ys = np.cumsum(rng.normal(size=(B, T, m)), axis=1) + 3.0 * rng.normal(size=(B, T, m))
+    ys[:, T // 4] += 50.0
+    ys[:, T // 3] = np.nan
+    if m > 1:
+        ys[:, T // 2, 0] = np.nan  # partly missing: the whole row is (the numpy step's rule)
+    ys[:, T - 10] = 1e250  # a huge outlier: q clipped at 1e300
+    return ys
+
+
+@pytest.mark.parametrize("options", [{}, {"robust": False}, {"tau": 0.2}, {"scale_dim": 1.0},
+                                     {"scale_prior": (1e-7, 1e-7)}])
+@pytest.mark.parametrize("model, m", [(CV, 1), (CV2, 2)])
+def test_numba_equals_numpy(model, m, options):
+    ys = _track(m, m=m)
+    kf = NoiseScaleKalmanFilter(model, **options)
+    a, b = kf.fit(ys, engine="numba"), kf.fit(ys, engine="numpy")
+    for f in FIELDS:
+        np.testing.assert_allclose(getattr(a, f), getattr(b, f), rtol=1e-10, atol=1e-12,
+                                   equal_nan=True, err_msg=f)
+    assert np.isnan(a.discount[:, 150 // 3]).all()
+    auto = kf.fit(ys[0])  # one series: the compiled loop
+    np.testing.assert_allclose(auto.mean, b.mean[0], rtol=1e-10, atol=1e-12)
+
+
+def test_numba_engine_refuses_what_it_cannot_run():
+    F, Q, _, _ = (np.asarray(a) for a in CV)
+    H = np.array([[1.0, 0.0], [2.0, 0.0]])  # rank 1 < m = 2
+    kf = NoiseScaleKalmanFilter(F, Q, H, np.eye(2))
+    with pytest.raises(ValueError, match="full row"):
+        kf.fit(np.ones((5, 2)), engine="numba")
+    with pytest.raises(ValueError, match="engine"):
+        NoiseScaleKalmanFilter(CV).fit(np.ones(5), engine="fast")
