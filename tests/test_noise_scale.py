@@ -18,11 +18,13 @@ def S(a, b):  # support function of the gamma family, docs/math.md §2
     return a * np.log(a / b) - a
 
 
-def test_one_step_by_hand():
+@pytest.mark.parametrize("coverage", [None, 0.9])
+@pytest.mark.parametrize("y", [3.0, 6.0])
+def test_one_step_by_hand(y, coverage):
     prior = ps.MultivariateNormal([0.5, 0.1], np.linalg.inv(np.diag([2.0, 0.5])))
     a0, b0, omega = 3.0, 2.0, 0.9
-    kf = NoiseScaleKalmanFilter(F, Q, H, R, scale_prior=(a0, b0), omega=omega, prior=prior)
-    y = 3.0
+    kf = NoiseScaleKalmanFilter(F, Q, H, R, scale_prior=(a0, b0), omega=omega, prior=prior,
+                                coverage=coverage)
     state, info = kf.step(kf.init(), [y])
     lam = a0 / b0
     P = np.diag([2.0, 0.5])
@@ -32,7 +34,12 @@ def test_one_step_by_hand():
     # the consistency relative to an observation at the prediction, docs/math.md §8 (checked
     # by brute force below): S(α + ½, β + q/2) - S(α + ½, β)
     log_c = S(a0 + 0.5, b0 + q / 2) - S(a0 + 0.5, b0)
-    rho = np.exp(log_c / 3)  # θ: dim = n + 1
+    if coverage is None:
+        rho = np.exp(log_c / 3)  # θ: dim = n + 1
+    else:  # relative to log c at the coverage quantile of an inlier's q (λ̂ q ~ χ²₁)
+        q0 = chi2(1).ppf(coverage) / lam
+        log_c0 = S(a0 + 0.5, b0 + q0 / 2) - S(a0 + 0.5, b0)
+        rho = min(1.0, np.exp((log_c - log_c0) / 3))
     rho_scale = np.exp(log_c / 2)  # λ: scale_dim = 2
 
     def rho_at(x):  # the scale's discount of an inlier with λ̂ q = x

@@ -49,14 +49,16 @@ import numpy as np
 
 from possibly.families.multivariate_normal import MultivariateNormal
 from possibly.filters.kalman import (
+    COVERAGE,
     KalmanFilter,
     KalmanInfo,
     KalmanState,
+    _check_coverage,
     _maybe_covariance_form,
 )
 from possibly.filters.nonlinear import NonlinearFilterResult
 from possibly.filters.robust_start import KalmanStartState, start_init, start_step
-from possibly.inference import discount
+from possibly.inference import discount, inlier_log_consistency, relative_log_consistency
 from possibly.sequential import SequentialEstimator
 from possibly.validation import (
     check_bool,
@@ -152,6 +154,11 @@ class NoiseScaleKalmanFilter(SequentialEstimator):
     scale_dim : float > 0
         Effective dimension of the discount of the scale's update (default 2; see the module
         docstring).
+    coverage : float in (0, 1) or None
+        θ's discount is relative to the consistency that this fraction of inliers reach, as
+        in :class:`possibly.KalmanFilter` (default 0.9; docs/math.md §7): ``log c₀`` is
+        ``log c`` at ``λ̂ q = χ²_k(coverage)``. None: the paper's ``c^(1/dim)``. The scale's
+        update keeps ``c^(1/scale_dim)`` (its Fisher-consistency factor κ is computed for it).
 
     Examples
     --------
@@ -164,8 +171,8 @@ class NoiseScaleKalmanFilter(SequentialEstimator):
     >>> pos = np.cumsum(vel - acc / 2)          # pos_t = pos_t-1 + vel_t-1 + acc_t / 2
     >>> ys = pos + 2.0 * rng.standard_normal(1000)
     >>> res = NoiseScaleKalmanFilter(F, Q, H, R).fit(ys)                # told R = 1
-    >>> round(float(res.noise_scale[-1]), 1)                # learned: R ≈ 3.9 (truth 4)
-    3.9
+    >>> round(float(res.noise_scale[-1]), 1)                # learned: R ≈ 4.0 (truth 4)
+    4.0
     >>> res = NoiseScaleKalmanFilter(F, Q, H, 100 * R).fit(ys)          # told R = 100
     >>> round(float(100 * res.noise_scale[-1]), 1)          # from 25x too large: slower
     4.4
@@ -174,7 +181,7 @@ class NoiseScaleKalmanFilter(SequentialEstimator):
     def __init__(self, model, Q=None, H=None, R=None, robust: bool = True, tau=None, dim=None,
                  *, scale_prior=(1.0, 1.0), omega: float = 0.99,
                  prior: MultivariateNormal | None = None, robust_start: bool = True,
-                 scale_dim: float = 2.0) -> None:
+                 scale_dim: float = 2.0, coverage: float | None = COVERAGE) -> None:
         # the standard filter: the discount is this class's (it involves the scale)
         self._kf = KalmanFilter(model, Q, H, R, robust=False, prior=prior)
         self.model = self._kf.model
@@ -196,6 +203,12 @@ class NoiseScaleKalmanFilter(SequentialEstimator):
         self.prior = prior
         self.robust_start = check_bool("robust_start", robust_start)
         self.scale_dim = float(check_positive("scale_dim", scale_dim))
+        self.coverage = _check_coverage(coverage) if self.robust else None
+        # χ²_k(coverage) for k = 0..m residual dof (zeros: the paper's discount)
+        self._chi2 = np.zeros(self._kf.obs_dim + 1)
+        if self.coverage is not None:
+            self._chi2[1:] = [-2.0 * inlier_log_consistency(k, self.coverage)
+                              for k in range(1, self._kf.obs_dim + 1)]
         # directions of y that θ explains: the residual's degrees of freedom once informed
         self._rank_h = int(np.linalg.matrix_rank(self.model.H))
 
@@ -256,7 +269,11 @@ class NoiseScaleKalmanFilter(SequentialEstimator):
         q = np.minimum(q, 1e300)  # a gross outlier gives inf
         dof = _residual_dof(ks, H, R0, self._rank_h)
         log_c = self._log_consistency(a, b, q, dof)
-        rho = discount(log_c, self.dim, self.tau, self.robust, validate=False)
+        # θ's relative discount: log c₀ is log c at the coverage quantile of an inlier's q
+        # (λ̂ q ~ χ²_k), i.e. q / 2β = χ²_k(p) / 2α (docs/math.md §7, §8); 0 with coverage=None
+        log_c0 = -(a + 0.5 * dof) * np.log1p(self._chi2[dof] / (2.0 * a))
+        rho = discount(relative_log_consistency(log_c, log_c0), self.dim, self.tau,
+                       self.robust, validate=False)
         rho = np.where(missing, 0.0, rho)
         # the update with noise R₀ / s equals the update with R₀ of the covariance scaled by s
         s = rho * lam
@@ -375,8 +392,8 @@ class NoiseScaleKalmanFilter(SequentialEstimator):
                 np.array(state.alpha, dtype=float), np.array(state.beta, dtype=float)]
         try:
             compiled.run(ys, t, *args, model.F, model.Q, model.H, model.R, self.robust,
-                         self.dim, self.scale_dim, tau, self.omega, grid, values, nodes_x,
-                         nodes_w, mean, cov, log_c, disc, scale)
+                         self.dim, self.scale_dim, tau, self._chi2[m], self.omega, grid,
+                         values, nodes_x, nodes_w, mean, cov, log_c, disc, scale)
         except np.linalg.LinAlgError:
             return False
         return True

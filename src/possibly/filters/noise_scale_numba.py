@@ -44,14 +44,15 @@ def _kappa(alpha, m, scale_dim, tau, grid, values, nodes_x, nodes_w):  # pragma:
 
 
 @numba.njit(cache=True, nogil=True)
-def run(ys, t0, mean, cov, alpha, beta, F, Q, H, R, robust, dim, scale_dim, tau, omega,
+def run(ys, t0, mean, cov, alpha, beta, F, Q, H, R, robust, dim, scale_dim, tau, chi2_p, omega,
         grid, values, nodes_x, nodes_w,
         o_mean, o_cov, o_logc, o_disc, o_scale):  # pragma: no cover - compiled
     """Filter steps ``t0..T-1`` of every series, writing the time-major outputs in place.
 
     ``ys`` has shape (T, B, m); ``mean`` (B, n), ``cov`` (B, n, n), ``alpha`` and ``beta``
     (B,) are the state before step ``t0`` (predicted first unless ``t0 == 0``) and are
-    overwritten with the final state. ``tau`` is NaN for no threshold; ``grid``/``values`` the
+    overwritten with the final state. ``tau`` is NaN for no threshold; ``chi2_p`` the χ²_m
+    quantile at the coverage of θ's relative discount (0: the paper's); ``grid``/``values`` the
     table of κ over log α (a robust filter's; unused otherwise: κ = 1).
     """
     T, B, m = ys.shape
@@ -83,7 +84,8 @@ def run(ys, t0, mean, cov, alpha, beta, F, Q, H, R, robust, dim, scale_dim, tau,
                 q = v @ np.linalg.solve(lam * hph + R, v)
                 q = min(q, 1e300)
                 log_c = min(-(a + 0.5 * m) * math.log1p(0.5 * q / bb), 0.0)
-                rho = discount_scalar(log_c, dim, tau, robust)
+                log_c0 = -(a + 0.5 * m) * math.log1p(chi2_p / (2.0 * a))
+                rho = discount_scalar(min(log_c - log_c0, 0.0), dim, tau, robust)
                 s = rho * lam
                 if s > _NEGLIGIBLE:
                     # K = P Hᵀ (H P Hᵀ + R₀/s)⁻¹ = s P Hᵀ (s H P Hᵀ + R₀)⁻¹
