@@ -368,3 +368,15 @@ def test_fuzz_valid_parameters_give_finite_outputs(y, sigma, hazard, forgetting,
     # a segment's estimate exists once it has seen an observation
     seen = np.array([observed[t - r:t + 1].any() for t, r in enumerate(res.map_run_length)])
     assert not np.isnan(res.mean[seen]).any()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("forgetting, n", [(0.5, 3000), (1.8873950889669965e-145, 4)])
+def test_forgetting_on_a_constant_series_stays_finite(engine, forgetting, n):
+    """A run of identical values adds nothing to a run's gamma rate b, which forgetting
+    shrinks geometrically: without a floor it underflowed to 0 and the evidence divided 0 by
+    0 (ZeroDivisionError in the compiled engine, an IndexError in numpy's)."""
+    res = ps.ChangepointDetector(forgetting=forgetting, hazard=1e-3, engine=engine).fit(
+        np.zeros(n))
+    assert np.isfinite(res.log_consistency).all() and np.isfinite(res.discount).all()
+    assert np.isfinite(res.mean).all()

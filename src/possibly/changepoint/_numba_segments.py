@@ -17,6 +17,8 @@ import numpy as np
 
 from possibly.compiled import discount_scalar
 
+_B_MIN = 1e-300  # as possibly.changepoint.segments.B_MIN
+
 __all__ = ["run_trend_family"]
 
 _LOG_2PI = math.log(2.0 * math.pi)
@@ -102,7 +104,7 @@ def run_trend_family(y, t0, count_in, start_in, log_w_in, m_in, cov_in, a_in, b_
                         for c_ in range(p):
                             cov[k, j, r_, c_] = cov[k, j, r_, c_] / rho
                     a[k, j] = a[k, j] * rho
-                    b[k, j] = b[k, j] * rho
+                    b[k, j] = max(b[k, j] * rho, _B_MIN)
             c = cnt[k]
             start[k, c] = t
             log_w[k, c] = log_new

@@ -68,6 +68,9 @@ HINDSIGHT_TOL = 1e-6
 HINDSIGHT_ITERATIONS = 50
 #: automatic priors: scale >= this times the largest deviation from the median (no overflow)
 RELATIVE_SCALE_FLOOR = 1e-100
+#: forgetting never takes a run's gamma rate b below this (it would underflow to 0 on a long
+#: run of identical values, which add nothing to b)
+B_MIN = 1e-300
 #: default outlier cost: |log h| at the default hazard 2.5e-3
 DEFAULT_OUTLIER_COST = -math.log(2.5e-3)
 
@@ -288,8 +291,10 @@ class PolynomialTrend(SegmentModel):
         cov = f @ runs["cov"] @ f.T
         if rho == 1.0:
             return {**runs, "m": runs["m"] @ f.T, "cov": cov}
+        # b floored: a long run of identical values adds nothing to b, which ρᵗ would
+        # underflow to 0 (then r² / 2b is 0/0); the floor acts only there
         return {"m": runs["m"] @ f.T, "cov": cov / rho, "a": runs["a"] * rho,
-                "b": runs["b"] * rho, "seen": runs["seen"]}
+                "b": np.maximum(runs["b"] * rho, B_MIN), "seen": runs["seen"]}
 
     def _z(self, y: Any) -> float:
         prior = self._prior()
