@@ -380,3 +380,14 @@ def test_forgetting_on_a_constant_series_stays_finite(engine, forgetting, n):
         np.zeros(n))
     assert np.isfinite(res.log_consistency).all() and np.isfinite(res.discount).all()
     assert np.isfinite(res.mean).all()
+
+
+@pytest.mark.parametrize("forgetting", [0.5, 1e-100])
+def test_vector_forgetting_keeps_a_proper_inverse_wishart(forgetting):
+    """Forgetting shrinks ν and Ψ geometrically; on identical values nothing adds to them, and
+    ν fell below d - 1 (an improper inverse-Wishart: NaN evidence, every run pruned, an
+    IndexError) while Ψ underflowed. Both are floored where that would happen."""
+    res = ps.ChangepointDetector(model=ps.changepoint.MultivariateNormalSegments(),
+                                 forgetting=forgetting).fit(np.zeros((500, 3)))
+    assert np.isfinite(res.log_consistency).all() and np.isfinite(res.discount).all()
+    assert res.changepoints.size == 0

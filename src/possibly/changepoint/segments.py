@@ -71,6 +71,8 @@ RELATIVE_SCALE_FLOOR = 1e-100
 #: forgetting never takes a run's gamma rate b below this (it would underflow to 0 on a long
 #: run of identical values, which add nothing to b)
 B_MIN = 1e-300
+#: forgetting never takes an inverse-Wishart's ν below d - 1 + this (proper: ν > d - 1)
+NU_MARGIN = 1e-3
 #: default outlier cost: |log h| at the default hazard 2.5e-3
 DEFAULT_OUTLIER_COST = -math.log(2.5e-3)
 
@@ -624,8 +626,16 @@ class MultivariateNormalSegments(SegmentModel):
             return self.new_runs(0)  # the empty initial state was built before d was known
         if rho == 1.0:
             return runs
-        return {"m": runs["m"], "kappa": runs["kappa"] * rho, "psi": runs["psi"] * rho,
-                "nu": runs["nu"] * rho, "seen": runs["seen"]}
+        # floors that act only where forgetting would leave the family or underflow: ν just
+        # above d - 1, the edge of a proper inverse-Wishart (ν shrinks geometrically over a
+        # run of outliers, which add nothing), and a positive diagonal of Ψ (identical values
+        # add nothing to Ψ)
+        psi = runs["psi"] * rho
+        d = psi.shape[-1]
+        diag = np.arange(d)
+        psi[:, diag, diag] = np.maximum(psi[:, diag, diag], B_MIN)
+        return {"m": runs["m"], "kappa": runs["kappa"] * rho, "psi": psi,
+                "nu": np.maximum(runs["nu"] * rho, d - 1.0 + NU_MARGIN), "seen": runs["seen"]}
 
     def _z(self, y: Any) -> np.ndarray:
         loc, scale = self._loc_scale()
