@@ -39,9 +39,6 @@ Choosing the parameters
 
 from __future__ import annotations
 
-import os
-import sys
-
 from possibly.changepoint.detector import ChangepointDetector, numba_available
 from possibly.changepoint.models import (
     ConjugateModel,
@@ -90,19 +87,3 @@ __all__ = [
     "numba_available",
     "step",
 ]
-
-
-def _default_numba_cache_dir() -> str:
-    """The user cache directory for compiled kernels (site-packages may be read-only)."""
-    if sys.platform == "win32":
-        base = os.environ.get("LOCALAPPDATA") or os.path.expanduser("~")
-    elif sys.platform == "darwin":
-        base = os.path.expanduser("~/Library/Caches")
-    else:
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
-    return os.path.join(base, "possibly", "numba")
-
-
-# numba reads this when it is first imported; a value set by the user wins
-if "numba" not in sys.modules:
-    os.environ.setdefault("NUMBA_CACHE_DIR", _default_numba_cache_dir())
