@@ -47,6 +47,8 @@ __all__ = ["PAPER", "SETTINGS", "consistency_study", "error_study", "ordering_st
 
 
 class _Settings(TypedDict):
+    """The type of :data:`SETTINGS` (the paper's §5.1 setting)."""
+
     dim: int
     n: int
     steps: int
@@ -154,7 +156,8 @@ def error_study(repeats: int, seed, *, dim: int = 10, n: int = 25, steps: int = 
                           desc=f"feature errors ({reading})"):
         Y, flags = simulate_batches(rng, chol, n, epsilon, alpha, reading)
         lik = mvn_batch(Y, validate=False)
-        # shape (B,) with either reading (asarray: numpy types any() of a 1-D array a scalar)
+        # shape (B,) with either reading; asarray because numpy types any(-1) as "array or
+        # scalar" (a scalar only for 1-D flags, never the case here)
         is_out = np.asarray(flags if reading == "batch" else flags.any(-1))
         states["standard_all"] = _combine(states["standard_all"], lik)
         if reading == "batch":
