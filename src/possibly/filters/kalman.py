@@ -674,7 +674,7 @@ class FilterResult:
         return xr.Dataset(data, coords={"time": time, "state": list(self.state_names)})
 
 
-def _frame(mean: np.ndarray | None, variance: np.ndarray | None, log_c: np.ndarray,
+def _frame(mean: np.ndarray, variance: np.ndarray | None, log_c: np.ndarray,
            disc: np.ndarray, names: tuple[str, ...], index: Any) -> Any:
     """The per-step table of a filter or smoother result (see FilterResult.to_frame)."""
     import pandas as pd
@@ -683,9 +683,8 @@ def _frame(mean: np.ndarray | None, variance: np.ndarray | None, log_c: np.ndarr
     T = log_c.shape[-1]
     size = int(np.prod(batch))
     cols: dict[str, np.ndarray] = {}
-    if mean is not None:
-        for j, name in enumerate(names):
-            cols[name] = mean[..., j].reshape(-1)
+    for j, name in enumerate(names):
+        cols[name] = mean[..., j].reshape(-1)
     if variance is not None:
         with np.errstate(invalid="ignore"):
             for j, name in enumerate(names):
