@@ -30,6 +30,7 @@ printed number (the ordering bound) and its qualitative statements can be compar
 from __future__ import annotations
 
 import os
+from typing import TypedDict, cast
 
 import numpy as np
 from scipy import stats
@@ -44,11 +45,36 @@ from possibly.validation import check_positive
 __all__ = ["PAPER", "SETTINGS", "consistency_study", "error_study", "ordering_study", "plot",
            "run", "sample_covariances", "simulate_batches", "summary"]
 
-SETTINGS = {"dim": 10, "n": 25, "steps": 500, "epsilon": 0.02, "alpha": 3.0, "tau": 0.25,
-            "consistency_dims": [2, 10, 50]}
+
+class _Settings(TypedDict):
+    """The type of :data:`SETTINGS` (the paper's §5.1 setting)."""
+
+    dim: int
+    n: int
+    steps: int
+    epsilon: float
+    alpha: float
+    tau: float
+    consistency_dims: list[int]
+
+
+class _Simulation(TypedDict):
+    """The settings every study's simulation shares."""
+
+    n: int
+    steps: int
+    epsilon: float
+    alpha: float
+
+
+SETTINGS: _Settings = {"dim": 10, "n": 25, "steps": 500, "epsilon": 0.02, "alpha": 3.0,
+                       "tau": 0.25, "consistency_dims": [2, 10, 50]}
+
+#: the paper's bound on the ordering study's standard deviation (its only printed number)
+ORDERING_STD_UPPER_BOUND = 2e-4
 
 PAPER = {
-    "ordering_std_upper_bound": 2e-4,
+    "ordering_std_upper_bound": ORDERING_STD_UPPER_BOUND,
     "figure_1a": "no numbers printed: the robust rule 'largely compensates' for the outliers "
                  "compared with standard Bayes on all batches, and the threshold tau = 0.25 "
                  "gains further accuracy",
@@ -77,7 +103,8 @@ def simulate_batches(rng: np.random.Generator, chol: np.ndarray, n: int, epsilon
     the flags have shape ``(B,)`` (the whole batch drawn from N(0, αΣ)); with
     ``reading="vector"`` shape ``(B, n)`` (each vector independently).
     """
-    runs, d = chol.shape[0], chol.shape[-1]
+    runs: int = chol.shape[0]
+    d: int = chol.shape[-1]
     z = rng.standard_normal((runs, n, d))
     if reading == "batch":
         flags = rng.random(runs) < epsilon
@@ -99,6 +126,13 @@ def inlier_information(batches: np.ndarray, keep: np.ndarray) -> NormalInverseWi
     return mvn_batch(batches, keep=keep, validate=False)
 
 
+def _combine(prior: NormalInverseWishart, likelihood: NormalInverseWishart
+             ) -> NormalInverseWishart:
+    """Unchecked :func:`possibly.combine` of two N̄IW̄ functions: the family is closed under
+    it (``NormalInverseWishart._add``), so the result is one."""
+    return cast(NormalInverseWishart, combine(prior, likelihood, validate=False))
+
+
 def _frobenius_error(sigma: np.ndarray, state: NormalInverseWishart) -> np.ndarray:
     return np.linalg.norm(sigma - state.mode[1], axis=(-2, -1))
 
@@ -115,28 +149,29 @@ def error_study(repeats: int, seed, *, dim: int = 10, n: int = 25, steps: int = 
     err_sum = {m: np.zeros(steps) for m in METHODS}
     defined = np.zeros(steps, dtype=int)            # repeats where inliers-only has ν > 0
     final = {}
-    gammas, outlier_batch, first_outlier = [], [], None
-    rhos_th = []
+    gamma_steps: list[np.ndarray] = []
+    rho_th_steps: list[np.ndarray] = []
+    outlier_steps: list[np.ndarray] = []
     for t in progress_bar(range(steps), enabled=progress, total=steps,
                           desc=f"feature errors ({reading})"):
         Y, flags = simulate_batches(rng, chol, n, epsilon, alpha, reading)
         lik = mvn_batch(Y, validate=False)
-        is_out = flags if reading == "batch" else flags.any(-1)
-        if t == 0:
-            first_outlier = is_out.copy()
-        states["standard_all"] = combine(states["standard_all"], lik, validate=False)
+        # shape (B,) with either reading; asarray because numpy types any(-1) as "array or
+        # scalar" (a scalar only for 1-D flags, never the case here)
+        is_out = np.asarray(flags if reading == "batch" else flags.any(-1))
+        states["standard_all"] = _combine(states["standard_all"], lik)
         if reading == "batch":
-            states["standard_inliers"] = combine(
+            states["standard_inliers"] = _combine(
                 states["standard_inliers"], lik.power((~flags).astype(np.float64),
-                                                      validate=False), validate=False)
+                                                      validate=False))
         else:
-            states["standard_inliers"] = combine(states["standard_inliers"],
-                                                 inlier_information(Y, ~flags), validate=False)
+            states["standard_inliers"] = _combine(states["standard_inliers"],
+                                                  inlier_information(Y, ~flags))
         states["robust"], info = cov.step(states["robust"], lik, dim=dprime)
         states["threshold"], info_th = cov.step(states["threshold"], lik, dim=dprime, tau=tau)
-        gammas.append(info.gamma)
-        rhos_th.append(info_th.discount)
-        outlier_batch.append(is_out)
+        gamma_steps.append(info.gamma)
+        rho_th_steps.append(info_th.discount)
+        outlier_steps.append(is_out)
         for m in METHODS:
             e = _frobenius_error(sigma, states[m])
             ok = np.isfinite(e)
@@ -145,7 +180,9 @@ def error_study(repeats: int, seed, *, dim: int = 10, n: int = 25, steps: int = 
                 defined[t] = ok.sum()
             if t == steps - 1:
                 final[m] = e
-    gammas, rhos_th, outlier_batch = np.array(gammas), np.array(rhos_th), np.array(outlier_batch)
+    gammas, rhos_th = np.array(gamma_steps), np.array(rho_th_steps)
+    outlier_batch = np.array(outlier_steps)
+    first_outlier = outlier_batch[0]                 # which repeats start with an outlier
     late = slice(steps // 10, None)                  # past the first tenth: prior informative
     g_in, g_out = gammas[late][~outlier_batch[late]], gammas[late][outlier_batch[late]]
     r_in, r_out = rhos_th[late][~outlier_batch[late]], rhos_th[late][outlier_batch[late]]
@@ -197,17 +234,17 @@ def ordering_study(permutations: int, seed, *, dim: int = 10, n: int = 25, steps
         lik_t = lik[orders[:, t]]
         states["robust"], _ = cov.step(states["robust"], lik_t, dim=dprime)
         states["threshold"], _ = cov.step(states["threshold"], lik_t, dim=dprime, tau=tau)
-    out = {"permutations": permutations, "outlier_batches": int(flags.sum()), "std": {},
-           "mean": {}}
+    std: dict[str, float] = {}
+    mean: dict[str, float] = {}
     for m, state in states.items():
         e = _frobenius_error(sigma[0], state)
-        out["std"][m] = float(e.std(ddof=1))
-        out["mean"][m] = float(e.mean())
+        std[m] = float(e.std(ddof=1))
+        mean[m] = float(e.mean())
     full = cov.init(dim)
     for i in inliers:
-        full = combine(full, lik[i], validate=False)
-    out["standard_inliers_error"] = float(_frobenius_error(sigma[0], full))
-    return out
+        full = _combine(full, lik[i])
+    return {"permutations": permutations, "outlier_batches": int(flags.sum()), "std": std,
+            "mean": mean, "standard_inliers_error": float(_frobenius_error(sigma[0], full))}
 
 
 def consistency_study(seed, *, dims=(2, 10, 50), steps: int = 500, epsilon: float = 0.02,
@@ -267,12 +304,13 @@ def run(repeats: int = 1000, seed: int = 0, quick: bool = False, progress: bool 
     (['batch', 'vector'], 60)
     """
     repeats = int(check_positive("repeats", repeats))
-    settings = dict(SETTINGS)
+    settings = SETTINGS.copy()
     if quick:
         repeats = min(repeats, 50)
         settings["steps"] = 60
     streams = np.random.SeedSequence(seed).spawn(5)
-    common = {k: settings[k] for k in ("n", "steps", "epsilon", "alpha")}
+    common: _Simulation = {"n": settings["n"], "steps": settings["steps"],
+                           "epsilon": settings["epsilon"], "alpha": settings["alpha"]}
     errors = {reading: error_study(repeats, streams[i], dim=settings["dim"],
                                    tau=settings["tau"], reading=reading, progress=progress,
                                    **common)
@@ -293,11 +331,10 @@ def run(repeats: int = 1000, seed: int = 0, quick: bool = False, progress: bool 
                                               epsilon=settings["epsilon"],
                                               alpha=settings["alpha"], reading=reading)
                    for i, reading in enumerate(("batch", "vector"))}
-    settings.update(repeats=repeats, seed=seed, quick=quick)
     return {
         "experiment": "feature",
         "section": "5.1",
-        "settings": settings,
+        "settings": {**settings, "repeats": repeats, "seed": seed, "quick": quick},
         "paper": PAPER,
         "error": errors,
         "ordering": ordering,
@@ -310,7 +347,7 @@ def run(repeats: int = 1000, seed: int = 0, quick: bool = False, progress: bool 
 def _verdict(errors: dict, ordering: dict) -> str:
     f = {m: errors["final_error"][m]["mean"] for m in METHODS}
     fig = (f["standard_inliers"] < f["threshold"] < f["robust"] < f["standard_all"])
-    bound = PAPER["ordering_std_upper_bound"]
+    bound = ORDERING_STD_UPPER_BOUND
     std = ordering["std"]
     order_ok = max(std.values()) < bound
     parts = [

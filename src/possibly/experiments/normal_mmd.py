@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import time
+from typing import cast
 
 import numpy as np
 
@@ -52,7 +53,9 @@ def _robust(y, tau):
     posterior only)."""
     post = ps.Normal.uninformative(y.shape[:-1])
     for t in range(y.shape[-1]):
-        post = ps.robust_update(post, ps.likelihood.normal(y[..., t], sd=SD), tau=tau).posterior
+        # a Normal prior with a Normal likelihood: the posterior is a Normal
+        post = cast(ps.Normal, ps.robust_update(post, ps.likelihood.normal(y[..., t], sd=SD),
+                                                tau=tau).posterior)
     return post.mean
 
 
@@ -71,8 +74,8 @@ def _robust_start(y, tau):
 
 def _method(name):
     def bayes(y):
-        post = ps.combine(ps.Normal.uninformative(y.shape[:-1]),
-                          ps.Normal(np.mean(y, axis=-1), y.shape[-1] / SD**2))
+        post = cast(ps.Normal, ps.combine(ps.Normal.uninformative(y.shape[:-1]),
+                                          ps.Normal(np.mean(y, axis=-1), y.shape[-1] / SD**2)))
         return post.mean
 
     return {

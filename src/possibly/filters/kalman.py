@@ -551,7 +551,7 @@ def _check_observation_values(y) -> np.ndarray:
 class FilterResult:
     """Output of :meth:`KalmanFilter.filter`: one entry per time step ``t`` (axis ``-2``/``-3``).
 
-    Fields not asked for with ``keep`` are None.
+    Fields not asked for with ``keep`` are None; ``mean`` is always kept.
 
     Attributes
     ----------
@@ -577,7 +577,7 @@ class FilterResult:
         The state after the last observation (to continue filtering with ``step``).
     """
 
-    mean: np.ndarray | None
+    mean: np.ndarray
     variance: np.ndarray | None
     covariance: np.ndarray | None
     log_consistency: np.ndarray
@@ -674,7 +674,7 @@ class FilterResult:
         return xr.Dataset(data, coords={"time": time, "state": list(self.state_names)})
 
 
-def _frame(mean: np.ndarray | None, variance: np.ndarray | None, log_c: np.ndarray,
+def _frame(mean: np.ndarray, variance: np.ndarray | None, log_c: np.ndarray,
            disc: np.ndarray, names: tuple[str, ...], index: Any) -> Any:
     """The per-step table of a filter or smoother result (see FilterResult.to_frame)."""
     import pandas as pd
@@ -683,9 +683,8 @@ def _frame(mean: np.ndarray | None, variance: np.ndarray | None, log_c: np.ndarr
     T = log_c.shape[-1]
     size = int(np.prod(batch))
     cols: dict[str, np.ndarray] = {}
-    if mean is not None:
-        for j, name in enumerate(names):
-            cols[name] = mean[..., j].reshape(-1)
+    for j, name in enumerate(names):
+        cols[name] = mean[..., j].reshape(-1)
     if variance is not None:
         with np.errstate(invalid="ignore"):
             for j, name in enumerate(names):
@@ -1062,23 +1061,28 @@ class KalmanFilter(SequentialEstimator):
             self._record(t, predicted, state, info, p_mean, p_cov, p_prefix, mean, var, cov,
                          f_prefix, log_c, disc)
 
-        def shaped(a):
-            if a is None:
-                return None
+        def batch_major(a: np.ndarray) -> np.ndarray:
             a = np.moveaxis(a, 0, 1)
             return a.reshape(batch + a.shape[1:])
 
-        def prefix(items):
-            return shaped(np.stack(items) if items else np.empty((0, size, n, n)))
+        def shaped(a: np.ndarray | None) -> np.ndarray | None:
+            return None if a is None else batch_major(a)
+
+        def prefix(items: list[np.ndarray]) -> np.ndarray:
+            return batch_major(np.stack(items) if items else np.empty((0, size, n, n)))
 
         information = (prefix(f_prefix), prefix(p_prefix)) if full and pred else None
-        def unflat(a: np.ndarray | None) -> np.ndarray | None:
-            return None if a is None else a.reshape(batch + a.shape[1:])
 
-        final = KalmanState(cast(np.ndarray, unflat(state.mean)), unflat(state.covariance),
-                            unflat(state.precision), state.t)
-        return FilterResult(mean=shaped(mean), variance=shaped(var), covariance=shaped(cov),
-                            log_consistency=shaped(log_c), discount=shaped(disc),
+        def unflat(a: np.ndarray) -> np.ndarray:
+            return a.reshape(batch + a.shape[1:])
+
+        final = KalmanState(unflat(state.mean),
+                            None if state.covariance is None else unflat(state.covariance),
+                            None if state.precision is None else unflat(state.precision),
+                            state.t)
+        return FilterResult(mean=batch_major(mean), variance=shaped(var),
+                            covariance=shaped(cov),
+                            log_consistency=batch_major(log_c), discount=batch_major(disc),
                             predicted_mean=shaped(p_mean), predicted_covariance=shaped(p_cov),
                             state_names=model.names, dim=dim,
                             index=index, final=final, _information=information)

@@ -370,12 +370,13 @@ class ParticleFilter(SequentialEstimator):
         """Filter a whole series from :meth:`init` (same as :meth:`filter`)."""
         return self.filter(y)
 
-    def filter(self, ys: Sequence, prior: Any = None, seed: Any = None) -> ParticleFilterResult:
+    def filter(self, ys: Sequence[Any] | np.ndarray, prior: Any = None, seed: Any = None
+               ) -> ParticleFilterResult:
         """Filter the observations ``ys[0], ys[1], ...``.
 
         Parameters
         ----------
-        ys : sequence
+        ys : sequence or ndarray
             Observations, each passed as ``y`` to ``loglik`` (a ``y`` containing NaN is
             missing: predict only).
         prior : Normal, MultivariateNormal or ParticlePossibility, optional

@@ -90,7 +90,7 @@ def smooth(model: LinearGaussianModel, filtered: FilterResult) -> SmootherResult
     if not isinstance(filtered, FilterResult):
         raise ValueError(f"filtered must be a FilterResult, got {type(filtered).__name__}")
     fr = filtered
-    f_mean, f_cov = fr._need("mean"), fr._need("covariance")
+    f_mean, f_cov = fr.mean, fr._need("covariance")
     p_mean, p_cov = fr._need("predicted_mean"), fr._need("predicted_covariance")
     f_pre, p_pre = fr._information_part(0), fr._information_part(1)
     batch = f_mean.shape[:-2]
