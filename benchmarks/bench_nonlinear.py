@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from functools import partial
 
 import numpy as np
 
@@ -25,6 +26,7 @@ from possibly.experiments.particles import (
     range_bearing_model,
     simulate_range_bearing,
 )
+from possibly.filters.nonlinear import NonlinearState, _observation
 from possibly.models import constant_velocity
 
 F, Q, _, _ = constant_velocity(dt=1.0, accel_sd=0.05, obs_sd=1.0, ndim=2)
@@ -88,7 +90,40 @@ def main(argv=None) -> int:
     for name, (err, t) in rows.items():
         print(f"{name:<38} {np.median(err):7.3f} {err.mean():7.3f} "
               f"{np.quantile(err, 0.9):7.3f} {1e3 * t:10.2f}")
+    _validation_cost(model, prior, ys)
     return 0
+
+
+def _checking_step(unchecked, obs_dim, state, y):
+    if not isinstance(state, NonlinearState):
+        raise ValueError("state must be a NonlinearState")
+    return unchecked(state, _observation(y, obs_dim))
+
+
+def _validation_cost(model, prior, ys, timings: int = 15) -> None:
+    """``fit`` (observations checked once) against the same ``fit`` stepping with the public,
+    checking ``step`` (what it did before): time ratio, median [min, max] over ``timings``
+    alternating runs in this process, for the batch and for one series."""
+    print(f"\nchecking the observations once: fit / (fit checking at each step), "
+          f"median [min, max] of {timings} runs")
+    for name, cls in (("EKF", ps.ExtendedKalmanFilter), ("UKF", ps.UnscentedKalmanFilter)):
+        for label, y, p in (("batch", ys, prior),
+                            ("one series", ys[0], ps.MultivariateNormal(
+                                prior.mean[0], prior.precision[0]))):
+            once, each = cls(model, p), cls(model, p)
+            # the baseline: every step checks its observation, as the public step does
+            each._step = partial(_checking_step, each._step, model.obs_dim)
+            ratios, fit_ms = [], []
+            for _ in range(timings):
+                t0 = time.perf_counter()
+                once.fit(y)
+                t1 = time.perf_counter()
+                each.fit(y)
+                t2 = time.perf_counter()
+                ratios.append((t1 - t0) / (t2 - t1))
+                fit_ms.append(1e3 * (t1 - t0))
+            print(f"{name}, robust, {label:<11} fit {np.median(fit_ms):6.2f} ms  ratio "
+                  f"{np.median(ratios):.3f} [{min(ratios):.3f}, {max(ratios):.3f}]")
 
 
 if __name__ == "__main__":

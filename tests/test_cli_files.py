@@ -190,28 +190,6 @@ def test_kalman_several_columns_are_one_vector_observation(tmp_path, capsys):
     assert np.isinf(col["velocity_sd_x"][0]) and np.isinf(col["velocity_sd_y"][0])
 
 
-def test_marginal_sd_against_a_brute_force_minimum():
-    """The finite marginal sd of an observed component under a singular precision."""
-    from possibly.cli.kalman import _marginal_sd
-
-    rng = np.random.default_rng(0)
-    a = rng.normal(size=(3, 2))
-    p = a @ a.T  # rank 2 precision in 3-D; the null direction
-    null = np.linalg.svd(p)[2][-1]
-    # rotate so that component 0 is orthogonal to the null direction: finite marginal
-    p2 = p.copy()
-    cov = np.full((1, 3, 3), np.inf)
-    sd = _marginal_sd(cov, p2[None])[0]
-    for i in range(3):
-        if abs(null[i]) > 1e-6:
-            assert np.isinf(sd[i])
-    e = np.array([1.0, 0.0, 0.0])
-    q = np.outer(e, e) * 4.0 + np.diag([0.0, 1.0, 0.0])  # x0 ~ sd 0.5, x1 ~ sd 1, x2 free
-    sd = _marginal_sd(np.full((1, 3, 3), np.inf), q[None])[0]
-    # brute force: the marginal of x0 is exp(-q00 x0^2 / 2) whatever the free x2
-    assert sd[0] == pytest.approx(0.5) and sd[1] == pytest.approx(1.0) and np.isinf(sd[2])
-
-
 # -- nothing lost --------------------------------------------------------------------------------
 @pytest.mark.parametrize("command", ["kalman", "changepoint"])
 def test_output_equal_to_input_is_refused(tmp_path, capsys, monkeypatch, command):

@@ -144,3 +144,23 @@ def test_particle_filter_from_model_is_finite_on_huge_observations():
     assert np.isfinite(res.mode).all()
     assert res.discount[1] == 0.0 and res.discount[3] == 0.0
     assert res.log_consistency[1] == -np.inf
+
+
+def test_marginal_variances_against_a_brute_force_minimum():
+    """The finite max-marginal sd of an informed component under a singular precision (the
+    ``*_sd`` columns of ``possibly kalman`` are these, through FilterResult.variance)."""
+    from possibly.filters.kalman import _marginal_variances
+
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(3, 2))
+    p = a @ a.T  # rank 2 precision in 3-D: every component meets the null direction
+    null = np.linalg.svd(p)[2][-1]
+    sd = np.sqrt(_marginal_variances(p[None]))[0]
+    for i in range(3):
+        if abs(null[i]) > 1e-6:
+            assert np.isinf(sd[i])
+    e = np.array([1.0, 0.0, 0.0])
+    q = np.outer(e, e) * 4.0 + np.diag([0.0, 1.0, 0.0])  # x0 ~ sd 0.5, x1 ~ sd 1, x2 free
+    sd = np.sqrt(_marginal_variances(q[None]))[0]
+    # brute force: the marginal of x0 is exp(-q00 x0^2 / 2) whatever the free x2
+    assert sd[0] == pytest.approx(0.5) and sd[1] == pytest.approx(1.0) and np.isinf(sd[2])

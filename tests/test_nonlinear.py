@@ -225,3 +225,36 @@ def test_base_class_declares_the_steps():
     model = NonlinearModel(f=lambda x: x, h=lambda x: x, Q=[[0.1]], R=[[1.0]])
     with pytest.raises(TypeError, match="_update"):
         Incomplete(model, ps.MultivariateNormal([0.0], [[1.0]]))
+
+
+@pytest.mark.parametrize("cls", [ExtendedKalmanFilter, UnscentedKalmanFilter])
+def test_fit_checks_the_observations_once(cls, monkeypatch):
+    """``fit`` checks the whole series once and steps unchecked; the public ``step`` still
+    checks, and the results equal a loop over it exactly."""
+    import possibly.filters.nonlinear as nl
+
+    calls = []
+    check = nl._check_observation_values
+
+    def counting(y):
+        calls.append(np.shape(y))
+        return check(y)
+
+    monkeypatch.setattr(nl, "_check_observation_values", counting)
+    ys = simulate(T=20, seed=1)
+    ys[5] = np.nan
+    f = cls(model(False), PRIOR)
+    res = f.fit(ys)
+    assert calls == [ys.shape]
+    state, lcs = f.init(), []
+    for y_t in ys:
+        state, info = f.step(state, y_t)
+        lcs.append(info.log_consistency)
+    assert len(calls) == 1 + len(ys)  # the public step checked each observation
+    np.testing.assert_array_equal(state.mean, res.mean[-1])
+    np.testing.assert_array_equal(state.covariance, res.covariance[-1])
+    np.testing.assert_array_equal(lcs, res.log_consistency)
+    with pytest.raises(ValueError, match="observations must be finite"):
+        f.step(state, [np.inf, 0.0])
+    with pytest.raises(ValueError, match="observations must be finite"):
+        f.fit(np.r_[ys, [[np.inf, 0.0]]])

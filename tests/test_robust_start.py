@@ -35,9 +35,9 @@ def plain(y):
     return post
 
 
-def run(y, size=3, kind="first", **kwargs):
+def run(y, size=3, **kwargs):
     y = np.asarray(y, dtype=float)
-    state = start_init(ps.Normal.uninformative(y.shape[:-1]), y.shape[:-1], size, kind=kind)
+    state = start_init(ps.Normal.uninformative(y.shape[:-1]), y.shape[:-1], size)
     out = []
     for t in range(y.shape[-1]):
         state, log_c, extras = start_step(state, y[..., t], step, **kwargs)
@@ -73,13 +73,13 @@ def test_missing_values_are_not_candidates(rng):
     assert np.isnan(out_b[0][0]) and np.isnan(out_b[4][1])
 
 
-def test_batch_equals_loop(rng, kind="first"):
+def test_batch_equals_loop(rng):
     y = np.stack([np.r_[30.0, rng.normal(2.0, SD, size=12)],
                   np.r_[1.0, -40.0, rng.normal(2.0, SD, size=11)],
                   np.r_[np.nan, np.nan, rng.normal(2.0, SD, size=11)]])
-    both, out = run(y, kind=kind)
+    both, out = run(y)
     for i in range(3):
-        one, out_i = run(y[i], kind=kind)
+        one, out_i = run(y[i])
         assert float(one.current.mean) == pytest.approx(float(both.current.mean[i]),
                                                         rel=1e-12)
         np.testing.assert_allclose([o[0] for o in out_i], [o[0][i] for o in out],
@@ -105,35 +105,6 @@ def test_score_and_horizon(rng):
         state, _, _ = start_step(state, np.asarray(v), step, score=score, ratio=1e-300)
         assert bool(state.collapsed) == (t >= 3)
     assert abs(float(state.current.mean) - y[1:].mean()) < 0.5
-
-
-def run_drop(y, size=3, **kwargs):
-    return run(y, size, kind="drop", **kwargs)
-
-
-def test_drop_kind_removes_an_outlier_start(rng):
-    """kind="drop" (for filters: the order is the time): the leader treats the outlier as
-    missing, which for a static mean is the plain recursion without it."""
-    y = np.r_[30.0, rng.normal(2.0, SD, size=25)]
-    state, out = run_drop(y)
-    assert bool(state.collapsed) and state.log_weight.shape == (1,)
-    assert float(state.current.mean) == pytest.approx(float(plain(y[1:]).mean), rel=1e-12)
-    assert np.isfinite([o[0] for o in out]).all()
-
-
-def test_drop_kind_keeps_every_inlier(rng):
-    y = rng.normal(2.0, SD, size=25)
-    state, _ = run_drop(y)
-    assert float(state.current.mean) == pytest.approx(float(plain(y).mean), rel=1e-12)
-
-
-def test_drop_kind_batch_equals_loop(rng):
-    test_batch_equals_loop(rng, kind="drop")
-
-
-def test_bad_kind():
-    with pytest.raises(ValueError, match="kind"):
-        start_init(ps.Normal.uninformative(), (), 3, kind="reorder")
 
 
 class Pair(NamedTuple):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -182,6 +183,53 @@ def tracks() -> dict[str, np.ndarray]:
         pos[10 + i] = np.nan
         out[f"trk{i}"] = pos
     return out
+
+
+def test_changepoints_time_column(series, tmp_path):
+    """time_column: the events carry the stamps of their rows, in the frame and the file."""
+    stamps = {k: pd.date_range("2024-01-01", periods=y.size, freq="h") for k, y in
+              series.items()}
+    df = interleaved(series)
+    df["when"] = [stamps[k][t] for k, t in zip(df["sensor"], df["t"], strict=True)]
+    out = tmp_path / "out"
+    res = changepoints_many(df, "sensor", "v", scheduler="synchronous", out=out,
+                            time_column="when", sigma=1.0, hazard=1e-3)
+    assert list(res.events.columns) == ["id", "index", "time", "kind", "value"]
+    expect = [stamps[k][i] for k, i in zip(res.events["id"], res.events["index"], strict=True)]
+    assert res.events["time"].tolist() == expect
+    assert as_rows(res.events) == reference_events(series, sigma=1.0, hazard=1e-3)
+    pd.testing.assert_frame_equal(pd.read_parquet(out / "events.parquet"), res.events)
+    # the per-series files are unchanged: index, kind, value
+    first = pd.read_parquet(out / "series" / series_filename(IDS[0]))
+    assert list(first.columns) == ["index", "kind", "value"]
+    with pytest.raises(ValueError, match="must be distinct"):
+        changepoints_many(df, "sensor", "v", scheduler="synchronous", time_column="v")
+    with pytest.raises(ValueError, match="column 'nope' not found"):
+        changepoints_many(df, "sensor", "v", scheduler="synchronous", time_column="nope")
+
+
+def test_cli_time_events_written_once(series, tmp_path, monkeypatch, capsys):
+    """changepoint-many --time --out writes events.parquet once, with the time column."""
+    path = tmp_path / "in.parquet"
+    df = interleaved({"a": series["s5"], "b": series["s6"]})
+    df.assign(when=df["t"].map(lambda t: f"day {t}")).to_parquet(path, index=False)
+    written: list[str] = []
+    to_parquet = pd.DataFrame.to_parquet
+
+    def counting(self, target, *args, **kwargs):
+        written.append(Path(target).name)
+        return to_parquet(self, target, *args, **kwargs)
+
+    monkeypatch.setattr(pd.DataFrame, "to_parquet", counting)
+    out = tmp_path / "out"
+    assert main(["changepoint-many", str(path), "--id", "sensor", "--value", "v",
+                 "--scheduler", "synchronous", "--sigma", "1", "--time", "when",
+                 "--out", str(out)]) == 0
+    assert sum("events" in name for name in written) == 1, written
+    events = pd.read_parquet(out / "events.parquet")
+    assert list(events.columns) == ["id", "index", "time", "kind", "value"]
+    assert events["time"].tolist() == [f"day {i}" for i in events["index"]]
+    assert len(events) > 0
 
 
 def test_kalman_cluster_equals_single_process(client, tmp_path):

@@ -56,10 +56,7 @@ of 100 observations, 1.6x for one series. A missing observation (NaN) is not a c
 the candidates are the first ``K`` observed values.
 
 For dynamic models (filters) the order of the observations is their time and cannot be
-changed: ``kind="drop"`` (see :func:`start_init`) makes hypothesis ``j`` treat the ``j``-th
-observed value as an outlier (a missing observation) instead, hypothesis 0 using them all;
-the dropped value scores ``log α`` (an outlier) for its hypothesis, so that hypothesis 0
-leads unless the data say otherwise.
+changed: the Kalman filters have their own start, :mod:`possibly.filters.robust_start`.
 
 The functions here are generic: ``step`` is any pure robust step over a batch whose state
 is a :class:`~possibly.Possibility`, a (named) tuple of arrays (``None`` and counters
@@ -179,8 +176,6 @@ class StartState:
         The observations so far (NaN if missing), for a ``score`` (empty without one).
     steps : int
         Number of steps taken.
-    kind : str
-        ``"first"`` (which observation starts) or ``"drop"`` (which one is an outlier).
     """
 
     hypotheses: Any
@@ -191,7 +186,6 @@ class StartState:
     prior: Any
     history: np.ndarray
     steps: int = 0
-    kind: str = "first"
 
     @property
     def leader(self) -> np.ndarray:
@@ -204,16 +198,13 @@ class StartState:
         return tree_take(self.hypotheses, self.leader)
 
 
-def start_init(prior: Any, batch_shape: tuple[int, ...], size: int, horizon: int = 20,
-               kind: str = "first") -> StartState:
+def start_init(prior: Any, batch_shape: tuple[int, ...], size: int,
+               horizon: int = 20) -> StartState:
     """The mixture before any observation: ``size`` empty slots around ``prior``.
 
-    ``kind="first"`` (default): hypothesis ``j`` starts from the ``j``-th observed value and
-    judges the earlier ones after it (module docstring); valid for static parameters, whose
-    robust update may take the observations in any order. ``kind="drop"``: for dynamic
-    models (filters), where the order is the time: hypothesis 0 uses every observation,
-    hypothesis ``j >= 1`` treats the ``j``-th observed value as an outlier (as missing; it
-    scores ``log α`` for that hypothesis); ``size + 1`` hypotheses.
+    Hypothesis ``j`` starts from the ``j``-th observed value and judges the earlier ones
+    after it (module docstring); valid for static parameters, whose robust update may take
+    the observations in any order.
 
     The mixture collapses to its leader at the latest after ``horizon`` steps (``0``: only
     when the others are negligible; hypotheses that agree, e.g. two inlier starts, may then
@@ -229,18 +220,15 @@ def start_init(prior: Any, batch_shape: tuple[int, ...], size: int, horizon: int
     """
     if int(size) != size or size < 1:
         raise ValueError(f"size must be an integer >= 1, got {size!r}")
-    if kind not in ("first", "drop"):
-        raise ValueError(f"kind must be 'first' or 'drop', got {kind!r}")
     size = int(size)
     shape = tuple(batch_shape)
-    slots = size + 1 if kind == "drop" else size
-    # "drop": every hypothesis exists from the start; "first": made at the j-th value
-    log_weight = np.full(shape + (slots,), 0.0 if kind == "drop" else -np.inf)
-    return StartState(hypotheses=tree_expand(prior, slots, len(shape)), log_weight=log_weight,
+    # hypothesis j is made at the j-th observed value
+    log_weight = np.full(shape + (size,), -np.inf)
+    return StartState(hypotheses=tree_expand(prior, size, len(shape)), log_weight=log_weight,
                       buffer=np.full(shape + (size,), np.nan),
                       seen=np.zeros(shape, dtype=np.int64),
                       collapsed=np.zeros(shape, dtype=bool), prior=prior,
-                      history=np.full(shape + (int(horizon),), np.nan), steps=0, kind=kind)
+                      history=np.full(shape + (int(horizon),), np.nan), steps=0)
 
 
 def start_step(state: StartState, y: np.ndarray, step: StartStep, *, ratio: float = 1e-3,
@@ -257,8 +245,7 @@ def start_step(state: StartState, y: np.ndarray, step: StartStep, *, ratio: floa
     ``max(log c, log α)`` to a hypothesis' score (module docstring). ``score(hypotheses,
     history)``, if given, replaces that score: the log weight of each hypothesis (shape
     ``B + (K,)``) from the observations kept in ``history`` (``B + (horizon,)``, NaN where
-    missing or not yet observed). With ``kind="drop"``, where the leading hypothesis treats
-    ``y`` as an outlier its ``extras`` are those of a missing step.
+    missing or not yet observed).
 
     Examples
     --------
@@ -276,8 +263,6 @@ def start_step(state: StartState, y: np.ndarray, step: StartStep, *, ratio: floa
     >>> round(float(s.current.mean), 3), bool(s.collapsed)
     (0.05, True)
     """
-    if state.kind == "drop" and not state.collapsed.all():
-        return _drop_step(state, y, step, ratio=ratio, log_floor=log_floor, score=score)
     size = state.log_weight.shape[-1]
     y = np.asarray(y, dtype=np.float64)
     shape = state.seen.shape
@@ -353,55 +338,3 @@ def start_step(state: StartState, y: np.ndarray, step: StartStep, *, ratio: floa
     new = StartState(hypotheses=hyp, log_weight=log_weight, buffer=buffer, seen=seen,
                      collapsed=collapsed, prior=state.prior, history=history, steps=steps)
     return new, mix_c, out
-
-
-def _drop_step(state: StartState, y: np.ndarray, step: StartStep, *, ratio: float,
-               log_floor: float, score: Callable[[Any, np.ndarray], np.ndarray] | None
-               ) -> tuple[StartState, np.ndarray, dict[str, np.ndarray]]:
-    """:func:`start_step` for ``kind="drop"`` (see :func:`start_init`)."""
-    slots = state.log_weight.shape[-1]
-    size = slots - 1
-    y = np.broadcast_to(np.asarray(y, dtype=np.float64), state.seen.shape)
-    missing = np.isnan(y)
-    observed = ~missing
-    # hypothesis seen + 1 treats this value as an outlier (missing), while candidates remain
-    drop_slot = np.where(observed & ~state.collapsed & (state.seen < size), state.seen + 1, -1)
-    dropped = np.arange(slots) == drop_slot[..., None]
-    hyp, log_c, extras = step(state.hypotheses, np.where(dropped, np.nan, y[..., None]))
-    used = observed[..., None] & ~dropped
-    with np.errstate(invalid="ignore"):
-        mix_c = np.max(np.where(used, state.log_weight + log_c, -np.inf), axis=-1)
-    # every observation scores every hypothesis: as an inlier max(log c, log α), or, where
-    # the hypothesis declares it an outlier, log α
-    log_weight = state.log_weight + np.where(
-        observed[..., None], np.where(dropped, log_floor, np.maximum(log_c, log_floor)), 0.0)
-    seen = state.seen + (observed & (state.seen < size))
-    history, steps = state.history, state.steps + 1
-    horizon = history.shape[-1]
-    if score is not None and horizon:
-        if steps <= horizon:
-            history = history.copy()
-            history[..., steps - 1] = y
-        log_weight = np.where(seen[..., None] >= size, score(hyp, history), 0.0)
-    log_weight = log_weight - log_weight.max(-1, keepdims=True)
-    leader = np.argmax(log_weight, axis=-1)       # ties: the fewest dropped (slot 0 first)
-    out = {name: np.take_along_axis(np.asarray(v), leader[..., None], -1)[..., 0]
-           for name, v in extras.items()}
-    others = np.where(np.arange(slots) == leader[..., None], -np.inf, log_weight)
-    collapse = ~state.collapsed & (seen >= size) & (others.max(-1) < np.log(ratio))
-    if horizon and steps >= horizon:
-        collapse = ~state.collapsed
-    collapsed = state.collapsed | collapse
-    if collapse.any():
-        lead_state = tree_expand(tree_take(hyp, leader), slots, y.ndim)
-        hyp = tree_select(collapse[..., None] & np.ones(slots, dtype=bool), lead_state, hyp)
-        log_weight = np.where(collapse[..., None], 0.0, log_weight)
-    buffer = state.buffer
-    if collapsed.all():
-        hyp = tree_expand(tree_take(hyp, np.argmax(log_weight, axis=-1)), 1, y.ndim)
-        log_weight = np.zeros(state.seen.shape + (1,))
-        buffer, history = buffer[..., :1], history[..., :0]
-    new = StartState(hypotheses=hyp, log_weight=log_weight, buffer=buffer, seen=seen,
-                     collapsed=collapsed, prior=state.prior, history=history, steps=steps,
-                     kind=state.kind)
-    return new, np.where(missing, np.nan, mix_c), out

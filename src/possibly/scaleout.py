@@ -39,7 +39,8 @@ Output layout (``out=DIR``)
     series could not be processed, e.g. ``model="normal"`` with σ estimated on a constant
     series; the other series are still processed).
 ``DIR/events.parquet`` (change points only)
-    All change points and outliers of all series in one table.
+    All change points and outliers of all series in one table (with a ``time`` column when
+    :func:`changepoints_many` is given ``time_column``).
 
 Dask, pandas and pyarrow are optional: ``pip install 'possibly[dask]'``. Importing this module
 does not import them.
@@ -161,13 +162,15 @@ def _check_numeric(column: str, dtype: Any, is_numeric: bool) -> None:
                          f"got dtype {dtype}")
 
 
-def _load(data: Any, id_column: str, value_columns: Sequence[str]):
-    """A dask DataFrame of ``[id_column, *value_columns]``, columns and types checked."""
+def _load(data: Any, id_column: str, value_columns: Sequence[str],
+          other_columns: Sequence[str] = ()):
+    """A dask DataFrame of ``[id_column, *value_columns, *other_columns]``, columns and types
+    checked (the value columns numeric, the others of any type)."""
     dd = _need("dask.dataframe")
     pd = _need("pandas")
-    cols = [id_column, *value_columns]
+    cols = [id_column, *value_columns, *other_columns]
     if len(set(cols)) != len(cols):
-        raise ValueError(f"the id column and the value columns must be distinct, got {cols}")
+        raise ValueError(f"the id, value and time columns must be distinct, got {cols}")
     if isinstance(data, (str, os.PathLike)):
         pa = _need("pyarrow")
         pads = _need("pyarrow.dataset")
@@ -403,7 +406,8 @@ def _sorted(frame: Any, by: list[str]) -> Any:
 
 # -- change points ---------------------------------------------------------------------------
 def _changepoint_task(df: Any, id_column: str, value_column: str, kwargs: dict,
-                      series_dir: str | None) -> tuple[Any, Any]:
+                      series_dir: str | None, time_column: str | None = None
+                      ) -> tuple[Any, Any]:
     """Run the detector on every series of one task; returns (events, summary) frames."""
     import pandas as pd
 
@@ -436,7 +440,10 @@ def _changepoint_task(df: Any, id_column: str, value_column: str, kwargs: dict,
             name = series_filename(key)
             ev.to_parquet(os.path.join(series_dir, name), index=False)
             row["file"] = f"series/{name}"
-        events.append(ev.assign(id=key)[["id", *_EVENT_COLUMNS]])
+        combined = ev.assign(id=key)[["id", *_EVENT_COLUMNS]]
+        if time_column is not None:  # the stamps of the events' rows, after their index
+            combined.insert(2, "time", g[time_column].iloc[ev["index"]].to_numpy())
+        events.append(combined)
         rows.append(row)
     if not rows:  # a hash bucket that received no series
         return None, None
@@ -446,7 +453,8 @@ def _changepoint_task(df: Any, id_column: str, value_column: str, kwargs: dict,
 def changepoints_many(data: Any, id_column: str, value_column: str, *, scheduler: Any = None,
                       n_workers: int | None = None, out: str | os.PathLike | None = None,
                       overwrite: bool = False, progress: bool = False,
-                      connect_timeout: float = 10.0, **detector_kwargs: Any) -> ManyResult:
+                      connect_timeout: float = 10.0, time_column: str | None = None,
+                      **detector_kwargs: Any) -> ManyResult:
     """Run :class:`possibly.ChangepointDetector` on every series of a long table with Dask.
 
     Parameters
@@ -473,6 +481,10 @@ def changepoints_many(data: Any, id_column: str, value_column: str, *, scheduler
         Show a progress bar over the tasks (tqdm, on a terminal).
     connect_timeout : float
         Seconds to wait for a scheduler given by address.
+    time_column : str, optional
+        Column of time stamps (any type): the ``events`` table (and ``DIR/events.parquet``)
+        gets a ``time`` column after ``index``, the stamp of the event's row. The per-series
+        files keep ``index`` only.
     **detector_kwargs
         Passed to :class:`possibly.ChangepointDetector` (``sigma``, ``hazard``,
         ``forgetting``, ``robust``, ``tau``, ``model``, ...), checked before anything runs.
@@ -519,13 +531,15 @@ def changepoints_many(data: Any, id_column: str, value_column: str, *, scheduler
     id_column = _check_name("id_column", id_column)
     value_column = _check_name("value_column", value_column)
     ChangepointDetector(**detector_kwargs)  # bad parameters fail here, before any work
-    ddf = _load(data, id_column, [value_column])  # bad input fails before any cluster starts
+    extra = [] if time_column is None else [_check_name("time_column", time_column)]
+    # bad input fails before any cluster starts
+    ddf = _load(data, id_column, [value_column], extra)
     out_dir = _prepare_out(out, overwrite, ["events.parquet", "summary.parquet"])
     series_dir = None if out_dir is None else str((out_dir / "series").resolve())
     pd = _need("pandas")
     with _client(scheduler, n_workers, connect_timeout, data) as client:
         tasks = _tasks(ddf, id_column, client, _changepoint_task, id_column, value_column,
-                       detector_kwargs, series_dir)
+                       detector_kwargs, series_dir, time_column)
         results = _compute(client, tasks, progress, "change points")
     results = [r for r in results if r[1] is not None]
     events = _sorted(pd.concat([e for e, _ in results], ignore_index=True), ["id", "index"])

@@ -56,29 +56,6 @@ def _format(x: float) -> str:
     return "nan" if math.isnan(x) else ("inf" if math.isinf(x) else f"{x:.10g}")
 
 
-def _marginal_sd(cov: np.ndarray, precision: np.ndarray | None) -> np.ndarray:
-    """Standard deviation of each state component, shape ``(T, n)``.
-
-    While some direction of the state is not yet informed the filter reports an infinite
-    covariance as a whole; a component outside that direction (the position, once observed)
-    still has the finite marginal variance ``(P⁺)_ii`` of the precision P (docs/math.md,
-    improper directions). Steps without a precision keep the covariance's diagonal.
-    """
-    sd = np.sqrt(np.diagonal(cov, axis1=-2, axis2=-1)).copy()
-    if precision is None:
-        return sd
-    for t in np.flatnonzero(~np.isfinite(sd).all(axis=-1)):
-        p = precision[t]
-        if not np.isfinite(p).all():
-            continue
-        w, v = np.linalg.eigh(p)
-        null = v[:, w <= 1e-12 * max(w.max(initial=0.0), 1e-300)]
-        pinv = np.linalg.pinv(p, hermitian=True)
-        informed = np.abs(null).max(axis=1, initial=0.0) < 1e-9
-        sd[t] = np.where(informed, np.sqrt(np.maximum(np.diagonal(pinv), 0.0)), np.inf)
-    return sd
-
-
 def _table(ys, time, columns, mean, sd, fr) -> str:
     k = ys.shape[1]
     buf = io.StringIO()
@@ -121,14 +98,13 @@ def run(args: argparse.Namespace) -> int:
     with numeric_range(table.source, ys):
         if args.smooth:
             res = kf.smooth(obs)
-            mean, cov, fr = res.mean, res.covariance, res.filtered
-            precision = None
+            mean, variance, fr = res.mean, res.variance, res.filtered
         else:
             fr = kf.filter(obs)
-            mean, cov = fr.mean, fr.covariance
-            precision = getattr(fr, "precision", None)
+            mean, variance = fr.mean, fr.variance
     check_finite(table.source, ys, mean, "filtered state")
-    sd = _marginal_sd(cov, precision)
+    # the max-marginal sd of each component: finite once it is informed, inf before
+    sd = np.sqrt(variance)
     text = _table(ys, time, columns, mean, sd, fr)
     kind = "standard" if args.standard else "robust"
     if plot is not None:  # files before standard output: a closed pipe must not lose them

@@ -142,18 +142,13 @@ def run_changepoints(args: argparse.Namespace) -> int:
     cluster = _cluster_args(args)
     options = detector_options(args)  # the model as 'possibly changepoint' chooses it
     data = _input(args, [args.value])
-    times = _times(args, data)
+    # --time: the events table (printed, or DIR/events.parquet) has the stamps after 'index'
     res = changepoints_many(data, args.id, args.value, **cluster, hazard=args.hazard,
-                            robust=not args.standard, tau=args.tau, **options)
+                            robust=not args.standard, tau=args.tau, time_column=args.time,
+                            **options)
     seconds = time.perf_counter() - t0
-    events = _with_time(res.events, times, "index")
     if res.out is None:
-        events.to_csv(sys.stdout, index=False)
-    elif times is not None:  # the events table gets the time stamps too
-        from possibly.cli.outputs import atomic_path
-
-        with atomic_path(res.out / "events.parquet") as tmp:
-            events.to_parquet(tmp, index=False)
+        res.events.to_csv(sys.stdout, index=False)
     ok = res.summary[res.summary["error"].isna()]
     extra = (f", {int(ok['n_points'].sum())} points: {int(ok['n_changepoints'].sum())} change "
              f"points, {int(ok['n_outliers'].sum())} outliers")

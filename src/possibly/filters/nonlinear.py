@@ -265,7 +265,10 @@ class _RobustNonlinearFilter(SequentialEstimator, ABC):
         predict only)."""
         if not isinstance(state, NonlinearState):
             raise ValueError(f"state must be a NonlinearState, got {type(state).__name__}")
-        y = _observation(y, self.model.obs_dim)
+        return self._step(state, _observation(y, self.model.obs_dim))
+
+    def _step(self, state: NonlinearState, y: np.ndarray) -> tuple[NonlinearState, Info]:
+        """:meth:`step` without the checks: ``y`` already a checked array ``(..., m)``."""
         mean, cov = state.mean, state.covariance
         if state.started:
             mean, cov = self._predict(mean, cov)
@@ -274,11 +277,11 @@ class _RobustNonlinearFilter(SequentialEstimator, ABC):
 
     def fit(self, y) -> NonlinearFilterResult:
         """Filter one or a batch of series ``(..., T, m)`` (or ``(T,)`` when m = 1)."""
-        y = _observation(y, self.model.obs_dim, series=True)
+        y = _observation(y, self.model.obs_dim, series=True)  # once: the steps skip it
         state = self.init(y.shape[:-2])
         means, covs, lcs, discs = [], [], [], []
         for y_t in time_first(y, 1):
-            state, info = self.step(state, y_t)
+            state, info = self._step(state, y_t)
             means.append(state.mean)
             covs.append(state.covariance)
             lcs.append(info.log_consistency)

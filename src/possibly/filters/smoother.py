@@ -37,6 +37,8 @@ class SmootherResult:
     mean : ndarray, shape (..., T, n)
         E* of θ_t given all observations (the max-marginal mode).
     covariance : ndarray, shape (..., T, n, n)
+    variance : ndarray, shape (..., T, n)
+        Diagonal of ``covariance`` (a property; ``inf`` for a component not informed).
     filtered : FilterResult
         The forward pass, whose discounts the smoother keeps.
     """
@@ -44,6 +46,11 @@ class SmootherResult:
     mean: np.ndarray
     covariance: np.ndarray
     filtered: FilterResult
+
+    @property
+    def variance(self) -> np.ndarray:
+        """Variance of each component's max-marginal, the diagonal of ``covariance``."""
+        return np.diagonal(self.covariance, axis1=-2, axis2=-1)
 
     @property
     def consistency(self) -> np.ndarray:
@@ -57,8 +64,7 @@ class SmootherResult:
         """The smoothed means and sds per step as a pandas DataFrame, indexed like the input,
         with the forward pass's consistency and discount (see ``FilterResult.to_frame``)."""
         fr = self.filtered
-        variance = np.diagonal(self.covariance, axis1=-2, axis2=-1)
-        return _frame(self.mean, variance, fr.log_consistency, fr.discount, fr.state_names,
+        return _frame(self.mean, self.variance, fr.log_consistency, fr.discount, fr.state_names,
                       fr.index)
 
 

@@ -59,7 +59,9 @@ class PossiblyChangepointDetector(BaseDetector):
 
     It runs the paper's normal-mean model (``ChangepointDetector(model="normal")``), whose
     noise scale is learnt in :meth:`fit` and reused by :meth:`predict`, not the default model
-    family of ``ps.ChangepointDetector()``.
+    family of ``ps.ChangepointDetector()``: σ is what sktime's ``fit`` learns from a training
+    series and ``predict`` applies to others (``sigma_``); for the default family use
+    :class:`possibly.ChangepointDetector` directly.
 
     Parameters
     ----------
