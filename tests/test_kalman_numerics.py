@@ -164,3 +164,20 @@ def test_marginal_variances_against_a_brute_force_minimum():
     sd = np.sqrt(_marginal_variances(q[None]))[0]
     # brute force: the marginal of x0 is exp(-q00 x0^2 / 2) whatever the free x2
     assert sd[0] == pytest.approx(0.5) and sd[1] == pytest.approx(1.0) and np.isinf(sd[2])
+
+
+def test_marginal_variances_per_component_scale():
+    """Two decoupled axes of very different scales: an informed component of the small-scale
+    axis stays informed (it was reported uninformed against the other axis's entries), an
+    uninformed one is inf, and an exactly singular block gives inf, not rounding junk."""
+    from possibly.filters.kalman import _marginal_variances
+
+    big = np.diag([1e4, 1e4])
+    small = np.array([[2e-6, 0.0], [0.0, 0.0]])  # position informed, velocity not
+    prec = np.block([[big, np.zeros((2, 2))], [np.zeros((2, 2)), small]])
+    var = _marginal_variances(prec[None])[0]
+    np.testing.assert_allclose(var[:3], [1e-4, 1e-4, 5e5], rtol=1e-12)  # 1 / Y_ii by hand
+    assert np.isinf(var[3])
+    # rank one: a y0 seen through H = [1, 1] only; neither component informed on its own
+    singular = 3.0 * np.array([[1.0, 1.0], [1.0, 1.0]])
+    assert np.isinf(_marginal_variances(singular[None])[0]).all()

@@ -214,7 +214,10 @@ def _marginal_variances(prec: np.ndarray) -> np.ndarray:
     singular precision: ``1 / (Y_ii - Y_io Y_oo⁺ Y_oi)``, ``inf`` for an uninformed component.
     """
     n = prec.shape[-1]
-    scale = np.abs(prec).max(axis=(-2, -1), initial=0.0)[..., None]
+    # "uninformed" relative to each component's own row: the rounding left in a Schur
+    # complement that is 0 scales with that row; the whole matrix's largest entry would call
+    # an informed component of a small-scale axis uninformed next to a large-scale one
+    scale = np.abs(prec).max(axis=-1)
     schur = np.empty(prec.shape[:-1])
     for i in range(n):
         o = [j for j in range(n) if j != i]
