@@ -38,6 +38,14 @@ and never looks inside them. A model supplies:
     ``log sup_θ f_r(θ) L(θ | y)^γ``. **The evidence hook:** a model whose ``evidence``
     attribute takes another value (e.g. ``"integrated"``, a predictive that integrates θ out)
     returns that log predictive instead; the recursion only adds what ``update`` returns.
+``prepare(runs, y)``, ``prepared_log_consistency(prepared)``, ``prepared_update(prepared, gamma)``
+    Optional, the per-step hook: ``prepare`` computes once what the consistency and the update
+    of one observation share (residuals, Mahalanobis distances, the likelihood), in a small
+    immutable object (a named tuple) that the two ``prepared_*`` methods read; the recursion
+    calls ``prepare`` once per model and step. The base class's default is
+    :class:`Observation` ``(runs, y)`` with nothing precomputed, its ``prepared_*`` methods
+    call ``log_consistency`` and ``update``, so a model that only writes those two keeps
+    working; a model that writes the hook gets ``log_consistency`` and ``update`` from it.
 ``estimate(runs) -> ndarray (n, *estimate_shape)``
     E* of θ for every run; NaN for a run that has seen no observation yet.
 ``indistinguishable(runs, tol) -> ndarray of bool (n - 1,)``
@@ -61,7 +69,7 @@ import math
 import numbers
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
@@ -74,6 +82,7 @@ __all__ = [
     "MIN_SIGMA",
     "ConjugateModel",
     "NormalMean",
+    "Observation",
     "SegmentModel",
     "estimate_sigma",
 ]
@@ -89,6 +98,14 @@ MAX_SIGMA = 1e100
 OUTLIER_LOG_CONSISTENCY = -4.5
 
 Runs = dict[str, np.ndarray]
+
+
+class Observation(NamedTuple):
+    """One observation against a batch of runs, as :meth:`SegmentModel.prepare` returns it by
+    default: nothing precomputed."""
+
+    runs: Runs
+    y: Any
 
 
 def real_scalar(name: str, value: Any) -> float:
@@ -131,12 +148,32 @@ class SegmentModel:
     def forget(self, runs: Runs, rho: float) -> Runs:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def log_consistency(self, runs: Runs, y: Any) -> np.ndarray:  # pragma: no cover
-        raise NotImplementedError
+    def log_consistency(self, runs: Runs, y: Any) -> np.ndarray:
+        # from the per-step hook when the model writes it (else abstract: the default hook
+        # calls this method)
+        if type(self).prepared_log_consistency is SegmentModel.prepared_log_consistency:
+            raise NotImplementedError  # pragma: no cover - abstract
+        return self.prepared_log_consistency(self.prepare(runs, y))
 
-    def update(self, runs: Runs, y: Any, gamma: float
-               ) -> tuple[np.ndarray, Runs]:  # pragma: no cover - abstract
-        raise NotImplementedError
+    def update(self, runs: Runs, y: Any, gamma: float) -> tuple[np.ndarray, Runs]:
+        if type(self).prepared_update is SegmentModel.prepared_update:
+            raise NotImplementedError  # pragma: no cover - abstract
+        return self.prepared_update(self.prepare(runs, y), gamma)
+
+    def prepare(self, runs: Runs, y: Any) -> Any:
+        """What the consistency and the update of ``y`` (not missing) share, computed once.
+
+        The default computes nothing: :class:`Observation` ``(runs, y)``.
+        """
+        return Observation(runs, y)
+
+    def prepared_log_consistency(self, prepared: Any) -> np.ndarray:
+        """``log_consistency(runs, y)`` from ``prepare(runs, y)``."""
+        return self.log_consistency(prepared.runs, prepared.y)
+
+    def prepared_update(self, prepared: Any, gamma: float) -> tuple[np.ndarray, Runs]:
+        """``update(runs, y, gamma)`` from ``prepare(runs, y)``."""
+        return self.update(prepared.runs, prepared.y, gamma)
 
     def estimate(self, runs: Runs) -> np.ndarray:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -211,6 +248,14 @@ def check_sigma(sigma: Any) -> float:
     return sigma
 
 
+class MeanObservation(NamedTuple):
+    """:meth:`NormalMean.prepare`: the residual ``d = y - μ_r`` of every run."""
+
+    runs: Runs
+    y: Any
+    d: np.ndarray
+
+
 @dataclass(frozen=True)
 class NormalMean(SegmentModel):
     """Piecewise-constant mean with normal noise of known scale σ (the paper's §5.3 model).
@@ -276,19 +321,23 @@ class NormalMean(SegmentModel):
     def forget(self, runs: Runs, rho: float) -> Runs:
         return {"mean": runs["mean"], "precision": runs["precision"] * rho}
 
-    def log_consistency(self, runs: Runs, y: Any) -> np.ndarray:
+    def prepare(self, runs: Runs, y: Any) -> MeanObservation:
+        return MeanObservation(runs, y, y - runs["mean"])
+
+    def prepared_log_consistency(self, prepared: MeanObservation) -> np.ndarray:
         s2 = self._s2()
-        lam = runs["precision"]
-        d = y - runs["mean"]
+        lam = prepared.runs["precision"]
+        d = prepared.d
         # 1 / (1/λ + σ²) written so that λ = 0 gives 0 (uninformative: no penalty); an
         # overflow to -inf is the right limit (an impossible run), so it is not warned about
         with np.errstate(over="ignore"):
             return -(0.5 * (d * d) * (lam / (1.0 + lam * s2)))
 
-    def update(self, runs: Runs, y: Any, gamma: float) -> tuple[np.ndarray, Runs]:
+    def prepared_update(self, prepared: MeanObservation, gamma: float
+                        ) -> tuple[np.ndarray, Runs]:
         k = gamma / self._s2()  # precision of the discounted observation
-        lam, mu = runs["precision"], runs["mean"]
-        d = y - mu
+        lam, mu = prepared.runs["precision"], prepared.runs["mean"]
+        d = prepared.d
         gain = k / (lam + k)
         with np.errstate(over="ignore"):  # -inf: an impossible run (see log_consistency)
             incr = -(0.5 * (d * d) * (lam * gain))
@@ -328,6 +377,16 @@ def _mode_value(member: Possibility) -> Any:
         return np.concatenate([np.ravel(np.asarray(c, dtype=np.float64)) for c in m])
     m = np.asarray(m, dtype=np.float64)
     return float(m) if m.ndim == 0 else m.copy()
+
+
+class ConjugateObservation(NamedTuple):
+    """:meth:`ConjugateModel.prepare`: the runs as a batched family member and the checked
+    information in ``y``."""
+
+    runs: Runs
+    y: Any
+    member: Possibility
+    information: Possibility
 
 
 @dataclass(frozen=True, eq=False)
@@ -456,18 +515,22 @@ class ConjugateModel(SegmentModel):
             return runs
         return self._runs(self._member(runs).power(rho, validate=False), runs["seen"])
 
-    def log_consistency(self, runs: Runs, y: Any) -> np.ndarray:
-        return log_consistency(self._member(runs), self.information(y), validate=False)
+    def prepare(self, runs: Runs, y: Any) -> ConjugateObservation:
+        return ConjugateObservation(runs, y, self._member(runs), self.information(y))
 
-    def update(self, runs: Runs, y: Any, gamma: float) -> tuple[np.ndarray, Runs]:
-        lik = self.information(y)
+    def prepared_log_consistency(self, prepared: ConjugateObservation) -> np.ndarray:
+        return log_consistency(prepared.member, prepared.information, validate=False)
+
+    def prepared_update(self, prepared: ConjugateObservation, gamma: float
+                        ) -> tuple[np.ndarray, Runs]:
+        lik = prepared.information
         if gamma != 1.0:
             lik = lik.power(gamma, validate=False)
-        post = self._member(runs)
+        post = prepared.member
         # Bayes on (r, θ): w_r f_r L^γ = [w_r sup(f_r L^γ)] · [f_r L^γ / sup(f_r L^γ)]
         incr = log_consistency(post, lik, validate=False)
         post = combine(post, lik, validate=False)
-        return incr, self._runs(post, np.ones_like(runs["seen"]))
+        return incr, self._runs(post, np.ones_like(prepared.runs["seen"]))
 
     def estimate(self, runs: Runs) -> np.ndarray:
         n = len(runs["seen"])

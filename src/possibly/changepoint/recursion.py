@@ -316,12 +316,15 @@ def step(state: RunState, y: Any, params: ChangepointParams) -> tuple[RunState, 
     if _is_missing(y):
         log_c = gamma = math.nan
     else:
-        log_c = max(float(np.max(b.log_w + m.log_consistency(b.runs, y)))
-                    for m, b in zip(models, blocks, strict=True))
+        # the per-step statistics (residuals, Mahalanobis distances, ...) computed once for
+        # the consistency and the update (SegmentModel.prepare)
+        prepared = [m.prepare(b.runs, y) for m, b in zip(models, blocks, strict=True)]
+        log_c = max(float(np.max(b.log_w + m.prepared_log_consistency(p)))
+                    for m, b, p in zip(models, blocks, prepared, strict=True))
         gamma = _discount(log_c, params)
         updated = []
-        for m, b in zip(models, blocks, strict=True):
-            incr, runs = m.update(b.runs, y, gamma)
+        for m, b, p in zip(models, blocks, prepared, strict=True):
+            incr, runs = m.prepared_update(p, gamma)
             updated.append(RunBlock(b.start, b.log_w + incr, runs))
         shift = max(float(np.max(b.log_w)) for b in updated)
         blocks = [RunBlock(b.start, b.log_w - shift, b.runs) for b in updated]

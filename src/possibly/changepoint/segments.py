@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
@@ -157,11 +157,34 @@ def _shift_matrix(p: int) -> np.ndarray:
     return f
 
 
+class TrendObservation(NamedTuple):
+    """A standardised observation against a batch of trend runs (:func:`prepare_trend`): what
+    the consistency and the update share."""
+
+    runs: Runs
+    z: float | np.ndarray
+    #: residual ``z - m₀`` of every run's prediction
+    r: np.ndarray
+    #: ``q = P₀₀``, the prediction's variance relative to the noise's
+    q: np.ndarray
+
+
+def prepare_trend(runs: Runs, z: float | np.ndarray) -> TrendObservation:
+    """The residual and prediction variance of the standardised ``z`` (one value, or one per
+    run) against every run, computed once per step."""
+    return TrendObservation(runs, z, z - runs["m"][:, 0], runs["cov"][:, 0, 0])
+
+
 def run_log_consistency(runs: Runs, z: float | np.ndarray) -> np.ndarray:
     """Sup-based consistency of the standardised ``z`` (one value, or one per run) with each
     run's prediction."""
-    r = z - runs["m"][:, 0]
-    return -(runs["a"] + 0.5) * np.log1p(r * r / (2.0 * runs["b"] * (1.0 + runs["cov"][:, 0, 0])))
+    return trend_log_consistency(prepare_trend(runs, z))
+
+
+def trend_log_consistency(obs: TrendObservation) -> np.ndarray:
+    """:func:`run_log_consistency` from the prepared observation."""
+    r = obs.r
+    return -(obs.runs["a"] + 0.5) * np.log1p(r * r / (2.0 * obs.runs["b"] * (1.0 + obs.q)))
 
 
 def observe(runs: Runs, z: float, gamma: float, integrated: bool, floor: float
@@ -171,9 +194,14 @@ def observe(runs: Runs, z: float, gamma: float, integrated: bool, floor: float
     The evidence is floored at its value for a perfectly predicted observation minus
     ``floor``; where the floor is taken (``outlier``) the run is left unchanged.
     """
+    return observe_prepared(prepare_trend(runs, z), gamma, integrated, floor)
+
+
+def observe_prepared(obs: TrendObservation, gamma: float, integrated: bool, floor: float
+                     ) -> tuple[np.ndarray, Runs, np.ndarray]:
+    """:func:`observe` from the prepared observation."""
+    runs, r, q = obs.runs, obs.r, obs.q
     m, cov, a, b = runs["m"], runs["cov"], runs["a"], runs["b"]
-    r = z - m[:, 0]
-    q = cov[:, 0, 0]
     gq = 1.0 + gamma * q
     log_ratio = np.log1p(0.5 * gamma * r * r / (gq * b))
     if integrated:
@@ -302,12 +330,16 @@ class PolynomialTrend(SegmentModel):
         prior = self._prior()
         return (float(y) - prior.loc) / prior.scale
 
-    def log_consistency(self, runs: Runs, y: Any) -> np.ndarray:
-        return run_log_consistency(runs, self._z(y))
+    def prepare(self, runs: Runs, y: Any) -> TrendObservation:
+        return prepare_trend(runs, self._z(y))
 
-    def update(self, runs: Runs, y: Any, gamma: float) -> tuple[np.ndarray, Runs]:
-        incr, new, _ = observe(runs, self._z(y), gamma, self.evidence == "integrated",
-                               self.outlier_cost)
+    def prepared_log_consistency(self, prepared: TrendObservation) -> np.ndarray:
+        return trend_log_consistency(prepared)
+
+    def prepared_update(self, prepared: TrendObservation, gamma: float
+                        ) -> tuple[np.ndarray, Runs]:
+        incr, new, _ = observe_prepared(prepared, gamma, self.evidence == "integrated",
+                                        self.outlier_cost)
         return incr, new
 
     def estimate(self, runs: Runs) -> np.ndarray:
@@ -521,6 +553,18 @@ def _vector_series(y: Any) -> np.ndarray:
     return arr
 
 
+class VectorObservation(NamedTuple):
+    """A standardised vector observation against a batch of normal-inverse-Wishart runs
+    (:meth:`MultivariateNormalSegments.prepare`): what the consistency and the update share."""
+
+    runs: Runs
+    z: np.ndarray
+    #: residuals ``z - m`` (n, d)
+    r: np.ndarray
+    #: Mahalanobis distances ``rᵀ Ψ⁻¹ r`` (n,)
+    delta: np.ndarray
+
+
 @dataclass(frozen=True)
 class MultivariateNormalSegments(SegmentModel):
     """Segments of a vector series with unknown mean and covariance (normal-inverse-Wishart).
@@ -642,24 +686,36 @@ class MultivariateNormalSegments(SegmentModel):
         return (np.asarray(y, dtype=np.float64) - loc) / scale
 
     @staticmethod
-    def _mahalanobis(runs: Runs, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _prepare_z(runs: Runs, z: np.ndarray) -> VectorObservation:
         r = z - runs["m"]  # z: one row (d,) for every run, or one row per run (n, d)
+        # the solve against Ψ is the step's main cost: done once for consistency and update
         delta = np.einsum("ni,ni->n", r, np.linalg.solve(runs["psi"], r[:, :, None])[:, :, 0])
-        return r, delta
+        return VectorObservation(runs, z, r, delta)
 
-    def log_consistency(self, runs: Runs, y: Any) -> np.ndarray:
-        return self._z_log_consistency(runs, self._z(y))
+    def prepare(self, runs: Runs, y: Any) -> VectorObservation:
+        return self._prepare_z(runs, self._z(y))
+
+    def prepared_log_consistency(self, prepared: VectorObservation) -> np.ndarray:
+        k = prepared.runs["kappa"]
+        return -0.5 * (prepared.runs["nu"] + 1.0) * np.log1p(k * prepared.delta / (k + 1.0))
+
+    def prepared_update(self, prepared: VectorObservation, gamma: float
+                        ) -> tuple[np.ndarray, Runs]:
+        incr, new, _ = self._observe_prepared(prepared, gamma)
+        return incr, new
 
     def _z_log_consistency(self, runs: Runs, z: np.ndarray) -> np.ndarray:
-        _, delta = self._mahalanobis(runs, z)
-        k = runs["kappa"]
-        return -0.5 * (runs["nu"] + 1.0) * np.log1p(k * delta / (k + 1.0))
+        return self.prepared_log_consistency(self._prepare_z(runs, z))
 
     def _observe(self, runs: Runs, z: np.ndarray, gamma: float
                  ) -> tuple[np.ndarray, Runs, np.ndarray]:
-        r, delta = self._mahalanobis(runs, z)
+        return self._observe_prepared(self._prepare_z(runs, z), gamma)
+
+    def _observe_prepared(self, prepared: VectorObservation, gamma: float
+                          ) -> tuple[np.ndarray, Runs, np.ndarray]:
+        runs, r, delta = prepared.runs, prepared.r, prepared.delta
         k, nu, psi = runs["kappa"], runs["nu"], runs["psi"]
-        d = z.size
+        d = prepared.z.size
         k1, nu1 = k + gamma, nu + gamma
         log_ratio = np.log1p(k * gamma * delta / k1)
         if self.evidence == "integrated":
@@ -678,10 +734,6 @@ class MultivariateNormalSegments(SegmentModel):
                "psi": psi + (k * g / k1)[:, None, None] * (r[:, :, None] * r[:, None, :]),
                "nu": nu + g, "seen": runs["seen"] | ~outlier}
         return np.where(outlier, best - self.outlier_cost, ev_in), new, outlier
-
-    def update(self, runs: Runs, y: Any, gamma: float) -> tuple[np.ndarray, Runs]:
-        incr, new, _ = self._observe(runs, self._z(y), gamma)
-        return incr, new
 
     def estimate(self, runs: Runs) -> np.ndarray:
         """E* of the segment mean (in the units of the series)."""
