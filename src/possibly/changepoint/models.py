@@ -46,6 +46,8 @@ and never looks inside them. A model supplies:
     :class:`Observation` ``(runs, y)`` with nothing precomputed, its ``prepared_*`` methods
     call ``log_consistency`` and ``update``, so a model that only writes those two keeps
     working; a model that writes the hook gets ``log_consistency`` and ``update`` from it.
+    The recursion calls only the hook: a subclass of a model that writes it (the provided
+    ones do) and overrides ``log_consistency`` or ``update`` overrides the hook as well.
 ``estimate(runs) -> ndarray (n, *estimate_shape)``
     E* of θ for every run; NaN for a run that has seen no observation yet.
 ``indistinguishable(runs, tol) -> ndarray of bool (n - 1,)``

@@ -696,6 +696,10 @@ class MultivariateNormalSegments(SegmentModel):
         return self._prepare_z(runs, self._z(y))
 
     def prepared_log_consistency(self, prepared: VectorObservation) -> np.ndarray:
+        return self._prepared_log_consistency(prepared)
+
+    @staticmethod
+    def _prepared_log_consistency(prepared: VectorObservation) -> np.ndarray:
         k = prepared.runs["kappa"]
         return -0.5 * (prepared.runs["nu"] + 1.0) * np.log1p(k * prepared.delta / (k + 1.0))
 
@@ -705,7 +709,7 @@ class MultivariateNormalSegments(SegmentModel):
         return incr, new
 
     def _z_log_consistency(self, runs: Runs, z: np.ndarray) -> np.ndarray:
-        return self.prepared_log_consistency(self._prepare_z(runs, z))
+        return self._prepared_log_consistency(self._prepare_z(runs, z))
 
     def _observe(self, runs: Runs, z: np.ndarray, gamma: float
                  ) -> tuple[np.ndarray, Runs, np.ndarray]:
