@@ -10,7 +10,11 @@ Prints four tables, every timing measured in this process (start-up in fresh sub
    segments (5 changes whatever the length);
 3. streaming: ``update()`` latency at the start and at the end of a long stream, and the
    bytes kept per step;
-4. start-up: ``import possibly`` and the first fit, with a cold and a warm numba cache.
+4. start-up: ``import possibly`` and the first fit, with a cold and a warm numba cache;
+5. the segment models' per-step hook (``SegmentModel.prepare``) in the numpy engine: the
+   default scalar family and the vector model, each fit with the statistics of a step computed
+   once (the hook) against twice (the same models reached the old way, through the base class's
+   default hook: ``log_consistency`` then ``update``, each computing its own).
 
 Timings are medians over repeats with the min–max spread in brackets; ratios are of medians in
 the same run. The machine is shared: compare ratios, not absolute times, across runs.
@@ -285,12 +289,65 @@ def startup_table(engine: str) -> None:
                   "default model family)")
 
 
+def _unshared(cls: type) -> type:
+    """``cls`` reached the old way: the recursion calls ``log_consistency`` and ``update``
+    separately (through the base class's default hook), each computing the step's statistics
+    itself (``cls.prepare``) as both did before the hook."""
+    from possibly.changepoint import SegmentModel
+
+    def log_consistency(self, runs, y):
+        return cls.prepared_log_consistency(self, cls.prepare(self, runs, y))
+
+    def update(self, runs, y, gamma):
+        return cls.prepared_update(self, cls.prepare(self, runs, y), gamma)
+
+    return type(f"Unshared{cls.__name__}", (cls,), {
+        "log_consistency": log_consistency, "update": update,
+        "prepare": SegmentModel.prepare,
+        "prepared_log_consistency": SegmentModel.prepared_log_consistency,
+        "prepared_update": SegmentModel.prepared_update})
+
+
+def prepare_table(repeats: int, n: int) -> None:
+    from possibly.changepoint import MultivariateNormalSegments, PolynomialTrend, model_family
+
+    trend = _unshared(PolynomialTrend)
+    vector = _unshared(MultivariateNormalSegments)
+    y_scalar, _ = ps.datasets.level_shifts(n, n_changes=6, seed=0)
+    cases = [("default scalar family (numpy engine)", y_scalar,
+              ChangepointDetector(model=model_family(), forgetting=1.0, tol=1e-3,
+                                  engine="numpy"),
+              ChangepointDetector(model=[trend(d) for d in (0, 1, 2)], forgetting=1.0,
+                                  tol=1e-3))]
+    for dim in (2, 5):
+        y_vec, _ = ps.datasets.multivariate_shifts(n, n_changes=6, dim=dim, seed=0)
+        cases.append((f"vector model, d = {dim}", y_vec,
+                      ChangepointDetector(model=MultivariateNormalSegments()),
+                      ChangepointDetector(model=vector())))
+    print(f"\n## segment models' per-step hook: {n:,} steps, numpy engine, median of "
+          f"{repeats} (interleaved)")
+    print(f"{'model':40s} {'hook (shared)':>22s} {'old way (twice)':>22s} {'new/old':>16s}")
+    for name, y, new, old in cases:
+        a, b = new.fit(y), old.fit(y)  # warm up; and the two paths agree exactly
+        assert np.array_equal(a.log_consistency, b.log_consistency, equal_nan=True)
+        assert np.array_equal(a.changepoints, b.changepoints)
+        t_new, t_old = [], []
+        for _ in range(repeats):
+            t_new.append(timed(lambda new=new, y=y: new.fit(y), 1)[0])
+            t_old.append(timed(lambda old=old, y=y: old.fit(y), 1)[0])
+        ratios = sorted(x / z for x, z in zip(t_new, t_old, strict=True))
+        row = (statistics.median(t_new), min(t_new), max(t_new))
+        row_old = (statistics.median(t_old), min(t_old), max(t_old))
+        print(f"{name:40s} {fmt(row):>22s} {fmt(row_old):>22s} "
+              f"{f'{row[0] / row_old[0]:.3f} [{ratios[0]:.2f}–{ratios[-1]:.2f}]':>16s}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="fewer repeats, shorter stream")
     ap.add_argument("--big", action="store_true", help="add the 10^6-point rows")
     ap.add_argument("--stream", type=int, default=None, help="points streamed by update()")
-    ap.add_argument("--tables", default="well-log,scaling,streaming,startup",
+    ap.add_argument("--tables", default="well-log,scaling,streaming,startup,prepare",
                     help="comma-separated subset of the tables to print")
     args = ap.parse_args()
     tables = set(args.tables.split(","))
@@ -305,6 +362,8 @@ def main() -> int:
         streaming_table(args.stream or (50_000 if args.quick else 200_000), engine)
     if "startup" in tables:
         startup_table(engine)
+    if "prepare" in tables:
+        prepare_table(3 if args.quick else 9, 1000 if args.quick else 3000)
     return 0
 
 
