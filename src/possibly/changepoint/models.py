@@ -165,7 +165,32 @@ class SegmentModel:
     def prepare(self, runs: Runs, y: Any) -> Any:
         """What the consistency and the update of ``y`` (not missing) share, computed once.
 
-        The default computes nothing: :class:`Observation` ``(runs, y)``.
+        Parameters
+        ----------
+        runs : dict of ndarray
+            A batch of runs (run axis first).
+        y : float or ndarray
+            One observation, not missing.
+
+        Returns
+        -------
+        tuple
+            An immutable object read by :meth:`prepared_log_consistency` and
+            :meth:`prepared_update`; the default computes nothing: :class:`Observation`
+            ``(runs, y)``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from possibly.changepoint import MultivariateNormalSegments
+        >>> model = MultivariateNormalSegments(prior=(np.zeros(2), np.ones(2)))
+        >>> runs = model.new_runs(3)
+        >>> prepared = model.prepare(runs, np.array([1.0, -1.0]))  # one solve against Ψ
+        >>> prepared.delta.round(3).tolist()                     # Mahalanobis rᵀ Ψ⁻¹ r
+        [2.667, 2.667, 2.667]
+        >>> bool((model.prepared_log_consistency(prepared)
+        ...       == model.log_consistency(runs, np.array([1.0, -1.0]))).all())
+        True
         """
         return Observation(runs, y)
 
