@@ -19,7 +19,13 @@ from functools import lru_cache
 import numpy as np
 
 from possibly.families.base import Possibility
-from possibly.validation import check_bool, check_int, check_positive, check_unit_interval
+from possibly.validation import (
+    check_bool,
+    check_int,
+    check_positive,
+    check_tau,
+    check_unit_interval,
+)
 
 __all__ = [
     "RobustUpdate",
@@ -125,8 +131,7 @@ def discount(log_c, dim, tau=None, robust: bool = True, *, validate: bool = True
         if np.isposinf(log_c).any() or (log_c > 0).any():
             raise ValueError("log_c must be <= 0 (a consistency is at most 1) or NaN (missing)")
         dim = float(check_positive("dim", dim))
-        if tau is not None:
-            tau = float(check_unit_interval("tau", tau, low_open=True, high_open=False))
+        tau = check_tau(tau)
     else:
         log_c = np.asarray(log_c, dtype=np.float64)
     missing = np.isnan(log_c)

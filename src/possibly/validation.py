@@ -76,6 +76,13 @@ def check_unit_interval(name: str, value, *, low_open: bool, high_open: bool) ->
     return arr
 
 
+def check_tau(tau) -> float | None:
+    """The threshold ``τ`` of the robust update: None (no threshold) or a float in (0, 1]."""
+    if tau is None:
+        return None
+    return float(check_unit_interval("tau", tau, low_open=True, high_open=False))
+
+
 def broadcast(**arrays: tuple[np.ndarray, int]) -> dict[str, np.ndarray]:
     """Broadcast the batch dimensions of several arrays.
 

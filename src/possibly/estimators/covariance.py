@@ -47,7 +47,7 @@ from possibly.likelihood import mvn_batch
 from possibly.progress import progress_bar
 from possibly.robust_start import tree_select
 from possibly.sequential import Info, SequentialEstimator, is_missing
-from possibly.validation import check_bool, check_positive, check_unit_interval
+from possibly.validation import check_bool, check_positive, check_tau, check_unit_interval
 
 __all__ = [
     "CovarianceFit",
@@ -195,8 +195,7 @@ def step(state: NormalInverseWishart, information: NormalInverseWishart, *, dim:
     >>> round(float(info.discount), 5), round(float(state2.nu), 5)    # ν grew by ρ n only
     (0.00078, 10.00784)
     """
-    if tau is not None:
-        tau = float(check_unit_interval("tau", tau, low_open=True, high_open=False))
+    tau = check_tau(tau)
     if omega is None:
         kept, lik = state, information
     else:
@@ -295,8 +294,7 @@ class RobustCovarianceEstimator(SequentialEstimator):
     def __init__(self, dim=None, tau=None, prior: NormalInverseWishart | None = None,
                  omega=None, robust: bool = True, d: int | None = None) -> None:
         self.dim = None if dim is None else float(check_positive("dim", dim))
-        self.tau = None if tau is None else float(
-            check_unit_interval("tau", tau, low_open=True, high_open=False))
+        self.tau = check_tau(tau)
         self.omega = None if omega is None else float(
             check_unit_interval("omega", omega, low_open=True, high_open=True))
         if prior is not None:

@@ -42,6 +42,7 @@ from possibly.validation import (
     check_bool,
     check_observations,
     check_positive,
+    check_tau,
     check_unit_interval,
 )
 
@@ -184,8 +185,7 @@ class RobustNormalEstimator(SequentialEstimator):
     def __post_init__(self) -> None:
         check_positive("beta0", self.beta0)
         check_unit_interval("omega", self.omega, low_open=True, high_open=True)
-        if self.tau is not None:
-            check_unit_interval("tau", self.tau, low_open=True, high_open=False)
+        check_tau(self.tau)
         as_finite("mu0", self.mu0)
         for name in ("robust", "robust_start"):
             check_bool(name, getattr(self, name))

@@ -37,6 +37,7 @@ from possibly.validation import (
     check_bool,
     check_observations,
     check_positive,
+    check_tau,
     check_unit_interval,
 )
 
@@ -166,8 +167,7 @@ def soft_uniform_step(state: SoftUniformState, y, *, decay, robust: bool = True,
     0.5
     """
     decay = float(check_positive("decay", decay))
-    if tau is not None:
-        tau = float(check_unit_interval("tau", tau, low_open=True, high_open=False))
+    tau = check_tau(tau)
     if state.filled >= state.points.shape[-1]:
         state = _grow(state)
     y = np.broadcast_to(np.asarray(y, dtype=np.float64), state.log_norm.shape)

@@ -92,7 +92,7 @@ from possibly.filters.state_space import (
 )
 from possibly.inference import discount, inlier_log_consistency, relative_log_consistency
 from possibly.sequential import Info, SequentialEstimator
-from possibly.validation import check_bool, check_positive, check_unit_interval
+from possibly.validation import check_bool, check_positive, check_tau, check_unit_interval
 
 __all__ = [
     "FilterResult",
@@ -439,10 +439,9 @@ def _check_state(state: KalmanState, n: int) -> None:
 
 
 def _check_dim_tau(dim, tau, n: int) -> tuple[float, float | None]:
+    """``(dim, tau)`` checked; ``dim`` defaults to ``n``."""
     dim = float(n) if dim is None else float(check_positive("dim", dim))
-    if tau is not None:
-        tau = float(check_unit_interval("tau", tau, low_open=True, high_open=False))
-    return dim, tau
+    return dim, check_tau(tau)
 
 
 def _check_coverage(coverage) -> float | None:

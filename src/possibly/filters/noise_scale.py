@@ -54,11 +54,13 @@ from possibly.filters.kalman import (
     KalmanInfo,
     KalmanState,
     _check_coverage,
+    _check_dim_tau,
     _maybe_covariance_form,
+    _reference_table,
 )
 from possibly.filters.nonlinear import NonlinearFilterResult
 from possibly.filters.robust_start import KalmanStartState, start_init, start_step
-from possibly.inference import discount, inlier_log_consistency, relative_log_consistency
+from possibly.inference import discount, relative_log_consistency
 from possibly.sequential import SequentialEstimator
 from possibly.validation import (
     check_bool,
@@ -196,19 +198,14 @@ class NoiseScaleKalmanFilter(SequentialEstimator):
         self.robust = bool(robust)
         if tau is not None and not self.robust:
             raise ValueError("tau only applies to the robust filter (robust=True)")
-        self.tau = None if tau is None else float(
-            check_unit_interval("tau", tau, low_open=True, high_open=False))
-        n = self._kf.state_dim
-        self.dim = float(n + 1) if dim is None else float(check_positive("dim", dim))
+        self.dim, self.tau = _check_dim_tau(dim, tau, self._kf.state_dim + 1)
         self.prior = prior
         self.robust_start = check_bool("robust_start", robust_start)
         self.scale_dim = float(check_positive("scale_dim", scale_dim))
         self.coverage = _check_coverage(coverage) if self.robust else None
         # χ²_k(coverage) for k = 0..m residual dof (zeros: the paper's discount)
-        self._chi2 = np.zeros(self._kf.obs_dim + 1)
-        if self.coverage is not None:
-            self._chi2[1:] = [-2.0 * inlier_log_consistency(k, self.coverage)
-                              for k in range(1, self._kf.obs_dim + 1)]
+        levels = _reference_table(self.coverage, self._kf.obs_dim)
+        self._chi2 = np.zeros(self._kf.obs_dim + 1) if levels is None else -2.0 * levels
         # directions of y that θ explains: the residual's degrees of freedom once informed
         self._rank_h = int(np.linalg.matrix_rank(self.model.H))
 

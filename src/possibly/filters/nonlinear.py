@@ -32,6 +32,7 @@ from possibly.families.multivariate_normal import MultivariateNormal
 from possibly.filters.kalman import (
     COVERAGE,
     _check_coverage,
+    _check_dim_tau,
     _check_observation_values,
     _mv,
     _reference_table,
@@ -39,7 +40,7 @@ from possibly.filters.kalman import (
 from possibly.filters.state_space import _sym
 from possibly.inference import discount, relative_log_consistency
 from possibly.sequential import Info, SequentialEstimator, time_first
-from possibly.validation import as_finite, check_positive, check_psd, check_unit_interval
+from possibly.validation import as_finite, check_positive, check_psd
 
 __all__ = [
     "ExtendedKalmanFilter",
@@ -240,9 +241,7 @@ class _RobustNonlinearFilter(SequentialEstimator, ABC):
         self.robust = bool(robust)
         if tau is not None and not self.robust:
             raise ValueError("tau only applies to the robust filter (robust=True)")
-        self.tau = None if tau is None else float(
-            check_unit_interval("tau", tau, low_open=True, high_open=False))
-        self.dim = float(n) if dim is None else float(check_positive("dim", dim))
+        self.dim, self.tau = _check_dim_tau(dim, tau, n)
         self.coverage = _check_coverage(coverage) if self.robust else None
         table = _reference_table(self.coverage, model.obs_dim)
         self._log_c0 = None if table is None else float(table[model.obs_dim])

@@ -54,7 +54,13 @@ from possibly.grid import LogLikelihood, _times
 from possibly.inference import discount
 from possibly.particles import ParticlePossibility
 from possibly.sequential import Info, SequentialEstimator
-from possibly.validation import check_bool, check_positive, check_psd, check_unit_interval
+from possibly.validation import (
+    check_bool,
+    check_positive,
+    check_psd,
+    check_tau,
+    check_unit_interval,
+)
 
 __all__ = [
     "GaussianNoise",
@@ -305,8 +311,7 @@ class ParticleFilter(SequentialEstimator):
         if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 2:
             raise ValueError(f"n_particles must be an integer >= 2, got {n!r}")
         check_bool("robust", self.robust)
-        if self.tau is not None:
-            check_unit_interval("tau", self.tau, low_open=True, high_open=False)
+        check_tau(self.tau)
         if self.dim is not None:
             check_positive("dim", self.dim)
         if self.bandwidth is not None:
