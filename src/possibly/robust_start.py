@@ -77,8 +77,8 @@ import numpy as np
 
 from possibly.families.base import Possibility
 
-__all__ = ["StartState", "StartStep", "start_init", "start_step", "tree_expand", "tree_select",
-           "tree_take"]
+__all__ = ["StartState", "StartStep", "start_init", "start_step", "tree_expand", "tree_map",
+           "tree_select", "tree_take"]
 
 #: ``step(state, y) -> (state, log_c, extras)``: a pure robust step over a batch; ``y`` has
 #: the state's batch shape with NaN for missing entries, where the step must only predict
@@ -86,19 +86,26 @@ __all__ = ["StartState", "StartStep", "start_init", "start_step", "tree_expand",
 StartStep = Callable[[Any, np.ndarray], tuple[Any, np.ndarray, dict[str, np.ndarray]]]
 
 
-def _leafwise(tree: Any, fn: Callable[[np.ndarray], np.ndarray]) -> Any:
+def tree_map(tree: Any, fn: Callable[[np.ndarray], np.ndarray]) -> Any:
     """Apply ``fn`` to every array leaf of a state: the fields of a
     :class:`~possibly.Possibility`, the fields of another frozen dataclass (e.g. the learned
     noise-scale filter's state), the items of a (named) tuple (e.g. a KalmanState), or an
-    array. ``None`` and Python scalars (e.g. a step counter) are kept as they are."""
+    array. ``None`` and Python scalars (e.g. a step counter) are kept as they are.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> tree_map((np.arange(3), None, 7), lambda a: a[::-1])
+    (array([2, 1, 0]), None, 7)
+    """
     if isinstance(tree, Possibility):  # before the dataclasses: no re-validation
         return type(tree).from_fields({name: fn(np.asarray(arr))
                                        for name, arr in tree.fields().items()})
     if dataclasses.is_dataclass(tree) and not isinstance(tree, type):
-        return dataclasses.replace(tree, **{f.name: _leafwise(getattr(tree, f.name), fn)
+        return dataclasses.replace(tree, **{f.name: tree_map(getattr(tree, f.name), fn)
                                             for f in dataclasses.fields(tree) if f.init})
     if isinstance(tree, tuple):
-        items = [_leafwise(leaf, fn) for leaf in tree]
+        items = [tree_map(leaf, fn) for leaf in tree]
         return type(tree)(*items) if hasattr(tree, "_fields") else tuple(items)
     if tree is None or isinstance(tree, (int, float, bool, np.integer)):
         return tree
@@ -120,7 +127,7 @@ def tree_take(tree: Any, index: np.ndarray) -> Any:
         idx = np.broadcast_to(idx, arr.shape[:axis] + (1,) + arr.shape[axis + 1:])
         return np.take_along_axis(arr, idx, axis=axis).squeeze(axis)
 
-    return _leafwise(tree, take)
+    return tree_map(tree, take)
 
 
 def tree_select(mask: np.ndarray, a: Any, b: Any) -> Any:
@@ -151,7 +158,7 @@ def tree_expand(tree: Any, size: int, batch_ndim: int) -> Any:
     def rep(arr: np.ndarray) -> np.ndarray:
         return np.repeat(np.expand_dims(arr, batch_ndim), size, axis=batch_ndim)
 
-    return _leafwise(tree, rep)
+    return tree_map(tree, rep)
 
 
 @dataclass(frozen=True)

@@ -61,7 +61,7 @@ from typing import Any
 import numpy as np
 
 from possibly.inference import inlier_log_consistency
-from possibly.robust_start import _leafwise, tree_expand, tree_take
+from possibly.robust_start import tree_expand, tree_map, tree_take
 
 __all__ = ["KalmanStartState", "start_hypotheses"]
 
@@ -69,6 +69,7 @@ __all__ = ["KalmanStartState", "start_hypotheses"]
 K, MAX_OUTLIERS, WINDOW = 4, 2, 10
 
 
+@lru_cache(maxsize=16)  # once per m: it is read at every step of the start
 def _outlier_floor(m: int) -> float:
     """``log ε = -½ χ²_m(0.999)``: the consistency that 99.9% of inliers exceed."""
     return inlier_log_consistency(m, 0.999)
@@ -168,9 +169,9 @@ def start_step(state: KalmanStartState, y: np.ndarray, step: PlainStep, m: int, 
         # hypotheses that drop the same observations so far have the same state: step one
         # of each (fewer rows for the costly information-form steps) and copy it to the rest
         axis = np.ndim(state.score) - 1
-        hyp = _leafwise(state.hypotheses, lambda a: np.take(a, reps, axis=axis))
+        hyp = tree_map(state.hypotheses, lambda a: np.take(a, reps, axis=axis))
         parts = step(hyp, np.take(yh, reps, axis=axis))
-        predicted, info, new = (_leafwise(part, lambda a: np.take(a, inverse, axis=axis))
+        predicted, info, new = (tree_map(part, lambda a: np.take(a, inverse, axis=axis))
                                 for part in parts)
     else:
         predicted, info, new = step(state.hypotheses, yh)
