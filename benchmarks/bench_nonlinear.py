@@ -54,24 +54,17 @@ def main(argv=None) -> int:
                                         R=np.diag([BEARING_SD**2, RANGE_SD**2]))
     truth = states[..., [0, 2]]
     rows = {}
-    for name, make in {
-        "EKF, standard": lambda: ps.ExtendedKalmanFilter(model, prior, robust=False),
-        "EKF, robust (default, coverage 0.9)": lambda: ps.ExtendedKalmanFilter(model, prior),
-        "EKF, robust, paper's discount": lambda: ps.ExtendedKalmanFilter(model, prior,
-                                                                         coverage=None),
-        "EKF, robust τ = 0.1 (paper's)": lambda: ps.ExtendedKalmanFilter(
-            model, prior, tau=0.1, coverage=None),
-        "UKF, standard": lambda: ps.UnscentedKalmanFilter(model, prior, robust=False),
-        "UKF, robust (default, coverage 0.9)": lambda: ps.UnscentedKalmanFilter(model, prior),
-        "UKF, robust, paper's discount": lambda: ps.UnscentedKalmanFilter(model, prior,
-                                                                          coverage=None),
-        "UKF, robust τ = 0.1 (paper's)": lambda: ps.UnscentedKalmanFilter(
-            model, prior, tau=0.1, coverage=None),
-    }.items():
-        start = time.perf_counter()
-        mean = make().fit(ys).mean
-        rows[name] = (np.linalg.norm(mean[..., [0, 2]] - truth, axis=-1).mean(-1),
-                      (time.perf_counter() - start) / args.repeats)
+    variants = {"standard": {"robust": False},
+                "robust (default, coverage 0.9)": {},
+                "robust, paper's discount": {"coverage": None},
+                "robust τ = 0.1 (paper's)": {"tau": 0.1, "coverage": None}}
+    for label, cls in (("EKF", ps.ExtendedKalmanFilter), ("UKF", ps.UnscentedKalmanFilter)):
+        for variant, kw in variants.items():
+            name = f"{label}, {variant}"
+            start = time.perf_counter()
+            mean = cls(model, prior, **kw).fit(ys).mean
+            rows[name] = (np.linalg.norm(mean[..., [0, 2]] - truth, axis=-1).mean(-1),
+                          (time.perf_counter() - start) / args.repeats)
     for name, kw in {} if args.no_particles else {
             "particle filter, standard": {"robust": False},
             "particle filter, robust": {},
