@@ -24,6 +24,7 @@ import numpy as np
 from possibly.cli.arguments import add_robust, check_robust, integer, number
 from possibly.cli.changepoint import add_model, detector_options
 from possibly.cli.kalman import add_coverage, add_state_space_model
+from possibly.cli.outputs import STDOUT
 from possibly.tables import display
 
 __all__ = ["register"]
@@ -110,6 +111,8 @@ def _with_time(table, times, position: str):
 
 def _cluster_args(args: argparse.Namespace) -> dict:
     check_robust(args)
+    if args.out == STDOUT:  # standard output: the tables are printed, as without --out
+        args.out = None
     if args.workers is not None and args.scheduler is not None:
         raise ValueError("--workers sizes the local cluster; it cannot be combined with "
                          "--scheduler")
@@ -200,7 +203,7 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="start a local cluster of N worker processes, whatever the size")
     p.add_argument("--out", default=None, metavar="DIR",
                    help="write DIR/series/id=<id>.parquet per series and DIR/summary.parquet "
-                        "(default: print CSV on stdout)")
+                        "(default, or -: print CSV on stdout)")
     p.add_argument("--overwrite", action="store_true",
                    help="replace the results of a previous run in --out")
     p.add_argument("--connect-timeout", type=number(0, 3600, low_open=True), default=10.0,
