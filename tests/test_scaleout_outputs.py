@@ -139,7 +139,7 @@ def test_manifest_is_not_a_license_to_delete(tmp_path, capsys):
     assert (out / "series" / "id=zz.parquet").read_bytes() == b"user data"
 
 
-# -- ids -------------------------------------------------------------------------------------------
+# -- ids ----------------------------------------------------------------------------------------
 @pytest.mark.parametrize("pair", [(1, "1"), (True, 1), (1, 1.5), ("a", b"a")])
 def test_ids_of_different_kinds_are_never_merged(pair):
     df = fleet(pair)
@@ -191,7 +191,7 @@ def test_failed_series_get_no_file_and_are_reported(tmp_path, capsys):
     assert [p.name for p in (tmp_path / "cli" / "series").iterdir()] == [series_filename("ok")]
 
 
-# -- fuzz: mixed ids ---------------------------------------------------------------------------------
+# -- fuzz: mixed ids ---------------------------------------------------------------------------
 ID = st.one_of(st.integers(-3, 3), st.integers(-3, 3).map(str), st.booleans(),
                st.sampled_from(["Pump", "pump", "PUMP", "p~1", "é", "É", "a/b", "a%2Fb",
                                 "x" * 250, "X" * 250]))
