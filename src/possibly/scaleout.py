@@ -85,7 +85,6 @@ import json
 import math
 import numbers
 import os
-import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -93,6 +92,8 @@ from typing import Any
 from urllib.parse import quote
 
 import numpy as np
+
+from possibly._common import write_text_atomic
 
 __all__ = ["ManyResult", "changepoints_many", "kalman_many", "series_filename"]
 
@@ -458,17 +459,9 @@ def _read_manifest(out: Path, tables: Sequence[str]) -> set[str] | None:
 
 
 def _write_manifest(out: Path, files: Sequence[str], complete: bool) -> None:
-    """Write the manifest atomically (a temporary file renamed over it)."""
-    text = json.dumps({"format": _MANIFEST_FORMAT, "complete": complete,
-                       "files": sorted(set(files))}, indent=1)
-    fd, tmp = tempfile.mkstemp(prefix=f"{MANIFEST}.", dir=out)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, out / MANIFEST)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
+    write_text_atomic(out / MANIFEST, json.dumps(
+        {"format": _MANIFEST_FORMAT, "complete": complete, "files": sorted(set(files))},
+        indent=1))
 
 
 def _check_apart(data: Any, out: Path) -> None:
