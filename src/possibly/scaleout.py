@@ -27,6 +27,13 @@ bound to 127.0.0.1) started for the call and closed afterwards; an address
 :class:`distributed.Client` is used as is (and left open); ``"synchronous"`` runs every task in
 this process without a cluster (for debugging, doctests and single-process baselines).
 
+A Dask server runs whatever code its clients send, and loopback is open to every user of the
+machine. The local cluster therefore speaks TLS only, with a certificate made for it and
+required of every client (Dask's temporary credentials, which need the ``cryptography``
+package), and serves no dashboard pages. A scheduler you give is yours to secure: pass a
+:class:`distributed.Client` made with its :class:`distributed.Security` (an address alone
+connects with Dask's configured security, plain TCP by default).
+
 Output layout (``out=DIR``)
 ---------------------------
 ``DIR/series/id=<id>.parquet``
@@ -295,6 +302,27 @@ def _job_rows(data: Any) -> int | None:
     return len(data) if isinstance(data, pd.DataFrame) else None
 
 
+def _local_cluster(distributed: Any, n_workers: int | None) -> Any:
+    """A cluster of worker processes that only this process can use.
+
+    Loopback is reachable by every user of the machine, and a Dask server runs any code it
+    is sent. So every connection is TLS with mutual authentication by a certificate made for
+    this cluster (held in memory and handed to the worker processes; Dask writes it only
+    briefly into a private temporary folder): a client without it is refused. The HTTP
+    servers (dashboard, task and log pages) serve nothing.
+    """
+    _need("cryptography")  # distributed's temporary credentials are made with it
+    dask = _need("dask")
+    security = distributed.Security.temporary()
+    no_pages: dict[str, list] = {"distributed.scheduler.http.routes": [],
+                                 "distributed.worker.http.routes": []}
+    with dask.config.set(no_pages):  # read when the scheduler and the workers are made
+        return distributed.LocalCluster(
+            n_workers=n_workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+            dashboard_address="127.0.0.1:0", scheduler_kwargs={"dashboard": False},
+            security=security)
+
+
 @contextlib.contextmanager
 def _client(scheduler: Any, n_workers: int | None, connect_timeout: float,
             data: Any = None) -> Iterator[Any]:
@@ -323,9 +351,7 @@ def _client(scheduler: Any, n_workers: int | None, connect_timeout: float,
         # one thread per worker process: the detector's loop holds the GIL
         # every server (scheduler, workers, the scheduler's HTTP endpoint) on loopback only;
         # port 0 because dashboard_address=None still binds the busy default 8787
-        cluster = distributed.LocalCluster(
-            n_workers=n_workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-            dashboard_address="127.0.0.1:0")
+        cluster = _local_cluster(distributed, n_workers)
         try:
             with distributed.Client(cluster) as client:
                 yield client
