@@ -219,3 +219,15 @@ def test_fuzz_mixed_ids_are_refused_or_kept_apart(tmp_path_factory, ids):
     files = [p.name for p in (out / "series").iterdir()]
     assert len({f.lower() for f in files}) == len(files) == len(distinct)
     assert sorted(res.summary["file"]) == sorted(f"series/{f}" for f in files)
+
+
+def test_out_dash_prints_the_tables(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    src = tmp_path / "in.csv"
+    fleet().to_csv(src, index=False)
+    assert cli(str(src)) == 0
+    expected = capsys.readouterr().out
+    assert expected.startswith("id,index,kind,value\n")
+    assert cli(str(src), "--out", "-") == 0
+    assert capsys.readouterr().out == expected
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.csv"]
