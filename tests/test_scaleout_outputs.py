@@ -231,3 +231,19 @@ def test_out_dash_prints_the_tables(tmp_path, capsys, monkeypatch):
     assert cli(str(src), "--out", "-") == 0
     assert capsys.readouterr().out == expected
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.csv"]
+
+
+def test_kalman_overwrites_a_change_point_run(tmp_path):
+    out = tmp_path / "out"
+    df = fleet()
+    changepoints_many(df, "sensor", "v", scheduler="synchronous", out=out, sigma=0.2)
+    (out / "notes.txt").write_text("mine")
+    with pytest.raises(ValueError, match="already holds results"):
+        kalman_many(df, "sensor", "v", ps.models.constant_velocity(), scheduler="synchronous",
+                    out=out)
+    res = kalman_many(df, "sensor", "v", ps.models.constant_velocity(),
+                      scheduler="synchronous", out=out, overwrite=True)
+    assert res.n_failed == 0
+    assert listing(out) == sorted([MANIFEST, "notes.txt", "summary.parquet",
+                                   "series/id=a.parquet", "series/id=b.parquet"])
+    assert "step" in pd.read_parquet(out / "series" / "id=a.parquet").columns

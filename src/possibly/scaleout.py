@@ -454,18 +454,20 @@ def _groups(df: Any, id_column: str) -> Iterator[tuple[Any, Any]]:
 #: the list of the files a run wrote into its ``out`` directory, which ``overwrite`` removes
 MANIFEST = ".possibly-manifest.json"
 _MANIFEST_FORMAT = "possibly scale-out outputs"
+#: the tables written next to ``series/`` (by either function: a directory may hold both)
+_TABLES = ("events.parquet", "summary.parquet")
 
 
-def _is_ours(rel: str, tables: Sequence[str]) -> bool:
-    """True for a name that a run writes: one of ``tables`` or ``series/id=....parquet``."""
-    if rel in tables:
+def _is_ours(rel: str) -> bool:
+    """True for a name that a run writes: one of the tables or ``series/id=....parquet``."""
+    if rel in _TABLES:
         return True
     name = rel.removeprefix("series/")
     return (name != rel and "/" not in name and name.startswith("id=")
             and name.endswith(".parquet"))
 
 
-def _read_manifest(out: Path, tables: Sequence[str]) -> set[str] | None:
+def _read_manifest(out: Path) -> set[str] | None:
     """The files the manifest of ``out`` lists (None without a manifest); ValueError if it is
     unreadable or lists anything a run does not write."""
     path = out / MANIFEST
@@ -476,7 +478,7 @@ def _read_manifest(out: Path, tables: Sequence[str]) -> set[str] | None:
         files = doc["files"] if doc.get("format") == _MANIFEST_FORMAT else None
     except (OSError, ValueError, TypeError, AttributeError, KeyError):
         files = None
-    if not isinstance(files, list) or not all(isinstance(f, str) and _is_ours(f, tables)
+    if not isinstance(files, list) or not all(isinstance(f, str) and _is_ours(f)
                                               for f in files):
         raise ValueError(f"out {str(out)!r}: {MANIFEST} is not a list of the files a previous "
                          "run wrote: refusing to delete anything (remove the directory's "
@@ -500,8 +502,7 @@ def _check_apart(data: Any, out: Path) -> None:
                          "choose an output directory apart from the input")
 
 
-def _prepare_out(out: Any, overwrite: bool, tables: Sequence[str], data: Any = None
-                 ) -> Path | None:
+def _prepare_out(out: Any, overwrite: bool, data: Any = None) -> Path | None:
     """Check ``out`` and, with ``overwrite``, remove the files its manifest lists (the
     results of a previous run), and nothing else; every refusal comes before any work."""
     if out is None:
@@ -514,11 +515,11 @@ def _prepare_out(out: Any, overwrite: bool, tables: Sequence[str], data: Any = N
     if series.is_symlink() or (os.path.lexists(series) and not series.is_dir()):
         raise ValueError(f"out {str(out)!r}: 'series' is not a directory of its own (a link or "
                          "a file): refusing to write through it")
-    found = [t for t in tables if os.path.lexists(out / t)]
+    found = [t for t in _TABLES if os.path.lexists(out / t)]
     if series.is_dir():
         found += sorted(f"series/{p.name}" for p in series.iterdir()
-                        if _is_ours(f"series/{p.name}", tables))
-    listed = _read_manifest(out, tables)
+                        if _is_ours(f"series/{p.name}"))
+    listed = _read_manifest(out)
     if (found or listed is not None) and not overwrite:
         first = found[0] if found else MANIFEST
         raise ValueError(f"out {str(out)!r} already holds results ({first}); pass "
@@ -713,8 +714,8 @@ def changepoints_many(data: Any, id_column: str, value_column: str, *, scheduler
     extra = [] if time_column is None else [_check_name("time_column", time_column)]
     # bad input fails before any cluster starts
     ddf = _load(data, id_column, [value_column], extra)
-    tables = ["events.parquet", "summary.parquet"]
-    out_dir = _prepare_out(out, overwrite, tables, data)
+    tables = list(_TABLES)
+    out_dir = _prepare_out(out, overwrite, data)
     series_dir = None if out_dir is None else str((out_dir / "series").resolve())
     pd = _need("pandas")
     ids: list = []
@@ -861,7 +862,7 @@ def kalman_many(data: Any, id_column: str, value_columns: str | Sequence[str], m
         raise ValueError(f"outlier_level must be in (0, 1], got {outlier_level!r}")
     ddf = _load(data, id_column, value_columns)
     tables = ["summary.parquet"]
-    out_dir = _prepare_out(out, overwrite, tables, data)
+    out_dir = _prepare_out(out, overwrite, data)
     series_dir = None if out_dir is None else str((out_dir / "series").resolve())
     pd = _need("pandas")
     ids: list = []
