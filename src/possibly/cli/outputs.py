@@ -163,11 +163,16 @@ def atomic_path(path: Path, suffix: str | None = None) -> Iterator[Path]:
     fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix, dir=target.parent)
     os.close(fd)
     try:
-        mode = stat.S_IMODE(os.stat(target).st_mode)  # an existing file keeps its permissions
+        old = os.stat(target)
     except FileNotFoundError:
         mask = os.umask(0)
         os.umask(mask)
         mode = 0o666 & ~mask  # the permissions of a file written directly
+    else:  # an existing file keeps its permissions (and its owner, where that is allowed)
+        mode = stat.S_IMODE(old.st_mode)
+        if (old.st_uid, old.st_gid) != (os.stat(name).st_uid, os.stat(name).st_gid):
+            with contextlib.suppress(OSError):
+                os.chown(name, old.st_uid, old.st_gid)
     os.chmod(name, mode)
     try:
         yield Path(name)
