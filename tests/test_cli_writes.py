@@ -293,3 +293,31 @@ def test_fuzz_only_the_named_regular_file_changes(tmp_path_factory, capsys, kind
         assert after[str(changed)][0] == "file" and after[str(changed)][2] != b"previous"
     if kind == "fifo" and code == 0:
         assert got
+
+
+def test_shell_process_substitution_and_dev_stdout(tmp_path, capsys):
+    import shutil
+    import subprocess
+    import sys
+
+    bash = shutil.which("bash")
+    if bash is None:
+        pytest.skip("no bash")
+    path = write_input(tmp_path)
+    expected = expected_text("changepoint", path, capsys)
+    env = dict(os.environ, MPLBACKEND="Agg")
+    got = tmp_path / "got.txt"
+    cmd = (f"{sys.executable} -m possibly changepoint {path} --sigma 1 "
+           f"--out >(cat > {got}); wait $!")
+    proc = subprocess.run([bash, "-c", cmd], capture_output=True, text=True, timeout=180,
+                          env=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert got.read_text() == expected
+    log = tmp_path / "log.txt"
+    log.write_text("kept\n")
+    cmd = f"{sys.executable} -m possibly changepoint {path} --sigma 1 --out /dev/stdout >> {log}"
+    proc = subprocess.run([bash, "-c", cmd], capture_output=True, text=True, timeout=180,
+                          env=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert log.read_text() == "kept\n" + expected  # appended, not truncated or replaced
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["got.txt", "in.csv", "log.txt"]
