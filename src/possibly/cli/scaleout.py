@@ -24,6 +24,7 @@ import numpy as np
 from possibly.cli.arguments import add_robust, check_robust, integer, number
 from possibly.cli.changepoint import add_model, detector_options
 from possibly.cli.kalman import add_coverage, add_state_space_model
+from possibly.cli.outputs import STDOUT
 from possibly.tables import display
 
 __all__ = ["register"]
@@ -110,11 +111,16 @@ def _with_time(table, times, position: str):
 
 def _cluster_args(args: argparse.Namespace) -> dict:
     check_robust(args)
+    if args.out == STDOUT:  # standard output: the tables are printed, as without --out
+        args.out = None
     if args.workers is not None and args.scheduler is not None:
         raise ValueError("--workers sizes the local cluster; it cannot be combined with "
                          "--scheduler")
-    if args.out is not None and Path(args.out).resolve() == Path(args.input).resolve():
-        raise ValueError(f"--out {display(args.out)!r} is the input: refusing to overwrite it")
+    if args.out is not None and args.input != "-":  # a text input is read before --out is
+        src, dst = Path(args.input).resolve(), Path(args.out).resolve()
+        if src == dst or dst in src.parents or src in dst.parents:
+            raise ValueError(f"--out {display(args.out)!r} holds the input or lies inside it: "
+                             "choose an output directory apart from the input")
     if args.time is not None and args.time in (args.id, *args.value):
         raise ValueError(f"--time {display(args.time)!r} is also the --id or a --value column")
     return {"scheduler": args.scheduler, "n_workers": args.workers, "out": args.out,
@@ -200,9 +206,10 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="start a local cluster of N worker processes, whatever the size")
     p.add_argument("--out", default=None, metavar="DIR",
                    help="write DIR/series/id=<id>.parquet per series and DIR/summary.parquet "
-                        "(default: print CSV on stdout)")
+                        "(default, or -: print CSV on stdout)")
     p.add_argument("--overwrite", action="store_true",
-                   help="replace the results of a previous run in --out")
+                   help="replace the results of a previous run in --out (the files listed in "
+                        "its DIR/.possibly-manifest.json; nothing else is deleted)")
     p.add_argument("--connect-timeout", type=number(0, 3600, low_open=True), default=10.0,
                    metavar="S", help="seconds to wait for --scheduler, in (0, 3600] (10)")
     add_robust(p)
