@@ -297,3 +297,18 @@ def test_automatic_beta0_floors_a_spread_below_1e_150(y):
     assert float(automatic_beta0(y)) == pytest.approx(1e-300 / 4)
     fit = ps.RobustNormalEstimator().fit(y)
     assert np.isfinite(fit.mean).all() and np.isfinite(fit.precision).all()
+
+
+def test_a_tie_between_start_hypotheses_goes_to_the_first_in_any_units():
+    """After two observations the two start hypotheses (each trusting one and judging the
+    other) tie exactly; the tie went to whichever rounding favoured, which changed with the
+    units (the reported mean jumped between the two values). The first hypothesis wins."""
+    y = np.array([0.4412747, -180.3753764, 0.9, 1.3, 0.2])
+    for beta0 in (1.0, 8.47297529, 10.0):
+        ref = ps.RobustNormalEstimator(beta0=beta0).fit(y)
+        assert ref.mean[1] == pytest.approx(y[0], abs=3.0)    # hypothesis 1 trusts y[0]
+        for a, b in [(1e-3, 0.0), (1e-2, 5.0), (-2.0, 1e3), (1e4, 1e3)]:
+            fit = ps.RobustNormalEstimator(beta0=beta0 * a**2).fit(a * y + b)
+            np.testing.assert_allclose(fit.mean, a * ref.mean + b, rtol=0,
+                                       atol=1e-9 * (abs(a) * 200 + abs(b)))
+            np.testing.assert_allclose(fit.discount, ref.discount, rtol=1e-9)

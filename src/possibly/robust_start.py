@@ -207,7 +207,7 @@ class StartState:
 
     @property
     def leader(self) -> np.ndarray:
-        """Index of the leading hypothesis (weight 1) per stream."""
+        """Index of the leading hypothesis (weight 1; the earliest on a tie) per stream."""
         return _leader(self.log_weight)
 
     @property
