@@ -11,8 +11,8 @@ installed wheel, not ``src/``.
 The dependencies (numpy, scipy, pandas, matplotlib and theirs) come from the package registry
 pip is configured with, through pip's own download cache: a plain ``pip install`` is what a
 user runs, and a dependency missing from the wheel's metadata fails here because the venv
-starts empty. It needs the registry (as ``make test`` does to create .venv) and takes about a
-minute, most of it pip installing the dependencies.
+starts empty. It needs the registry (as ``make test`` does to create .venv); most of its time
+is pip installing the dependencies (found in pip's cache after the first run).
 """
 
 from __future__ import annotations
