@@ -753,10 +753,11 @@ class KalmanFilter(SequentialEstimator):
         Possibility function of the first state before any observation, the default of
         :meth:`init`, :meth:`filter` and streaming :meth:`update`; None: uninformative (exact).
     robust_start : bool
-        From the uninformative prior, start with a maxitive mixture of hypotheses about which
-        of the first observations are outliers, collapsed after a few steps
-        (:mod:`possibly.filters.robust_start`; default on, robust filter only). ``False``
-        gives the plain recursion, whose first observations are taken whole.
+        Start with a maxitive mixture of hypotheses about which of the first observations are
+        outliers, each run from the prior (uninformative or proper), collapsed after a few
+        steps (:mod:`possibly.filters.robust_start`; default on, robust filter only).
+        ``False`` gives the plain recursion, which takes an early outlier whole when the prior
+        cannot judge it (the flat prior, or a weak one).
     learn_noise_scale : bool
         ``R`` is known up to a scale, learned online: returns a
         :class:`~possibly.filters.noise_scale.NoiseScaleKalmanFilter` (keywords ``scale_prior``
@@ -843,8 +844,8 @@ class KalmanFilter(SequentialEstimator):
     # -- the protocol ---------------------------------------------------------------------------
     def init(self, batch_shape: tuple[int, ...] = (),
              prior: MultivariateNormal | None = None) -> KalmanState | KalmanStartState:
-        """The state before any observation: ``prior`` (default: the filter's) or 1; from the
-        uninformative prior with the robust start, the mixture of start hypotheses (a
+        """The state before any observation: ``prior`` (default: the filter's) or 1; with the
+        robust start, the mixture of start hypotheses around it (a
         :class:`~possibly.filters.robust_start.KalmanStartState`)."""
         batch_shape = tuple(int(b) for b in batch_shape)
         size = int(np.prod(batch_shape))
@@ -859,9 +860,9 @@ class KalmanFilter(SequentialEstimator):
         return state
 
     def _starts(self, prior: MultivariateNormal | None) -> bool:
-        """Whether a run from ``prior`` uses the robust start (robust filter, prior 1)."""
-        return self.robust and self.robust_start and (self.prior if prior is None
-                                                      else prior) is None
+        """Whether a run from ``prior`` uses the robust start: the robust filter, from any
+        prior (the hypotheses start from it; docs/math.md §9)."""
+        return self.robust and self.robust_start
 
     def _plain_step(self, state: KalmanState,
                     y: np.ndarray) -> tuple[KalmanState, KalmanInfo, KalmanState]:
@@ -1181,10 +1182,11 @@ class KalmanFilter(SequentialEstimator):
             # looking back, the robust start has settled on one hypothesis: smooth the plain
             # recursion in which its outliers are missing (exactly that hypothesis' filter)
             arr, batch, index = self._observations(ys)
-            arr = start_masked(arr, self._initial(None, (), arr.shape[0]), self._plain_step,
-                               self.obs_dim)
+            first = self.prior if prior is None else prior
+            arr = start_masked(arr, self._initial(first, batch, arr.shape[0]),
+                               self._plain_step, self.obs_dim)
             plain = KalmanFilter(self.model, robust=self.robust, tau=self.tau, dim=self.dim,
-                                 prior=self.prior, robust_start=False)
+                                 coverage=self.coverage, prior=first, robust_start=False)
             fr = plain.filter(arr.reshape(batch + arr.shape[1:]), engine=engine)
             return smooth(self.model, dataclasses.replace(fr, index=index))
         return smooth(self.model, self.filter(ys, prior, engine=engine))

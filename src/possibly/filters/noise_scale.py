@@ -151,8 +151,8 @@ class NoiseScaleKalmanFilter(SequentialEstimator):
     prior : MultivariateNormal, optional
         Possibility function of θ_1; uninformative by default.
     robust_start : bool
-        From the uninformative prior, the robust start of
-        :mod:`possibly.filters.robust_start` (default on; robust filter only).
+        The robust start of :mod:`possibly.filters.robust_start`, from any prior (default
+        on; robust filter only).
     scale_dim : float > 0
         Effective dimension of the discount of the scale's update (default 2; see the module
         docstring).
@@ -215,14 +215,14 @@ class NoiseScaleKalmanFilter(SequentialEstimator):
                 f"scale_dim={self.scale_dim:g})")
 
     def init(self, batch_shape: tuple[int, ...] = ()) -> NoiseScaleState | KalmanStartState:
-        """The state before any observation; from the uninformative prior with the robust
-        start, the mixture of start hypotheses (a KalmanStartState of NoiseScaleStates)."""
+        """The state before any observation; with the robust start (from any prior), the
+        mixture of start hypotheses (a KalmanStartState of NoiseScaleStates)."""
         batch_shape = tuple(batch_shape)
         ks = self._kf.init(batch_shape)
         assert isinstance(ks, KalmanState)  # self._kf is the standard filter: no robust start
         a0, b0 = self.scale_prior
         state = NoiseScaleState(ks, np.full(batch_shape, a0), np.full(batch_shape, b0))
-        if self.robust and self.robust_start and self.prior is None:
+        if self.robust and self.robust_start:
             return start_init(state, batch_shape)
         return state
 

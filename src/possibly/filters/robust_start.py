@@ -1,4 +1,4 @@
-"""Robust start of the robust Kalman filter from the uninformative prior (issue 15).
+"""Robust start of the robust Kalman filter (issue 15).
 
 Why
 ---
@@ -13,7 +13,7 @@ What
 ----
 A maxitive mixture of start hypotheses. Hypothesis ``h`` says which of the first ``k``
 observations are outliers (at most ``max_outliers`` of them; :func:`start_hypotheses`); under
-``h`` those are treated as missing and the robust filter runs from the uninformative prior.
+``h`` those are treated as missing and the robust filter runs from the prior.
 The log possibility of ``h`` is the sup over the inlier/outlier labellings of the observations
 seen so far, an inlier counting its consistency ``c_t^h`` under ``h`` and an outlier a fixed
 possibility ``ε`` (the consistency that 99.9% of inliers exceed: ``log ε = -½ χ²_m(0.999)``):
@@ -45,9 +45,17 @@ hypotheses' steps in covariance form run as extra series of the compiled loop
 100 trials × 1000 steps, about 15 ms of the filter's 33 ms are the start
 (``benchmarks/bench_filtering.py --speed``). ``window = 10`` gave the same results as 20 on
 the §5.2 study and on WoLF's Student-t experiment (500 runs each, no lost track) at half the
-cost; 6 lost one §5.2 run. With a proper prior (the filter's or ``filter(prior=...)``) there is
-nothing to protect and the robust start is not used; ``robust_start=False`` turns it off
-(the numbers are then those of the plain recursion, bit for bit).
+cost; 6 lost one §5.2 run. ``robust_start=False`` turns it off (the numbers are then those of
+the plain recursion, bit for bit).
+
+Proper prior
+------------
+The hypotheses start from the filter's prior, whatever it is (docs/math.md §9). Summed over
+undiscounted steps, a hypothesis' consistencies are the consistency of its kept observations
+with each other and with the prior: the prior is one more term of every hypothesis. A weak
+prior judges an early outlier too leniently to protect the track (position sd 10: an outlier
+18 away has ``log c = -1.6``, above ``log ε = -5.4``); a prior the data agree with leaves the
+plain recursion in the lead.
 """
 
 from __future__ import annotations
@@ -251,8 +259,8 @@ def _pick(a: Any, lead: np.ndarray) -> np.ndarray:
 def start_masked(ys: np.ndarray, initial: Any, step: PlainStep, m: int, *, k: int = K,
                  max_outliers: int = MAX_OUTLIERS, window: int = WINDOW) -> np.ndarray:
     """``ys`` (B, T, m) with the observations that the mixture settles on as outliers set to
-    NaN (the retrospective choice, for the smoother); ``initial`` is the uninformative
-    KalmanState of batch (B,)."""
+    NaN (the retrospective choice, for the smoother); ``initial`` is the KalmanState of the
+    prior, batch (B,)."""
     drop = start_hypotheses(k, max_outliers)
     state = start_init(initial, (ys.shape[0],), k, max_outliers)
     for t in range(min(ys.shape[1], k + window)):
