@@ -61,6 +61,7 @@ filtered states of a :class:`FilterResult`.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, cast, overload
@@ -99,6 +100,8 @@ __all__ = [
     "KalmanFilter",
     "KalmanInfo",
     "KalmanState",
+    "MostlyDiscountedWarning",
+    "discounted_fraction",
     "predict",
     "update",
 ]
@@ -549,6 +552,64 @@ def _check_observation_values(y) -> np.ndarray:
 
 
 # -- results ----------------------------------------------------------------------------------
+#: an observation whose discount is below this is counted as discounted: it keeps less than a
+#: tenth of its weight (the paper's threshold τ, and ``kalman_many``'s ``outlier_level``)
+DISCOUNTED_BELOW = 0.1
+#: more than this fraction of a series' observations discounted draws a warning
+MOSTLY_DISCOUNTED = 0.5
+
+
+class MostlyDiscountedWarning(UserWarning):
+    """Most observations of a series were discounted: the model does not fit the data.
+
+    Under the model an inlier is rarely discounted below 0.1 (probability 5.6e-4 for a 1-D
+    constant-velocity track with the defaults, 0.03 with the paper's ``γ = c^(1/d)`` and
+    ``dim=1``), and no robust filter can tell inliers from outliers once the outliers are the
+    majority; so when more than half of a series is discounted, the usual cause is the noise
+    scale ``R`` (e.g. given in other units than the data). Set it from the data
+    (:func:`possibly.models.constant_velocity_noise`) or learn its scale
+    (``learn_noise_scale=True``). The fraction is ``result.discounted_fraction``.
+    """
+
+
+def discounted_fraction(discount: Any) -> np.ndarray:
+    """Fraction of the observed steps (discount not NaN) whose discount is below 0.1, along
+    the last (time) axis; 0 for a series with no observation.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from possibly.filters.kalman import discounted_fraction
+    >>> float(discounted_fraction([1.0, 0.0, np.nan, 0.05, 1.0]))
+    0.5
+    """
+    d = np.asarray(discount, dtype=float)
+    observed = (~np.isnan(d)).sum(-1)
+    low = (np.nan_to_num(d, nan=1.0) < DISCOUNTED_BELOW).sum(-1)
+    return np.where(observed > 0, low / np.maximum(observed, 1), 0.0)
+
+
+def warn_if_mostly_discounted(discount: Any, stacklevel: int = 3) -> None:
+    """Emit a :class:`MostlyDiscountedWarning` when some series of ``discount`` (time on the
+    last axis) has more than half its observations discounted below 0.1."""
+    frac = np.atleast_1d(discounted_fraction(discount))
+    bad = frac > MOSTLY_DISCOUNTED
+    if not bad.any():
+        return
+    fix = ("the model does not fit the data, most likely its noise scale R (in other units "
+           "than the data?): set it from the data (possibly.models.constant_velocity_noise) "
+           "or learn its scale (learn_noise_scale=True)")
+    if frac.size == 1:
+        d = np.asarray(discount, dtype=float).reshape(-1)
+        n = int((~np.isnan(d)).sum())
+        what = (f"{round(float(frac[0]) * n)} of {n} observations ({float(frac[0]):.0%}) were "
+                f"discounted below {DISCOUNTED_BELOW:g}")
+    else:
+        what = (f"{int(bad.sum())} of {frac.size} series have most of their observations "
+                f"discounted below {DISCOUNTED_BELOW:g} (up to {float(frac.max()):.0%})")
+    warnings.warn(f"{what}: {fix}", MostlyDiscountedWarning, stacklevel=stacklevel)
+
+
 @dataclass(frozen=True)
 class FilterResult:
     """Output of :meth:`KalmanFilter.filter`: one entry per time step ``t`` (axis ``-2``/``-3``).
@@ -598,6 +659,13 @@ class FilterResult:
     def consistency(self) -> np.ndarray:
         """``c = exp(log_consistency)`` in [0, 1] (NaN at missing observations)."""
         return np.exp(self.log_consistency)
+
+    @property
+    def discounted_fraction(self) -> np.ndarray:
+        """Per series (shape ``...``), the fraction of observed steps discounted below 0.1
+        (:func:`discounted_fraction`); above 0.5, :meth:`KalmanFilter.filter` warns
+        (:class:`MostlyDiscountedWarning`)."""
+        return discounted_fraction(self.discount)
 
     @property
     def gamma(self) -> np.ndarray:
@@ -1079,6 +1147,7 @@ class KalmanFilter(SequentialEstimator):
         def unflat(a: np.ndarray) -> np.ndarray:
             return a.reshape(batch + a.shape[1:])
 
+        warn_if_mostly_discounted(disc.T)
         final = KalmanState(unflat(state.mean),
                             None if state.covariance is None else unflat(state.covariance),
                             None if state.precision is None else unflat(state.precision),

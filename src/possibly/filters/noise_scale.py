@@ -57,6 +57,7 @@ from possibly.filters.kalman import (
     _check_dim_tau,
     _maybe_covariance_form,
     _reference_table,
+    warn_if_mostly_discounted,
 )
 from possibly.filters.nonlinear import NonlinearFilterResult
 from possibly.filters.robust_start import KalmanStartState, start_init, start_step
@@ -355,6 +356,7 @@ class NoiseScaleKalmanFilter(SequentialEstimator):
             a = np.moveaxis(a, 0, 1)
             return a.reshape(batch + a.shape[1:])
 
+        warn_if_mostly_discounted(disc.T)
         return NoiseScaleResult(shaped(mean), shaped(cov), shaped(log_c),
                                 shaped(disc), shaped(scale))
 

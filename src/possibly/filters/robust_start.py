@@ -23,7 +23,9 @@ costs ``log ε`` and a wider prediction cannot buy it back; and without the floo
 outlier later on would decide (it is least inconsistent with the hypothesis that is *most*
 wrong, hence most uncertain). A hypothesis built on an outlier
 predicts the following inliers badly and its weight collapses; hypotheses built on inliers
-only predict alike. The E* of the mixture is the E* of its leading hypothesis (weight 1); a
+only predict alike (ties, while directions are uninformed, go to the hypothesis that keeps
+the earliest observations: :func:`leader`). The E* of the mixture is the E* of its leading
+hypothesis (weight 1); a
 step reports the leader's mean, consistency and discount (for an observation the leader
 drops: discount 0 and the consistency of the observation with the mixture,
 ``max_h w_h c_h``). After ``k + window`` steps
@@ -90,6 +92,36 @@ def _hypotheses(k: int, max_outliers: int) -> np.ndarray:
     return out
 
 
+def leader(score: np.ndarray, k: int = K, max_outliers: int = MAX_OUTLIERS) -> np.ndarray:
+    """The leading hypothesis (``score`` ``B + (H,)``): the largest score up to rounding, ties
+    going to the hypothesis that keeps the earliest observations.
+
+    Hypotheses tie while they leave a direction uninformed, so that every ``c = 1`` (e.g.
+    each drops one of the first three observations of a constant-velocity track). A tie has
+    no evidence to break it; keeping the earliest observations keeps what was reported
+    before (the new observation is the one in doubt). ``c = 1`` comes out of the information
+    form as ``1 - 1e-16`` or so: ties broken by rounding would make the reported step depend
+    on the data's units.
+    """
+    top = score.max(-1, keepdims=True)
+    with np.errstate(invalid="ignore"):  # -inf everywhere: every hypothesis ties
+        tied = score >= top - 1e-9 * (1.0 + np.abs(top))
+    rank = _tie_rank(k, max_outliers)
+    return np.argmin(np.where(tied, rank, rank.size), axis=-1)
+
+
+@lru_cache(maxsize=16)
+def _tie_rank(k: int, max_outliers: int) -> np.ndarray:
+    """Each hypothesis' rank among ties: by its dropped observations read as a binary number,
+    the first observation the most significant digit (none dropped first)."""
+    drop = _hypotheses(k, max_outliers)
+    code = drop @ (2 ** np.arange(k - 1, -1, -1))
+    rank = np.empty(len(code), dtype=np.int64)
+    rank[np.argsort(code, kind="stable")] = np.arange(len(code))
+    rank.setflags(write=False)
+    return rank
+
+
 def start_hypotheses(k: int = K, max_outliers: int = MAX_OUTLIERS) -> np.ndarray:
     """Boolean (H, k): row ``h`` marks the observations hypothesis ``h`` declares outliers
     (the plain recursion, no outlier, first; then one outlier, two, ...).
@@ -131,7 +163,7 @@ class KalmanStartState:
 
     @property
     def leader(self) -> np.ndarray:
-        return np.argmax(self.score, axis=-1)
+        return leader(self.score)
 
     @property
     def current(self) -> Any:
@@ -236,7 +268,7 @@ def mixture_scores(score: np.ndarray, log_c: np.ndarray, observed: np.ndarray, t
     if t < k:
         gain = gain + np.where(observed[..., None] & drop[:, t], floor, 0.0)
     new = score + gain
-    lead = np.argmax(new, axis=-1)
+    lead = leader(new, k, max_outliers)
     # the leader's consistency; where the leader drops y: the consistency of y with the
     # mixture, max_h w_h c_h (weights before this step)
     with np.errstate(invalid="ignore"):
