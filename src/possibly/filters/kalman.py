@@ -591,7 +591,18 @@ def discounted_fraction(discount: Any) -> np.ndarray:
 
 def warn_if_mostly_discounted(discount: Any, stacklevel: int = 3) -> None:
     """Emit a :class:`MostlyDiscountedWarning` when some series of ``discount`` (time on the
-    last axis) has more than half its observations discounted below 0.1."""
+    last axis) has more than half its observations discounted below 0.1.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from possibly.filters.kalman import warn_if_mostly_discounted
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warn_if_mostly_discounted([1.0, 0.0, 0.0, 1e-5])
+    >>> print(caught[0].message)  # doctest: +ELLIPSIS
+    3 of 4 observations (75%) were discounted below 0.1: the model does not fit the data...
+    """
     frac = np.atleast_1d(discounted_fraction(discount))
     bad = frac > MOSTLY_DISCOUNTED
     if not bad.any():

@@ -102,6 +102,14 @@ def leader(score: np.ndarray, k: int = K, max_outliers: int = MAX_OUTLIERS) -> n
     before (the new observation is the one in doubt). ``c = 1`` comes out of the information
     form as ``1 - 1e-16`` or so: ties broken by rounding would make the reported step depend
     on the data's units.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from possibly.filters.robust_start import leader, start_hypotheses
+    >>> score = np.array([-20.0, -5.4, -5.4 - 1e-15, -20.0, -5.4])  # drop y0, y1 or y3 tie
+    >>> start_hypotheses(4, 1)[leader(score, 4, 1)].astype(int)       # keep y0: drop y3
+    array([0, 0, 0, 1])
     """
     top = score.max(-1, keepdims=True)
     with np.errstate(invalid="ignore"):  # -inf everywhere: every hypothesis ties
