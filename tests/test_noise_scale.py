@@ -277,8 +277,8 @@ def _ml_noise(y, Q):
 @pytest.mark.parametrize("factor", [1e2, 1e4])
 def test_a_noise_scale_far_too_large_is_unlearned_in_100_steps(factor):
     """R given 100 or 10⁴ times too large on 100 points of a Nile-like level: the prior's
-    sum of squares used to outweigh the data (learned 4.3-5.9x and 270-360x the maximum-
-    likelihood R); tempered by its conflict with the data, it no longer does."""
+    sum of squares used to outweigh the data (learned 4.3-5.9x and 270-364x the maximum-
+    likelihood R, seeds 0-9); tempered by its conflict with the data, it no longer does."""
     Q = 1469.0
     for seed in range(5):
         y = _local_level(seed)
