@@ -214,3 +214,17 @@ def test_nullable_pandas_missing_values_are_nan():
     np.testing.assert_array_equal(ps.ChangepointDetector().fit(series).mean,
                                   ps.ChangepointDetector().fit(nan).mean)
     np.testing.assert_array_equal(cv().filter(series).mean, cv().filter(nan).mean)
+
+
+def test_streaming_updates_take_the_same_input_types():
+    det = ps.ChangepointDetector(sigma=1.0)
+    with pytest.raises(ValueError, match="complex values"):
+        det.update(1.0 + 2.0j)
+    assert np.isnan(det.update(np.ma.masked_array(5.0, mask=True)).discount)  # missing
+    with pytest.raises(ValueError, match="one observation") as exc:
+        det.update(np.arange(1000.0))
+    assert len(str(exc.value)) < 200
+    kf = cv()
+    with pytest.raises(ValueError, match="complex values"):
+        kf.update(1.0 + 2.0j)
+    assert np.isnan(kf.update(np.ma.masked_array([5.0], mask=[True])).discount)

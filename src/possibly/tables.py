@@ -214,11 +214,11 @@ def _sniff(sample: list[tuple[int, str]], cut: bool) -> str | None:
 
 
 #: one record of the input: first and last line (from 1), and its cells (None: a blank line)
-Record = tuple[int, int, "list[str] | None"]
+_Record = tuple[int, int, "list[str] | None"]
 
 
 def _records(numbered: list[tuple[int, str]], delimiter: str | None,
-             source: str) -> list[Record]:
+             source: str) -> list[_Record]:
     """The records of the numbered lines: comment lines dropped, blank lines kept as None.
 
     With a delimiter, the csv module reads the cells, and a quoted cell may span lines.
@@ -226,7 +226,7 @@ def _records(numbered: list[tuple[int, str]], delimiter: str | None,
     """
     if delimiter is None:
         quoted = any('"' in ln for _, ln in numbered)
-        out: list[Record] = []
+        out: list[_Record] = []
         for no, ln in numbered:
             if not ln.strip():
                 out.append((no, no, None))
@@ -262,7 +262,7 @@ def _records(numbered: list[tuple[int, str]], delimiter: str | None,
 
 
 def _unquoted_records(numbered: list[tuple[int, str]], delimiter: str,
-                      source: str) -> list[Record]:
+                      source: str) -> list[_Record]:
     """:func:`_records` when no line holds a quote: one record per line, one csv reader."""
     filled = [(no, ln) for no, ln in numbered if ln.strip() and not _is_comment(ln)]
     reader = csv.reader([ln for _, ln in filled], delimiter=delimiter)

@@ -74,14 +74,17 @@ def _pandas_values(name: str, value) -> np.ndarray:
         return value.to_numpy()
 
 
-def as_numbers(name: str, value, *, missing: bool = True) -> np.ndarray:
+def as_numbers(name: str, value, *, missing: bool = True,
+               what: str = "numeric (an array of numbers, NaN for missing)") -> np.ndarray:
     """``value`` as a float64 array, refusing what would silently change its meaning.
 
     The one conversion of user arrays (observations and parameters): complex values are
     refused (the imaginary part would be dropped), so are dates, times and durations
     (``datetime64``, pandas Timestamps: the time belongs in the index); the masked entries of
     a numpy masked array become NaN (missing) when ``missing``, else the array is refused;
-    pandas' nullable NA becomes NaN. Messages describe the value, never print it whole.
+    pandas' nullable NA becomes NaN. Other values that are not numbers are refused as not
+    ``what`` (``"{name} must be {what}, got ..."``). Messages describe the value, never print
+    it whole.
 
     Examples
     --------
@@ -98,7 +101,7 @@ def as_numbers(name: str, value, *, missing: bool = True) -> np.ndarray:
         return np.asarray(value, dtype=np.float64)
     if isinstance(value, np.ma.MaskedArray):
         mask = np.ma.getmaskarray(value)
-        data = as_numbers(name, np.ma.getdata(value), missing=missing)
+        data = as_numbers(name, np.ma.getdata(value), missing=missing, what=what)
         if mask.any():
             if not missing:
                 raise ValueError(f"{name} is a masked array with {int(mask.sum())} masked "
@@ -116,14 +119,12 @@ def as_numbers(name: str, value, *, missing: bool = True) -> np.ndarray:
         arr = None
     if arr is None or (arr.dtype.kind == "O" and arr.size and not _plain_objects(name, arr,
                                                                                   given)):
-        raise ValueError(f"{name} must be numeric (an array of numbers, NaN for missing), got "
-                         f"{describe(given)}")
+        raise ValueError(f"{name} must be {what}, got {describe(given)}")
     _refuse_kind(name, arr.dtype.kind, given)
     try:
         return arr.astype(np.float64, copy=False)
     except (TypeError, ValueError):
-        raise ValueError(f"{name} must be numeric (an array of numbers, NaN for missing), got "
-                         f"{describe(given)}") from None
+        raise ValueError(f"{name} must be {what}, got {describe(given)}") from None
 
 
 def _plain_objects(name: str, arr: np.ndarray, given) -> bool:

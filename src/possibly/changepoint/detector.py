@@ -34,7 +34,7 @@ from possibly.changepoint.segments import (
     run_compiled,
 )
 from possibly.sequential import SequentialEstimator
-from possibly.validation import as_numbers, check_bool, check_unit_interval
+from possibly.validation import as_numbers, check_bool, check_unit_interval, describe
 
 __all__ = ["ChangepointDetector", "default_forgetting", "default_tol", "numba_available"]
 
@@ -585,12 +585,12 @@ class ChangepointDetector(SequentialEstimator):
         ([False, False, False, False, True, False], [3])
         """
         with self._exclusive():
-            single = np.asarray(y, dtype=np.float64) if not np.isscalar(y) else y
+            what = "one observation (a number, NaN for a missing value)"
+            single = as_numbers("y", y, what=what)  # complex values, dates: refused as such
             try:
-                arr = self._check(np.asarray(single, dtype=np.float64)[None])
+                arr = self._check(single[None])
             except (TypeError, ValueError):
-                raise ValueError(f"y must be one observation (a number, NaN for a missing "
-                                 f"value), got {y!r}") from None
+                raise ValueError(f"y must be {what}, got {describe(y)}") from None
             prev = int(self._trace.start.view()[-1]) if self._trace.start.n else 0
             state, out = self._run(self.state_, arr)
             object.__setattr__(self, "_state", state)

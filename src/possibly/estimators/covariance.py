@@ -104,15 +104,10 @@ def check_batches(batches, *, allow_small: bool = False, min_ndim: int = 3,
     ...
     ValueError: batches must hold vectors of dimension d >= 1, got d = 0 (shape (4, 3, 0))
     """
-    try:
-        arr = as_numbers("batches", batches)  # masked entries: NaN, a missing batch
-    except ValueError as exc:
-        if "must be numeric" not in str(exc):
-            raise  # complex values, dates: said as such
-        raise ValueError(
-            "batches must be an array of shape (T, n, d) or (B, T, n, d) in which every batch "
-            "holds the same number n of vectors of the same dimension d (got a ragged or "
-            "non-numeric sequence)") from None
+    # masked entries: NaN, a missing batch
+    arr = as_numbers("batches", batches, what=(
+        "an array of shape (T, n, d) or (B, T, n, d) in which every batch holds the same "
+        "number n of vectors of the same dimension d (got a ragged or non-numeric sequence)"))
     if arr.ndim < min_ndim:
         expected = "(T, n, d) or (B, T, n, d)" if min_ndim == 3 else "(..., n, d)"
         raise ValueError(f"batches must have shape {expected}, got {arr.shape}")
