@@ -131,6 +131,7 @@ def spreadsheet_export(draw):
     header = draw(st.sampled_from(["names", "pandas", "none"]))
     dated = header != "pandas" and draw(st.booleans())
     noted = header != "none" and draw(st.booleans())
+    indexed = header == "pandas" and draw(st.booleans())  # to_csv() with its RangeIndex
     newest_first = dated and draw(st.booleans())
     digits = draw(st.sampled_from([None, 3, 6]))
     cells, expected = [], []
@@ -147,13 +148,15 @@ def spreadsheet_export(draw):
             row.insert(0, (dt.date(2020, 1, 1) + dt.timedelta(days=t)).isoformat())
         if noted:
             row.append(_cell(draw(NOTES), delimiter))
+        if indexed:
+            row.insert(0, str(t))
         cells.append(delimiter.join(row))
     if newest_first:
         cells.reverse()
     width = 1 + dated + noted
     names = {"names": ["date"] * dated + ["level"] + ["note"] * noted,
-             "pandas": [str(j) for j in range(width)], "none": []}[header]
-    column = "level" if header == "names" else str(int(dated))
+             "pandas": [""] * indexed + [str(j) for j in range(width)], "none": []}[header]
+    column = "level" if header == "names" else str(int(dated))  # pandas' names: by name
     lines = ([delimiter.join(names)] if names else []) + cells
     if draw(st.booleans()):
         lines.insert(0, "# exported from a spreadsheet")

@@ -223,6 +223,23 @@ def test_pandas_numeric_header_is_a_header_with_a_note():
     assert not parse_table("0\n").has_header  # a lone 0 is a value, not an empty table
 
 
+def test_pandas_numeric_header_after_an_unnamed_index():
+    # pd.Series(y).to_csv(f) (the index kept) writes ",0": the header row became a data row
+    # (a missing index, the value 0) in front of the series
+    pd = pytest.importorskip("pandas")
+    y = np.array([1.5, -2.0, 4.25])
+    t = parse_table(pd.Series(y).to_csv())
+    assert t.has_header and t.names == ("index", "0") and t.n_rows == 3 and t.notes
+    np.testing.assert_array_equal(t.numbers(["0"])[:, 0], y)  # by name: pandas' column 0
+    np.testing.assert_array_equal(t.numbers(["index"])[:, 0], [0.0, 1.0, 2.0])
+    days = pd.date_range("2024-01-01", periods=3, freq="D")
+    t = parse_table(pd.DataFrame(np.c_[y, -y], index=days).to_csv())
+    assert t.names == ("index", "0", "1") and t.choose(["1"], None) == ([2], 0)
+    np.testing.assert_array_equal(t.time_axis(0).values, days.to_numpy().astype("M8[us]"))
+    # an empty header cell keeps its position name when no column has it
+    assert parse_table(",x\n0,1\n").names == ("0", "x")
+
+
 @pytest.mark.parametrize("error", ["#N/A", "#n/a", "#N/A N/A", "#NA", "#VALUE!", "#DIV/0!",
                                    "#REF!", "#NUM!", "#NAME?", "#NULL!", "#ERROR!"])
 def test_spreadsheet_error_values_are_missing_not_comments(error):
@@ -303,3 +320,12 @@ def test_long_or_multiline_cells_one_line_naming_the_file_and_line(text, match):
     with pytest.raises(ValueError, match=match) as exc:
         parse_table(text, "f.csv").numbers(["a" if text.startswith("a") else "y"])
     assert "\n" not in str(exc.value) and len(str(exc.value)) < 300
+
+
+def test_positions_and_names_are_not_confused():
+    # pandas' header ",0,1": the name "0" is the second column, position 0 the index
+    t = parse_table(",0,1\n0,0.5,\n1,0.7,\n")
+    assert t.choose(["0"], None) == ([1], None)
+    np.testing.assert_array_equal(t.numbers([1])[:, 0], [0.5, 0.7])  # a position
+    np.testing.assert_array_equal(t.numbers(["0"])[:, 0], [0.5, 0.7])  # a name
+    np.testing.assert_array_equal(t.numbers([0])[:, 0], [0.0, 1.0])

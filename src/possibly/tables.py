@@ -22,9 +22,11 @@ command reads a file the same way:
   numbers or dates/times, or when all its cells are text and no later row is. A headerless
   ``date,value`` file therefore keeps its first row. A first row reading ``0``, ``1``, ...
   (each cell the integer equal to its column position, as pandas writes the names of
-  unnamed columns: ``pd.Series(y).to_csv(f, index=False)`` writes the header ``0``) is a
-  header too, and :attr:`Table.notes` says so, since a headerless series may start with the
-  value 0; ``header=True``/``False`` decides instead of the content.
+  unnamed columns: ``pd.Series(y).to_csv(f, index=False)`` writes the header ``0``; after
+  the empty names of unnamed index columns, ``,0`` with the index) is a header too, and
+  :attr:`Table.notes` says so, since a headerless series may start with the value 0;
+  ``header=True``/``False`` decides instead of the content. An empty header cell is named by
+  its position, or ``index`` when a column already has that name.
 - **Missing**: an empty cell (also the quoted ``""`` that pandas' ``to_csv`` writes for NaN
   in a one-column file), ``NA``, ``NaN``, ``N/A``, ``null``, ``none``, ``-`` or a
   spreadsheet error value (``#N/A``, ``#N/A N/A``, ``#NA``, ``#VALUE!``, ``#DIV/0!``,
@@ -345,15 +347,19 @@ class Table:
         return f"0..{self.width - 1}, no header row"
 
     def column_index(self, column: str | int, flag: str = "--column") -> int:
-        """Position of ``column`` (a header name, else a 0-based index)."""
-        column = str(column)
-        if self.has_header and column in self.names:
-            return self.names.index(column)
-        try:
+        """Position of ``column``: a text is a header name, else a 0-based index; an int is
+        a position (a header may name a column ``0`` that is not the first one)."""
+        if isinstance(column, (int, np.integer)) and not isinstance(column, bool):
             index = int(column)
-        except ValueError:
-            raise ValueError(f"{flag} {display(column)!r}: no such column in {self.source} "
-                             f"(columns: {self.describe_columns()})") from None
+        else:
+            column = str(column)
+            if self.has_header and column in self.names:
+                return self.names.index(column)
+            try:
+                index = int(column)
+            except ValueError:
+                raise ValueError(f"{flag} {display(column)!r}: no such column in {self.source}"
+                                 f" (columns: {self.describe_columns()})") from None
         if not 0 <= index < self.width:
             raise ValueError(f"{flag} {index}: a column index must be in [0, {self.width - 1}]"
                              f" for {self.source} (columns: {self.describe_columns()})")
@@ -593,7 +599,7 @@ def _parse_table(text: str, source: str, header: bool | None) -> Table:
                          "(give --header no to read it as data)")
     width = len(first)
     if header:
-        names = tuple(c if c else str(j) for j, c in enumerate(first))
+        names = tuple(c or _unnamed(j, first) for j, c in enumerate(first))
         rows = rows[1:]
         if not rows:
             raise ValueError(f"{source} has a header but no values")
@@ -614,8 +620,20 @@ def _parse_table(text: str, source: str, header: bool | None) -> Table:
 
 
 def _is_pandas_header(first: list[str]) -> bool:
-    """Whether the cells read ``0, 1, ...``: pandas' names of unnamed columns."""
-    return all(cell == str(j) for j, cell in enumerate(first))
+    """Whether the cells read ``0, 1, ...``: pandas' names of unnamed columns, after the
+    empty names of unnamed index columns (``pd.Series(y).to_csv(f)`` writes ``,0``)."""
+    k = 0
+    while k < len(first) - 1 and first[k] == "":
+        k += 1
+    return all(cell == str(j) for j, cell in enumerate(first[k:]))
+
+
+def _unnamed(j: int, header: list[str]) -> str:
+    """The name of column ``j``, empty in the header: its position, unless another column
+    has that name (pandas' unnamed index before the columns ``0, 1, ...``): ``index``."""
+    if str(j) not in header:
+        return str(j)
+    return "index" if j == 0 else f"index{j}"
 
 
 def read_table(path: str, stdin=None, header: bool | None = None) -> Table:
