@@ -93,7 +93,13 @@ from possibly.filters.state_space import (
 )
 from possibly.inference import discount, inlier_log_consistency, relative_log_consistency
 from possibly.sequential import Info, SequentialEstimator
-from possibly.validation import check_bool, check_positive, check_tau, check_unit_interval
+from possibly.validation import (
+    as_numbers,
+    check_bool,
+    check_positive,
+    check_tau,
+    check_unit_interval,
+)
 
 __all__ = [
     "FilterResult",
@@ -538,11 +544,8 @@ def update(state: KalmanState, y, H, R, *, robust: bool = True, dim=None,
                    _reference_table(_check_coverage(coverage), ob.H.shape[0]))
 
 
-def _check_observation_values(y) -> np.ndarray:
-    try:
-        arr = np.asarray(y, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"observations must be numeric (NaN for missing), got {y!r}") from exc
+def _check_observation_values(y, name: str = "y") -> np.ndarray:
+    arr = as_numbers(name, y)  # masked entries: NaN, missing
     if np.isinf(arr).any():
         raise ValueError("observations must be finite or NaN (missing), got an infinite value")
     if (np.abs(arr) > 1e300).any():
@@ -993,13 +996,18 @@ class KalmanFilter(SequentialEstimator):
         index = getattr(ys, "index", None)
         if index is not None and not hasattr(ys, "to_numpy"):
             index = None
-        ys = _check_observation_values(ys)
+        ys = _check_observation_values(ys, "ys")
         m = self.obs_dim
         if ys.ndim == 1 and m == 1:
             ys = ys[:, None]
         if ys.ndim < 2 or ys.shape[-1] != m:
+            hint = ""
+            if m == 1 and ys.ndim == 2 and ys.shape[0] == 1:
+                hint = ": a row vector? pass ys.ravel() for one series of T values"
+            elif m == 1 and ys.ndim >= 2:
+                hint = ": a batch of series (B, T)? pass ys[..., None]"
             raise ValueError(f"ys must have shape (T, {m}) or (B, T, {m})"
-                             f"{' or (T,)' if m == 1 else ''}, got {ys.shape}")
+                             f"{' or (T,)' if m == 1 else ''}, got {ys.shape}{hint}")
         if ys.shape[-2] < 1:
             raise ValueError("ys must contain at least one time step")
         self.model._check_length(ys.shape[-2])
@@ -1052,8 +1060,9 @@ class KalmanFilter(SequentialEstimator):
         Parameters
         ----------
         ys : array_like, shape (..., T, m) (or (T,) when m = 1), or a pandas Series/DataFrame
-            Observations; rows (or components) that are NaN are missing: predict only. A
-            pandas index is kept for :meth:`FilterResult.to_frame`.
+            Observations; rows (or components) that are NaN, or masked in a numpy masked
+            array, are missing: predict only. A pandas index is kept for
+            :meth:`FilterResult.to_frame`. Complex values and dates/times are refused.
         prior : MultivariateNormal, optional
             Possibility function of the first state θ_1, before y_1 (batch dims broadcast
             with those of ``ys``); default the filter's ``prior``; ``None`` there too is the

@@ -69,6 +69,7 @@ from possibly.filters.robust_start import KalmanStartState, start_init, start_st
 from possibly.inference import discount, relative_log_consistency
 from possibly.sequential import SequentialEstimator
 from possibly.validation import (
+    as_numbers,
     check_bool,
     check_observations,
     check_positive,
@@ -255,7 +256,7 @@ class NoiseScaleKalmanFilter(SequentialEstimator):
              y: Any) -> tuple[NoiseScaleState | KalmanStartState, KalmanInfo]:
         """Predict (except before the first observation), then the robust update of θ and λ;
         a row with a NaN is missing (predict only)."""
-        y = np.asarray(y, dtype=float)
+        y = as_numbers("y", y)
         if self._kf.obs_dim == 1 and y.shape[-1:] != (1,):
             y = y[..., None]
         if isinstance(state, KalmanStartState):
