@@ -175,8 +175,10 @@ class RobustNormalEstimator(SequentialEstimator):
         Prior rate: a weak decay ``exp(-beta0 λ)`` on the precision, in the units of a
         variance. ``"auto"`` (default): set by :meth:`fit` from each stream,
         ``s² / 4`` with ``s`` its robust spread (:func:`automatic_beta0`), so that the
-        estimates do not depend on the data's units. Streaming (:meth:`init`,
-        :meth:`update`) needs a number: the data are not known in advance.
+        estimates do not depend on the data's units. The prior then looks at the whole
+        series: ``fit(y)`` at step ``k`` is not ``fit(y[:k])`` (fix ``beta0`` from a
+        warm-up for a causal backtest). Streaming (:meth:`init`, :meth:`update`) needs a
+        number: the data are not known in advance.
     omega : float in (0, 1)
         Share of the precision information kept in the prior at each step (paper: 0.99).
     tau : float in (0, 1] or None

@@ -352,7 +352,10 @@ class SoftUniformEstimator(SequentialEstimator):
         (paper: 10 for θ* = 100). ``"auto"`` (default): set by :meth:`fit` from each
         stream, 12 over the median gap between its sorted observations
         (:func:`automatic_decay`), so that the estimate does not depend on the data's
-        units. Streaming (:meth:`step`, :meth:`update`) needs a number.
+        units; it looks at the whole series (fix it from a warm-up for a causal backtest).
+        On clean uniform data it still collapses below half the sample maximum in about
+        1–3% of series (a larger constant trades that for outlier resistance).
+        Streaming (:meth:`step`, :meth:`update`) needs a number.
     order : {"increasing", "given"}
         ``fit`` processes the observations sorted increasingly (the paper's choice, default)
         or as given. Streaming (:meth:`update`) takes them in arrival order.
