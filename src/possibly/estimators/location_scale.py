@@ -39,7 +39,11 @@ from typing import Any, cast
 
 import numpy as np
 
-from possibly.estimators._common import robust_spread
+from possibly.estimators._common import (
+    check_auto_or_positive,
+    needs_number_to_stream,
+    robust_spread,
+)
 from possibly.families import NormalGamma
 from possibly.inference import robust_update
 from possibly.robust_start import StartState, start_init, start_step, tree_select
@@ -244,10 +248,7 @@ class RobustNormalEstimator(SequentialEstimator):
     start_ratio: float = 1e-3
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.beta0, str) and self.beta0 == "auto"):
-            if isinstance(self.beta0, str):
-                raise ValueError(f"beta0 must be 'auto' or a number > 0, got {self.beta0!r}")
-            check_positive("beta0", self.beta0)
+        check_auto_or_positive("beta0", self.beta0)
         check_unit_interval("omega", self.omega, low_open=True, high_open=True)
         check_tau(self.tau)
         as_finite("mu0", self.mu0)
@@ -283,10 +284,7 @@ class RobustNormalEstimator(SequentialEstimator):
         """
         if beta0 is None:
             if isinstance(self.beta0, str):
-                raise ValueError(
-                    "beta0='auto' is set from the whole series: call fit(y), or pass "
-                    "beta0=<float> to stream (automatic_beta0(warm_up) gives the automatic "
-                    "value from a first stretch of the data)")
+                raise needs_number_to_stream("beta0", "automatic_beta0")
             beta0 = float(self.beta0)
         zeros = np.zeros(tuple(batch_shape))
         return NormalGamma.from_fields({"mean": float(self.mu0) + zeros, "k": zeros,
