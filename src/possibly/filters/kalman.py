@@ -33,6 +33,13 @@ cut harder.
 Numerics: the innovation ``v`` is scaled by a power of two before the quadratic forms when it
 is large, so that ``vᵀ S⁻¹ v`` cannot overflow (the result is bit-identical to the unscaled
 one whenever that one is finite); a gross outlier gets ``log c = -inf`` and ``γ = 0`` cleanly.
+When ``H`` is not onto (more sensors than states), only the part of ``y`` that θ explains
+enters ``c`` and the update, so both use the equivalent observation of that part (whitened
+by ``R``, rank ``H`` components, noise ``I``: :func:`_explained`), whose ``S`` stays well
+conditioned where ``H P Hᵀ + R`` is nearly singular under a diffuse ``P``. Where the prior is
+diffuse relative to ``R`` (``ρ (H P Hᵀ)_ii > 10⁴ R_ii``) the covariance takes the Joseph form
+``(I - K H) P (I - K H)ᵀ + K (R/ρ) Kᵀ``, free of the cancellation in ``P - K H P``; elsewhere
+``P - K H P`` as before. Both are checked against exact rational arithmetic.
 
 The protocol (:mod:`possibly.sequential`) and where extensions plug in
 ------------------------------------------------------------------------
@@ -107,6 +114,9 @@ __all__ = [
 _MAX_COND = 1e9
 #: innovations larger than this are scaled by a power of two before squaring
 _BIG = 1e100
+#: an update whose prior spread ``ρ H P Hᵀ`` exceeds the noise ``R`` by more than this factor
+#: (on some diagonal entry) takes the Joseph form: ``P - K H P`` would lose that many ulps
+_DIFFUSE = 1e4
 #: what ``keep`` can ask for
 _KEEP = ("mean", "variance", "covariance", "predicted")
 
@@ -355,9 +365,10 @@ def _reference(table: np.ndarray | None, y: np.ndarray, H: np.ndarray,
 
 def _update_scalar(state: KalmanState, y: np.ndarray, ob: _Observation, robust: bool,
                    dim: float, tau: float | None,
-                   log_c0: np.ndarray | None = None) -> tuple[KalmanState, KalmanInfo]:
+                   ref: np.ndarray | float | None = None) -> tuple[KalmanState, KalmanInfo]:
     """Covariance-form update for one complete scalar observation (m = 1, H ≠ 0): the same
-    formulas as :func:`_update` without any matrix inverse."""
+    formulas as :func:`_update` without any matrix inverse; ``ref``: ``log c₀`` (None: the
+    paper's discount)."""
     P = cast(np.ndarray, state.covariance)
     h = ob.H[0]
     r = ob.R[0, 0]
@@ -370,12 +381,51 @@ def _update_scalar(state: KalmanState, y: np.ndarray, ob: _Observation, robust: 
             log_c = np.minimum(-0.5 * (v * v) / s0, 0.0)
     else:
         log_c = np.minimum(-0.5 * v * v / s0, 0.0)
-    gamma, rho = _discounts(log_c, robust, dim, tau, None if log_c0 is None else log_c0[1])
+    gamma, rho = _discounts(log_c, robust, dim, tau, ref)
     k = ((rho / (rho * hph + r)) if robust else 1.0 / s0)[..., None] * ph
     mean = state.mean + k * v[..., None]
     cov = P - k[..., :, None] * ph[..., None, :]  # k ∝ P hᵀ: symmetric as it stands
+    diffuse = (rho if robust else 1.0) * hph > _DIFFUSE * r
+    if np.any(diffuse):
+        g = ph / (rho * hph + r)[..., None] if robust else k  # P hᵀ (ρ h P hᵀ + r)⁻¹
+        joseph = _joseph(P, k[..., :, None], h[None, :], g[..., :, None],
+                         np.reshape(r * (rho if robust else 1.0), np.shape(hph) + (1, 1)))
+        cov = np.where(diffuse[..., None, None], joseph, cov)
     return (KalmanState(mean, cov, None, state.t + 1),
             KalmanInfo(log_consistency=log_c, discount=rho, gamma=gamma))
+
+
+def _joseph(P: np.ndarray, gain: np.ndarray, H: np.ndarray, g: np.ndarray,
+            rR: np.ndarray) -> np.ndarray:
+    """Joseph form ``(I - K H) P (I - K H)ᵀ + ρ G R Gᵀ`` (``K = ρ G``, ``rR = ρ R``) of the
+    updated covariance: a sum of two positive semi-definite terms, with no difference of
+    large numbers however diffuse ``P`` is relative to ``R``."""
+    a = np.eye(P.shape[-1]) - gain @ H
+    return _sym(a @ P @ np.swapaxes(a, -1, -2) + g @ rR @ np.swapaxes(g, -1, -2))
+
+
+def _explained(y0: np.ndarray, H: np.ndarray, R: np.ndarray) -> tuple[np.ndarray, _Observation]:
+    """The part of an observation that the state explains, as an equivalent observation
+    ``z = A y = H' θ + e``, ``e ~ N(0, I)``, with ``H'`` of full row rank.
+
+    With ``R = L Lᵀ`` and the thin SVD ``L⁻¹ H = U Σ Vᵀ``: ``A = U_kᵀ L⁻¹`` and ``H' = Σ_k V_kᵀ``
+    (``k = rank H``). The rest of ``y`` is the residual that no θ explains, which is neither in
+    ``c`` nor in the update, so both are those of ``z``; and ``S' = H' P H'ᵀ + I`` is
+    well-conditioned however diffuse ``P`` is, where ``H P Hᵀ + R`` (rank-``k`` term plus
+    ``R``) is nearly singular. ``H``, ``R`` may carry batch axes (missing components decoupled):
+    then ``min(m, n)`` rows, those beyond the rank zero.
+    """
+    L = np.linalg.cholesky(R)
+    hw = np.linalg.solve(L, H)
+    u, sv, vt = np.linalg.svd(hw, full_matrices=False)
+    keep = sv > sv.max(axis=-1, keepdims=True) * max(H.shape[-2:]) * np.finfo(float).eps
+    z = (np.swapaxes(u, -1, -2) @ np.linalg.solve(L, y0[..., None]))[..., 0]
+    if H.ndim == 2:  # one model: exactly rank H components
+        h, z = sv[keep, None] * vt[keep], z[..., keep]
+    else:
+        h, z = np.where(keep[..., None], sv[..., None] * vt, 0.0), np.where(keep, z, 0.0)
+    eye = np.broadcast_to(np.eye(h.shape[-2]), h.shape[:-1] + h.shape[-2:-1])
+    return z, _Observation(H=h, Ht=np.swapaxes(h, -1, -2), R=eye, W=eye, resid=None)
 
 
 def _update(state: KalmanState, y: np.ndarray, ob: _Observation, robust: bool, dim: float,
@@ -384,15 +434,21 @@ def _update(state: KalmanState, y: np.ndarray, ob: _Observation, robust: bool, d
     """Update with one observation per batch element (NaN components missing); ``log_c0``:
     the table of :func:`_reference_table` (None: the paper's discount)."""
     missing = np.isnan(y).all(axis=-1)
-    if ob.H.shape[0] == 1 and ob.resid is None and not state.information_form \
+    if ob.resid is None:
+        ref = None if log_c0 is None or not robust else _reference(log_c0, y, ob.H, None)
+    else:  # H not onto: the part of y that θ explains (_explained)
+        y0, H, _, R, _, resid = _observation_at(y, ob)
+        ref = _reference(log_c0, y, H, resid) if robust else None
+        y, ob = _explained(y0, H, R)
+    if ob.H.shape[-2] == 1 and ob.H.ndim == 2 and not state.information_form \
             and not missing.any():
-        return _update_scalar(state, y, ob, robust, dim, tau, log_c0)
+        return _update_scalar(state, y, ob, robust, dim, tau, ref)
     y0, H, Ht, R, W, resid = _observation_at(y, ob)
     v = y0 - _mv(H, state.mean)
     k = _scale_exponent(v, y0)
     vs = v if k is None else np.ldexp(v, -k[..., None])
     if not state.information_form:
-        P = state.covariance
+        P = cast(np.ndarray, state.covariance)
         hp = H @ P
         s0 = hp @ Ht + R
         s_inv = _inv(s0)
@@ -409,8 +465,7 @@ def _update(state: KalmanState, y: np.ndarray, ob: _Observation, robust: bool, d
         r = (ys * _mv(resid, ys)).sum(-1)
         log_c = -0.5 * q + 0.5 * r if k is None else _scaled_log_c(q - r, k)
     log_c = np.minimum(log_c, 0.0)
-    gamma, rho = _discounts(log_c, robust, dim, tau,
-                            _reference(log_c0, y, H, resid) if robust else None)
+    gamma, rho = _discounts(log_c, robust, dim, tau, ref)
 
     if not state.information_form:
         if robust:
@@ -420,7 +475,15 @@ def _update(state: KalmanState, y: np.ndarray, ob: _Observation, robust: bool, d
         else:
             gain = np.swapaxes(hp, -1, -2) @ s_inv
         mean = state.mean + _unscale(_mv(gain, vs), k)
-        new = KalmanState(mean, _sym(P - gain @ hp), None, state.t + 1)
+        cov = _sym(P - gain @ hp)
+        rho1 = rho if robust else np.ones(np.shape(log_c))
+        d = np.arange(R.shape[-1])
+        diffuse = (rho1[..., None] * (s0 - R)[..., d, d] > _DIFFUSE * R[..., d, d]).any(-1)
+        if diffuse.any():
+            r3 = rho1[..., None, None]
+            g = np.swapaxes(hp, -1, -2) @ _inv(r3 * (s0 - R) + R)
+            cov = np.where(diffuse[..., None, None], _joseph(P, gain, H, g, r3 * R), cov)
+        new = KalmanState(mean, cov, None, state.t + 1)
     else:
         prec = _sym(Y + rho[..., None, None] * j)
         step = _mv(np.linalg.pinv(prec, hermitian=True), rho[..., None] * b)

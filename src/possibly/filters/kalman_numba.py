@@ -34,6 +34,7 @@ from possibly.compiled import discount_scalar
 __all__ = ["run", "sizes"]
 
 _BIG = 1e100  # as possibly.filters.kalman._BIG
+_DIFFUSE = 1e4  # as possibly.filters.kalman._DIFFUSE
 
 
 def sizes(n: int, m: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -89,6 +90,34 @@ def _mul_abt(a, b, out):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, nogil=True)
+def _joseph(P, kt, H, R, rho, a, ap, out):  # pragma: no cover - compiled
+    """``out = (I - K H) P (I - K H)ᵀ + K R Kᵀ / ρ`` (``kt`` is ``Kᵀ``, m × n; ``a``, ``ap``
+    work arrays): the updated covariance as a sum of two positive semi-definite terms, used
+    where the prior is diffuse relative to ``R`` (as :func:`possibly.filters.kalman._joseph`)."""
+    n, m = P.shape[0], H.shape[0]
+    for i in range(n):
+        for j in range(n):
+            acc = 1.0 if i == j else 0.0
+            for c in range(m):
+                acc -= kt[c, i] * H[c, j]
+            a[i, j] = acc
+    _mul_abt(a, P, ap)  # A P (P symmetric)
+    _mul_abt(ap, a, out)  # (A P) Aᵀ
+    for i in range(n):
+        for j in range(n):
+            acc = 0.0
+            for c in range(m):
+                for d in range(m):
+                    acc += kt[c, i] * R[c, d] * kt[d, j]
+            out[i, j] += acc / rho
+    for i in range(n):
+        for j in range(i, n):
+            x = 0.5 * (out[i, j] + out[j, i])
+            out[i, j] = x
+            out[j, i] = x
+
+
+@numba.njit(cache=True, nogil=True)
 def run(ys, t0, mean, cov, F, Q, H, R, robust, dim, tau, log_c0, n_tup, m_tup,
         o_mean, o_var, o_cov, o_pmean, o_pcov, o_logc, o_disc,
         keep_var, keep_cov, keep_pred):  # pragma: no cover - compiled
@@ -122,6 +151,8 @@ def run(ys, t0, mean, cov, F, Q, H, R, robust, dim, tau, log_c0, n_tup, m_tup,
     s = np.empty((m, m))
     v = np.empty(m)
     rhs = np.empty((m, n + 1))  # [v | H P]: S⁻¹ v and the standard gain in one solve
+    ja = np.empty((n, n))  # Joseph form's work arrays
+    jb = np.empty((n, n))
     # time outer, series inner: the time-major inputs and outputs are then read and written
     # contiguously (series outer strides through them: slower for large batches); the state
     # of each series lives in mean[b], cov[b] between its steps
@@ -179,9 +210,14 @@ def run(ys, t0, mean, cov, F, Q, H, R, robust, dim, tau, log_c0, n_tup, m_tup,
                 for i in range(n):
                     k1[i] = kk * ph[i]
                     x[i] += k1[i] * v0
-                for i in range(n):
-                    for j in range(n):
-                        P[i, j] -= k1[i] * ph[j]
+                rho1 = rho if robust else 1.0
+                if rho1 * hph0 > _DIFFUSE * r:
+                    _joseph(P, k1.reshape((1, n)), H, R, rho1, ja, jb, pf)
+                    P[:, :] = pf
+                else:
+                    for i in range(n):
+                        for j in range(n):
+                            P[i, j] -= k1[i] * ph[j]
             else:
                 # missing components decoupled exactly (as _observation_at)
                 for i in range(m):
@@ -234,12 +270,20 @@ def run(ys, t0, mean, cov, F, Q, H, R, robust, dim, tau, log_c0, n_tup, m_tup,
                     for j in range(m):
                         acc += rhs[j, i + 1] * (v[j] / scale)
                     x[i] += acc * scale
-                for i in range(n):
-                    for j in range(n):
-                        acc = 0.0
-                        for c in range(m):
-                            acc += rhs[c, i + 1] * hp[c, j]
-                        pf[i, j] = P[i, j] - acc
+                rho1 = rho if robust else 1.0
+                diffuse = False
+                for i in range(m):
+                    if rho1 * hph[i, i] > _DIFFUSE * rm[i, i]:
+                        diffuse = True
+                if diffuse:
+                    _joseph(P, rhs[:, 1:], hm, rm, rho1, ja, jb, pf)
+                else:
+                    for i in range(n):
+                        for j in range(n):
+                            acc = 0.0
+                            for c in range(m):
+                                acc += rhs[c, i + 1] * hp[c, j]
+                            pf[i, j] = P[i, j] - acc
                 for i in range(n):
                     for j in range(i, n):
                         a = 0.5 * (pf[i, j] + pf[j, i])
