@@ -1228,6 +1228,12 @@ class KalmanFilter(SequentialEstimator):
         """Possibilistic RTS smoother: :meth:`filter` (with ``engine``), then
         :func:`possibly.filters.smoother.smooth`.
 
+        With the robust start, the smoother of the hypothesis the start settled on (its
+        outliers missing); those rejected observations are reported as observed and
+        discounted: discount 0 and their consistency with the smoothed state at their step
+        (which the other observations make). :meth:`filter` reports each step as its leader
+        saw it then (an observation that only later ones expose was taken whole there).
+
         Examples
         --------
         >>> import numpy as np, possibly as ps
@@ -1244,10 +1250,35 @@ class KalmanFilter(SequentialEstimator):
             # looking back, the robust start has settled on one hypothesis: smooth the plain
             # recursion in which its outliers are missing (exactly that hypothesis' filter)
             arr, batch, index = self._observations(ys)
-            arr = start_masked(arr, self._initial(None, (), arr.shape[0]), self._plain_step,
-                               self.obs_dim)
+            masked = start_masked(arr, self._initial(None, (), arr.shape[0]), self._plain_step,
+                                  self.obs_dim)
             plain = KalmanFilter(self.model, robust=self.robust, tau=self.tau, dim=self.dim,
                                  prior=self.prior, robust_start=False)
-            fr = plain.filter(arr.reshape(batch + arr.shape[1:]), engine=engine)
-            return smooth(self.model, dataclasses.replace(fr, index=index))
+            fr = plain.filter(masked.reshape(batch + masked.shape[1:]), engine=engine)
+            res = smooth(self.model, dataclasses.replace(fr, index=index))
+            return self._report_rejected(res, arr.reshape(batch + arr.shape[1:]),
+                                         masked.reshape(batch + arr.shape[1:]))
         return smooth(self.model, self.filter(ys, prior, engine=engine))
+
+    def _report_rejected(self, res: Any, ys: np.ndarray, masked: np.ndarray) -> Any:
+        """``res`` (a SmootherResult) with the observations that the robust start rejected
+        (observed in ``ys``, missing in ``masked``) reported as observed and discounted:
+        discount 0 (their weight in the smoother) and the consistency of each with the
+        smoothed state at its step, which the other observations make (the judgement that
+        rejected it); 0 (no information to judge by) where that state is not informed."""
+        rejected = ~np.isnan(ys).all(-1) & np.isnan(masked).all(-1)
+        if not rejected.any():
+            return res
+        fr = res.filtered
+        where = np.nonzero(rejected)
+        mean, cov = res.mean[where], res.covariance[where]
+        informed = np.isfinite(cov).all(axis=(-2, -1))
+        log_c = np.zeros(len(informed))
+        if informed.any():
+            _, info = _update(KalmanState(mean[informed], cov[informed]), ys[where][informed],
+                              self.model._observation, True, self.dim, None)
+            log_c[informed] = info.log_consistency
+        lc, disc = fr.log_consistency.copy(), fr.discount.copy()
+        lc[where], disc[where] = log_c, 0.0
+        return dataclasses.replace(res, filtered=dataclasses.replace(fr, log_consistency=lc,
+                                                                     discount=disc))
