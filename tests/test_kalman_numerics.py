@@ -344,10 +344,14 @@ def test_huge_process_noise_against_exact_recursion_on_both_engines(model, optio
         pytest.importorskip("numba")
         engines.append("numba")
     for engine in engines:
-        res = kf.filter(ys, prior, engine=engine)
-        mean, P = mean0, kf._initial(prior, (), 1).covariance[0]
-        for t in range(3):
-            exact = _exact_update(mean, P if t == 0 else P + Q, ys[t], H, R, res.discount[t])
-            _assert_matches_exact(res.mean[t], res.covariance[t], res.log_consistency[t],
-                                  exact, 1e-8)
-            mean, P = res.mean[t], res.covariance[t]
+        one = kf.filter(ys, prior, engine=engine)
+        both = kf.filter(np.stack([ys, ys[::-1]]), prior, engine=engine)  # batched steps too
+        runs = [(ys, one.mean, one.covariance, one.log_consistency, one.discount)]
+        runs += [(ys_i, both.mean[i], both.covariance[i], both.log_consistency[i],
+                  both.discount[i]) for i, ys_i in enumerate([ys, ys[::-1]])]
+        for ys_i, means, covs, log_cs, discounts in runs:
+            mean, P = mean0, kf._initial(prior, (), 1).covariance[0]
+            for t in range(3):
+                exact = _exact_update(mean, P if t == 0 else P + Q, ys_i[t], H, R, discounts[t])
+                _assert_matches_exact(means[t], covs[t], log_cs[t], exact, 1e-8)
+                mean, P = means[t], covs[t]

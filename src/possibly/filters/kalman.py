@@ -388,8 +388,8 @@ def _update_scalar(state: KalmanState, y: np.ndarray, ob: _Observation, robust: 
     diffuse = (rho if robust else 1.0) * hph > _DIFFUSE * r
     if np.any(diffuse):
         g = ph / (rho * hph + r)[..., None] if robust else k  # P hᵀ (ρ h P hᵀ + r)⁻¹
-        joseph = _joseph(P, k[..., :, None], h[None, :], g[..., :, None],
-                         np.reshape(r * (rho if robust else 1.0), np.shape(hph) + (1, 1)))
+        rr = np.broadcast_to(r * (rho if robust else 1.0), np.shape(hph))
+        joseph = _joseph(P, k[..., :, None], h[None, :], g[..., :, None], rr[..., None, None])
         cov = np.where(diffuse[..., None, None], joseph, cov)
     return (KalmanState(mean, cov, None, state.t + 1),
             KalmanInfo(log_consistency=log_c, discount=rho, gamma=gamma))
