@@ -385,8 +385,9 @@ def _update_scalar(state: KalmanState, y: np.ndarray, ob: _Observation, robust: 
     k = ((rho / (rho * hph + r)) if robust else 1.0 / s0)[..., None] * ph
     mean = state.mean + k * v[..., None]
     cov = P - k[..., :, None] * ph[..., None, :]  # k ∝ P hᵀ: symmetric as it stands
-    diffuse = (rho if robust else 1.0) * hph > _DIFFUSE * r
-    if np.any(diffuse):
+    # ρ ≤ 1: nothing is diffuse unless some h P hᵀ is (one reduction in the common case)
+    if hph.max() > _DIFFUSE * r:
+        diffuse = (rho if robust else 1.0) * hph > _DIFFUSE * r
         g = ph / (rho * hph + r)[..., None] if robust else k  # P hᵀ (ρ h P hᵀ + r)⁻¹
         rr = np.broadcast_to(r * (rho if robust else 1.0), np.shape(hph))
         joseph = _joseph(P, k[..., :, None], h[None, :], g[..., :, None], rr[..., None, None])
@@ -434,16 +435,18 @@ def _update(state: KalmanState, y: np.ndarray, ob: _Observation, robust: bool, d
     """Update with one observation per batch element (NaN components missing); ``log_c0``:
     the table of :func:`_reference_table` (None: the paper's discount)."""
     missing = np.isnan(y).all(axis=-1)
-    if ob.resid is None:
-        ref = None if log_c0 is None or not robust else _reference(log_c0, y, ob.H, None)
-    else:  # H not onto: the part of y that θ explains (_explained)
+    explained = ob.resid is not None
+    if explained:  # H not onto: the part of y that θ explains (_explained)
         y0, H, _, R, _, resid = _observation_at(y, ob)
         ref = _reference(log_c0, y, H, resid) if robust else None
         y, ob = _explained(y0, H, R)
     if ob.H.shape[-2] == 1 and ob.H.ndim == 2 and not state.information_form \
             and not missing.any():
-        return _update_scalar(state, y, ob, robust, dim, tau, ref)
+        return _update_scalar(state, y, ob, robust, dim, tau, ref if explained else
+                              None if log_c0 is None else log_c0[1])
     y0, H, Ht, R, W, resid = _observation_at(y, ob)
+    if not explained:
+        ref = _reference(log_c0, y, H, resid) if robust else None
     v = y0 - _mv(H, state.mean)
     k = _scale_exponent(v, y0)
     vs = v if k is None else np.ldexp(v, -k[..., None])
