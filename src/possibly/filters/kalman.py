@@ -461,13 +461,8 @@ def _update(state: KalmanState, y: np.ndarray, ob: _Observation, robust: bool, d
         j = Ht @ W @ H
         b = _mv(Ht @ W, vs)
         q = (vs * _mv(W, vs)).sum(-1) - (b * _mv(np.linalg.pinv(Y + j, hermitian=True), b)).sum(-1)
-    if resid is None:
-        log_c = _scaled_log_c(q, k)
-    else:  # + ½ r, the part of y no θ explains; both terms scaled alike (no inf - inf)
-        ys = y0 if k is None else np.ldexp(y0, -k[..., None])
-        r = (ys * _mv(resid, ys)).sum(-1)
-        log_c = -0.5 * q + 0.5 * r if k is None else _scaled_log_c(q - r, k)
-    log_c = np.minimum(log_c, 0.0)
+    # the part of y that no θ explains is not in c (resid is None here: _explained)
+    log_c = np.minimum(_scaled_log_c(q, k), 0.0)
     gamma, rho = _discounts(log_c, robust, dim, tau, ref)
 
     if not state.information_form:
