@@ -264,6 +264,21 @@ def _assert_matches_exact(mean, cov, log_c, exact, rtol):
     assert abs(log_c - e_log_c) <= rtol * abs(e_log_c) + 1e-15, (log_c, e_log_c)
 
 
+@pytest.mark.parametrize("H", [np.ones((3, 1)), np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])])
+@pytest.mark.parametrize("r_scale", [1e-100, 1.0, 1e100])
+def test_more_sensors_than_states_at_the_ends_of_the_range(H, r_scale):
+    """The explained part of y stays in y's units: observations up to 1e300 with R down to
+    1e-100 give finite estimates, also with some components missing; the first observation
+    from the flat prior is taken whole (c = 1 exactly: nothing to judge it by)."""
+    n = H.shape[1]
+    ys = np.array([[1.0, 2.0, 3.0], [1e300, np.nan, 1.0], [2.0, 2.0, 2.0], [-1e300] * 3,
+                   [3.0, 3.0, 3.0]])
+    for options in ({}, {"robust": False}):
+        kf = ps.KalmanFilter(np.eye(n), np.eye(n), H, r_scale * np.eye(3), **options)
+        res = _finite_run(kf, ys)
+        assert res.discount[0] == 1.0 and res.log_consistency[0] == 0.0
+
+
 def test_three_sensors_of_one_scalar_from_a_diffuse_prior():
     """The issue's reproducer: variance 6/11 = 0.545 after the first update (it was -13.17),
     from a diffuse prior (precision 1e-9) and from the flat prior with Q = 1e10."""

@@ -405,18 +405,24 @@ def _joseph(P: np.ndarray, gain: np.ndarray, H: np.ndarray, g: np.ndarray,
     return _sym(a @ P @ np.swapaxes(a, -1, -2) + g @ rR @ np.swapaxes(g, -1, -2))
 
 
-def _explained(y0: np.ndarray, H: np.ndarray, R: np.ndarray) -> tuple[np.ndarray, _Observation]:
+def _explained(y0: np.ndarray, H: np.ndarray, R: np.ndarray,
+               R0: np.ndarray) -> tuple[np.ndarray, _Observation]:
     """The part of an observation that the state explains, as an equivalent observation
-    ``z = A y = H' θ + e``, ``e ~ N(0, I)``, with ``H'`` of full row rank.
+    ``z = A y = H' θ + e``, ``e ~ N(0, c² I)``, with ``H'`` of full row rank.
 
-    With ``R = L Lᵀ`` and the thin SVD ``L⁻¹ H = U Σ Vᵀ``: ``A = U_kᵀ L⁻¹`` and ``H' = Σ_k V_kᵀ``
-    (``k = rank H``). The rest of ``y`` is the residual that no θ explains, which is neither in
-    ``c`` nor in the update, so both are those of ``z``; and ``S' = H' P H'ᵀ + I`` is
-    well-conditioned however diffuse ``P`` is, where ``H P Hᵀ + R`` (rank-``k`` term plus
-    ``R``) is nearly singular. ``H``, ``R`` may carry batch axes (missing components decoupled):
-    then ``min(m, n)`` rows, those beyond the rank zero.
+    With ``R = c² L Lᵀ`` and the thin SVD ``L⁻¹ H = U Σ Vᵀ``: ``A = U_kᵀ L⁻¹``,
+    ``H' = Σ_k V_kᵀ`` (``k = rank H``) and noise ``c² I``. The rest of ``y`` is the residual
+    that no θ explains, which is neither in ``c`` nor in the update, so both are those of
+    ``z``; and ``S' = H' P H'ᵀ + c² I`` is well-conditioned however diffuse ``P`` is, where
+    ``H P Hᵀ + R`` (rank-``k`` term plus ``R``) is nearly singular. ``H``, ``R`` may carry
+    batch axes (missing components decoupled, ``R0`` the model's ``R``): then ``min(m, n)``
+    rows, those beyond the rank zero.
     """
-    L = np.linalg.cholesky(R)
+    # in the units of y: L⁻¹ and the noise scaled by a power of two c ≈ √max R0_ii (exact;
+    # R0 the model's R, whose missing components R has decoupled), so that y up to 1e300 with
+    # R down to 1e-100 does not overflow; the noise is then c² I
+    c = float(np.exp2(np.round(0.5 * np.log2(np.diagonal(R0).max()))))
+    L = np.linalg.cholesky(R / (c * c))
     hw = np.linalg.solve(L, H)
     u, sv, vt = np.linalg.svd(hw, full_matrices=False)
     keep = sv > sv.max(axis=-1, keepdims=True) * max(H.shape[-2:]) * np.finfo(float).eps
@@ -426,7 +432,8 @@ def _explained(y0: np.ndarray, H: np.ndarray, R: np.ndarray) -> tuple[np.ndarray
     else:
         h, z = np.where(keep[..., None], sv[..., None] * vt, 0.0), np.where(keep, z, 0.0)
     eye = np.broadcast_to(np.eye(h.shape[-2]), h.shape[:-1] + h.shape[-2:-1])
-    return z, _Observation(H=h, Ht=np.swapaxes(h, -1, -2), R=eye, W=eye, resid=None)
+    return z, _Observation(H=h, Ht=np.swapaxes(h, -1, -2), R=c * c * eye, W=eye / (c * c),
+                           resid=None)
 
 
 def _update(state: KalmanState, y: np.ndarray, ob: _Observation, robust: bool, dim: float,
@@ -439,7 +446,7 @@ def _update(state: KalmanState, y: np.ndarray, ob: _Observation, robust: bool, d
     if explained:  # H not onto: the part of y that θ explains (_explained)
         y0, H, _, R, _, resid = _observation_at(y, ob)
         ref = _reference(log_c0, y, H, resid) if robust else None
-        y, ob = _explained(y0, H, R)
+        y, ob = _explained(y0, H, R, ob.R)
     if ob.H.shape[-2] == 1 and ob.H.ndim == 2 and not state.information_form \
             and not missing.any():
         return _update_scalar(state, y, ob, robust, dim, tau, ref if explained else
@@ -461,6 +468,8 @@ def _update(state: KalmanState, y: np.ndarray, ob: _Observation, robust: bool, d
         j = Ht @ W @ H
         b = _mv(Ht @ W, vs)
         q = (vs * _mv(W, vs)).sum(-1) - (b * _mv(np.linalg.pinv(Y + j, hermitian=True), b)).sum(-1)
+        # from the uninformative prior every (explained) y fits exactly: c = 1, not rounding
+        q = np.where(np.any(Y, axis=(-2, -1)), q, 0.0)
     # the part of y that no θ explains is not in c (resid is None here: _explained)
     log_c = np.minimum(_scaled_log_c(q, k), 0.0)
     gamma, rho = _discounts(log_c, robust, dim, tau, ref)
