@@ -1,5 +1,6 @@
 """Hostile numbers (issue #14): finite answers or a ValueError naming the argument and range."""
 
+import importlib.util
 import warnings
 
 import numpy as np
@@ -370,3 +371,33 @@ def test_huge_process_noise_against_exact_recursion_on_both_engines(model, optio
                 exact = _exact_update(mean, P if t == 0 else P + Q, ys_i[t], H, R, discounts[t])
                 _assert_matches_exact(means[t], covs[t], log_cs[t], exact, 1e-8)
                 mean, P = means[t], covs[t]
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+@pytest.mark.parametrize("log_scale", [10.0, 16.0, 20.0])
+@pytest.mark.parametrize("options", [{"robust": False}, {}])
+def test_square_observation_of_a_diffuse_prior_on_both_engines(n, log_scale, options):
+    """Every direction observed (H square) under a prior up to 1e20 times wider than R: the
+    first update against exact arithmetic on both engines (the information form there: the
+    Joseph form's second-order rounding, about eps² |P|, would show at 1e20)."""
+    rng = np.random.default_rng(n * 100 + int(log_scale))
+    while True:
+        H = rng.integers(-3, 4, size=(n, n)).astype(float)
+        if abs(np.linalg.det(H)) > 0.5:
+            break
+    b = rng.normal(size=(n, n))
+    R = b @ b.T + 0.2 * np.eye(n)
+    a = rng.normal(size=(n, n))
+    P = _sym_float((a @ a.T + np.eye(n)) * 10.0 ** log_scale)
+    mean, ys = rng.normal(size=n), rng.normal(size=(2, n)) * 3
+    prior = ps.MultivariateNormal(mean, np.linalg.inv(P))
+    kf = ps.KalmanFilter(np.eye(n), np.eye(n), H, R, coverage=None, **options)
+    P0 = kf._initial(prior, (), 1).covariance[0]
+    engines = ["numpy"]
+    if importlib.util.find_spec("numba") is not None:
+        engines.append("numba")
+    for engine in engines:
+        res = kf.filter(ys, prior, engine=engine)
+        exact = _exact_update(mean, P0, ys[0], H, R, res.discount[0])
+        _assert_matches_exact(res.mean[0], res.covariance[0], res.log_consistency[0], exact,
+                              1e-9)

@@ -38,8 +38,10 @@ enters ``c`` and the update, so both use the equivalent observation of that part
 by ``R``, rank ``H`` components, noise ``I``: :func:`_explained`), whose ``S`` stays well
 conditioned where ``H P Hᵀ + R`` is nearly singular under a diffuse ``P``. Where the prior is
 diffuse relative to ``R`` (``ρ (H P Hᵀ)_ii > 10⁴ R_ii``) the covariance takes the Joseph form
-``(I - K H) P (I - K H)ᵀ + K (R/ρ) Kᵀ``, free of the cancellation in ``P - K H P``; elsewhere
-``P - K H P`` as before. Both are checked against exact rational arithmetic.
+``(I - K H) P (I - K H)ᵀ + K (R/ρ) Kᵀ``, free of the cancellation in ``P - K H P``, or, when
+``H`` is square and the prior diffuse in every direction (``ρ H P Hᵀ ≻ 10⁴ R``), the
+information form ``(P⁻¹ + ρ Hᵀ R⁻¹ H)⁻¹`` (one state: ``P r / (ρ h² P + r)``); elsewhere
+``P - K H P`` as before. All are checked against exact rational arithmetic.
 
 The protocol (:mod:`possibly.sequential`) and where extensions plug in
 ------------------------------------------------------------------------
@@ -387,11 +389,16 @@ def _update_scalar(state: KalmanState, y: np.ndarray, ob: _Observation, robust: 
     cov = P - k[..., :, None] * ph[..., None, :]  # k ∝ P hᵀ: symmetric as it stands
     # ρ ≤ 1: nothing is diffuse unless some h P hᵀ is (one reduction in the common case)
     if hph.max() > _DIFFUSE * r:
-        diffuse = (rho if robust else 1.0) * hph > _DIFFUSE * r
-        g = ph / (rho * hph + r)[..., None] if robust else k  # P hᵀ (ρ h P hᵀ + r)⁻¹
-        rr = np.broadcast_to(r * (rho if robust else 1.0), np.shape(hph))
-        joseph = _joseph(P, k[..., :, None], h[None, :], g[..., :, None], rr[..., None, None])
-        cov = np.where(diffuse[..., None, None], joseph, cov)
+        rho1 = rho if robust else 1.0
+        diffuse = rho1 * hph > _DIFFUSE * r
+        if P.shape[-1] == 1:  # one state: P r / (ρ h² P + r), a ratio of positive terms
+            stable = P * (r / (rho1 * hph + r))[..., None, None]
+        else:
+            g = ph / (rho1 * hph + r)[..., None]  # P hᵀ (ρ h P hᵀ + r)⁻¹
+            rr = np.broadcast_to(r * rho1, np.shape(hph))
+            stable = _joseph(P, k[..., :, None], h[None, :], g[..., :, None],
+                             rr[..., None, None])
+        cov = np.where(diffuse[..., None, None], stable, cov)
     return (KalmanState(mean, cov, None, state.t + 1),
             KalmanInfo(log_consistency=log_c, discount=rho, gamma=gamma))
 
@@ -403,6 +410,23 @@ def _joseph(P: np.ndarray, gain: np.ndarray, H: np.ndarray, g: np.ndarray,
     large numbers however diffuse ``P`` is relative to ``R``."""
     a = np.eye(P.shape[-1]) - gain @ H
     return _sym(a @ P @ np.swapaxes(a, -1, -2) + g @ rR @ np.swapaxes(g, -1, -2))
+
+
+def _information_update(cov: np.ndarray, P: np.ndarray, H: np.ndarray, R: np.ndarray,
+                        W: np.ndarray, r3: np.ndarray, hph: np.ndarray) -> np.ndarray:
+    """``cov`` where the prior is diffuse relative to ``R / ρ`` in every direction of a
+    square ``H`` (``ρ H P Hᵀ ≻ 10⁴ R``) replaced by ``(P⁻¹ + ρ Hᵀ W H)⁻¹``: there ``P⁻¹``
+    is a small correction to the observation's information, and the Joseph form's
+    second-order rounding (``eps² |P|``) would dominate the posterior."""
+    L = np.linalg.cholesky(R)
+    a = np.linalg.solve(L, r3 * hph)
+    lam = np.linalg.eigvalsh(_sym(np.linalg.solve(L, np.swapaxes(a, -1, -2))))[..., 0]
+    every = lam > _DIFFUSE
+    if not every.any():
+        return cov
+    safe = np.where(every[..., None, None], P, np.eye(P.shape[-1]))
+    info = _sym(_inverse(_inverse(safe) + r3 * (np.swapaxes(H, -1, -2) @ W @ H)))
+    return np.where(every[..., None, None], info, cov)
 
 
 def _explained(y0: np.ndarray, H: np.ndarray, R: np.ndarray,
@@ -490,6 +514,8 @@ def _update(state: KalmanState, y: np.ndarray, ob: _Observation, robust: bool, d
             r3 = rho1[..., None, None]
             g = np.swapaxes(hp, -1, -2) @ _inv(r3 * (s0 - R) + R)
             cov = np.where(diffuse[..., None, None], _joseph(P, gain, H, g, r3 * R), cov)
+            if H.shape[-2] == H.shape[-1]:  # (a missing component fails the test inside)
+                cov = _information_update(cov, P, H, R, W, r3, s0 - R)
         new = KalmanState(mean, cov, None, state.t + 1)
     else:
         prec = _sym(Y + rho[..., None, None] * j)

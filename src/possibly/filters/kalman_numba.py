@@ -118,6 +118,50 @@ def _joseph(P, kt, H, R, rho, a, ap, out):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, nogil=True)
+def _information_update(P, H, R, hph, rho, ja, jb, wm, wd, out):  # pragma: no cover
+    """``out = (P⁻¹ + ρ Hᵀ R⁻¹ H)⁻¹`` for a square ``H`` where ``ρ H P Hᵀ - 10⁴ R`` is
+    positive definite (the prior diffuse in every direction); False (``out`` not set) where it
+    is not, or a matrix is singular by rounding (as
+    :func:`possibly.filters.kalman._information_update`)."""
+    n, m = P.shape[0], H.shape[0]
+    for i in range(m):  # Cholesky of ρ H P Hᵀ - 10⁴ R: it exists iff positive definite
+        for j in range(m):
+            wd[i, j] = rho * hph[i, j] - _DIFFUSE * R[i, j]
+    for j in range(m):
+        d = wd[j, j]
+        for k in range(j):
+            d -= wd[j, k] * wd[j, k]
+        if not d > 0.0:
+            return False
+        d = math.sqrt(d)
+        wd[j, j] = d
+        for i in range(j + 1, m):
+            acc = wd[i, j]
+            for k in range(j):
+                acc -= wd[i, k] * wd[j, k]
+            wd[i, j] = acc / d
+    for i in range(n):
+        for j in range(n):
+            ja[i, j] = P[i, j]
+            jb[i, j] = 1.0 if i == j else 0.0
+    for i in range(m):
+        for j in range(m):
+            wd[i, j] = R[i, j]
+            wm[i, j] = 1.0 if i == j else 0.0
+    if not _solve(ja, jb, n) or not _solve(wd, wm, m):  # P⁻¹, R⁻¹
+        return False
+    for i in range(n):
+        for j in range(n):
+            acc = 0.0
+            for c in range(m):
+                for d in range(m):
+                    acc += H[c, i] * wm[c, d] * H[d, j]
+            ja[i, j] = jb[i, j] + rho * acc
+            out[i, j] = 1.0 if i == j else 0.0
+    return _solve(ja, out, n)
+
+
+@numba.njit(cache=True, nogil=True)
 def run(ys, t0, mean, cov, F, Q, H, R, robust, dim, tau, log_c0, n_tup, m_tup,
         o_mean, o_var, o_cov, o_pmean, o_pcov, o_logc, o_disc,
         keep_var, keep_cov, keep_pred):  # pragma: no cover - compiled
@@ -151,8 +195,10 @@ def run(ys, t0, mean, cov, F, Q, H, R, robust, dim, tau, log_c0, n_tup, m_tup,
     s = np.empty((m, m))
     v = np.empty(m)
     rhs = np.empty((m, n + 1))  # [v | H P]: S⁻¹ v and the standard gain in one solve
-    ja = np.empty((n, n))  # Joseph form's work arrays
+    ja = np.empty((n, n))  # work arrays of the diffuse updates
     jb = np.empty((n, n))
+    wm = np.empty((m, m))
+    wd = np.empty((m, m))
     # time outer, series inner: the time-major inputs and outputs are then read and written
     # contiguously (series outer strides through them: slower for large batches); the state
     # of each series lives in mean[b], cov[b] between its steps
@@ -211,7 +257,9 @@ def run(ys, t0, mean, cov, F, Q, H, R, robust, dim, tau, log_c0, n_tup, m_tup,
                     k1[i] = kk * ph[i]
                     x[i] += k1[i] * v0
                 rho1 = rho if robust else 1.0
-                if rho1 * hph0 > _DIFFUSE * r:
+                if rho1 * hph0 > _DIFFUSE * r and n == 1:  # P r / (ρ h² P + r)
+                    P[0, 0] *= r / (rho1 * hph0 + r)
+                elif rho1 * hph0 > _DIFFUSE * r:
                     _joseph(P, k1.reshape((1, n)), H, R, rho1, ja, jb, pf)
                     P[:, :] = pf
                 else:
@@ -275,9 +323,10 @@ def run(ys, t0, mean, cov, F, Q, H, R, robust, dim, tau, log_c0, n_tup, m_tup,
                 for i in range(m):
                     if rho1 * hph[i, i] > _DIFFUSE * rm[i, i]:
                         diffuse = True
-                if diffuse:
+                if diffuse and not (m == n and n_obs == m and _information_update(
+                        P, hm, rm, hph, rho1, ja, jb, wm, wd, pf)):
                     _joseph(P, rhs[:, 1:], hm, rm, rho1, ja, jb, pf)
-                else:
+                elif not diffuse:
                     for i in range(n):
                         for j in range(n):
                             acc = 0.0
