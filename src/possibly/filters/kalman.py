@@ -35,13 +35,14 @@ is large, so that ``vᵀ S⁻¹ v`` cannot overflow (the result is bit-identical
 one whenever that one is finite); a gross outlier gets ``log c = -inf`` and ``γ = 0`` cleanly.
 When ``H`` is not onto (more sensors than states), only the part of ``y`` that θ explains
 enters ``c`` and the update, so both use the equivalent observation of that part (whitened
-by ``R``, rank ``H`` components, noise ``I``: :func:`_explained`), whose ``S`` stays well
-conditioned where ``H P Hᵀ + R`` is nearly singular under a diffuse ``P``. Where the prior is
-diffuse relative to ``R`` (``ρ (H P Hᵀ)_ii > 10⁴ R_ii``) the covariance takes the Joseph form
-``(I - K H) P (I - K H)ᵀ + K (R/ρ) Kᵀ``, free of the cancellation in ``P - K H P``, or, when
-``H`` is square and the prior diffuse in every direction (``ρ H P Hᵀ ≻ 10⁴ R``), the
-information form ``(P⁻¹ + ρ Hᵀ R⁻¹ H)⁻¹`` (one state: ``P r / (ρ h² P + r)``); elsewhere
-``P - K H P`` as before. All are checked against exact rational arithmetic.
+by ``R``, rank ``H`` components, noise a multiple of ``I``: :func:`_explained`), whose ``S``
+stays well conditioned where ``H P Hᵀ + R`` is nearly singular under a diffuse ``P``. Where
+the prior is diffuse relative to ``R`` (``ρ (H P Hᵀ)_ii > 10⁴ R_ii``) the covariance takes
+the Joseph form ``(I - K H) P (I - K H)ᵀ + K (R/ρ) Kᵀ``, free of the cancellation in
+``P - K H P``, or, when ``H`` is square and the prior diffuse in every direction
+(``ρ H P Hᵀ ≻ 10⁴ R``), the information form ``(P⁻¹ + ρ Hᵀ R⁻¹ H)⁻¹`` (one state:
+``P r / (ρ h² P + r)``); elsewhere ``P - K H P`` as before. All are checked against exact
+rational arithmetic.
 
 The protocol (:mod:`possibly.sequential`) and where extensions plug in
 ------------------------------------------------------------------------
@@ -117,7 +118,8 @@ _MAX_COND = 1e9
 #: innovations larger than this are scaled by a power of two before squaring
 _BIG = 1e100
 #: an update whose prior spread ``ρ H P Hᵀ`` exceeds the noise ``R`` by more than this factor
-#: (on some diagonal entry) takes the Joseph form: ``P - K H P`` would lose that many ulps
+#: (on some diagonal entry) takes a stable form (Joseph or information; module docstring):
+#: ``P - K H P`` would lose that many ulps
 _DIFFUSE = 1e4
 #: what ``keep`` can ask for
 _KEEP = ("mean", "variance", "covariance", "predicted")

@@ -6,7 +6,8 @@ The same formulas as the numpy kernels of :mod:`possibly.filters.kalman` (docs/m
 predict ``F μ, F P Fᵀ + Q``; update with the innovation ``v = y - H μ``, ``log c = -½ vᵀ S⁻¹ v``
 (scaled by a power of two when ``v`` is huge), the (relative) discount from
 :func:`possibly.compiled.discount_scalar` (the twin of :func:`possibly.inference.discount`)
-and the gain ``K = ρ P Hᵀ (ρ H P Hᵀ + R)⁻¹``; missing components decoupled exactly as in
+and the gain ``K = ρ P Hᵀ (ρ H P Hᵀ + R)⁻¹``, the covariance in the Joseph or information form
+where the prior is diffuse relative to ``R``; missing components decoupled exactly as in
 ``_observation_at``. Time-invariant models with an onto ``H`` only; the information-form
 start runs in numpy first. Tested equal to the numpy path to ~1e-12 (not bit for bit: the
 order of floating-point operations differs).
