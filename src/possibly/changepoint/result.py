@@ -156,7 +156,7 @@ class ChangepointResult:
                 self.outlier_level)
         return self._cache["outliers"].copy()
 
-    # -- possibilistic uncertainty (issue 12; changepoint/uncertainty.py) ------------------------
+    # -- possibilistic uncertainty (changepoint/uncertainty.py) ---------------------------------
 
     @property
     def change_possibility(self) -> np.ndarray:

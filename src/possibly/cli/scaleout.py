@@ -15,15 +15,20 @@ summary), 2 on bad input.
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import time
+import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from possibly.cli.arguments import add_robust, check_robust, integer, number
 from possibly.cli.changepoint import add_model, detector_options
-from possibly.cli.kalman import add_coverage, add_state_space_model
+from possibly.cli.kalman import add_coverage, add_state_space_model, model_from_data
+from possibly.cli.outputs import STDOUT
+from possibly.filters.kalman import DISCOUNTED_BELOW, MOSTLY_DISCOUNTED, MostlyDiscountedWarning
 from possibly.tables import display
 
 __all__ = ["register"]
@@ -64,6 +69,8 @@ def _input(args: argparse.Namespace, value_columns: list[str]):
     from possibly.tables import read_table
 
     table = read_table(args.input)
+    for note in table.notes:  # e.g. pandas' header 0, 1, ...: said, never silently dropped
+        print(f"possibly {args.command}: note: {note}", file=sys.stderr)
     ids = table.column(table.column_index(args.id, "--id"))
     frame: dict[str, list[str | None] | np.ndarray] = {
         args.id: [None if c == "" else c for c in ids]}
@@ -110,11 +117,16 @@ def _with_time(table, times, position: str):
 
 def _cluster_args(args: argparse.Namespace) -> dict:
     check_robust(args)
+    if args.out == STDOUT:  # standard output: the tables are printed, as without --out
+        args.out = None
     if args.workers is not None and args.scheduler is not None:
         raise ValueError("--workers sizes the local cluster; it cannot be combined with "
                          "--scheduler")
-    if args.out is not None and Path(args.out).resolve() == Path(args.input).resolve():
-        raise ValueError(f"--out {display(args.out)!r} is the input: refusing to overwrite it")
+    if args.out is not None and args.input != "-":  # a text input is read before --out is
+        src, dst = Path(args.input).resolve(), Path(args.out).resolve()
+        if src == dst or dst in src.parents or src in dst.parents:
+            raise ValueError(f"--out {display(args.out)!r} holds the input or lies inside it: "
+                             "choose an output directory apart from the input")
     if args.time is not None and args.time in (args.id, *args.value):
         raise ValueError(f"--time {display(args.time)!r} is also the --id or a --value column")
     return {"scheduler": args.scheduler, "n_workers": args.workers, "out": args.out,
@@ -160,8 +172,12 @@ def run_kalman(args: argparse.Namespace) -> int:
     from possibly.scaleout import kalman_many
 
     cols = args.value
-    model = models.constant_velocity(dt=args.dt, accel_sd=args.accel_sd, obs_sd=args.obs_sd,
-                                     ndim=len(cols))
+    if args.accel_sd is not None and args.obs_sd is not None:
+        model: Any = models.constant_velocity(dt=args.dt, accel_sd=args.accel_sd,
+                                              obs_sd=args.obs_sd, ndim=len(cols))
+    else:  # the noise scales not given are set from each track's data
+        model = functools.partial(model_from_data, dt=args.dt, accel_sd=args.accel_sd,
+                                  obs_sd=args.obs_sd)
     if len(cols) == 1:
         names = ["position", "velocity"]
     else:
@@ -173,15 +189,25 @@ def run_kalman(args: argparse.Namespace) -> int:
                          "the per-track files keep 'step' (0-based) to join on")
     data = _input(args, cols)
     times = _times(args, data)
-    res = kalman_many(data, args.id, cols, model, robust=not args.standard,
-                      tau=args.tau, coverage=args.coverage, state_names=names, **cluster)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MostlyDiscountedWarning)  # reported below, in one line
+        res = kalman_many(data, args.id, cols, model, robust=not args.standard,
+                          tau=args.tau, coverage=args.coverage, state_names=names, **cluster)
     seconds = time.perf_counter() - t0
     if res.out is None and res.states is not None:
         _with_time(res.states, times, "step").to_csv(sys.stdout, index=False)
     ok = res.summary[res.summary["error"].isna()]
     extra = (f", {int(ok['n_steps'].sum())} steps, {int(ok['n_discounted'].sum())} "
              f"discounted below 0.1")
-    return _report("tracks", res, seconds, extra)
+    status = _report("tracks", res, seconds, extra)
+    mostly = int((ok["discounted_fraction"] > MOSTLY_DISCOUNTED).sum())
+    if mostly:
+        print(f"possibly kalman-many: warning: {mostly} track(s) had more than half their "
+              f"observations discounted below {DISCOUNTED_BELOW:g} (summary column "
+              "discounted_fraction): the model does not fit them; give --obs-sd and "
+              "--accel-sd in the data's units, or leave them out to set them per track from "
+              "the data", file=sys.stderr)
+    return status
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -200,9 +226,10 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="start a local cluster of N worker processes, whatever the size")
     p.add_argument("--out", default=None, metavar="DIR",
                    help="write DIR/series/id=<id>.parquet per series and DIR/summary.parquet "
-                        "(default: print CSV on stdout)")
+                        "(default, or -: print CSV on stdout)")
     p.add_argument("--overwrite", action="store_true",
-                   help="replace the results of a previous run in --out")
+                   help="replace the results of a previous run in --out (the files listed in "
+                        "its DIR/.possibly-manifest.json; nothing else is deleted)")
     p.add_argument("--connect-timeout", type=number(0, 3600, low_open=True), default=10.0,
                    metavar="S", help="seconds to wait for --scheduler, in (0, 3600] (10)")
     add_robust(p)
