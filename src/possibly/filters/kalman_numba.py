@@ -90,6 +90,19 @@ def _mul_abt(a, b, out):  # pragma: no cover - compiled
             out[i, j] = acc
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _add_congruence(x, M, scale, out):  # pragma: no cover - compiled
+    """``out += scale · xᵀ M x`` (``x`` is k × n, ``M`` k × k)."""
+    k = x.shape[0]
+    for i in range(out.shape[0]):
+        for j in range(out.shape[1]):
+            acc = 0.0
+            for c in range(k):
+                for d in range(k):
+                    acc += x[c, i] * M[c, d] * x[d, j]
+            out[i, j] += scale * acc
+
+
 @numba.njit(cache=True, nogil=True)
 def _joseph(P, kt, H, R, rho, a, ap, out):  # pragma: no cover - compiled
     """``out = (I - K H) P (I - K H)ᵀ + K R Kᵀ / ρ`` (``kt`` is ``Kᵀ``, m × n; ``a``, ``ap``
@@ -104,13 +117,7 @@ def _joseph(P, kt, H, R, rho, a, ap, out):  # pragma: no cover - compiled
             a[i, j] = acc
     _mul_abt(a, P, ap)  # A P (P symmetric)
     _mul_abt(ap, a, out)  # (A P) Aᵀ
-    for i in range(n):
-        for j in range(n):
-            acc = 0.0
-            for c in range(m):
-                for d in range(m):
-                    acc += kt[c, i] * R[c, d] * kt[d, j]
-            out[i, j] += acc / rho
+    _add_congruence(kt, R, 1.0 / rho, out)
     for i in range(n):
         for j in range(i, n):
             x = 0.5 * (out[i, j] + out[j, i])
@@ -153,12 +160,9 @@ def _information_update(P, H, R, hph, rho, ja, jb, wm, wd, out):  # pragma: no c
         return False
     for i in range(n):
         for j in range(n):
-            acc = 0.0
-            for c in range(m):
-                for d in range(m):
-                    acc += H[c, i] * wm[c, d] * H[d, j]
-            ja[i, j] = jb[i, j] + rho * acc
+            ja[i, j] = jb[i, j]
             out[i, j] = 1.0 if i == j else 0.0
+    _add_congruence(H, wm, rho, ja)  # P⁻¹ + ρ Hᵀ R⁻¹ H
     return _solve(ja, out, n)
 
 
