@@ -46,8 +46,8 @@ DESCRIPTION = (
     "standard input): prints the change points, the outliers and the segment means (and, with "
     "--model auto, the default, each segment's model; with --model normal, the noise scale "
     "sigma). Several columns (--column a b) are one vector series (a change of mean, variance "
-    "or correlation). Rows are numbered from 0; with a time column (--time, or one column of ISO dates detected) results "
-    "carry its time stamps and the plot uses them.")
+    "or correlation). Rows are numbered from 0; with a time column (--time, or one column of "
+    "ISO dates detected) results carry its time stamps and the plot uses them.")
 
 #: the largest hazard the detector takes with its default outlier level 2 sqrt(hazard) <= 1,
 #: and the smallest one above its pruning tolerance (1e-12)
