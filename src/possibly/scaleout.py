@@ -36,11 +36,15 @@ connects with Dask's configured security, plain TCP by default).
 
 Output layout (``out=DIR``)
 ---------------------------
-``DIR/series/id=<id>.parquet``
-    One file per series (named by :func:`series_filename`: the id percent-encoded, distinct
-    even where case is ignored), written by the workers, so with a remote cluster ``DIR`` must
-    be on storage the workers share (on one machine it always is). A series that could not be
-    processed gets no file.
+``DIR/series/id=<id>/part-0.parquet``
+    One file per series, in a Hive partition directory (named by :func:`series_path`: the id
+    percent-encoded, distinct even where case is ignored), so that
+    ``pandas.read_parquet(DIR / "series")`` gives the rows of every series with their ``id``
+    column (pyarrow infers its type from the directory names: integers when every id reads as
+    one, else text). Change points: ``index`` (``time`` with ``time_column``), ``kind``,
+    ``value``; tracks: see :func:`kalman_many`. Written by the workers, so with a remote
+    cluster ``DIR`` must be on storage the workers share (on one machine it always is). A
+    series that could not be processed gets no file.
 ``DIR/summary.parquet``
     One row per series: id, counts, ``sigma`` or ``segment_models`` (change points: see
     :func:`changepoints_many`), the ``file`` written, and ``error`` (the message when that
@@ -93,6 +97,7 @@ import json
 import math
 import numbers
 import os
+import re
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -104,12 +109,10 @@ import numpy as np
 
 from possibly._common import write_text_atomic
 
-__all__ = ["ManyResult", "changepoints_many", "kalman_many", "series_filename"]
+__all__ = ["ManyResult", "changepoints_many", "kalman_many", "series_path"]
 
 _INSTALL = "pip install 'possibly[dask]'"
 
-#: columns of the per-series change-point files (the combined table adds the id first)
-_EVENT_COLUMNS = ("index", "kind", "value")
 #: joins the names of a series' segment models in the summary's ``segment_models`` column
 SEGMENT_MODEL_SEPARATOR = "; "
 
@@ -157,29 +160,36 @@ class ManyResult:
         return int(self.summary["error"].notna().sum())
 
 
-def series_filename(key: Any) -> str:
-    """File name of one series' results: ``id=<percent-encoded id>.parquet``.
+#: the file of a series' results inside its partition directory ``series/id=<id>/``
+PART_FILE = "part-0.parquet"
 
-    The name is ASCII and distinct for distinct ids even on a file system that ignores case:
-    an id with capital letters gets ``~`` and a digest of its exact text after the encoded id
-    (``~`` in an id is encoded), and an id whose encoding is longer than 200 characters is
-    replaced by ``~sha1-`` and its digest.
+
+def series_path(key: Any) -> str:
+    """Path of one series' results under ``DIR/series/``: ``id=<encoded id>/part-0.parquet``.
+
+    A Hive partition: the directory name decodes (percent-decoding, as pyarrow reads it) to
+    the id's text. It is ASCII and distinct for distinct ids even on a file system that
+    ignores case: capital letters are percent-encoded too (``P`` is ``%50``), as is ``~``.
+    An id whose encoding is longer than 200 characters (names are limited to 255 bytes) is
+    replaced by ``~sha1-`` and its digest, which is then what the directory name reads as;
+    the summary's ``file`` column still names each series' file.
 
     Examples
     --------
-    >>> series_filename("pump/7"), series_filename(12)
-    ('id=pump%2F7.parquet', 'id=12.parquet')
-    >>> series_filename("Pump")
-    'id=Pump~e8bd820147.parquet'
+    >>> series_path("pump/7"), series_path(12)
+    ('id=pump%2F7/part-0.parquet', 'id=12/part-0.parquet')
+    >>> series_path("Pump")
+    'id=%50ump/part-0.parquet'
     """
     text = str(key)
-    digest = hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
     encoded = quote(text, safe="", errors="surrogatepass").replace("~", "%7E")
-    if len(encoded) > 200:  # file names are limited to 255 bytes on common file systems
-        return f"id=~sha1-{digest}.parquet"
-    if any("A" <= c <= "Z" for c in text):  # Pump and pump: one file where case is ignored
-        encoded += f"~{digest[:10]}"
-    return f"id={encoded}.parquet"
+    # capitals (not the hex digits of an escape) escaped: Pump and pump differ ignoring case
+    encoded = re.sub(r"%[0-9A-F]{2}|[A-Z]", lambda m: m.group() if len(m.group()) == 3
+                     else f"%{ord(m.group()):02X}", encoded)
+    if len(encoded) > 200:
+        digest = hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
+        return f"id=~sha1-{digest}/{PART_FILE}"
+    return f"id={encoded}/{PART_FILE}"
 
 
 # -- argument checks -------------------------------------------------------------------------
@@ -461,12 +471,12 @@ _TABLES = ("events.parquet", "summary.parquet")
 
 
 def _is_ours(rel: str) -> bool:
-    """True for a name that a run writes: one of the tables or ``series/id=....parquet``."""
+    """True for a name that a run writes: a table or ``series/id=.../part-0.parquet``."""
     if rel in _TABLES:
         return True
-    name = rel.removeprefix("series/")
-    return (name != rel and "/" not in name and name.startswith("id=")
-            and name.endswith(".parquet"))
+    parts = rel.split("/")
+    return (len(parts) == 3 and parts[0] == "series" and parts[1].startswith("id=")
+            and parts[2] == PART_FILE)
 
 
 def _read_manifest(out: Path) -> set[str] | None:
@@ -519,8 +529,9 @@ def _prepare_out(out: Any, overwrite: bool, data: Any = None) -> Path | None:
                          "a file): refusing to write through it")
     found = [t for t in _TABLES if os.path.lexists(out / t)]
     if series.is_dir():
-        found += sorted(f"series/{p.name}" for p in series.iterdir()
-                        if _is_ours(f"series/{p.name}"))
+        found += sorted(f"series/{p.name}/{PART_FILE}" for p in series.iterdir()
+                        if p.name.startswith("id=")
+                        and os.path.lexists(p / PART_FILE))
     listed = _read_manifest(out)
     if (found or listed is not None) and not overwrite:
         first = found[0] if found else MANIFEST
@@ -540,6 +551,9 @@ def _prepare_out(out: Any, overwrite: bool, data: Any = None) -> Path | None:
         if (not path.is_symlink() and path.is_file()
                 and os.path.realpath(path) == os.path.join(root, *rel.split("/"))):
             path.unlink()
+            if rel.startswith("series/"):  # its partition directory, unless it holds more
+                with contextlib.suppress(OSError):
+                    path.parent.rmdir()
     if listed is not None:
         (out / MANIFEST).unlink()
     series.mkdir(parents=True, exist_ok=True)
@@ -551,18 +565,36 @@ def _plan_files(out_dir: Path | None, tables: Sequence[str], ids: list) -> None:
     that a run cut short can still be overwritten."""
     if out_dir is None:
         return
-    names = [series_filename(k) for k in ids]
+    names = [series_path(k) for k in ids]
     if len({n.lower() for n in names}) < len(names):  # a digest collision: never overwrite
         raise ValueError("two series ids give the same file name; rename one of them")
     _write_manifest(out_dir, [*tables, *(f"series/{n}" for n in names)], complete=False)
 
 
-def _write_series(frame: Any, series_dir: str, key: Any) -> str:
-    """Write one series' file (never over an existing file); returns its relative path."""
-    name = series_filename(key)
+def _event_schema(series: Any, time_column: str | None) -> Any:
+    """The Arrow schema of a series' events file: one for every file, also without events
+    (whose empty columns would otherwise be written as nulls, which pyarrow cannot read
+    together with the other files of ``series/``)."""
+    pa = _need("pyarrow")
+    time = ([] if time_column is None
+            else [("time", pa.Array.from_pandas(series[time_column]).type)])
+    return pa.schema([("index", pa.int64()), *time, ("kind", pa.string()),
+                      ("value", pa.float64())])
+
+
+def _write_series(frame: Any, series_dir: str, key: Any, schema: Any = None) -> str:
+    """Write one series' file (never over an existing file), with ``schema`` (an Arrow
+    schema) when given; returns its relative path."""
+    name = series_path(key)
+    part = os.path.join(series_dir, name.split("/")[0])
+    try:
+        os.mkdir(part)
+    except FileExistsError:  # left by the user in a directory of ours: never written through
+        if os.path.islink(part) or not os.path.isdir(part):
+            raise
     path = os.path.join(series_dir, name)
     open(path, "xb").close()  # FileExistsError rather than replace a file not planned
-    frame.to_parquet(path, index=False)
+    frame.to_parquet(path, index=False, schema=schema)
     return f"series/{name}"
 
 
@@ -620,12 +652,11 @@ def _changepoint_task(df: Any, id_column: str, value_column: str, kwargs: dict,
                 row["sigma"] = float(res.sigma)
             else:
                 row["segment_models"] = SEGMENT_MODEL_SEPARATOR.join(res.segment_model_names)
-        if series_dir is not None and row["error"] is None:  # a failed series gets no file
-            row["file"] = _write_series(ev, series_dir, key)
-        combined = ev.assign(id=key)[["id", *_EVENT_COLUMNS]]
         if time_column is not None:  # the stamps of the events' rows, after their index
-            combined.insert(2, "time", g[time_column].iloc[ev["index"]].to_numpy())
-        events.append(combined)
+            ev.insert(1, "time", g[time_column].iloc[ev["index"]].to_numpy())
+        if series_dir is not None and row["error"] is None:  # a failed series gets no file
+            row["file"] = _write_series(ev, series_dir, key, _event_schema(g, time_column))
+        events.append(ev.assign(id=key)[["id", *ev.columns]])
         rows.append(row)
     if not rows:  # a hash bucket that received no series
         return None, None
@@ -664,9 +695,9 @@ def changepoints_many(data: Any, id_column: str, value_column: str, *, scheduler
     connect_timeout : float
         Seconds to wait for a scheduler given by address.
     time_column : str, optional
-        Column of time stamps (any type): the ``events`` table (and ``DIR/events.parquet``)
-        gets a ``time`` column after ``index``, the stamp of the event's row. The per-series
-        files keep ``index`` only.
+        Column of time stamps (any type): the ``events`` table (``DIR/events.parquet`` and
+        the per-series files too) gets a ``time`` column after ``index``, the stamp of the
+        event's row.
     **detector_kwargs
         Passed to :class:`possibly.ChangepointDetector` (``sigma``, ``hazard``,
         ``forgetting``, ``robust``, ``tau``, ``model``, ...), checked before anything runs.

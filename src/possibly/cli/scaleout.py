@@ -6,9 +6,9 @@ input) read by :mod:`possibly.tables` like every command's input. They run the d
 the filter per series with :mod:`possibly.scaleout`: by default in this process for a small
 table and on a local cluster bound to 127.0.0.1 for a large one, or on a running scheduler
 given by ``--scheduler ADDRESS``. With ``--out DIR`` they write one Parquet file per
-series under ``DIR/series/`` and the tables described in :mod:`possibly.scaleout`; without it
-they print the change points (or the filtered states) as CSV on stdout. A one-line summary goes
-to stderr. The exit status is 1 when some series could not be processed (their error is in the
+series under ``DIR/series/`` (Hive partitions ``id=<id>/``) and the tables described in
+:mod:`possibly.scaleout`; without it they print the change points (or the filtered states) as
+CSV on stdout. A one-line summary goes to stderr. The exit status is 1 when some series could not be processed (their error is in the
 summary), 2 on bad input.
 """
 
@@ -225,8 +225,9 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workers", type=integer(1, 1024), default=None, metavar="N",
                    help="start a local cluster of N worker processes, whatever the size")
     p.add_argument("--out", default=None, metavar="DIR",
-                   help="write DIR/series/id=<id>.parquet per series and DIR/summary.parquet "
-                        "(default, or -: print CSV on stdout)")
+                   help="write DIR/series/id=<id>/part-0.parquet per series (a Hive "
+                        "partitioned dataset) and DIR/summary.parquet (default, or -: print "
+                        "CSV on stdout)")
     p.add_argument("--overwrite", action="store_true",
                    help="replace the results of a previous run in --out (the files listed in "
                         "its DIR/.possibly-manifest.json; nothing else is deleted)")
