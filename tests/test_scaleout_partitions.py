@@ -83,17 +83,29 @@ def test_cli_writes_partitions_and_overwrite_removes_them(tmp_path, capsys):
     assert set(pd.read_parquet(out / "series")["id"].astype(str)) == {"pump"}
 
 
-def test_kalman_series_read_back_with_id(tmp_path):
+def test_kalman_series_read_back_with_id_and_time(tmp_path, capsys):
     rng = np.random.default_rng(3)
     ys = {k: rng.normal(size=40).cumsum() for k in (3, 1, 2)}  # integer ids stay integers
-    df = pd.concat([pd.DataFrame({"trk": k, "x": y}) for k, y in ys.items()])
+    stamps = pd.date_range("2024-01-01", periods=40, freq="h")
+    df = pd.concat([pd.DataFrame({"trk": k, "when": stamps, "x": y}) for k, y in ys.items()])
     out = tmp_path / "out"
     model = ps.models.constant_velocity()
-    kalman_many(df, "trk", "x", model, scheduler="synchronous", out=out,
+    kalman_many(df, "trk", "x", model, scheduler="synchronous", out=out, time_column="when",
                 state_names=["position", "velocity"])
     got = pd.read_parquet(out / "series")
     kf = ps.KalmanFilter(*model)
     for key, y in ys.items():
         one = got[got["id"] == key].sort_values("step")
         np.testing.assert_array_equal(one["step"], np.arange(40))
+        assert one["time"].tolist() == stamps.tolist()
         np.testing.assert_allclose(one["mean_position"], kf.filter(y).mean[:, 0], rtol=1e-12)
+    # the command: --time with --out
+    src = tmp_path / "tracks.parquet"
+    df.to_parquet(src, index=False)
+    assert main(["kalman-many", str(src), "--id", "trk", "--value", "x", "--time", "when",
+                 "--obs-sd", "1", "--accel-sd", "1", "--scheduler", "synchronous", "--out",
+                 str(tmp_path / "cli")]) == 0
+    capsys.readouterr()
+    got = pd.read_parquet(tmp_path / "cli" / "series")
+    assert sorted(got["id"].unique().tolist()) == [1, 2, 3]
+    assert got[got["id"] == 1].sort_values("step")["time"].tolist() == stamps.tolist()

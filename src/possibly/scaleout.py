@@ -802,7 +802,8 @@ def _track_filter(model: Callable, options: dict, ys: np.ndarray) -> Any:
 
 def _kalman_task(df: Any, id_column: str, value_columns: list[str], kf: Any,
                  state_names: list[str] | None, outlier_level: float,
-                 series_dir: str | None, keep_states: bool) -> tuple[Any, Any]:
+                 series_dir: str | None, keep_states: bool, time_column: str | None = None
+                 ) -> tuple[Any, Any]:
     """Filter every track of one task: tracks of equal length as one batch when ``kf`` is a
     filter, each with its own filter ``kf(ys)`` otherwise."""
     import pandas as pd
@@ -813,8 +814,9 @@ def _kalman_task(df: Any, id_column: str, value_columns: list[str], kf: Any,
         discounted_fraction,
     )
 
+    groups = list(_groups(df, id_column))
     tracks = [(key, g[value_columns].to_numpy(dtype=np.float64, na_value=np.nan))
-              for key, g in _groups(df, id_column)]
+              for key, g in groups]
     shared = isinstance(kf, KalmanFilter)
     by_length: dict[int, list[int]] = {}
     for i, (_, ys) in enumerate(tracks):
@@ -837,6 +839,8 @@ def _kalman_task(df: Any, id_column: str, value_columns: list[str], kf: Any,
         for b, i in enumerate(idx):
             key, ys = tracks[i]
             cols = {"step": np.arange(ys.shape[0], dtype=np.int64)}
+            if time_column is not None:  # each step's stamp, after it
+                cols["time"] = groups[i][1][time_column].to_numpy()
             cols.update({f"mean_{s}": res.mean[b, :, j] for j, s in enumerate(names)})
             cols["consistency"] = res.consistency[b]
             cols["discount"] = res.discount[b]
@@ -866,7 +870,8 @@ def kalman_many(data: Any, id_column: str, value_columns: str | Sequence[str], m
                 state_names: Sequence[str] | None = None, outlier_level: float = 0.1,
                 scheduler: Any = None, n_workers: int | None = None,
                 out: str | os.PathLike | None = None, overwrite: bool = False,
-                progress: bool = False, connect_timeout: float = 10.0) -> ManyResult:
+                progress: bool = False, connect_timeout: float = 10.0,
+                time_column: str | None = None) -> ManyResult:
     """Run :class:`possibly.KalmanFilter` on every track of a long table with Dask.
 
     Within each task, tracks of equal length go through the filter together along its batch
@@ -892,6 +897,9 @@ def kalman_many(data: Any, id_column: str, value_columns: str | Sequence[str], m
         default.
     outlier_level : float
         Summary column ``n_discounted`` counts the steps whose discount fell below this.
+    time_column : str, optional
+        Column of time stamps (any type): the states (and the per-track files) get a
+        ``time`` column after ``step``.
 
     Returns
     -------
@@ -948,7 +956,8 @@ def kalman_many(data: Any, id_column: str, value_columns: str | Sequence[str], m
             raise ValueError(f"state_names must be {count} distinct names, got {state_names}")
     if not 0.0 < float(outlier_level) <= 1.0:
         raise ValueError(f"outlier_level must be in (0, 1], got {outlier_level!r}")
-    ddf = _load(data, id_column, value_columns)
+    extra = [] if time_column is None else [_check_name("time_column", time_column)]
+    ddf = _load(data, id_column, value_columns, extra)
     tables = ["summary.parquet"]
     out_dir = _prepare_out(out, overwrite, data)
     series_dir = None if out_dir is None else str((out_dir / "series").resolve())
@@ -956,7 +965,8 @@ def kalman_many(data: Any, id_column: str, value_columns: str | Sequence[str], m
     ids: list = []
     with _client(scheduler, n_workers, connect_timeout, data) as client:
         tasks = _tasks(ddf, id_column, client, _kalman_task, id_column, value_columns, kf,
-                       state_names, float(outlier_level), series_dir, out_dir is None, ids=ids)
+                       state_names, float(outlier_level), series_dir, out_dir is None,
+                       time_column, ids=ids)
         _plan_files(out_dir, tables, ids)
         results = _compute(client, tasks, progress, "tracks")
     summary = _text_columns(_sorted(pd.concat([s for _, s in results if s is not None],

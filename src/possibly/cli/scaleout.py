@@ -83,38 +83,6 @@ def _input(args: argparse.Namespace, value_columns: list[str]):
     return pd.DataFrame(frame)
 
 
-def _times(args: argparse.Namespace, data):
-    """For ``--time``: (id, row within the series) -> time stamp, or None without it."""
-    if args.time is None:
-        return None
-    import pandas as pd
-
-    if isinstance(data, pd.DataFrame):
-        frame = data[[args.id, args.time]]
-    else:
-        try:
-            frame = pd.read_parquet(data, columns=[args.id, args.time])
-        except Exception as exc:  # pyarrow's errors have no common base class
-            first = str(exc).strip().splitlines()[:1]
-            raise ValueError(f"--time {display(args.time)!r}: no such column in "
-                             f"{display(args.input)!r}, or unreadable ({type(exc).__name__}"
-                             f"{': ' + first[0][:120] if first else ''})") from None
-    key = frame[args.id].astype(str)
-    return pd.DataFrame({"_key": key, "_pos": frame.groupby(key, sort=False).cumcount(),
-                         "time": frame[args.time].to_numpy()})
-
-
-def _with_time(table, times, position: str):
-    """``table`` (with ``id`` and a 0-based ``position`` column) with ``time`` after it."""
-    if times is None or table is None:
-        return table
-    keyed = table.assign(_key=table["id"].astype(str), _pos=table[position].astype("int64"))
-    out = keyed.merge(times, on=["_key", "_pos"], how="left").drop(columns=["_key", "_pos"])
-    cols = [c for c in table.columns]
-    cols.insert(cols.index(position) + 1, "time")
-    return out[cols]
-
-
 def _cluster_args(args: argparse.Namespace) -> dict:
     check_robust(args)
     if args.out == STDOUT:  # standard output: the tables are printed, as without --out
@@ -184,18 +152,15 @@ def run_kalman(args: argparse.Namespace) -> int:
         names = [f"{q}_{c}" for c in cols for q in ("position", "velocity")]
     t0 = time.perf_counter()
     cluster = _cluster_args(args)
-    if args.time is not None and args.out is not None:
-        raise ValueError("--time applies to the states printed on standard output; with --out "
-                         "the per-track files keep 'step' (0-based) to join on")
     data = _input(args, cols)
-    times = _times(args, data)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", MostlyDiscountedWarning)  # reported below, in one line
         res = kalman_many(data, args.id, cols, model, robust=not args.standard,
-                          tau=args.tau, coverage=args.coverage, state_names=names, **cluster)
+                          tau=args.tau, coverage=args.coverage, state_names=names,
+                          time_column=args.time, **cluster)
     seconds = time.perf_counter() - t0
     if res.out is None and res.states is not None:
-        _with_time(res.states, times, "step").to_csv(sys.stdout, index=False)
+        res.states.to_csv(sys.stdout, index=False)
     ok = res.summary[res.summary["error"].isna()]
     extra = (f", {int(ok['n_steps'].sum())} steps, {int(ok['n_discounted'].sum())} "
              f"discounted below 0.1")
@@ -216,8 +181,9 @@ def _common(p: argparse.ArgumentParser) -> None:
                         "- for standard input), one row per observation")
     p.add_argument("--id", required=True, metavar="COLUMN", help="column naming the series")
     p.add_argument("--time", default=None, metavar="COLUMN",
-                   help="column of time stamps: the printed results get a 'time' column next "
-                        "to their 0-based position in the series")
+                   help="column of time stamps: the results (printed, or the files under "
+                        "--out) get a 'time' column next to their 0-based position in the "
+                        "series")
     p.add_argument("--scheduler", default=None, metavar="ADDRESS",
                    help="address of a running Dask scheduler (tcp://host:port); 'synchronous': "
                         "this process only; default: this process for a table of fewer than "
