@@ -189,7 +189,8 @@ def _csv(args, res, y, time, names) -> str:
 def _plot(res, path, title: str, time: TimeAxis | None, names: list[str] | None) -> None:
     index = None if time is None else time.values
     if res.y.ndim == 2:
-        save_plot(_plot_vector, path, res, title=title, names=names, index=index)
+        save_plot(_plot_vector, path, res, title=title, names=names, index=index,
+                  xlabel="row" if time is None else time.name)
         return
     from possibly.plotting.changepoint import plot_changepoints
 
@@ -197,14 +198,17 @@ def _plot(res, path, title: str, time: TimeAxis | None, names: list[str] | None)
               else names[0], index=index)
 
 
-def _plot_vector(res, path, *, title: str, names: list[str], index=None) -> None:
+def _plot_vector(res, path, *, title: str, names: list[str], index=None,
+                 xlabel: str = "row") -> None:
     """One panel per column: its observations, each segment's mean of the column (outliers
     left out), the change points and the outlying rows, on a shared x axis."""
     from possibly.plotting import pyplot
 
     plt = pyplot()
     k = res.y.shape[1]
-    x = np.arange(len(res.y)) if index is None or _has_gaps(index) else np.asarray(index)
+    if index is not None and _has_gaps(index):  # rows numbered instead
+        index, xlabel = None, "row"
+    x = np.arange(len(res.y)) if index is None else np.asarray(index)
     fig, axes = plt.subplots(k, 1, figsize=(11, 1.2 + 2.4 * k), sharex=True,
                              layout="constrained", squeeze=False)
     means = _segment_means(res)
@@ -224,7 +228,7 @@ def _plot_vector(res, path, *, title: str, names: list[str], index=None) -> None
         ax.set_ylabel(name)
     axes[0, 0].set_title(title, fontsize=10)
     axes[0, 0].legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
-    axes[-1, 0].set_xlabel("row" if index is None or _has_gaps(index) else "time")
+    axes[-1, 0].set_xlabel(xlabel)
     fig.savefig(path, dpi=120)
     plt.close(fig)
 
