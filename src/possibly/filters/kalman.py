@@ -101,6 +101,7 @@ from possibly.filters.state_space import (
     _sym,
     _Transition,
 )
+from possibly.frames import component_columns, per_step_dataset, per_step_frame
 from possibly.inference import discount, inlier_log_consistency, relative_log_consistency
 from possibly.sequential import Info, SequentialEstimator
 from possibly.validation import (
@@ -833,51 +834,44 @@ class FilterResult:
                       self.state_names, self.index)
 
     def to_xarray(self) -> Any:
-        """The result as an xarray Dataset (requires xarray).
+        """The result as an xarray Dataset (needs the ``xarray`` extra).
 
         Dimensions ``series_0, ...`` (batch), ``time`` (the pandas index if there was one)
         and ``state`` (the state names); variables ``mean``, ``variance``,
         ``log_consistency``, ``discount`` (those kept).
+
+        Examples
+        --------
+        >>> import pandas as pd, possibly as ps
+        >>> ys = pd.Series([0.0, 1.1, 1.9], index=pd.date_range("2024-01-01", periods=3))
+        >>> ds = ps.KalmanFilter(ps.models.constant_velocity()).filter(ys).to_xarray()
+        >>> dict(ds["mean"].sizes), ds["time"].dt.day.values.tolist()
+        ({'time': 3, 'state': 2}, [1, 2, 3])
         """
-        try:
-            import xarray as xr
-        except ImportError as exc:  # pragma: no cover - optional
-            raise ImportError("to_xarray needs xarray: pip install xarray") from exc
-        batch_dims = [f"series_{i}" for i in range(self.log_consistency.ndim - 1)]
-        T = self.log_consistency.shape[-1]
-        time = self.index if self.index is not None else np.arange(T)
-        data: dict[str, Any] = {}
-        for name in ("mean", "variance"):
-            value = getattr(self, name)
-            if value is not None:
-                data[name] = ([*batch_dims, "time", "state"], value)
-        for name in ("log_consistency", "discount"):
-            data[name] = ([*batch_dims, "time"], getattr(self, name))
-        return xr.Dataset(data, coords={"time": time, "state": list(self.state_names)})
+        return _dataset(self.mean, self.variance, self.log_consistency, self.discount,
+                        self.state_names, self.index)
 
 
 def _frame(mean: np.ndarray, variance: np.ndarray | None, log_c: np.ndarray,
            disc: np.ndarray, names: tuple[str, ...], index: Any) -> Any:
     """The per-step table of a filter or smoother result (see FilterResult.to_frame)."""
-    import pandas as pd
-
-    batch = log_c.shape[:-1]
-    T = log_c.shape[-1]
-    size = int(np.prod(batch))
-    cols: dict[str, np.ndarray] = {}
-    for j, name in enumerate(names):
-        cols[name] = mean[..., j].reshape(-1)
+    cols = component_columns(mean, names)
     if variance is not None:
         with np.errstate(invalid="ignore"):
-            for j, name in enumerate(names):
-                cols[f"{name}_sd"] = np.sqrt(variance[..., j]).reshape(-1)
-    cols["log_consistency"] = log_c.reshape(-1)
-    cols["consistency"] = np.exp(log_c).reshape(-1)
-    cols["discount"] = disc.reshape(-1)
-    index = index if index is not None else pd.RangeIndex(T, name="step")
-    if batch:
-        index = pd.MultiIndex.from_product([pd.RangeIndex(size, name="series"), index])
-    return pd.DataFrame(cols, index=index)
+            cols.update(component_columns(np.sqrt(variance), names, "_sd"))
+    cols["log_consistency"] = log_c
+    cols["consistency"] = np.exp(log_c)
+    cols["discount"] = disc
+    return per_step_frame(cols, index)
+
+
+def _dataset(mean: np.ndarray, variance: np.ndarray | None, log_c: np.ndarray,
+             disc: np.ndarray, names: tuple[str, ...], index: Any) -> Any:
+    """The Dataset of a filter or smoother result (see FilterResult.to_xarray)."""
+    data = {name: (value, ("state",)) for name, value in (("mean", mean), ("variance", variance))
+            if value is not None}
+    data.update(log_consistency=(log_c, ()), discount=(disc, ()))
+    return per_step_dataset(data, index, {"state": list(names)})
 
 
 def _precision(cov: np.ndarray, prefix: np.ndarray) -> np.ndarray:

@@ -17,6 +17,7 @@ import numpy as np
 from possibly.filters.kalman import (
     FilterResult,
     _covariance_or_inf,
+    _dataset,
     _frame,
     _inverse,
     _mv,
@@ -66,6 +67,22 @@ class SmootherResult:
         fr = self.filtered
         return _frame(self.mean, self.variance, fr.log_consistency, fr.discount, fr.state_names,
                       fr.index)
+
+    def to_xarray(self) -> Any:
+        """The smoothed means and variances as an xarray Dataset, with the forward pass's
+        log-consistency and discount (the layout of ``FilterResult.to_xarray``).
+
+        Examples
+        --------
+        >>> import pandas as pd, possibly as ps
+        >>> ys = pd.Series([0.0, 1.1, 1.9], index=pd.date_range("2024-01-01", periods=3))
+        >>> ds = ps.KalmanFilter(ps.models.constant_velocity()).smooth(ys).to_xarray()
+        >>> ds["mean"].sel(state="velocity").values.round(2)
+        array([0.95, 0.95, 0.95])
+        """
+        fr = self.filtered
+        return _dataset(self.mean, self.variance, fr.log_consistency, fr.discount,
+                        fr.state_names, fr.index)
 
 
 def smooth(model: LinearGaussianModel, filtered: FilterResult) -> SmootherResult:
