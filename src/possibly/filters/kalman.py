@@ -79,6 +79,7 @@ from typing import Any, NamedTuple, cast, overload
 import numpy as np
 
 from possibly.families.multivariate_normal import MultivariateNormal
+from possibly.filters._common import state_dataset, state_frame
 from possibly.filters.robust_start import (
     WINDOW,
     K,
@@ -101,7 +102,6 @@ from possibly.filters.state_space import (
     _sym,
     _Transition,
 )
-from possibly.frames import component_columns, per_step_dataset, per_step_frame
 from possibly.inference import discount, inlier_log_consistency, relative_log_consistency
 from possibly.sequential import Info, SequentialEstimator
 from possibly.validation import (
@@ -830,8 +830,8 @@ class FilterResult:
         >>> frame.columns[2:].tolist()
         ['position_sd', 'velocity_sd', 'log_consistency', 'consistency', 'discount']
         """
-        return _frame(self.mean, self.variance, self.log_consistency, self.discount,
-                      self.state_names, self.index)
+        return state_frame(self.mean, self.variance, self.log_consistency, self.discount,
+                           self.state_names, self.index)
 
     def to_xarray(self) -> Any:
         """The result as an xarray Dataset (needs the ``xarray`` extra).
@@ -848,30 +848,8 @@ class FilterResult:
         >>> dict(ds["mean"].sizes), ds["time"].dt.day.values.tolist()
         ({'time': 3, 'state': 2}, [1, 2, 3])
         """
-        return _dataset(self.mean, self.variance, self.log_consistency, self.discount,
-                        self.state_names, self.index)
-
-
-def _frame(mean: np.ndarray, variance: np.ndarray | None, log_c: np.ndarray,
-           disc: np.ndarray, names: tuple[str, ...], index: Any) -> Any:
-    """The per-step table of a filter or smoother result (see FilterResult.to_frame)."""
-    cols = component_columns(mean, names)
-    if variance is not None:
-        with np.errstate(invalid="ignore"):
-            cols.update(component_columns(np.sqrt(variance), names, "_sd"))
-    cols["log_consistency"] = log_c
-    cols["consistency"] = np.exp(log_c)
-    cols["discount"] = disc
-    return per_step_frame(cols, index)
-
-
-def _dataset(mean: np.ndarray, variance: np.ndarray | None, log_c: np.ndarray,
-             disc: np.ndarray, names: tuple[str, ...], index: Any) -> Any:
-    """The Dataset of a filter or smoother result (see FilterResult.to_xarray)."""
-    data = {name: (value, ("state",)) for name, value in (("mean", mean), ("variance", variance))
-            if value is not None}
-    data.update(log_consistency=(log_c, ()), discount=(disc, ()))
-    return per_step_dataset(data, index, {"state": list(names)})
+        return state_dataset(self.mean, self.variance, self.log_consistency, self.discount,
+                             self.state_names, self.index)
 
 
 def _precision(cov: np.ndarray, prefix: np.ndarray) -> np.ndarray:

@@ -66,6 +66,7 @@ from possibly.filters.kalman import (
 )
 from possibly.filters.nonlinear import NonlinearFilterResult
 from possibly.filters.robust_start import KalmanStartState, start_init, start_step
+from possibly.frames import time_labels
 from possibly.inference import discount, relative_log_consistency
 from possibly.sequential import SequentialEstimator
 from possibly.validation import (
@@ -131,9 +132,23 @@ class NoiseScaleResult(NonlinearFilterResult):
     log_consistency, discount : ndarray, shape (..., T)
     noise_scale : ndarray, shape (..., T)
         Learned multiplier of ``R₀`` after each step.
+
+    Examples
+    --------
+    >>> import pandas as pd, possibly as ps
+    >>> from possibly.filters.noise_scale import NoiseScaleKalmanFilter
+    >>> ys = pd.Series([0.0, 1.0, 2.5, 2.9], index=pd.date_range("2024-01-01", periods=4))
+    >>> res = NoiseScaleKalmanFilter(ps.models.constant_velocity()).fit(ys)
+    >>> res.to_frame().columns.tolist()[-2:], res.to_xarray()["noise_scale"].dims
+    (['discount', 'noise_scale'], ('time',))
     """
 
     noise_scale: np.ndarray
+
+    def _extra(self) -> dict[str, np.ndarray]:
+        """The learned scale after each step, a column of :meth:`to_frame` and
+        :meth:`to_xarray`."""
+        return {"noise_scale": self.noise_scale}
 
 
 def _scaled(state: KalmanState, s: np.ndarray) -> KalmanState:
@@ -378,6 +393,7 @@ class NoiseScaleKalmanFilter(SequentialEstimator):
         (default) as :meth:`possibly.KalmanFilter.filter` chooses (numba when available for
         small batches). Both give the same numbers to ~1e-12.
         """
+        index = time_labels(y, 0)
         y = check_observations("y", y, max_abs=1e300)
         m, n = self._kf.obs_dim, self._kf.state_dim
         if m == 1 and (y.ndim == 1 or y.shape[-1] != 1):
@@ -412,7 +428,8 @@ class NoiseScaleKalmanFilter(SequentialEstimator):
 
         warn_if_mostly_discounted(disc.T)
         return NoiseScaleResult(shaped(mean), shaped(cov), shaped(log_c),
-                                shaped(disc), shaped(scale))
+                                shaped(disc), shaped(scale), state_names=self._kf.model.names,
+                                index=index)
 
     def _compiled(self, engine: str, size: int) -> Any:
         """The compiled loop's module if ``engine`` selects it for this call, else None: the

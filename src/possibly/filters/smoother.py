@@ -14,11 +14,10 @@ from typing import Any
 
 import numpy as np
 
+from possibly.filters._common import state_dataset, state_frame
 from possibly.filters.kalman import (
     FilterResult,
     _covariance_or_inf,
-    _dataset,
-    _frame,
     _inverse,
     _mv,
     _scale_exponent,
@@ -65,8 +64,8 @@ class SmootherResult:
         """The smoothed means and sds per step as a pandas DataFrame, indexed like the input,
         with the forward pass's consistency and discount (see ``FilterResult.to_frame``)."""
         fr = self.filtered
-        return _frame(self.mean, self.variance, fr.log_consistency, fr.discount, fr.state_names,
-                      fr.index)
+        return state_frame(self.mean, self.variance, fr.log_consistency, fr.discount,
+                           fr.state_names, fr.index)
 
     def to_xarray(self) -> Any:
         """The smoothed means and variances as an xarray Dataset, with the forward pass's
@@ -81,8 +80,8 @@ class SmootherResult:
         array([0.95, 0.95, 0.95])
         """
         fr = self.filtered
-        return _dataset(self.mean, self.variance, fr.log_consistency, fr.discount,
-                        fr.state_names, fr.index)
+        return state_dataset(self.mean, self.variance, fr.log_consistency, fr.discount,
+                             fr.state_names, fr.index)
 
 
 def smooth(model: LinearGaussianModel, filtered: FilterResult) -> SmootherResult:
