@@ -43,13 +43,14 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from possibly.families.multivariate_normal import MultivariateNormal
 from possibly.families.normal import Normal
+from possibly.frames import component_columns, per_step_dataset, per_step_frame, time_labels
 from possibly.grid import LogLikelihood, _times
 from possibly.inference import discount
 from possibly.particles import ParticlePossibility
@@ -71,6 +72,7 @@ __all__ = [
     "predict",
     "sample_prior",
     "update",
+    "weighted_mean",
 ]
 
 #: at most this many pairwise terms are held in memory at once
@@ -158,21 +160,89 @@ class ParticleFilterResult:
     Attributes
     ----------
     mode : ndarray, shape (T,) or (T, d)
-        E* of the filtered state.
+        E* of the filtered state: the particle of highest possibility (``argmax f``).
+    mean : ndarray, shape (T,) or (T, d)
+        Mean of the probability density proportional to the filtered possibility function
+        ``f``, estimated with the particles' sampling weights ``f / q`` (self-normalised
+        importance sampling). For a normal ``f`` (a linear-Gaussian model) it estimates E*,
+        the Kalman filter's mean, as ``mode`` does (with a Monte Carlo error of the same
+        order); for a skewed or multimodal ``f`` it is another summary than E* (``mode``,
+        the possibilistic expected value).
     log_consistency, gamma, discount : ndarray, shape (T,)
     final : ParticlePossibility
         The last filtered possibility function.
+    index : pandas.Index or None
+        The index of a pandas input (kept by :meth:`to_frame` and :meth:`to_xarray`).
     """
 
     mode: np.ndarray
+    mean: np.ndarray
     log_consistency: np.ndarray
     gamma: np.ndarray
     discount: np.ndarray
     final: ParticlePossibility
+    index: Any = field(default=None, repr=False)
 
     @property
     def consistency(self) -> np.ndarray:
         return np.exp(self.log_consistency)
+
+    def _states(self) -> dict[str, np.ndarray]:
+        """``mean`` and ``mode`` as ``(T, d)``, and the state names ``x0, x1, ...``."""
+        return {name: value.reshape(value.shape[0], -1)
+                for name, value in (("mean", self.mean), ("mode", self.mode))}
+
+    def to_frame(self) -> Any:
+        """The result as a pandas DataFrame, indexed like a pandas input.
+
+        Columns: the mean of each state component (``x0, x1, ...``), its mode
+        (``x0_mode, ...``), ``log_consistency``, ``consistency``, ``gamma`` and ``discount``.
+        Index: that of a pandas input, else a RangeIndex ``step``.
+
+        Examples
+        --------
+        >>> import pandas as pd, possibly as ps
+        >>> pf = ps.ParticleFilter(lambda x: x, ps.particles.GaussianNoise(0.1),
+        ...                        lambda x, y: -0.5 * (y - x) ** 2, n_particles=200,
+        ...                        loglik_sup=0.0, prior=ps.Normal(0.0, 1.0), seed=1)
+        >>> ys = pd.Series([0.1, 30.0, 0.0], index=pd.date_range("2024-01-01", periods=3))
+        >>> frame = pf.filter(ys).to_frame()
+        >>> frame.columns.tolist()
+        ['x0', 'x0_mode', 'log_consistency', 'consistency', 'gamma', 'discount']
+        >>> frame["discount"].round(2)
+        2024-01-01    1.0
+        2024-01-02    0.0
+        2024-01-03    1.0
+        Freq: D, Name: discount, dtype: float64
+        """
+        states = self._states()
+        names = [f"x{j}" for j in range(states["mean"].shape[-1])]
+        cols = component_columns(states["mean"], names)
+        cols.update(component_columns(states["mode"], names, "_mode"))
+        cols.update(log_consistency=self.log_consistency, consistency=self.consistency,
+                    gamma=self.gamma, discount=self.discount)
+        return per_step_frame(cols, self.index)
+
+    def to_xarray(self) -> Any:
+        """The result as an xarray Dataset: ``mean`` and ``mode`` over ``(time, state)``,
+        ``log_consistency``, ``gamma`` and ``discount`` over ``time`` (the pandas index if
+        there was one).
+
+        Examples
+        --------
+        >>> import numpy as np, possibly as ps
+        >>> pf = ps.ParticleFilter.from_model(ps.models.constant_velocity(), n_particles=100,
+        ...                                   prior=ps.MultivariateNormal([0.0, 1.0], np.eye(2)))
+        >>> dict(pf.filter(np.array([0.1, 1.2, 1.9]), seed=0).to_xarray()["mode"].sizes)
+        {'time': 3, 'state': 2}
+        """
+        states = self._states()
+        names = [f"x{j}" for j in range(states["mean"].shape[-1])]
+        data: dict[str, tuple[np.ndarray, tuple[str, ...]]] = {
+            name: (value, ("state",)) for name, value in states.items()}
+        data.update(log_consistency=(self.log_consistency, ()), gamma=(self.gamma, ()),
+                    discount=(self.discount, ()))
+        return per_step_dataset(data, self.index, {"state": names})
 
 
 @dataclass(frozen=True, eq=False)
@@ -393,16 +463,22 @@ class ParticleFilter(SequentialEstimator):
         -------
         ParticleFilterResult
         """
+        index = time_labels(ys, 0)
+        if index is not None:
+            ys = ys.to_numpy()  # a DataFrame's rows are the observations
         if len(ys) < 1:
             raise ValueError("ys must hold at least one observation")
         state = self.init((), prior, seed)
-        modes, infos = [], []
+        modes, means, infos = [], [], []
         for y in ys:
             state, info = self.step(state, y)
             modes.append(info.mode)
+            means.append(weighted_mean(state))
             infos.append(info)
         return ParticleFilterResult(
             mode=np.stack(modes),
+            mean=np.stack(means),
+            index=index,
             log_consistency=np.array([i.log_consistency for i in infos]),
             gamma=np.array([i.gamma for i in infos]),
             discount=np.array([i.discount for i in infos]),
@@ -411,6 +487,21 @@ class ParticleFilter(SequentialEstimator):
 
 
 # -- pure functions -----------------------------------------------------------------------------
+def weighted_mean(state: ParticleFilterState) -> np.ndarray:
+    """Mean of the density proportional to the possibility function of ``state``: the
+    particles weighted by their sampling weights ``f / q`` (see :class:`ParticleFilterResult`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> state = ParticleFilterState(np.array([0.0, 1.0, 4.0]), np.zeros(3), np.log([1, 1, 2]))
+    >>> float(weighted_mean(state))
+    2.25
+    """
+    w = np.exp(state.log_weights - state.log_weights.max())
+    return np.tensordot(w / w.sum(), state.particles, axes=1)
+
+
 def sample_prior(pf: ParticleFilter, prior, rng: np.random.Generator) -> ParticleFilterState:
     """Initial particles from a prior possibility function.
 
