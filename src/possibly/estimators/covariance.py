@@ -42,6 +42,7 @@ from typing import Any, cast
 import numpy as np
 
 from possibly.families.inverse_wishart import NormalInverseWishart
+from possibly.frames import per_step_dataset, per_step_frame
 from possibly.inference import combine, robust_update
 from possibly.likelihood import mvn_batch
 from possibly.progress import progress_bar
@@ -244,6 +245,48 @@ class CovarianceFit:
     def consistency(self) -> np.ndarray:
         """``c_t = exp(log c_t)``."""
         return np.exp(self.log_consistency)
+
+    def _scalars(self) -> dict[str, np.ndarray]:
+        return {"log_consistency": self.log_consistency, "consistency": self.consistency,
+                "gamma": self.gamma, "discount": self.discount}
+
+    def to_frame(self) -> Any:
+        """One row per batch (and per run) as a pandas DataFrame.
+
+        Columns ``mean_i``, ``cov_i_j`` (``i <= j``), ``log_consistency``, ``consistency``,
+        ``gamma`` and ``discount``. Index: a RangeIndex ``step`` (the data, ``(..., T, n,
+        d)``, are never a pandas object), with a leading ``series`` level for several runs.
+
+        Examples
+        --------
+        >>> import numpy as np, possibly as ps
+        >>> batches = np.random.default_rng(1).normal(size=(10, 8, 2))
+        >>> ps.RobustCovarianceEstimator().fit(batches).to_frame().columns.tolist()[:5]
+        ['mean_0', 'mean_1', 'cov_0_0', 'cov_0_1', 'cov_1_1']
+        """
+        d = self.mean.shape[-1]
+        cols = {f"mean_{i}": self.mean[..., i] for i in range(d)}
+        cols.update({f"cov_{i}_{j}": self.covariance[..., i, j]
+                     for i in range(d) for j in range(i, d)})
+        return per_step_frame({**cols, **self._scalars()})
+
+    def to_xarray(self) -> Any:
+        """An xarray Dataset over ``series_0, ...`` (runs) and ``time``: ``mean`` over
+        ``component``, ``covariance`` over ``row, column``, and the scalar columns of
+        :meth:`to_frame`.
+
+        Examples
+        --------
+        >>> import numpy as np, possibly as ps
+        >>> batches = np.random.default_rng(1).normal(size=(10, 8, 2))
+        >>> dict(ps.RobustCovarianceEstimator().fit(batches).to_xarray()["covariance"].sizes)
+        {'time': 10, 'row': 2, 'column': 2}
+        """
+        data: dict[str, tuple[np.ndarray, tuple[str, ...]]] = {
+            "mean": (self.mean, ("component",)), "covariance": (self.covariance, ("row", "column"))}
+        data.update({name: (value, ()) for name, value in self._scalars().items()})
+        d = np.arange(self.mean.shape[-1])
+        return per_step_dataset(data, coords={"component": d, "row": d, "column": d})
 
 
 class RobustCovarianceEstimator(SequentialEstimator):

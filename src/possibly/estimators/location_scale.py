@@ -34,7 +34,7 @@ others are negligible. ``robust_start=False`` is the paper's recursion.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 import numpy as np
@@ -45,6 +45,7 @@ from possibly.estimators._common import (
     robust_spread,
 )
 from possibly.families import NormalGamma
+from possibly.frames import per_step_dataset, per_step_frame, time_labels
 from possibly.inference import robust_update
 from possibly.robust_start import StartState, start_init, start_step, tree_select
 from possibly.sequential import Info, SequentialEstimator, time_first
@@ -146,6 +147,9 @@ class LocationScaleFit:
         Per observation (see :class:`LocationScaleInfo`); NaN where ``y`` is missing.
     trajectory : NormalGamma
         The (leading) posterior after each observation (batch shape ``(..., T)``).
+    index : pandas.Index or None
+        The time labels of a pandas input (a Series' index, a DataFrame's columns: time is
+        the last axis), kept by :meth:`to_frame` and :meth:`to_xarray`.
     """
 
     mean: np.ndarray
@@ -154,6 +158,46 @@ class LocationScaleFit:
     gamma: np.ndarray
     discount: np.ndarray
     trajectory: NormalGamma
+    index: Any = field(default=None, repr=False)
+
+    def _columns(self) -> dict[str, np.ndarray]:
+        return {"mean": self.mean, "precision": self.precision,
+                "log_consistency": self.log_consistency, "consistency": self.consistency,
+                "gamma": self.gamma, "discount": self.discount}
+
+    def to_frame(self) -> Any:
+        """The per-observation estimates as a pandas DataFrame, indexed like a pandas input.
+
+        Columns ``mean``, ``precision``, ``log_consistency``, ``consistency``, ``gamma``,
+        ``discount``. Index: the time labels of a pandas input, else a RangeIndex ``step``;
+        a batch gets a leading ``series`` level (flattened batch position).
+
+        Examples
+        --------
+        >>> import pandas as pd, possibly as ps
+        >>> y = pd.Series([0.1, -0.2, 25.0, 0.3], index=pd.date_range("2024-01-01", periods=4))
+        >>> ps.RobustNormalEstimator().fit(y).to_frame()[["mean", "discount"]].round(2)
+                    mean  discount
+        2024-01-01  0.10       1.0
+        2024-01-02 -0.05       1.0
+        2024-01-03 -0.04       0.0
+        2024-01-04  0.08       1.0
+        """
+        return per_step_frame(self._columns(), self.index)
+
+    def to_xarray(self) -> Any:
+        """The per-observation estimates as an xarray Dataset over ``series_0, ...`` and
+        ``time`` (the time labels of a pandas input), with the columns of :meth:`to_frame`.
+
+        Examples
+        --------
+        >>> import numpy as np, possibly as ps
+        >>> fit = ps.RobustNormalEstimator().fit(np.zeros((2, 5)) + np.arange(5))
+        >>> dict(fit.to_xarray()["mean"].sizes)
+        {'series_0': 2, 'time': 5}
+        """
+        return per_step_dataset({name: (value, ()) for name, value in self._columns().items()},
+                                self.index)
 
     @property
     def consistency(self) -> np.ndarray:
@@ -358,6 +402,7 @@ class RobustNormalEstimator(SequentialEstimator):
         ``beta0="auto"`` each stream's prior rate is :func:`automatic_beta0` of its
         observations.
         """
+        index = time_labels(y, -1)
         y = check_observations("y", y, max_abs=MAX_ABS_OBSERVATION)
         prior = self.prior(y.shape[:-1], automatic_beta0(y) if isinstance(self.beta0, str)
                            else None)
@@ -391,4 +436,4 @@ class RobustNormalEstimator(SequentialEstimator):
         return LocationScaleFit(mean=fields["mean"], precision=precision,
                                 log_consistency=np.stack(log_cs, axis),
                                 gamma=np.stack(gammas, axis), discount=np.stack(rhos, axis),
-                                trajectory=trajectory)
+                                trajectory=trajectory, index=index)

@@ -38,7 +38,7 @@ brute-force recursion on a fine grid gives the same estimates), not a search err
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -48,6 +48,7 @@ from possibly.estimators._common import (
     median_gap,
     needs_number_to_stream,
 )
+from possibly.frames import per_step_dataset, per_step_frame, time_labels
 from possibly.inference import discount
 from possibly.sequential import Info, SequentialEstimator
 from possibly.validation import (
@@ -320,6 +321,10 @@ class SoftUniformFit:
     decay : float or ndarray
         The decay used: the estimator's, or with ``decay="auto"`` one per stream (batch
         shape).
+    index : pandas.Index or None
+        The time labels of a pandas input in the processing order (a Series' index sorted
+        with its values; a DataFrame's columns, time being the last axis, when the order is
+        as given), kept by :meth:`to_frame` and :meth:`to_xarray`.
     """
 
     observations: np.ndarray
@@ -328,6 +333,47 @@ class SoftUniformFit:
     discount: np.ndarray
     state: SoftUniformState
     decay: float | np.ndarray
+    index: Any = field(default=None, repr=False)
+
+    def _columns(self) -> dict[str, np.ndarray]:
+        return {"observation": self.observations, "mode": self.mode,
+                "log_consistency": self.log_consistency, "consistency": self.consistency,
+                "discount": self.discount}
+
+    def to_frame(self) -> Any:
+        """One row per observation, in the processing order, as a pandas DataFrame.
+
+        Columns ``observation``, ``mode`` (E* after it), ``log_consistency``,
+        ``consistency``, ``discount``. Index: the labels of a pandas input in the processing
+        order (:attr:`index`), else a RangeIndex ``step``; a batch gets a leading ``series``
+        level (flattened batch position).
+
+        Examples
+        --------
+        >>> import pandas as pd, possibly as ps
+        >>> y = pd.Series([3.0, 9.0, 1.0, 40.0], index=list("abcd"))
+        >>> ps.SoftUniformEstimator().fit(y).to_frame()["observation"]   # sorted: labels too
+        c     1.0
+        a     3.0
+        b     9.0
+        d    40.0
+        Name: observation, dtype: float64
+        """
+        return per_step_frame(self._columns(), self.index)
+
+    def to_xarray(self) -> Any:
+        """The columns of :meth:`to_frame` as an xarray Dataset over ``series_0, ...`` and
+        ``time`` (the labels of a pandas input, in the processing order).
+
+        Examples
+        --------
+        >>> import numpy as np, possibly as ps
+        >>> fit = ps.SoftUniformEstimator(order="given").fit(np.arange(1.0, 7.0).reshape(2, 3))
+        >>> dict(fit.to_xarray()["mode"].sizes)
+        {'series_0': 2, 'time': 3}
+        """
+        return per_step_dataset({name: (value, ()) for name, value in self._columns().items()},
+                                self.index)
 
     @property
     def consistency(self) -> np.ndarray:
@@ -429,13 +475,17 @@ class SoftUniformEstimator(SequentialEstimator):
         With ``decay="auto"`` each stream's decay is :func:`automatic_decay` of its
         observations.
         """
+        index = time_labels(y, -1)
         y = check_observations("y", y, positive=True)
         decay: float | np.ndarray = float(as_finite("decay", self.decay)) if not isinstance(
             self.decay, str) else automatic_decay(y)
         if np.ndim(decay) == 0:
             decay = float(decay)
         if self.order == "increasing":
-            y = np.sort(y, axis=-1)  # NaN sort last
+            order = np.argsort(y, axis=-1, kind="stable")  # NaN sort last
+            y = np.take_along_axis(y, order, axis=-1)
+            # a Series' labels follow its values; a batch has no common order
+            index = index[order] if index is not None and y.ndim == 1 else None
         tau = None if self.tau is None else float(self.tau)
         with self._exclusive():
             state = soft_uniform_init(y.shape[-1], y.shape[:-1])
@@ -450,4 +500,5 @@ class SoftUniformEstimator(SequentialEstimator):
 
         return SoftUniformFit(observations=y, mode=stack("mode"),
                               log_consistency=stack("log_consistency"),
-                              discount=stack("discount"), state=state, decay=decay)
+                              discount=stack("discount"), state=state, decay=decay,
+                              index=index)
