@@ -15,10 +15,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
 from possibly.families.base import Possibility
+from possibly.frames import per_step_dataset, per_step_frame
 from possibly.validation import (
     check_bool,
     check_int,
@@ -366,6 +368,65 @@ class SequentialResult:
     trajectory: Possibility | tuple[Possibility, ...]
     consistency: np.ndarray
     discount: np.ndarray
+
+    def _per_step(self) -> dict[str, tuple[np.ndarray, tuple[str, ...]]]:
+        """The posterior's parameters after each step and the step's consistency and
+        discount, time moved after the batch axes: ``(*batch, T, *event)``."""
+        out: dict[str, tuple[np.ndarray, tuple[str, ...]]] = {}
+        traj = self.trajectory
+        nb = np.ndim(self.consistency) - 1
+        if not isinstance(traj, tuple):  # a tuple: functions on points, no parameters
+            events = {0: (), 1: ("component",), 2: ("row", "column")}
+            for name, value in traj.fields().items():
+                ev = value.ndim - len(traj.batch_shape)
+                out[name] = (np.moveaxis(value, 0, nb), events[ev])
+        for name in ("consistency", "discount"):
+            out[name] = (np.moveaxis(np.asarray(getattr(self, name)), 0, -1), ())
+        return out
+
+    def to_frame(self) -> Any:
+        """One row per observation as a pandas DataFrame: the posterior's parameters after
+        it (named as in the family; a vector's entries ``name_i``, a matrix's ``name_i_j``)
+        and its ``consistency`` and ``discount``.
+
+        Index: a RangeIndex ``step``; a batch gets a leading ``series`` level (flattened
+        batch position).
+
+        Examples
+        --------
+        >>> import numpy as np, possibly as ps
+        >>> y = np.array([0.1, -0.3, 25.0])
+        >>> res = ps.update_sequence(ps.Normal(0.0, 0.0), ps.likelihood.normal(y, sd=1.0))
+        >>> res.to_frame().round(3)  # doctest: +NORMALIZE_WHITESPACE
+               mean  precision  consistency  discount
+        step
+        0     0.100      1.000        1.000     1.000
+        1    -0.096      1.961        0.961     0.961
+        2    -0.096      1.961        0.000     0.000
+        """
+        cols: dict[str, np.ndarray] = {}
+        for name, (value, event) in self._per_step().items():
+            if not event:
+                cols[name] = value
+            for i in range(value.shape[-1]) if len(event) == 1 else ():
+                cols[f"{name}_{i}"] = value[..., i]
+            for i, j in np.ndindex(value.shape[-2:]) if len(event) == 2 else ():
+                cols[f"{name}_{i}_{j}"] = value[..., i, j]
+        return per_step_frame(cols)
+
+    def to_xarray(self) -> Any:
+        """The columns of :meth:`to_frame` as an xarray Dataset over ``series_0, ...``,
+        ``time`` and (for vector and matrix parameters) ``component`` or ``row, column``.
+
+        Examples
+        --------
+        >>> import numpy as np, possibly as ps
+        >>> lik = ps.likelihood.normal(np.zeros((4, 3)), sd=1.0)       # T = 4, batch of 3
+        >>> ds = ps.update_sequence(ps.Normal(0.0, 0.0), lik).to_xarray()
+        >>> dict(ds["mean"].sizes)
+        {'series_0': 3, 'time': 4}
+        """
+        return per_step_dataset(self._per_step())
 
 
 def update_sequence(prior: Possibility, likelihoods: Possibility, *, robust: bool = True,
