@@ -159,6 +159,40 @@ class ManyResult:
         """Number of series that could not be processed (their ``error`` is set)."""
         return int(self.summary["error"].notna().sum())
 
+    def to_frame(self, table: str = "summary") -> Any:
+        """One of the result's tables: ``"summary"`` (default), ``"events"`` or ``"states"``.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> res = ManyResult(summary=pd.DataFrame({"id": ["a"], "error": [None]}))
+        >>> res.to_frame().columns.tolist()
+        ['id', 'error']
+        """
+        tables = {"summary": self.summary, "events": self.events, "states": self.states}
+        if table not in tables:
+            raise ValueError(f"table must be one of {sorted(tables)}, got {table!r}")
+        if tables[table] is None:
+            held = ", ".join(repr(k) for k, v in tables.items() if v is not None)
+            raise ValueError(f"this result has no {table!r} table (it holds {held})")
+        return tables[table]
+
+    def to_xarray(self, table: str = "summary") -> Any:
+        """The table :meth:`to_frame` returns, as an xarray Dataset over its rows.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> res = ManyResult(summary=pd.DataFrame({"id": ["a", "b"], "error": [None, None]}))
+        >>> dict(res.to_xarray().sizes)
+        {'index': 2}
+        """
+        try:
+            import xarray  # noqa: F401
+        except ImportError:
+            raise ImportError('to_xarray needs xarray: pip install "possibly[xarray]"') from None
+        return self.to_frame(table).to_xarray()
+
 
 #: the file of a series' results inside its partition directory ``series/id=<id>/``
 PART_FILE = "part-0.parquet"

@@ -16,6 +16,7 @@ from possibly.changepoint.outliers import find_outliers
 from possibly.changepoint.recursion import ChangepointParams, MapTrace, init, step
 from possibly.changepoint.segments import PolynomialTrend
 from possibly.changepoint.uncertainty import change_possibility, possibility_intervals
+from possibly.frames import per_step_dataset
 
 __all__ = ["ChangepointResult", "model_name"]
 
@@ -345,6 +346,25 @@ class ChangepointResult:
             "discount": self.discount,
             "log_consistency": self.log_consistency,
         }, index=index)
+
+    def to_xarray(self) -> Any:
+        """The columns of :meth:`to_frame` as an xarray Dataset over ``time`` (the pandas
+        index if there was one); a vector ``segment_mean`` over ``(time, component)``.
+
+        Examples
+        --------
+        >>> import pandas as pd, possibly as ps
+        >>> y = pd.Series([0.0, 0.1, -0.1, 5.0, 5.1, 4.9],
+        ...               index=pd.date_range("2024-01-01", periods=6, freq="D"))
+        >>> ds = ps.ChangepointDetector(sigma=1.0, hazard=0.01).fit(y).to_xarray()
+        >>> ds["changepoint"].sel(time="2024-01-04").item()
+        True
+        """
+        frame = self.to_frame()
+        data = {name: (frame[name].to_numpy(), ()) for name in frame.columns}
+        if self.mean.ndim > 1:
+            data["segment_mean"] = (self.mean.reshape(len(self.mean), -1), ("component",))
+        return per_step_dataset(data, self.index)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain lists and numbers (JSON-serialisable; NaN becomes None)."""
