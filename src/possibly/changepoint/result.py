@@ -361,7 +361,8 @@ class ChangepointResult:
         True
         """
         frame = self.to_frame()
-        data = {name: (frame[name].to_numpy(), ()) for name in frame.columns}
+        data: dict[str, tuple[np.ndarray, tuple[str, ...]]] = {
+            name: (frame[name].to_numpy(), ()) for name in frame.columns}
         if self.mean.ndim > 1:
             data["segment_mean"] = (self.mean.reshape(len(self.mean), -1), ("component",))
         return per_step_dataset(data, self.index)

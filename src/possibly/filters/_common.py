@@ -31,8 +31,9 @@ def state_dataset(mean: np.ndarray, variance: np.ndarray | None, log_c: np.ndarr
                   extra: Mapping[str, np.ndarray] | None = None) -> Any:
     """The Dataset of a filter or smoother result (see FilterResult.to_xarray), with
     ``extra`` per-step variables ``(..., T)``."""
-    data = {name: (value, ("state",)) for name, value in (("mean", mean), ("variance", variance))
-            if value is not None}
+    data: dict[str, tuple[np.ndarray, tuple[str, ...]]] = {
+        name: (value, ("state",)) for name, value in (("mean", mean), ("variance", variance))
+        if value is not None}
     data.update(log_consistency=(log_c, ()), discount=(disc, ()))
     data.update({name: (value, ()) for name, value in (extra or {}).items()})
     return per_step_dataset(data, index, {"state": list(names)})

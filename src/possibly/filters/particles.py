@@ -465,7 +465,7 @@ class ParticleFilter(SequentialEstimator):
         """
         index = time_labels(ys, 0)
         if index is not None:
-            ys = ys.to_numpy()  # a DataFrame's rows are the observations
+            ys = np.asarray(ys)  # a DataFrame's rows are the observations
         if len(ys) < 1:
             raise ValueError("ys must hold at least one observation")
         state = self.init((), prior, seed)
