@@ -434,6 +434,7 @@ class ChangepointDetector(SequentialEstimator):
         self._trace = MapTrace()
         self._history: dict[str, Growable] | None = None
         self._index: Any = None
+        self._name: Any = None
         return self
 
     @property
@@ -543,6 +544,7 @@ class ChangepointDetector(SequentialEstimator):
             self._select_models(y)
             arr = self._check(y)
             self._reset()
+            self._name = getattr(y, "name", None)  # a pandas Series' name: the plots' y label
             self._params(arr)
             state, out = self._run(self.init(), arr)
             object.__setattr__(self, "_state", state)
@@ -624,7 +626,7 @@ class ChangepointDetector(SequentialEstimator):
             h["log_consistency"], h["discount"], h["n_active"].astype(np.int64),
             h["log_change_possibility"], params=self._params(),
             sigma_estimated=self.sigma_estimated_, outlier_level=self._outlier_level,
-            index=index)
+            index=index, name=self._name)
 
     def history_nbytes(self) -> int:
         """Bytes held for the per-step history and the MAP trace."""
