@@ -152,11 +152,11 @@ def test_run_length_heat_map_cells_are_maxima(small):
             rows = [r for r in range(R) if (r * 40) // R == i]
             cell = dense[rows][:, bounds[j]:bounds[j + 1]]
             assert img[i, j] == pytest.approx(cell.max() if cell.size else 0.0)
-    assert len(ax.figure.axes) == 2  # the colour bar
-    assert ax.figure.axes[1].get_ylabel() == "run-length possibility"
+    assert len(ax.child_axes) == 1  # the colour bar, an inset beside the panel
+    assert ax.child_axes[0].get_ylabel() == "run-length possibility"
     dense_ax = cpplot.plot_run_length(res, colorbar=False)
     np.testing.assert_array_equal(np.asarray(dense_ax.images[0].get_array()), dense)
-    assert len(dense_ax.figure.axes) == 1
+    assert len(dense_ax.figure.axes) == 1 and not dense_ax.child_axes
 
 
 def test_reproduction_figures(small, tmp_path, monkeypatch):
@@ -445,8 +445,15 @@ def test_run_length_colour_bar_sits_next_to_its_panel(small, tmp_path, monkeypat
     for ax in (top, mid):
         box = _axes_box(ax)
         assert box.x0 == pytest.approx(heat.x0) and box.x1 == pytest.approx(heat.x1)
-    # the single panel: its bar beside it too
-    ax = cpplot.plot_run_length(res)
-    ax.figure.canvas.draw()
-    bar = ax.figure.axes[-1]
-    assert 0.0 < _axes_box(bar).x0 - _axes_box(ax).x1 < 0.05
+    # one panel of a figure whose other panel has its legend outside, to the right: the bar
+    # stays beside its own panel, not beyond the legend
+    fig, (upper, lower) = plt.subplots(2, 1, figsize=(11, 6), layout="constrained")
+    cpplot.plot_result(res, ax=upper)
+    cpplot.plot_run_length(res, ax=lower)
+    fig.canvas.draw()
+    (bar,) = lower.child_axes
+    bar_box, panel = bar.get_window_extent(), lower.get_window_extent()
+    assert 0.0 < bar_box.x0 - panel.x1 < 0.02 * fig.bbox.width
+    assert bar_box.y0 == pytest.approx(panel.y0, abs=1)
+    assert bar_box.y1 == pytest.approx(panel.y1, abs=1)
+    assert fig.bbox.x1 >= bar.get_tightbbox().x1  # its label inside the figure

@@ -406,7 +406,8 @@ def plot_run_length(result, ax=None, *, index=None, max_run_length: int | None =
     map_path : bool
         Draw the MAP run length on top.
     colorbar : bool
-        Add the colour bar (``ax.images[-1]`` is the image, for a shared bar).
+        Add the colour bar, in an inset axis just right of ``ax`` (``ax.child_axes``;
+        ``ax.images[-1]`` is the image, for a shared bar).
 
     Returns
     -------
@@ -442,8 +443,9 @@ def plot_run_length(result, ax=None, *, index=None, max_run_length: int | None =
     ax.set_ylim(-0.5, R - 0.5)
     ax.set_ylabel("run length r")
     axis.format(ax)
-    if colorbar:
-        ax.figure.colorbar(im, ax=ax, label="run-length possibility", pad=0.01)
+    if colorbar:  # in an inset just right of the panel: beside it whatever the layout
+        cax = ax.inset_axes((1.01, 0.0, 0.015, 1.0))
+        ax.figure.colorbar(im, cax=cax, label="run-length possibility")
     return ax
 
 
