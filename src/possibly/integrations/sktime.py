@@ -153,7 +153,12 @@ class _PossiblyDetector(BaseDetector):
         ]
 
 
-_PARAMETERS = """
+class PossiblyChangepointDetector(_PossiblyDetector):
+    """Robust online change-point detection (possibly's BOCPD) as an sktime detector.
+
+    ``predict`` gives the change points (``iloc`` positions), ``transform`` the segment label
+    of every step, ``transform_scores`` the possibility that a segment starts at each step.
+
     Parameters
     ----------
     model : {"auto", "normal"}
@@ -188,15 +193,7 @@ _PARAMETERS = """
     result_ : ChangepointResult
         The detector's result on the training series (its ``changepoints``, ``outliers``,
         ``segment_model_names``, ...).
-"""
 
-
-class PossiblyChangepointDetector(_PossiblyDetector):
-    __doc__ = """Robust online change-point detection (possibly's BOCPD) as an sktime detector.
-
-    ``predict`` gives the change points (``iloc`` positions), ``transform`` the segment label
-    of every step, ``transform_scores`` the possibility that a segment starts at each step.
-    """ + _PARAMETERS + """
     Examples
     --------
     >>> import numpy as np
@@ -249,7 +246,7 @@ class PossiblyChangepointDetector(_PossiblyDetector):
 
 
 class PossiblyAnomalyDetector(_PossiblyDetector):
-    __doc__ = """The robust change-point detector's outliers on sktime's anomaly-detection task.
+    """The robust change-point detector's outliers on sktime's anomaly-detection task.
 
     The same detector as :class:`PossiblyChangepointDetector`: ``predict`` gives the
     observations it treated as outliers (``result.outliers``: discounted and far from their
@@ -257,7 +254,9 @@ class PossiblyAnomalyDetector(_PossiblyDetector):
     ``transform_scores`` the outlier score ``1 − discount`` of every step (0 at missing
     values) and ``predict_scores`` that score at each outlier. Changes of level or trend are
     not anomalies: the segment model follows them.
-    """ + _PARAMETERS + """
+
+    Parameters and attributes: as :class:`PossiblyChangepointDetector`.
+
     Examples
     --------
     >>> import numpy as np
