@@ -97,7 +97,7 @@ class _PossiblyDetector(BaseDetector):
         # bad parameters fail here, at the call site (ChangepointDetector checks them all)
         ChangepointDetector(sigma=sigma, model=model, hazard=hazard, forgetting=forgetting,
                             robust=robust, tau=tau, outlier_level=outlier_level)
-        # the paper's model is scalar: sktime then refuses a multivariate series itself
+        # the paper's model is scalar (_values refuses a multivariate series with a clear error)
         self.set_tags(**{"capability:multivariate": not self._normal()})
 
     def _normal(self) -> bool:
@@ -261,13 +261,13 @@ class PossiblyAnomalyDetector(_PossiblyDetector):
     --------
     >>> import numpy as np
     >>> from possibly.integrations.sktime import PossiblyAnomalyDetector
-    >>> rng = np.random.default_rng(0)
-    >>> X = np.r_[rng.normal(0, 1, 100), rng.normal(6, 1, 100)]
-    >>> X[50] = 10.0
+    >>> t = np.arange(200.0)
+    >>> X = np.where(t < 120, 0.05 * t, 20.0 - 0.1 * t) + np.random.default_rng(1).normal(size=200)
+    >>> X[[40, 160]] += [8.0, -9.0]                     # two spikes on a trend that turns
     >>> det = PossiblyAnomalyDetector().fit(X)
-    >>> det.predict(X)["ilocs"].tolist()               # the spike, not the change at 100
-    [50]
-    >>> det.transform(X)["labels"].iloc[[49, 50, 100]].tolist()
+    >>> det.predict(X)["ilocs"].tolist()               # the spikes, not the turn at 120
+    [40, 160]
+    >>> det.transform(X)["labels"].iloc[[39, 40, 120]].tolist()
     [0, 1, 0]
     """
 
