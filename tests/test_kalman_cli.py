@@ -47,7 +47,8 @@ def test_plain_column_to_stdout_standard_and_smooth(tmp_path, capsys):
     assert main(["kalman", str(src), "--standard"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     assert lines[0].startswith("t,observation,position") and len(lines) == 5
-    assert main(["kalman", str(src), "--smooth", "--tau", "0.1"]) == 0
+    assert main(["kalman", str(src), "--smooth", "--tau", "0.1", "--obs-sd", "1",
+                 "--accel-sd", "0.05"]) == 0
     rows = capsys.readouterr().out.strip().splitlines()[1:]
     smoothed = [float(r.split(",")[2]) for r in rows]
     ref = ps.KalmanFilter(*ps.models.constant_velocity(), tau=0.1).smooth([1.0, 2.1, 2.9, 4.2])

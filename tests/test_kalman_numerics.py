@@ -15,6 +15,7 @@ CV = ps.models.constant_velocity()
 def _finite_run(kf, ys):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no overflow / invalid-value warnings either
+        warnings.simplefilter("ignore", ps.MostlyDiscountedWarning)  # hostile data: it may
         res = kf.filter(ys)
         sm = kf.smooth(ys)
     observed = ~np.isnan(np.asarray(ys, dtype=float).reshape(res.discount.shape + (-1,))).all(-1)
@@ -32,9 +33,10 @@ def test_huge_first_observation_gives_finite_estimates():
     # nothing is known before y_1, so it is taken whole; y_3 is then a gross outlier: γ = 0
     assert res.mean[0, 0] == 1e155
     assert res.log_consistency[2] == -np.inf and res.discount[2] == 0.0
-    # with the robust start (default) the hypothesis "y_1 is an outlier" takes over at y_3
-    res = _finite_run(ps.KalmanFilter(*CV), ys)
-    assert res.mean[0, 0] == 1e155 and abs(res.mean[2, 0] - 2.0) < 1e-9
+    # with the robust start (default): at y_3 the hypotheses that drop one of y_1..y_3 tie
+    # (any two positions fit); at y_4 the hypothesis "y_1 is an outlier" takes over
+    res = _finite_run(ps.KalmanFilter(*CV), np.r_[ys, 3.0])
+    assert res.mean[0, 0] == 1e155 and abs(res.mean[3, 0] - 3.0) < 1e-9
 
 
 def test_huge_outlier_mid_series_is_cut_cleanly():

@@ -259,7 +259,8 @@ def test_kalman_cluster_equals_single_process(client, tmp_path):
     df.to_parquet(path, index=False)
     out = tmp_path / "kout"
     status = main(["kalman-many", str(path), "--id", "trk", "--value", "pos",
-                   "--scheduler", client.scheduler.address, "--out", str(out)])
+                   "--scheduler", client.scheduler.address, "--out", str(out),
+                   "--accel-sd", "0.05", "--obs-sd", "1"])
     assert status == 0
     for key in data:
         got = pd.read_parquet(out / "series" / series_filename(key))

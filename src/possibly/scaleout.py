@@ -87,11 +87,13 @@ On a cluster (here one started for the call, on loopback):
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import math
 import numbers
 import os
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -743,32 +745,68 @@ def changepoints_many(data: Any, id_column: str, value_column: str, *, scheduler
 
 
 # -- Kalman filter ---------------------------------------------------------------------------
+def _warn_tracks(fractions: np.ndarray) -> None:
+    """One :class:`~possibly.filters.kalman.MostlyDiscountedWarning` for the tracks with more
+    than half their observations discounted."""
+    from possibly.filters.kalman import MOSTLY_DISCOUNTED, MostlyDiscountedWarning
+
+    bad = np.nan_to_num(fractions, nan=0.0) > MOSTLY_DISCOUNTED
+    if bad.any():
+        warnings.warn(f"{int(bad.sum())} of {fractions.size} tracks have more than half their "
+                      "observations discounted below 0.1 (summary column discounted_fraction): "
+                      "the model does not fit them, most likely its noise scale R (in other "
+                      "units than the data?); set it per track from the data "
+                      "(possibly.models.constant_velocity_noise)", MostlyDiscountedWarning,
+                      stacklevel=3)
+
+
+def _track_filter(model: Callable, options: dict, ys: np.ndarray) -> Any:
+    """The filter of one track whose model is ``model(ys)`` (``kalman_many`` with a callable
+    model)."""
+    from possibly.filters.kalman import KalmanFilter
+    from possibly.filters.state_space import LinearGaussianModel
+
+    return KalmanFilter(LinearGaussianModel.of(model(ys)), **options)
+
+
 def _kalman_task(df: Any, id_column: str, value_columns: list[str], kf: Any,
-                 state_names: list[str], outlier_level: float,
+                 state_names: list[str] | None, outlier_level: float,
                  series_dir: str | None, keep_states: bool) -> tuple[Any, Any]:
-    """Filter every track of one task, tracks of equal length as one batch."""
+    """Filter every track of one task: tracks of equal length as one batch when ``kf`` is a
+    filter, each with its own filter ``kf(ys)`` otherwise."""
     import pandas as pd
+
+    from possibly.filters.kalman import (
+        KalmanFilter,
+        MostlyDiscountedWarning,
+        discounted_fraction,
+    )
 
     tracks = [(key, g[value_columns].to_numpy(dtype=np.float64, na_value=np.nan))
               for key, g in _groups(df, id_column)]
+    shared = isinstance(kf, KalmanFilter)
     by_length: dict[int, list[int]] = {}
     for i, (_, ys) in enumerate(tracks):
-        by_length.setdefault(ys.shape[0], []).append(i)
+        by_length.setdefault(ys.shape[0] if shared else i, []).append(i)
     frames: list[Any] = [None] * len(tracks)
     rows: list[Any] = [None] * len(tracks)
     for idx in by_length.values():
         try:
-            res = kf.filter(np.stack([tracks[i][1] for i in idx]), keep=("mean",))
+            filt = kf if shared else kf(tracks[idx[0]][1])
+            with warnings.catch_warnings():  # kalman_many warns once, for every track
+                warnings.simplefilter("ignore", MostlyDiscountedWarning)
+                res = filt.filter(np.stack([tracks[i][1] for i in idx]), keep=("mean",))
         except ValueError as exc:  # reported per track, the others still run
             for i in idx:
                 rows[i] = {"id": tracks[i][0], "n_steps": tracks[i][1].shape[0],
                            "n_missing": -1, "n_discounted": -1, "min_discount": math.nan,
-                           "file": None, "error": str(exc)}
+                           "discounted_fraction": math.nan, "file": None, "error": str(exc)}
             continue
+        names = state_names or list(filt.model.names)
         for b, i in enumerate(idx):
             key, ys = tracks[i]
             cols = {"step": np.arange(ys.shape[0], dtype=np.int64)}
-            cols.update({f"mean_{s}": res.mean[b, :, j] for j, s in enumerate(state_names)})
+            cols.update({f"mean_{s}": res.mean[b, :, j] for j, s in enumerate(names)})
             cols["consistency"] = res.consistency[b]
             cols["discount"] = res.discount[b]
             frames[i] = pd.DataFrame(cols)
@@ -777,7 +815,8 @@ def _kalman_task(df: Any, id_column: str, value_columns: list[str], kf: Any,
                        "n_missing": int(np.isnan(disc).sum()),
                        "n_discounted": int(np.sum(disc < outlier_level)),
                        "min_discount": float(np.nanmin(disc)) if np.isfinite(disc).any()
-                       else math.nan, "file": None, "error": None}
+                       else math.nan, "discounted_fraction": float(discounted_fraction(disc)),
+                       "file": None, "error": None}
     states = []
     for i, (key, _) in enumerate(tracks):
         if frames[i] is None:
@@ -809,8 +848,12 @@ def kalman_many(data: Any, id_column: str, value_columns: str | Sequence[str], m
         ``step``, ``mean_<state>``, ``consistency``, ``discount``) and ``summary.parquet``.
     value_columns : str or sequence of str
         The ``m`` observation columns (NaN = missing component).
-    model : LinearGaussianModel or (F, Q, H, R)
-        The linear-Gaussian model, e.g. :func:`possibly.models.constant_velocity`.
+    model : LinearGaussianModel or (F, Q, H, R), or a function of a track
+        The linear-Gaussian model, e.g. :func:`possibly.models.constant_velocity`; or a
+        function ``model(ys)`` returning one from a track's observations ``ys`` (shape
+        ``(T, m)``), called on each track (e.g. noise scales set per track by
+        :func:`possibly.models.constant_velocity_noise`; it must pickle for a cluster). A
+        ValueError it raises fails that track only.
     robust, tau, dim, coverage
         Passed to :class:`possibly.KalmanFilter`.
     state_names : sequence of str, optional
@@ -822,8 +865,12 @@ def kalman_many(data: Any, id_column: str, value_columns: str | Sequence[str], m
     Returns
     -------
     ManyResult
-        ``summary`` (``id, n_steps, n_missing, n_discounted, min_discount, file, error``) and,
-        when ``out`` is None, ``states`` (``step, mean_<state>..., consistency, discount, id``).
+        ``summary`` (``id, n_steps, n_missing, n_discounted, min_discount,
+        discounted_fraction, file, error``; ``discounted_fraction`` is that of
+        :attr:`possibly.filters.FilterResult.discounted_fraction`) and, when ``out`` is None,
+        ``states`` (``step, mean_<state>..., consistency, discount, id``). A
+        :class:`~possibly.filters.kalman.MostlyDiscountedWarning` says how many tracks had
+        more than half their observations discounted.
 
     Examples
     --------
@@ -840,7 +887,7 @@ def kalman_many(data: Any, id_column: str, value_columns: str | Sequence[str], m
     [0.0, 1.0, 2.0, 3.0, 4.0]
     """
     from possibly.filters.kalman import KalmanFilter
-    from possibly.filters.state_space import LinearGaussianModel
+    from possibly.filters.state_space import LinearGaussianModel, constant_velocity
 
     id_column = _check_name("id_column", id_column)
     if isinstance(value_columns, str):
@@ -848,16 +895,26 @@ def kalman_many(data: Any, id_column: str, value_columns: str | Sequence[str], m
     value_columns = [_check_name("value_columns", c) for c in value_columns]
     if not value_columns:
         raise ValueError("value_columns must name at least one column")
-    lgm = LinearGaussianModel.of(model)
-    kf = KalmanFilter(lgm, robust=robust, tau=tau, dim=dim, coverage=coverage)
-    if kf.obs_dim != len(value_columns):
-        raise ValueError(f"value_columns has {len(value_columns)} column(s) but the model "
-                         f"observes {kf.obs_dim} value(s) per step")
-    if state_names is None:
-        state_names = list(lgm.names)
-    state_names = [str(s) for s in state_names]
-    if len(state_names) != kf.state_dim or len(set(state_names)) != kf.state_dim:
-        raise ValueError(f"state_names must be {kf.state_dim} distinct names, got {state_names}")
+    options: dict[str, Any] = {"robust": robust, "tau": tau, "dim": dim, "coverage": coverage}
+    if callable(model):
+        # one model per track: the options are checked now (on a stand-in model), the
+        # model's shapes per track
+        KalmanFilter(constant_velocity(ndim=len(value_columns)), **options)
+        kf: Any = functools.partial(_track_filter, model, options)
+        state_dim = None
+    else:
+        kf = KalmanFilter(LinearGaussianModel.of(model), **options)
+        state_dim = kf.state_dim
+        if kf.obs_dim != len(value_columns):
+            raise ValueError(f"value_columns has {len(value_columns)} column(s) but the model "
+                             f"observes {kf.obs_dim} value(s) per step")
+        if state_names is None:
+            state_names = list(kf.model.names)
+    if state_names is not None:
+        state_names = [str(s) for s in state_names]
+        count = len(state_names) if state_dim is None else state_dim
+        if len(state_names) != count or len(set(state_names)) != count:
+            raise ValueError(f"state_names must be {count} distinct names, got {state_names}")
     if not 0.0 < float(outlier_level) <= 1.0:
         raise ValueError(f"outlier_level must be in (0, 1], got {outlier_level!r}")
     ddf = _load(data, id_column, value_columns)
@@ -873,6 +930,7 @@ def kalman_many(data: Any, id_column: str, value_columns: str | Sequence[str], m
         results = _compute(client, tasks, progress, "tracks")
     summary = _text_columns(_sorted(pd.concat([s for _, s in results if s is not None],
                                               ignore_index=True), ["id"]))
+    _warn_tracks(summary["discounted_fraction"].to_numpy())
     states = None
     if out_dir is None:
         parts = [s for s, _ in results if s is not None]

@@ -15,16 +15,20 @@ summary), 2 on bad input.
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import time
+import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from possibly.cli.arguments import add_robust, check_robust, integer, number
 from possibly.cli.changepoint import add_model, detector_options
-from possibly.cli.kalman import add_coverage, add_state_space_model
+from possibly.cli.kalman import add_coverage, add_state_space_model, model_from_data
 from possibly.cli.outputs import STDOUT
+from possibly.filters.kalman import DISCOUNTED_BELOW, MOSTLY_DISCOUNTED, MostlyDiscountedWarning
 from possibly.tables import display
 
 __all__ = ["register"]
@@ -65,6 +69,8 @@ def _input(args: argparse.Namespace, value_columns: list[str]):
     from possibly.tables import read_table
 
     table = read_table(args.input)
+    for note in table.notes:  # e.g. pandas' header 0, 1, ...: said, never silently dropped
+        print(f"possibly {args.command}: note: {note}", file=sys.stderr)
     ids = table.column(table.column_index(args.id, "--id"))
     frame: dict[str, list[str | None] | np.ndarray] = {
         args.id: [None if c == "" else c for c in ids]}
@@ -166,8 +172,12 @@ def run_kalman(args: argparse.Namespace) -> int:
     from possibly.scaleout import kalman_many
 
     cols = args.value
-    model = models.constant_velocity(dt=args.dt, accel_sd=args.accel_sd, obs_sd=args.obs_sd,
-                                     ndim=len(cols))
+    if args.accel_sd is not None and args.obs_sd is not None:
+        model: Any = models.constant_velocity(dt=args.dt, accel_sd=args.accel_sd,
+                                              obs_sd=args.obs_sd, ndim=len(cols))
+    else:  # the noise scales not given are set from each track's data
+        model = functools.partial(model_from_data, dt=args.dt, accel_sd=args.accel_sd,
+                                  obs_sd=args.obs_sd)
     if len(cols) == 1:
         names = ["position", "velocity"]
     else:
@@ -179,15 +189,25 @@ def run_kalman(args: argparse.Namespace) -> int:
                          "the per-track files keep 'step' (0-based) to join on")
     data = _input(args, cols)
     times = _times(args, data)
-    res = kalman_many(data, args.id, cols, model, robust=not args.standard,
-                      tau=args.tau, coverage=args.coverage, state_names=names, **cluster)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MostlyDiscountedWarning)  # reported below, in one line
+        res = kalman_many(data, args.id, cols, model, robust=not args.standard,
+                          tau=args.tau, coverage=args.coverage, state_names=names, **cluster)
     seconds = time.perf_counter() - t0
     if res.out is None and res.states is not None:
         _with_time(res.states, times, "step").to_csv(sys.stdout, index=False)
     ok = res.summary[res.summary["error"].isna()]
     extra = (f", {int(ok['n_steps'].sum())} steps, {int(ok['n_discounted'].sum())} "
              f"discounted below 0.1")
-    return _report("tracks", res, seconds, extra)
+    status = _report("tracks", res, seconds, extra)
+    mostly = int((ok["discounted_fraction"] > MOSTLY_DISCOUNTED).sum())
+    if mostly:
+        print(f"possibly kalman-many: warning: {mostly} track(s) had more than half their "
+              f"observations discounted below {DISCOUNTED_BELOW:g} (summary column "
+              "discounted_fraction): the model does not fit them; give --obs-sd and "
+              "--accel-sd in the data's units, or leave them out to set them per track from "
+              "the data", file=sys.stderr)
+    return status
 
 
 def _common(p: argparse.ArgumentParser) -> None:

@@ -46,6 +46,7 @@ from possibly.robust_start import StartState, start_init, start_step, tree_selec
 from possibly.sequential import Info, SequentialEstimator, time_first
 from possibly.validation import (
     as_finite,
+    as_numbers,
     check_bool,
     check_observations,
     check_positive,
@@ -339,7 +340,7 @@ class RobustNormalEstimator(SequentialEstimator):
 
     def step(self, state: StartState, y) -> tuple[StartState, LocationScaleInfo]:
         """One observation per stream (batch shape); NaN = missing (predict only). Pure."""
-        y = np.asarray(y, dtype=np.float64)
+        y = as_numbers("y", y)
         if y.ndim == 0 or y.shape != state.seen.shape:
             y = np.broadcast_to(y, state.seen.shape)
         check_observations("y", y[..., None], max_abs=MAX_ABS_OBSERVATION)

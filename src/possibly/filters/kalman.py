@@ -61,6 +61,7 @@ filtered states of a :class:`FilterResult`.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, cast, overload
@@ -92,13 +93,21 @@ from possibly.filters.state_space import (
 )
 from possibly.inference import discount, inlier_log_consistency, relative_log_consistency
 from possibly.sequential import Info, SequentialEstimator
-from possibly.validation import check_bool, check_positive, check_tau, check_unit_interval
+from possibly.validation import (
+    as_numbers,
+    check_bool,
+    check_positive,
+    check_tau,
+    check_unit_interval,
+)
 
 __all__ = [
     "FilterResult",
     "KalmanFilter",
     "KalmanInfo",
     "KalmanState",
+    "MostlyDiscountedWarning",
+    "discounted_fraction",
     "predict",
     "update",
 ]
@@ -535,11 +544,8 @@ def update(state: KalmanState, y, H, R, *, robust: bool = True, dim=None,
                    _reference_table(_check_coverage(coverage), ob.H.shape[0]))
 
 
-def _check_observation_values(y) -> np.ndarray:
-    try:
-        arr = np.asarray(y, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"observations must be numeric (NaN for missing), got {y!r}") from exc
+def _check_observation_values(y, name: str = "y") -> np.ndarray:
+    arr = as_numbers(name, y)  # masked entries: NaN, missing
     if np.isinf(arr).any():
         raise ValueError("observations must be finite or NaN (missing), got an infinite value")
     if (np.abs(arr) > 1e300).any():
@@ -549,6 +555,75 @@ def _check_observation_values(y) -> np.ndarray:
 
 
 # -- results ----------------------------------------------------------------------------------
+#: an observation whose discount is below this is counted as discounted: it keeps less than a
+#: tenth of its weight (the paper's threshold τ, and ``kalman_many``'s ``outlier_level``)
+DISCOUNTED_BELOW = 0.1
+#: more than this fraction of a series' observations discounted draws a warning
+MOSTLY_DISCOUNTED = 0.5
+
+
+class MostlyDiscountedWarning(UserWarning):
+    """Most observations of a series were discounted: the model does not fit the data.
+
+    Under the model an inlier is rarely discounted below 0.1 (probability 5.6e-4 for a 1-D
+    constant-velocity track with the defaults, 0.03 with the paper's ``γ = c^(1/d)`` and
+    ``dim=1``), and no robust filter can tell inliers from outliers once the outliers are the
+    majority; so when more than half of a series is discounted, the usual cause is the noise
+    scale ``R`` (e.g. given in other units than the data). Set it from the data
+    (:func:`possibly.models.constant_velocity_noise`) or learn its scale
+    (``learn_noise_scale=True``). The fraction is ``result.discounted_fraction``.
+    """
+
+
+def discounted_fraction(discount: Any) -> np.ndarray:
+    """Fraction of the observed steps (discount not NaN) whose discount is below 0.1, along
+    the last (time) axis; 0 for a series with no observation.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from possibly.filters.kalman import discounted_fraction
+    >>> float(discounted_fraction([1.0, 0.0, np.nan, 0.05, 1.0]))
+    0.5
+    """
+    d = np.asarray(discount, dtype=float)
+    observed = (~np.isnan(d)).sum(-1)
+    low = (np.nan_to_num(d, nan=1.0) < DISCOUNTED_BELOW).sum(-1)
+    return np.where(observed > 0, low / np.maximum(observed, 1), 0.0)
+
+
+def warn_if_mostly_discounted(discount: Any, stacklevel: int = 3) -> None:
+    """Emit a :class:`MostlyDiscountedWarning` when some series of ``discount`` (time on the
+    last axis) has more than half its observations discounted below 0.1.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from possibly.filters.kalman import warn_if_mostly_discounted
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warn_if_mostly_discounted([1.0, 0.0, 0.0, 1e-5])
+    >>> print(caught[0].message)  # doctest: +ELLIPSIS
+    3 of 4 observations (75%) were discounted below 0.1: the model does not fit the data...
+    """
+    frac = np.atleast_1d(discounted_fraction(discount))
+    bad = frac > MOSTLY_DISCOUNTED
+    if not bad.any():
+        return
+    fix = ("the model does not fit the data, most likely its noise scale R (in other units "
+           "than the data?): set it from the data (possibly.models.constant_velocity_noise) "
+           "or learn its scale (learn_noise_scale=True)")
+    if frac.size == 1:
+        d = np.asarray(discount, dtype=float).reshape(-1)
+        n = int((~np.isnan(d)).sum())
+        what = (f"{round(float(frac[0]) * n)} of {n} observations ({float(frac[0]):.0%}) were "
+                f"discounted below {DISCOUNTED_BELOW:g}")
+    else:
+        what = (f"{int(bad.sum())} of {frac.size} series have most of their observations "
+                f"discounted below {DISCOUNTED_BELOW:g} (up to {float(frac.max()):.0%})")
+    warnings.warn(f"{what}: {fix}", MostlyDiscountedWarning, stacklevel=stacklevel)
+
+
 @dataclass(frozen=True)
 class FilterResult:
     """Output of :meth:`KalmanFilter.filter`: one entry per time step ``t`` (axis ``-2``/``-3``).
@@ -598,6 +673,13 @@ class FilterResult:
     def consistency(self) -> np.ndarray:
         """``c = exp(log_consistency)`` in [0, 1] (NaN at missing observations)."""
         return np.exp(self.log_consistency)
+
+    @property
+    def discounted_fraction(self) -> np.ndarray:
+        """Per series (shape ``...``), the fraction of observed steps discounted below 0.1
+        (:func:`discounted_fraction`); above 0.5, :meth:`KalmanFilter.filter` warns
+        (:class:`MostlyDiscountedWarning`)."""
+        return discounted_fraction(self.discount)
 
     @property
     def gamma(self) -> np.ndarray:
@@ -753,10 +835,11 @@ class KalmanFilter(SequentialEstimator):
         Possibility function of the first state before any observation, the default of
         :meth:`init`, :meth:`filter` and streaming :meth:`update`; None: uninformative (exact).
     robust_start : bool
-        From the uninformative prior, start with a maxitive mixture of hypotheses about which
-        of the first observations are outliers, collapsed after a few steps
-        (:mod:`possibly.filters.robust_start`; default on, robust filter only). ``False``
-        gives the plain recursion, whose first observations are taken whole.
+        Start with a maxitive mixture of hypotheses about which of the first observations are
+        outliers, each run from the prior (uninformative or proper), collapsed after a few
+        steps (:mod:`possibly.filters.robust_start`; default on, robust filter only).
+        ``False`` gives the plain recursion, which takes an early outlier whole when the prior
+        cannot judge it (the flat prior, or a weak one).
     learn_noise_scale : bool
         ``R`` is known up to a scale, learned online: returns a
         :class:`~possibly.filters.noise_scale.NoiseScaleKalmanFilter` (keywords ``scale_prior``
@@ -843,8 +926,8 @@ class KalmanFilter(SequentialEstimator):
     # -- the protocol ---------------------------------------------------------------------------
     def init(self, batch_shape: tuple[int, ...] = (),
              prior: MultivariateNormal | None = None) -> KalmanState | KalmanStartState:
-        """The state before any observation: ``prior`` (default: the filter's) or 1; from the
-        uninformative prior with the robust start, the mixture of start hypotheses (a
+        """The state before any observation: ``prior`` (default: the filter's) or 1; with the
+        robust start, the mixture of start hypotheses around it (a
         :class:`~possibly.filters.robust_start.KalmanStartState`)."""
         batch_shape = tuple(int(b) for b in batch_shape)
         size = int(np.prod(batch_shape))
@@ -859,9 +942,9 @@ class KalmanFilter(SequentialEstimator):
         return state
 
     def _starts(self, prior: MultivariateNormal | None) -> bool:
-        """Whether a run from ``prior`` uses the robust start (robust filter, prior 1)."""
-        return self.robust and self.robust_start and (self.prior if prior is None
-                                                      else prior) is None
+        """Whether a run from ``prior`` uses the robust start: the robust filter, from any
+        prior (the hypotheses start from it; docs/math.md §9)."""
+        return self.robust and self.robust_start
 
     def _plain_step(self, state: KalmanState,
                     y: np.ndarray) -> tuple[KalmanState, KalmanInfo, KalmanState]:
@@ -913,13 +996,18 @@ class KalmanFilter(SequentialEstimator):
         index = getattr(ys, "index", None)
         if index is not None and not hasattr(ys, "to_numpy"):
             index = None
-        ys = _check_observation_values(ys)
+        ys = _check_observation_values(ys, "ys")
         m = self.obs_dim
         if ys.ndim == 1 and m == 1:
             ys = ys[:, None]
         if ys.ndim < 2 or ys.shape[-1] != m:
+            hint = ""
+            if m == 1 and ys.ndim == 2 and ys.shape[0] == 1:
+                hint = ": a row vector? pass ys.ravel() for one series of T values"
+            elif m == 1 and ys.ndim >= 2:
+                hint = ": a batch of series (B, T)? pass ys[..., None]"
             raise ValueError(f"ys must have shape (T, {m}) or (B, T, {m})"
-                             f"{' or (T,)' if m == 1 else ''}, got {ys.shape}")
+                             f"{' or (T,)' if m == 1 else ''}, got {ys.shape}{hint}")
         if ys.shape[-2] < 1:
             raise ValueError("ys must contain at least one time step")
         self.model._check_length(ys.shape[-2])
@@ -972,8 +1060,9 @@ class KalmanFilter(SequentialEstimator):
         Parameters
         ----------
         ys : array_like, shape (..., T, m) (or (T,) when m = 1), or a pandas Series/DataFrame
-            Observations; rows (or components) that are NaN are missing: predict only. A
-            pandas index is kept for :meth:`FilterResult.to_frame`.
+            Observations; rows (or components) that are NaN, or masked in a numpy masked
+            array, are missing: predict only. A pandas index is kept for
+            :meth:`FilterResult.to_frame`. Complex values and dates/times are refused.
         prior : MultivariateNormal, optional
             Possibility function of the first state θ_1, before y_1 (batch dims broadcast
             with those of ``ys``); default the filter's ``prior``; ``None`` there too is the
@@ -1078,6 +1167,7 @@ class KalmanFilter(SequentialEstimator):
         def unflat(a: np.ndarray) -> np.ndarray:
             return a.reshape(batch + a.shape[1:])
 
+        warn_if_mostly_discounted(disc.T)
         final = KalmanState(unflat(state.mean),
                             None if state.covariance is None else unflat(state.covariance),
                             None if state.precision is None else unflat(state.precision),
@@ -1181,10 +1271,11 @@ class KalmanFilter(SequentialEstimator):
             # looking back, the robust start has settled on one hypothesis: smooth the plain
             # recursion in which its outliers are missing (exactly that hypothesis' filter)
             arr, batch, index = self._observations(ys)
-            arr = start_masked(arr, self._initial(None, (), arr.shape[0]), self._plain_step,
-                               self.obs_dim)
+            first = self.prior if prior is None else prior
+            arr = start_masked(arr, self._initial(first, batch, arr.shape[0]),
+                               self._plain_step, self.obs_dim)
             plain = KalmanFilter(self.model, robust=self.robust, tau=self.tau, dim=self.dim,
-                                 prior=self.prior, robust_start=False)
+                                 coverage=self.coverage, prior=first, robust_start=False)
             fr = plain.filter(arr.reshape(batch + arr.shape[1:]), engine=engine)
             return smooth(self.model, dataclasses.replace(fr, index=index))
         return smooth(self.model, self.filter(ys, prior, engine=engine))
