@@ -546,11 +546,12 @@ class ChangepointDetector(SequentialEstimator):
         with self._exclusive():
             index = getattr(y, "index", None)  # a pandas Series' index (lists have a method)
             index = None if callable(index) else index
+            name = getattr(y, "name", None)  # a pandas Series' name: the plots' y label
             y = _series(y)
             self._select_models(y)
             arr = self._check(y)
             self._reset()
-            self._name = getattr(y, "name", None)  # a pandas Series' name: the plots' y label
+            self._name = name
             self._params(arr)
             state, out = self._run(self.init(), arr)
             object.__setattr__(self, "_state", state)
