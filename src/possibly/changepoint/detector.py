@@ -469,6 +469,7 @@ class ChangepointDetector(SequentialEstimator):
         self._index: Any = None
         self._stamps: list[Any] = []  # time stamps of the observations after fit's input
         self._step: tuple[Any] | None = None  # (the index's step,) once computed
+        self._name: Any = None
         return self
 
     @property
@@ -616,10 +617,12 @@ class ChangepointDetector(SequentialEstimator):
         with self._exclusive():
             index = getattr(y, "index", None)  # a pandas Series' index (lists have a method)
             index = None if callable(index) else index
+            name = getattr(y, "name", None)  # a pandas Series' name: the plots' y label
             y = _series(y)
             self._select_models(y)
             arr = self._check(y)
             self._reset()
+            self._name = name
             self._params(arr)
             state, out = self._run(self.init(), arr)
             object.__setattr__(self, "_state", state)
@@ -714,7 +717,7 @@ class ChangepointDetector(SequentialEstimator):
             h["log_consistency"], h["discount"], h["n_active"].astype(np.int64),
             h["log_change_possibility"], params=self._params(),
             sigma_estimated=self.sigma_estimated_, outlier_level=self._outlier_level,
-            index=index)
+            index=index, name=self._name)
 
     def history_nbytes(self) -> int:
         """Bytes held for the per-step history and the MAP trace."""
