@@ -55,10 +55,13 @@ Output layout (``out=DIR``)
     :func:`changepoints_many` is given ``time_column``).
 ``DIR/.possibly-manifest.json``
     The files the run wrote (written before the tasks start, completed at the end).
-    ``overwrite=True`` removes those files, if they are still regular files in ``DIR``, and
-    nothing else; it refuses a directory that holds such results without a manifest, or files
-    of those names the manifest does not list. An input inside ``DIR`` (or a ``DIR`` inside
-    the input) is refused.
+    ``overwrite=True`` replaces or removes those files and nothing else, and only once the new
+    run has passed every check (arguments, cluster, the ids of the input) and written its
+    results; it refuses a directory that holds such results without a manifest, files of those
+    names the manifest does not list, or a path of ours that is not a regular file (a link, a
+    directory). Every file is written to a temporary file and renamed into place: a link is
+    replaced, never written through, and a failed write leaves no file. An input inside
+    ``DIR`` (or a ``DIR`` inside the input) is refused.
 
 The ids of a column of Python objects must be of one kind (text, integers, ...): ``1`` and
 ``"1"`` would be one series once Dask turns the column into text, so a mix is refused.
@@ -98,6 +101,7 @@ import math
 import numbers
 import os
 import re
+import sys
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -335,6 +339,19 @@ def _local_cluster(distributed: Any, n_workers: int | None) -> Any:
             security=security)
 
 
+def _check_cluster(scheduler: Any, n_workers: Any) -> None:
+    """Refuse a bad ``scheduler`` or ``n_workers`` (before any work)."""
+    if n_workers is not None and (isinstance(n_workers, bool) or int(n_workers) != n_workers
+                                  or n_workers < 1):
+        raise ValueError(f"n_workers must be an integer >= 1, got {n_workers!r}")
+    if scheduler is None or isinstance(scheduler, str) and scheduler.strip():
+        return
+    distributed = sys.modules.get("distributed")  # a Client given: it is imported
+    if distributed is None or not isinstance(scheduler, distributed.Client):
+        raise ValueError(f"scheduler must be None, 'synchronous', an address such as "
+                         f"'tcp://127.0.0.1:8786' or a distributed.Client, got {scheduler!r}")
+
+
 @contextlib.contextmanager
 def _client(scheduler: Any, n_workers: int | None, connect_timeout: float,
             data: Any = None) -> Iterator[Any]:
@@ -356,10 +373,8 @@ def _client(scheduler: Any, n_workers: int | None, connect_timeout: float,
     if isinstance(scheduler, distributed.Client):
         yield scheduler
         return
+    _check_cluster(scheduler, n_workers)
     if scheduler is None:
-        if n_workers is not None and (isinstance(n_workers, bool) or int(n_workers) != n_workers
-                                      or n_workers < 1):
-            raise ValueError(f"n_workers must be an integer >= 1, got {n_workers!r}")
         # one thread per worker process: the detector's loop holds the GIL
         # every server (scheduler, workers, the scheduler's HTTP endpoint) on loopback only;
         # port 0 because dashboard_address=None still binds the busy default 8787
@@ -370,9 +385,6 @@ def _client(scheduler: Any, n_workers: int | None, connect_timeout: float,
         finally:
             cluster.close()
         return
-    if not isinstance(scheduler, str) or not scheduler.strip():
-        raise ValueError(f"scheduler must be None, 'synchronous', an address such as "
-                         f"'tcp://127.0.0.1:8786' or a distributed.Client, got {scheduler!r}")
     try:
         client = distributed.Client(scheduler, timeout=connect_timeout)
     except (OSError, TimeoutError, ValueError, TypeError) as exc:
@@ -514,9 +526,35 @@ def _check_apart(data: Any, out: Path) -> None:
                          "choose an output directory apart from the input")
 
 
-def _prepare_out(out: Any, overwrite: bool, data: Any = None) -> Path | None:
-    """Check ``out`` and, with ``overwrite``, remove the files its manifest lists (the
-    results of a previous run), and nothing else; every refusal comes before any work."""
+def _own_file(out: Path, rel: str) -> bool:
+    """True if ``out/rel`` is a regular file reached without a link (one a run may replace)."""
+    path = out / rel
+    return (not path.is_symlink() and path.is_file()
+            and os.path.realpath(path) == os.path.join(os.path.realpath(out), *rel.split("/")))
+
+
+def _refuse_foreign(out: Path, rel: str) -> None:
+    """Refuse a path of ours that exists but is not a regular file of ``out``'s own."""
+    if os.path.lexists(out / rel) and not _own_file(out, rel):
+        raise ValueError(f"out {str(out)!r}: {rel} is not a regular file of its own (a link, a "
+                         "directory or a special file): refusing to replace it (remove it "
+                         "yourself, or choose another directory)")
+
+
+@dataclass(frozen=True)
+class _Out:
+    """The output directory and the files its previous run listed (empty without one)."""
+
+    path: Path
+    previous: frozenset[str]
+
+
+def _prepare_out(out: Any, overwrite: bool, data: Any = None) -> _Out | None:
+    """Check ``out`` without changing anything: every refusal about it comes before any work.
+
+    The files a previous run listed in the manifest are replaced or removed by
+    :func:`_finish_out` once the new results are written; nothing else is ever touched.
+    """
     if out is None:
         return None
     out = Path(out)
@@ -532,6 +570,7 @@ def _prepare_out(out: Any, overwrite: bool, data: Any = None) -> Path | None:
         found += sorted(f"series/{p.name}/{PART_FILE}" for p in series.iterdir()
                         if p.name.startswith("id=")
                         and os.path.lexists(p / PART_FILE))
+    _refuse_foreign(out, MANIFEST)
     listed = _read_manifest(out)
     if (found or listed is not None) and not overwrite:
         first = found[0] if found else MANIFEST
@@ -545,30 +584,63 @@ def _prepare_out(out: Any, overwrite: bool, data: Any = None) -> Path | None:
     if strangers:
         raise ValueError(f"out {str(out)!r}: {strangers[0]} is not among the files a "
                          f"previous run wrote ({MANIFEST}): refusing to replace it")
-    root = os.path.realpath(out)
-    for rel in sorted(listed or ()):  # only regular files still where the run wrote them
-        path = out / rel
-        if (not path.is_symlink() and path.is_file()
-                and os.path.realpath(path) == os.path.join(root, *rel.split("/"))):
-            path.unlink()
-            if rel.startswith("series/"):  # its partition directory, unless it holds more
-                with contextlib.suppress(OSError):
-                    path.parent.rmdir()
-    if listed is not None:
-        (out / MANIFEST).unlink()
-    series.mkdir(parents=True, exist_ok=True)
-    return out
+    for rel in sorted({*_TABLES, *(listed or ())}):  # replaced by a new file, never written
+        _refuse_foreign(out, rel)                      # through, nor left in the way
+    return _Out(out, frozenset(listed or ()))
 
 
-def _plan_files(out_dir: Path | None, tables: Sequence[str], ids: list) -> None:
-    """Before any task runs: check the series' file names and list them in the manifest, so
-    that a run cut short can still be overwritten."""
-    if out_dir is None:
+def _plan_files(out: _Out | None, tables: Sequence[str], ids: list) -> None:
+    """Once the ids are read and before any task runs: check the series' file names and list
+    them in the manifest with the previous run's, so that a run cut short can still be
+    overwritten."""
+    if out is None:
         return
     names = [series_path(k) for k in ids]
     if len({n.lower() for n in names}) < len(names):  # a digest collision: never overwrite
         raise ValueError("two series ids give the same file name; rename one of them")
-    _write_manifest(out_dir, [*tables, *(f"series/{n}" for n in names)], complete=False)
+    for name in names:
+        part = out.path / "series" / name.split("/")[0]
+        if os.path.lexists(part) and (part.is_symlink() or not part.is_dir()):
+            raise ValueError(f"out {str(out.path)!r}: series/{part.name} is not a directory of "
+                             "its own (a link or a file): refusing to write through it")
+    (out.path / "series").mkdir(parents=True, exist_ok=True)
+    _write_manifest(out.path, [*out.previous, *tables, *(f"series/{n}" for n in names)],
+                    complete=False)
+
+
+def _replace_file(path: str | os.PathLike, write: Callable[[str], Any]) -> None:
+    """``write(name)`` a temporary file next to ``path``, then rename it to ``path``: a link
+    or file at ``path`` is replaced (never written through), and a failed write leaves no
+    file."""
+    folder, name = os.path.split(os.fspath(path))
+    while True:  # a fresh name, created here (O_EXCL: never through a link), umask applied
+        tmp = os.path.join(folder, f".{name}.{os.urandom(6).hex()}.tmp")
+        try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+            break
+        except FileExistsError:
+            continue
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+
+
+def _finish_out(out: _Out, tables: dict[str, Any], files: Sequence[str]) -> None:
+    """Write the tables, remove the previous run's files that this run did not write again
+    (only regular files still where that run wrote them), and complete the manifest."""
+    for name, frame in tables.items():
+        _replace_file(out.path / name, functools.partial(frame.to_parquet, index=False))
+    written = {*tables, *files}
+    for rel in sorted(out.previous - written):
+        if _own_file(out.path, rel):
+            (out.path / rel).unlink()
+            if rel.startswith("series/"):  # its partition directory, unless it holds more
+                with contextlib.suppress(OSError):
+                    (out.path / rel).parent.rmdir()
+    _write_manifest(out.path, sorted(written), complete=True)
 
 
 def _event_schema(series: Any, time_column: str | None) -> Any:
@@ -583,8 +655,9 @@ def _event_schema(series: Any, time_column: str | None) -> Any:
 
 
 def _write_series(frame: Any, series_dir: str, key: Any, schema: Any = None) -> str:
-    """Write one series' file (never over an existing file), with ``schema`` (an Arrow
-    schema) when given; returns its relative path."""
+    """Write one series' file, with ``schema`` (an Arrow schema) when given; returns its
+    relative path. The file is renamed into place once written: it replaces the file of a
+    previous run (or of this task run again), and a failed write leaves none."""
     name = series_path(key)
     part = os.path.join(series_dir, name.split("/")[0])
     try:
@@ -592,9 +665,8 @@ def _write_series(frame: Any, series_dir: str, key: Any, schema: Any = None) -> 
     except FileExistsError:  # left by the user in a directory of ours: never written through
         if os.path.islink(part) or not os.path.isdir(part):
             raise
-    path = os.path.join(series_dir, name)
-    open(path, "xb").close()  # FileExistsError rather than replace a file not planned
-    frame.to_parquet(path, index=False, schema=schema)
+    _replace_file(os.path.join(series_dir, name),
+                  functools.partial(frame.to_parquet, index=False, schema=schema))
     return f"series/{name}"
 
 
@@ -744,12 +816,13 @@ def changepoints_many(data: Any, id_column: str, value_column: str, *, scheduler
     id_column = _check_name("id_column", id_column)
     value_column = _check_name("value_column", value_column)
     ChangepointDetector(**detector_kwargs)  # bad parameters fail here, before any work
+    _check_cluster(scheduler, n_workers)
     extra = [] if time_column is None else [_check_name("time_column", time_column)]
     # bad input fails before any cluster starts
     ddf = _load(data, id_column, [value_column], extra)
     tables = list(_TABLES)
     out_dir = _prepare_out(out, overwrite, data)
-    series_dir = None if out_dir is None else str((out_dir / "series").resolve())
+    series_dir = None if out_dir is None else str((out_dir.path / "series").resolve())
     pd = _need("pandas")
     ids: list = []
     with _client(scheduler, n_workers, connect_timeout, data) as client:
@@ -769,10 +842,10 @@ def changepoints_many(data: Any, id_column: str, value_column: str, *, scheduler
     summary = summary[["id", "n_points", "n_changepoints", "n_outliers", *model_columns,
                        "file", "error"]]
     if out_dir is not None:
-        events.to_parquet(out_dir / "events.parquet", index=False)
-        summary.to_parquet(out_dir / "summary.parquet", index=False)
-        _write_manifest(out_dir, [*tables, *summary["file"].dropna()], complete=True)
-    return ManyResult(summary=summary, events=events, out=out_dir)
+        _finish_out(out_dir, {"events.parquet": events, "summary.parquet": summary},
+                    list(summary["file"].dropna()))
+    return ManyResult(summary=summary, events=events,
+                      out=None if out_dir is None else out_dir.path)
 
 
 # -- Kalman filter ---------------------------------------------------------------------------
@@ -956,11 +1029,12 @@ def kalman_many(data: Any, id_column: str, value_columns: str | Sequence[str], m
             raise ValueError(f"state_names must be {count} distinct names, got {state_names}")
     if not 0.0 < float(outlier_level) <= 1.0:
         raise ValueError(f"outlier_level must be in (0, 1], got {outlier_level!r}")
+    _check_cluster(scheduler, n_workers)
     extra = [] if time_column is None else [_check_name("time_column", time_column)]
     ddf = _load(data, id_column, value_columns, extra)
     tables = ["summary.parquet"]
     out_dir = _prepare_out(out, overwrite, data)
-    series_dir = None if out_dir is None else str((out_dir / "series").resolve())
+    series_dir = None if out_dir is None else str((out_dir.path / "series").resolve())
     pd = _need("pandas")
     ids: list = []
     with _client(scheduler, n_workers, connect_timeout, data) as client:
@@ -980,6 +1054,6 @@ def kalman_many(data: Any, id_column: str, value_columns: str | Sequence[str], m
             states = _sorted(states[["id", *[c for c in states.columns if c != "id"]]],
                              ["id", "step"])
     else:
-        summary.to_parquet(out_dir / "summary.parquet", index=False)
-        _write_manifest(out_dir, [*tables, *summary["file"].dropna()], complete=True)
-    return ManyResult(summary=summary, states=states, out=out_dir)
+        _finish_out(out_dir, {"summary.parquet": summary}, list(summary["file"].dropna()))
+    return ManyResult(summary=summary, states=states,
+                      out=None if out_dir is None else out_dir.path)
