@@ -1,10 +1,12 @@
 """Scale-out with Dask: the change-point detector and the Kalman filter over many series.
 
 A fleet of sensors gives one long table with a column naming the series and one (or, for
-tracks, several) value columns, rows in time order within each series. The functions here read
-it (a Parquet file or dataset directory, a pandas or a dask DataFrame), cut it into tasks that
-each hold whole series, run :class:`possibly.ChangepointDetector` or
-:class:`possibly.KalmanFilter` on every series in the task, and write the results.
+tracks, several) value columns, rows in time order within each series (or a time column of
+numbers or dates/times to sort each series by, with a warning when one was out of order).
+The functions here read it (a Parquet file or dataset directory, a pandas or a dask
+DataFrame), cut it into tasks that each hold whole series, run
+:class:`possibly.ChangepointDetector` or :class:`possibly.KalmanFilter` on every series in the
+task, and write the results.
 
 How the table is cut into tasks
 -------------------------------
@@ -475,6 +477,42 @@ def _groups(df: Any, id_column: str) -> Iterator[tuple[Any, Any]]:
     yield from df.groupby(id_column, sort=False, dropna=False)
 
 
+def _in_time_order(g: Any, key: Any, time_column: str | None) -> tuple[Any, bool]:
+    """The rows of one series sorted by their time stamps (stably: rows sharing a stamp keep
+    their order), and whether they were out of order.
+
+    Only a column of numbers, dates/times or durations is sorted: other values (text) have no
+    order to trust and are kept in row order. ValueError, naming the series, when the rows
+    need sorting and one has no time stamp (there is no place to put it).
+    """
+    if time_column is None:
+        return g, False
+    api = _need("pandas.api.types")
+    stamps = g[time_column]
+    dtype = stamps.dtype
+    if not (api.is_datetime64_any_dtype(dtype) or api.is_timedelta64_dtype(dtype)
+            or (api.is_numeric_dtype(dtype) and not api.is_bool_dtype(dtype))):
+        return g, False
+    known = stamps.dropna()
+    if not (known.to_numpy()[1:] < known.to_numpy()[:-1]).any():
+        return g, False
+    if len(known) < len(stamps):
+        raise ValueError(f"series {key!r} is not in time order (column {time_column!r}) and "
+                         f"{len(stamps) - len(known)} of its rows have no time stamp to sort "
+                         "them by: fill in the stamps, or sort the rows yourself")
+    return g.sort_values(time_column, kind="stable"), True
+
+
+def _warn_time_order(results: Sequence[Any], time_column: str | None) -> None:
+    """One warning for the series that were sorted by time (the tasks' third results)."""
+    moved = [k for r in results for k in r[2]]
+    if moved:
+        warnings.warn(f"{len(moved)} series were not in time order (column {time_column!r}, "
+                      f"e.g. {moved[0]!r}): each was sorted by its time stamps (rows sharing "
+                      "a stamp kept in row order); positions count from 0 in time order",
+                      UserWarning, stacklevel=3)
+
+
 #: the list of the files a run wrote into its ``out`` directory, which ``overwrite`` removes
 MANIFEST = ".possibly-manifest.json"
 _MANIFEST_FORMAT = "possibly scale-out outputs"
@@ -695,14 +733,15 @@ def _sorted(frame: Any, by: list[str]) -> Any:
 # -- change points ---------------------------------------------------------------------------
 def _changepoint_task(df: Any, id_column: str, value_column: str, kwargs: dict,
                       series_dir: str | None, time_column: str | None = None
-                      ) -> tuple[Any, Any]:
-    """Run the detector on every series of one task; returns (events, summary) frames."""
+                      ) -> tuple[Any, Any, list]:
+    """Run the detector on every series of one task; returns (events, summary) frames and
+    the ids of the series sorted by time."""
     import pandas as pd
 
     from possibly.changepoint import ChangepointDetector
 
     det = ChangepointDetector(**kwargs)
-    events, rows = [], []
+    events, rows, moved = [], [], []
     for key, g in _groups(df, id_column):
         y = g[value_column].to_numpy(dtype=np.float64, na_value=np.nan)
         row = {"id": key, "n_points": y.size, "n_changepoints": 0, "n_outliers": 0,
@@ -710,6 +749,10 @@ def _changepoint_task(df: Any, id_column: str, value_column: str, kwargs: dict,
         ev = pd.DataFrame({"index": np.empty(0, np.int64), "kind": np.empty(0, str),
                            "value": np.empty(0)})
         try:
+            g, resorted = _in_time_order(g, key, time_column)
+            if resorted:
+                moved.append(key)
+                y = g[value_column].to_numpy(dtype=np.float64, na_value=np.nan)
             res = det.fit(y)
         except ValueError as exc:  # one bad sensor must not stop the fleet
             row.update(n_changepoints=-1, n_outliers=-1, error=str(exc))
@@ -731,8 +774,8 @@ def _changepoint_task(df: Any, id_column: str, value_column: str, kwargs: dict,
         events.append(ev.assign(id=key)[["id", *ev.columns]])
         rows.append(row)
     if not rows:  # a hash bucket that received no series
-        return None, None
-    return pd.concat(events, ignore_index=True), pd.DataFrame(rows)
+        return None, None, []
+    return pd.concat(events, ignore_index=True), pd.DataFrame(rows), moved
 
 
 def changepoints_many(data: Any, id_column: str, value_column: str, *, scheduler: Any = None,
@@ -769,7 +812,10 @@ def changepoints_many(data: Any, id_column: str, value_column: str, *, scheduler
     time_column : str, optional
         Column of time stamps (any type): the ``events`` table (``DIR/events.parquet`` and
         the per-series files too) gets a ``time`` column after ``index``, the stamp of the
-        event's row.
+        event's row. Stamps that are numbers, dates/times or durations put each series in
+        time order first (a stable sort: rows sharing a stamp keep their order), with a
+        warning when a series was out of order; such a series with a missing stamp fails
+        (its error names it). Other stamps (text) are kept in row order.
     **detector_kwargs
         Passed to :class:`possibly.ChangepointDetector` (``sigma``, ``hazard``,
         ``forgetting``, ``robust``, ``tau``, ``model``, ...), checked before anything runs.
@@ -831,9 +877,11 @@ def changepoints_many(data: Any, id_column: str, value_column: str, *, scheduler
         _plan_files(out_dir, tables, ids)
         results = _compute(client, tasks, progress, "change points")
     results = [r for r in results if r[1] is not None]
-    events = _sorted(pd.concat([e for e, _ in results], ignore_index=True), ["id", "index"])
+    _warn_time_order(results, time_column)
+    events = _sorted(pd.concat([e for e, _, _ in results], ignore_index=True),
+                     ["id", "index"])
     events["kind"] = _text(events["kind"])
-    summary = _text_columns(_sorted(pd.concat([s for _, s in results], ignore_index=True),
+    summary = _text_columns(_sorted(pd.concat([s for _, s, _ in results], ignore_index=True),
                                     ["id"]))
     # one column order whatever the tasks held: sigma (normal model) or segment_models
     model_columns = [c for c in ("sigma", "segment_models") if c in summary.columns]
@@ -876,9 +924,10 @@ def _track_filter(model: Callable, options: dict, ys: np.ndarray) -> Any:
 def _kalman_task(df: Any, id_column: str, value_columns: list[str], kf: Any,
                  state_names: list[str] | None, outlier_level: float,
                  series_dir: str | None, keep_states: bool, time_column: str | None = None
-                 ) -> tuple[Any, Any]:
+                 ) -> tuple[Any, Any, list]:
     """Filter every track of one task: tracks of equal length as one batch when ``kf`` is a
-    filter, each with its own filter ``kf(ys)`` otherwise."""
+    filter, each with its own filter ``kf(ys)`` otherwise. Returns the states, the summary
+    and the ids of the tracks sorted by time."""
     import pandas as pd
 
     from possibly.filters.kalman import (
@@ -887,7 +936,19 @@ def _kalman_task(df: Any, id_column: str, value_columns: list[str], kf: Any,
         discounted_fraction,
     )
 
-    groups = list(_groups(df, id_column))
+    groups, unordered, moved = [], [], []
+    for key, g in _groups(df, id_column):
+        try:
+            g, resorted = _in_time_order(g, key, time_column)
+        except ValueError as exc:  # that track fails, the others still run
+            unordered.append({"id": key, "n_steps": len(g), "n_missing": -1,
+                              "n_discounted": -1, "min_discount": math.nan,
+                              "discounted_fraction": math.nan, "file": None,
+                              "error": str(exc)})
+            continue
+        groups.append((key, g))
+        if resorted:
+            moved.append(key)
     tracks = [(key, g[value_columns].to_numpy(dtype=np.float64, na_value=np.nan))
               for key, g in groups]
     shared = isinstance(kf, KalmanFilter)
@@ -934,7 +995,8 @@ def _kalman_task(df: Any, id_column: str, value_columns: list[str], kf: Any,
         if keep_states:
             states.append(frames[i].assign(id=key))
     states_df = pd.concat(states, ignore_index=True) if states else None
-    return states_df, (pd.DataFrame(rows) if rows else None)
+    rows += unordered
+    return states_df, (pd.DataFrame(rows) if rows else None), moved
 
 
 def kalman_many(data: Any, id_column: str, value_columns: str | Sequence[str], model: Any,
@@ -972,7 +1034,8 @@ def kalman_many(data: Any, id_column: str, value_columns: str | Sequence[str], m
         Summary column ``n_discounted`` counts the steps whose discount fell below this.
     time_column : str, optional
         Column of time stamps (any type): the states (and the per-track files) get a
-        ``time`` column after ``step``.
+        ``time`` column after ``step``. Each track is put in time order by it first, as in
+        :func:`changepoints_many`.
 
     Returns
     -------
@@ -1043,12 +1106,13 @@ def kalman_many(data: Any, id_column: str, value_columns: str | Sequence[str], m
                        time_column, ids=ids)
         _plan_files(out_dir, tables, ids)
         results = _compute(client, tasks, progress, "tracks")
-    summary = _text_columns(_sorted(pd.concat([s for _, s in results if s is not None],
+    _warn_time_order(results, time_column)
+    summary = _text_columns(_sorted(pd.concat([s for _, s, _ in results if s is not None],
                                               ignore_index=True), ["id"]))
     _warn_tracks(summary["discounted_fraction"].to_numpy())
     states = None
     if out_dir is None:
-        parts = [s for s, _ in results if s is not None]
+        parts = [s for s, _, _ in results if s is not None]
         if parts:
             states = pd.concat(parts, ignore_index=True)
             states = _sorted(states[["id", *[c for c in states.columns if c != "id"]]],
