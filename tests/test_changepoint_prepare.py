@@ -107,14 +107,14 @@ class OldVector(_Unprepared, MultivariateNormalSegments):
         else:
             best = np.zeros_like(delta)
         ev_in = best - 0.5 * nu1 * log_ratio
-        outlier = ev_in < best - self.outlier_cost
+        outlier = ev_in < best - self._floor  # the floor in the prior's dimension
         g = np.where(outlier, 0.0, gamma)
         k1 = k + g
         new = {"m": runs["m"] + (g / k1)[:, None] * r,
                "kappa": k1,
                "psi": psi + (k * g / k1)[:, None, None] * (r[:, :, None] * r[:, None, :]),
                "nu": nu + g, "seen": runs["seen"] | ~outlier}
-        return np.where(outlier, best - self.outlier_cost, ev_in), new
+        return np.where(outlier, best - self._floor, ev_in), new
 
 
 class OldNormalMean(_Unprepared, NormalMean):

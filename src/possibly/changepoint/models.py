@@ -79,6 +79,7 @@ from possibly.families.base import ExponentialFamily, Possibility
 from possibly.inference import combine, log_consistency
 
 __all__ = [
+    "DEFAULT_OUTLIER_COST",
     "MAX_MAGNITUDE",
     "MAX_SIGMA",
     "MIN_SIGMA",
@@ -98,6 +99,9 @@ MAX_SIGMA = 1e100
 #: hindsight log consistency below which a discounted observation of a ConjugateModel is an
 #: outlier: that of a normal value 3 σ from a well-determined mean
 OUTLIER_LOG_CONSISTENCY = -4.5
+#: default evidence floor of the segment models (``outlier_cost``): |log h| at the default
+#: hazard 2.5e-3
+DEFAULT_OUTLIER_COST = -math.log(2.5e-3)
 
 Runs = dict[str, np.ndarray]
 

@@ -46,7 +46,7 @@ from typing import Any, ClassVar, NamedTuple
 import numpy as np
 
 from possibly import inference
-from possibly.changepoint.models import Runs, SegmentModel, as_series
+from possibly.changepoint.models import DEFAULT_OUTLIER_COST, Runs, SegmentModel, as_series
 
 __all__ = [
     "MultivariateNormalSegments",
@@ -56,6 +56,7 @@ __all__ = [
     "automatic_prior",
     "automatic_vector_prior",
     "model_family",
+    "outlier_cost_in_dimension",
 ]
 
 _LOG_2PI = math.log(2.0 * math.pi)
@@ -73,8 +74,6 @@ RELATIVE_SCALE_FLOOR = 1e-100
 B_MIN = 1e-300
 #: forgetting never takes an inverse-Wishart's ν below d - 1 + this (proper: ν > d - 1)
 NU_MARGIN = 1e-3
-#: default outlier cost: |log h| at the default hazard 2.5e-3
-DEFAULT_OUTLIER_COST = -math.log(2.5e-3)
 
 
 @dataclass(frozen=True)
@@ -135,6 +134,46 @@ def automatic_prior(y: Any) -> SegmentPrior:
     # floor is relative to the series, so the prior stays scale-free
     scale = max(scale, RELATIVE_SCALE_FLOOR * float(np.max(np.abs(finite - loc))))
     return SegmentPrior(loc, scale, float(max(y.size, 2)))
+
+
+def outlier_cost_in_dimension(cost: float, d: int) -> float:
+    """The evidence floor of a ``d``-dimensional observation that Gaussian inliers cross as
+    rarely as a scalar one crosses the floor ``cost``.
+
+    An inlier of a well-learnt segment costs a run ``½ q`` below a perfectly predicted
+    observation, ``q ~ χ²_d``; a fixed floor is crossed by inliers more and more often as ``d``
+    grows (``P(χ²_8 > 12) = 0.15``), and a floored inlier leaves its run unchanged, so the run
+    underestimates its covariance and floors more. The floor is therefore ``½ χ²_d`` at the
+    upper-tail probability ``P(χ²_1 > 2 cost)`` (5.3e-4 at the default ``cost = |log 2.5e-3|``):
+    ``cost`` for ``d = 1``. Where that probability underflows (``cost > 700``) the asymptotic
+    tails ``Q(a, x) ~ x^(a-1) e^(-x) / Γ(a)`` and ``erfc(√c) ~ e^(-c) / √(π c)`` give it.
+
+    Examples
+    --------
+    >>> [round(outlier_cost_in_dimension(-math.log(2.5e-3), d), 2) for d in (1, 2, 8, 20)]
+    [5.99, 7.54, 13.86, 23.65]
+    """
+    from scipy.special import erfc, gammainccinv
+
+    a = 0.5 * d
+    tail = float(erfc(math.sqrt(cost)))
+    if tail > 1e-300:
+        return float(gammainccinv(a, tail))
+    # solve f - (a - 1) log f = c + ½ log(π c) - log Γ(a) by bisection (increasing for f > a - 1)
+    rhs = cost + 0.5 * math.log(math.pi * cost) - math.lgamma(a)
+    lo = max(cost, a - 1.0)
+    hi = 2.0 * lo
+    while hi - (a - 1.0) * math.log(hi) < rhs:
+        hi *= 2.0
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if mid in (lo, hi):
+            break
+        if mid - (a - 1.0) * math.log(mid) < rhs:
+            lo = mid
+        else:
+            hi = mid
+    return hi
 
 
 def _check_settings(model: Any, positive: tuple[str, ...]) -> None:
@@ -577,12 +616,20 @@ class MultivariateNormalSegments(SegmentModel):
       models with the Mahalanobis distance;
     * evidence (integrated): the tempered marginal likelihood ``∫ N(y; μ, Σ)^γ NIW``
       ``= π^(-γd/2) (κ/κ')^(d/2) Γ_d(ν'/2)/Γ_d(ν/2) |Ψ|^(ν/2) / |Ψ'|^(ν'/2)``, or the profile
-      ``-(ν'/2) log(1 + κ γ δ / κ')``; floored like the scalar models (``outlier_cost``);
+      ``-(ν'/2) log(1 + κ γ δ / κ')``; floored like the scalar models, at the floor that
+      ``d``-dimensional inliers cross as rarely as scalar ones cross ``outlier_cost``
+      (:func:`outlier_cost_in_dimension`: 13.9 for ``d = 8`` at the default);
     * update with exponent γ: ``κ' = κ + γ``, ``m' = m + γ r / κ'``,
       ``Ψ' = Ψ + (κ γ / κ') r rᵀ``, ``ν' = ν + γ``.
 
+    The prior is ``m = 0``, ``Σ``'s mode ``Ψ/ν = noise_scale² I`` with ``ν = d + 1`` (each
+    variance's marginal has the gamma shape 1 of the scalar models' ``noise_shape``), and
+    ``κ = noise_scale² / level_scale²``.
+
     ``dim`` counts the free parameters plus one: ``d + d(d + 1)/2 + 1`` (6 for ``d = 2``,
-    10 for ``d = 3``).
+    10 for ``d = 3``). An observation is an outlier in hindsight when its consistency with the
+    rest of its segment is below that of a ``χ²_d`` value as rare as a normal value 5 σ away
+    (``-½ χ²_d`` at the upper-tail probability 5.7e-7).
 
     Parameters
     ----------
@@ -591,7 +638,8 @@ class MultivariateNormalSegments(SegmentModel):
         scale, ``> 0``.
     evidence : {"integrated", "profile"}
     outlier_cost : float
-        As :class:`PolynomialTrend`.
+        As :class:`PolynomialTrend`, for a scalar observation; the floor of a ``d``-vector is
+        :func:`outlier_cost_in_dimension` of it.
     prior : (loc, scale) pair of arrays, optional
         Componentwise location and scale; None: set by ``fit`` (:func:`automatic_vector_prior`).
 
@@ -613,6 +661,10 @@ class MultivariateNormalSegments(SegmentModel):
     dim: float = field(init=False)
     event_ndim: ClassVar[int] = 1
     hindsight_outliers: ClassVar[bool] = True
+    #: the evidence floor and the hindsight outlier threshold in the prior's dimension
+    #: (outlier_cost_in_dimension)
+    _floor: float = field(init=False, repr=False, compare=False)
+    _outlying_log_consistency: float = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         _check_settings(self, ("level_scale", "noise_scale", "outlier_cost"))
@@ -635,6 +687,9 @@ class MultivariateNormalSegments(SegmentModel):
         dd = d or 2
         object.__setattr__(self, "dim", float(dd + dd * (dd + 1) // 2 + 1))
         object.__setattr__(self, "estimate_shape", (d,) if d else ())
+        object.__setattr__(self, "_floor", outlier_cost_in_dimension(self.outlier_cost, dd))
+        object.__setattr__(self, "_outlying_log_consistency",
+                           -outlier_cost_in_dimension(-OUTLIER_LOG_CONSISTENCY, dd))
 
     @property
     def resolved(self) -> bool:
@@ -730,14 +785,14 @@ class MultivariateNormalSegments(SegmentModel):
         else:
             best = np.zeros_like(delta)
         ev_in = best - 0.5 * nu1 * log_ratio
-        outlier = ev_in < best - self.outlier_cost
+        outlier = ev_in < best - self._floor
         g = np.where(outlier, 0.0, gamma)
         k1 = k + g
         new = {"m": runs["m"] + (g / k1)[:, None] * r,
                "kappa": k1,
                "psi": psi + (k * g / k1)[:, None, None] * (r[:, :, None] * r[:, None, :]),
                "nu": nu + g, "seen": runs["seen"] | ~outlier}
-        return np.where(outlier, best - self.outlier_cost, ev_in), new, outlier
+        return np.where(outlier, best - self._floor, ev_in), new, outlier
 
     def estimate(self, runs: Runs) -> np.ndarray:
         """E* of the segment mean (in the units of the series)."""
@@ -756,7 +811,7 @@ class MultivariateNormalSegments(SegmentModel):
             w0[i] = 0.0 if floored[0] else discount[i]
         lc = hindsight_log_consistency(lambda w: self._loo_log_consistency(z, w, missing),
                                        w0, self.dim)
-        return lc < OUTLIER_LOG_CONSISTENCY
+        return lc < self._outlying_log_consistency
 
     def _loo_log_consistency(self, z: np.ndarray, w: np.ndarray, missing: np.ndarray
                              ) -> np.ndarray:
