@@ -219,8 +219,11 @@ def test_vector_series_are_bit_identical(dim, evidence, forgetting):
 
 def test_normal_mean_and_conjugate_models_are_bit_identical():
     y = ps.datasets.well_log()[:1200]
-    new = ChangepointDetector(sigma=2500.0, forgetting=0.9, engine="numpy").fit(y)
-    old = ChangepointDetector(model=OldNormalMean(2500.0), forgetting=0.9).fit(y)
+    # the old NormalMean is the paper's recursion (no evidence floor)
+    new = ChangepointDetector(model=NormalMean(2500.0, outliers="paper"), forgetting=0.9,
+                              engine="numpy").fit(y)
+    old = ChangepointDetector(model=OldNormalMean(2500.0, outliers="paper"),
+                              forgetting=0.9).fit(y)
     _assert_same_fit(new, old)
     counts, _ = datasets.count_shifts(300, seed=0)
     model = ConjugateModel(ps.Gamma.uninformative(), ps.likelihood.poisson)
