@@ -13,8 +13,10 @@ Methods (each with its package's defaults, as a new user would call it):
 * ``possibly default``: ``ps.ChangepointDetector()`` as it is on this branch (since issue 12:
   ``model_family()`` with ``forgetting=1``, ``tol=0.4 hazard``; ``MultivariateNormalSegments()``
   on a vector series), so it should equal ``segments (new)``;
-* ``possibly paper``: the paper's §5.3 model explicitly, ``model=NormalMean("auto")`` (σ from
-  the series), ``hazard=2.5e-3``, ``forgetting=0.9`` (the default before issue 12);
+* ``possibly paper``: the paper's §5.3 model and recursion explicitly,
+  ``model=NormalMean("auto", outliers="paper")`` (σ from the series), ``hazard=2.5e-3``,
+  ``forgetting=0.9`` (the default before issue 12); ``possibly normal``: the same model with
+  its default evidence floor (``NormalMean("auto")``);
 * ``segments (new)``: ``ChangepointDetector(model=model_family(), forgetting=1.0, tol=1e-3)``
   (``model_family()`` = ``[NormalMeanVariance(), PolynomialTrend(1), PolynomialTrend(2)]``):
   constant level, linear and quadratic trends with unknown noise precision competing per
@@ -68,6 +70,11 @@ def possibly_default(y: np.ndarray) -> np.ndarray:
 
 
 def possibly_paper(y: np.ndarray) -> np.ndarray:
+    return ps.ChangepointDetector(model=NormalMean("auto", outliers="paper"), hazard=2.5e-3,
+                                  forgetting=0.9).fit(y).changepoints
+
+
+def possibly_normal(y: np.ndarray) -> np.ndarray:
     return ps.ChangepointDetector(model=NormalMean("auto"), hazard=2.5e-3,
                                   forgetting=0.9).fit(y).changepoints
 
@@ -145,6 +152,7 @@ METHODS: dict[str, tuple[Callable[[np.ndarray], np.ndarray], bool]] = {
     # name -> (function, accepts vector series)
     "possibly default": (possibly_default, True),
     "possibly paper": (possibly_paper, False),
+    "possibly normal": (possibly_normal, False),
     "segments (new)": (possibly_segments, True),
     "segments tol 1e-12": (possibly_segments_exact, False),
     "segments profile": (possibly_segments_profile, False),
