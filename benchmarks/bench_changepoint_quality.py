@@ -207,6 +207,22 @@ def well_log_table(repeats: int) -> None:
               f"{best * 1e3:9.1f} ms, {best / base:7.1f}x")
 
 
+def add_spikes(y: np.ndarray, truth: datasets.ChangepointTruth, rate: float, seed: int
+               ) -> np.ndarray:
+    """A copy of the scalar series ``y`` with ``rate · n`` spikes of 10 to 100 times its
+    1.4826 · MAD (random sign, log-uniform size), away from the change points and the ends."""
+    rng = np.random.default_rng(500 + seed)
+    n = len(y)
+    finite = y[np.isfinite(y)]
+    scale = 1.4826 * float(np.median(np.abs(finite - np.median(finite))))
+    starts = np.r_[0, truth.changepoints]
+    allowed = np.setdiff1d(np.arange(1, n - 1), np.r_[starts, starts - 1, starts + 1])
+    at = rng.choice(allowed, size=max(1, int(rate * n)), replace=False)
+    out = np.array(y, dtype=np.float64)
+    out[at] += rng.choice([-1.0, 1.0], at.size) * 10.0 ** rng.uniform(1.0, 2.0, at.size) * scale
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=5, help="seeds per scenario (0..N-1)")
@@ -215,6 +231,8 @@ def main() -> int:
     parser.add_argument("--method", nargs="*", default=list(METHODS), choices=list(METHODS))
     parser.add_argument("--well-log", action="store_true", help="also run the well log")
     parser.add_argument("--repeats", type=int, default=5, help="timing repeats (well log)")
+    parser.add_argument("--spikes", type=float, default=0.0,
+                        help="add this fraction of gross spikes to the scalar series (add_spikes)")
     args = parser.parse_args()
 
     totals: dict[str, dict[str, list[float]]] = {m: {"f1": [], "cover": []} for m in args.method}
@@ -223,6 +241,9 @@ def main() -> int:
     for name in args.scenario:
         gen = datasets.SYNTHETIC_SUITE[name]
         data = [gen(seed=s) for s in range(args.seeds)]
+        if args.spikes > 0:
+            data = [(add_spikes(y, t, args.spikes, s) if y.ndim == 1 else y, t)
+                    for s, (y, t) in enumerate(data)]
         n_true = np.mean([t.changepoints.size for _, t in data])
         print(f"\n## {name}  (n = {data[0][0].shape[0]}, {n_true:g} true change points)")
         print(f"{'method':<20} {'F1':>12} {'covering':>12} {'time s':>9} {'#cp':>6}")
