@@ -84,3 +84,33 @@ def test_iid_high_dimensional_inliers_are_not_outliers():
     # the hindsight threshold of 5 σ in one dimension flagged a fifth of the rows at d = 20
     res = ps.ChangepointDetector().fit(_iid(20, 3, n=600))
     assert res.outliers.size <= 1
+
+
+def test_prior_noise_is_the_within_segment_noise_of_the_first_differences():
+    from possibly.changepoint.segments import automatic_vector_noise
+
+    rng = np.random.default_rng(5)
+    y = rng.normal(size=(3000, 4)) * [1.0, 2.0, 0.5, 3.0]
+    y[1500:] += [8.0, 16.0, 4.0, 24.0]  # a shift of 8 sd in every component
+    # by hand: 1.4826 MAD of the differences / √2 over 1.4826 MAD of the values, per component
+    diff = np.diff(y, axis=0)
+    noise = 1.4826 * np.median(np.abs(diff - np.median(diff, axis=0)), axis=0) / np.sqrt(2)
+    spread = 1.4826 * np.median(np.abs(y - np.median(y, axis=0)), axis=0)
+    assert automatic_vector_noise(y) == pytest.approx(float(np.median(noise / spread)))
+    assert automatic_vector_noise(y) < 0.3  # the shift widens the spread, not the noise
+    # scale-free, per component
+    assert automatic_vector_noise(-3.0 * y + 7.0) == pytest.approx(automatic_vector_noise(y))
+    # i.i.d. data: the noise is the spread (at most 1)
+    assert automatic_vector_noise(rng.normal(size=(3000, 4))) == pytest.approx(1.0, abs=0.05)
+    res = ps.ChangepointDetector().fit(y)
+    assert res.params.models[0].noise_scale == automatic_vector_noise(y)
+    assert res.changepoints.tolist() == [1500]
+
+
+def test_a_prior_given_for_streaming_keeps_the_fixed_noise():
+    model = MultivariateNormalSegments(prior=(np.zeros(3), np.ones(3)))
+    assert model.noise_scale is None
+    np.testing.assert_allclose(model.new_runs(1)["psi"][0], 4 * 0.25 * np.eye(3))
+    given = MultivariateNormalSegments(noise_scale=0.8)
+    y = _iid(3, 0, n=200)
+    assert ps.ChangepointDetector(model=given).fit(y).params.models[0].noise_scale == 0.8

@@ -54,6 +54,7 @@ __all__ = [
     "PolynomialTrend",
     "SegmentPrior",
     "automatic_prior",
+    "automatic_vector_noise",
     "automatic_vector_prior",
     "model_family",
     "outlier_cost_in_dimension",
@@ -74,6 +75,9 @@ RELATIVE_SCALE_FLOOR = 1e-100
 B_MIN = 1e-300
 #: forgetting never takes an inverse-Wishart's ν below d - 1 + this (proper: ν > d - 1)
 NU_MARGIN = 1e-3
+#: prior noise sd of MultivariateNormalSegments (units of the componentwise scale) when it is
+#: neither given nor estimated from the whole series (a prior given for streaming)
+STREAMING_NOISE_SCALE = 0.5
 
 
 @dataclass(frozen=True)
@@ -578,6 +582,34 @@ def automatic_vector_prior(y: Any) -> tuple[np.ndarray, np.ndarray]:
     return loc, scale
 
 
+def automatic_vector_noise(y: Any) -> float:
+    """Prior noise sd of :class:`MultivariateNormalSegments` in units of the componentwise
+    scale of :func:`automatic_vector_prior`: the median over the components of the
+    within-segment noise estimate ``1.4826 · MAD(first differences) / √2`` (a level shift
+    moves one difference, an outlier two) divided by the component's scale, at most 1;
+    ``0.5`` when the differences are mostly tied.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.normal(size=(2000, 3))
+    >>> round(automatic_vector_noise(y), 1)                   # i.i.d.: the scale is the noise
+    1.0
+    >>> y[1000:] += 6.0                                         # a shift widens the scale only
+    >>> round(automatic_vector_noise(y), 2)
+    0.22
+    """
+    y = _vector_series(y)
+    rows = y[~np.isnan(y).any(axis=1)]
+    _, scale = automatic_vector_prior(rows)
+    if len(rows) < 3:
+        return STREAMING_NOISE_SCALE
+    diff = np.diff(rows, axis=0)
+    noise = 1.4826 * np.median(np.abs(diff - np.median(diff, axis=0)), axis=0) / math.sqrt(2.0)
+    ratio = float(np.median(noise / scale))
+    return min(ratio, 1.0) if ratio > 0 else STREAMING_NOISE_SCALE
+
+
 def _vector_series(y: Any) -> np.ndarray:
     try:
         arr = np.asarray(y, dtype=np.float64)
@@ -624,7 +656,10 @@ class MultivariateNormalSegments(SegmentModel):
 
     The prior is ``m = 0``, ``Σ``'s mode ``Ψ/ν = noise_scale² I`` with ``ν = d + 1`` (each
     variance's marginal has the gamma shape 1 of the scalar models' ``noise_shape``), and
-    ``κ = noise_scale² / level_scale²``.
+    ``κ = noise_scale² / level_scale²``. It holds ``d + 1`` pseudo-observations of ``Σ``: a
+    prior noise below the truth makes the first runs judge their inliers too far in all ``d``
+    directions at once, so ``fit`` sets it from the series' first differences
+    (:func:`automatic_vector_noise`), not from its overall spread.
 
     ``dim`` counts the free parameters plus one: ``d + d(d + 1)/2 + 1`` (6 for ``d = 2``,
     10 for ``d = 3``). An observation is an outlier in hindsight when its consistency with the
@@ -633,9 +668,12 @@ class MultivariateNormalSegments(SegmentModel):
 
     Parameters
     ----------
-    level_scale, noise_scale : float
-        Prior sd of a new segment's mean and prior noise sd, per component in units of its
-        scale, ``> 0``.
+    level_scale : float
+        Prior sd of a new segment's mean, per component in units of its scale, ``> 0``.
+    noise_scale : float, optional
+        Prior noise sd, per component in units of its scale, ``> 0``; None: set by ``fit``
+        from the series (:func:`automatic_vector_noise`), 0.5 with a ``prior`` given (for
+        streaming).
     evidence : {"integrated", "profile"}
     outlier_cost : float
         As :class:`PolynomialTrend`, for a scalar observation; the floor of a ``d``-vector is
@@ -654,7 +692,7 @@ class MultivariateNormalSegments(SegmentModel):
     """
 
     level_scale: float = 2.0
-    noise_scale: float = 0.5
+    noise_scale: float | None = None
     evidence: str = "integrated"
     outlier_cost: float = DEFAULT_OUTLIER_COST
     prior: tuple[np.ndarray, np.ndarray] | None = field(default=None, compare=False)
@@ -667,7 +705,8 @@ class MultivariateNormalSegments(SegmentModel):
     _outlying_log_consistency: float = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        _check_settings(self, ("level_scale", "noise_scale", "outlier_cost"))
+        _check_settings(self, ("level_scale", "outlier_cost")
+                        + (() if self.noise_scale is None else ("noise_scale",)))
         d = 0
         if self.prior is not None:
             try:
@@ -696,13 +735,19 @@ class MultivariateNormalSegments(SegmentModel):
         return self.prior is not None
 
     def resolve(self, y: np.ndarray) -> MultivariateNormalSegments:
-        return self if self.resolved else replace(self, prior=automatic_vector_prior(y))
+        if self.resolved:
+            return self
+        noise = automatic_vector_noise(y) if self.noise_scale is None else self.noise_scale
+        return replace(self, prior=automatic_vector_prior(y), noise_scale=noise)
 
     def _loc_scale(self) -> tuple[np.ndarray, np.ndarray]:
         if self.prior is None:
             raise ValueError("this model sets its prior from the whole series: call fit(y), or "
                              "pass prior=automatic_vector_prior(warm_up) to stream")
         return self.prior
+
+    def _noise_scale(self) -> float:
+        return STREAMING_NOISE_SCALE if self.noise_scale is None else self.noise_scale
 
     def check_series(self, y: Any) -> np.ndarray:
         arr = _vector_series(y)
@@ -714,7 +759,7 @@ class MultivariateNormalSegments(SegmentModel):
     def new_runs(self, n: int) -> Runs:
         d = 0 if self.prior is None else self.prior[0].size
         nu = float(d + 1)
-        noise_var = self.noise_scale ** 2
+        noise_var = self._noise_scale() ** 2
         return {"m": np.zeros((n, d)),
                 "kappa": np.full(n, noise_var / self.level_scale ** 2),
                 "psi": np.repeat((nu * noise_var * np.eye(d))[None], n, axis=0),
