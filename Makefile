@@ -7,11 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 EXTRAS ?= test,dev,plot,progress,data,dask,fast,xarray,sktime
 
-# Use the shared data folder when there is one; otherwise possibly.datasets falls back to the
-# user cache and then to a checksummed download.
-ifneq ($(wildcard ../shared/data/.),)
-export POSSIBLY_DATA_DIR ?= $(abspath ../shared/data)
-endif
+# The well log ships with the package: the tests need neither POSSIBLY_DATA_DIR nor a network.
 
 .PHONY: demo test docs reproduce bench clean
 

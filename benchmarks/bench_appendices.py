@@ -110,8 +110,10 @@ def main(argv=None) -> int:
 
     # 1. location-scale: the estimator (fast path of the algebra) vs the checked generic
     # update_sequence; without the robust start both must agree
-    est = ps.RobustNormalEstimator(robust_start=False)
-    start, std = ps.RobustNormalEstimator(), ps.RobustNormalEstimator(robust=False)
+    # the paper's beta0 (the generic baseline's prior), not the automatic one set from the data
+    est = ps.RobustNormalEstimator(beta0=normal.BETA0, robust_start=False)
+    start = ps.RobustNormalEstimator(beta0=normal.BETA0)
+    std = ps.RobustNormalEstimator(beta0=normal.BETA0, robust=False)
     fit, res = est.fit(y), generic_location_scale(y)
     assert np.allclose(fit.mean, res.trajectory.mode[0].T, rtol=1e-9, atol=1e-12)
     assert np.allclose(fit.discount, res.discount.T, rtol=1e-9, atol=1e-300)

@@ -299,20 +299,6 @@ def test_ctrl_c_during_a_numba_fit_is_a_clean_keyboard_interrupt(tmp_path):
     assert "SystemError" not in err and "Segmentation" not in err
 
 
-def test_numba_cache_defaults_to_the_user_cache_dir(tmp_path):
-    code = "import os, possibly; print(os.environ.get('NUMBA_CACHE_DIR'))"
-    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
-    env["PYTHONPATH"] = os.pathsep.join(sys.path)
-    env["XDG_CACHE_HOME"] = str(tmp_path)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         env=env, check=True).stdout.strip()
-    if sys.platform.startswith("linux"):
-        assert out == str(tmp_path / "possibly" / "numba")
-    mine = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env={**env, "NUMBA_CACHE_DIR": "/elsewhere"}, check=True)
-    assert mine.stdout.strip() == "/elsewhere"  # the user's setting wins
-
-
 # -- fuzz: clean errors or finite outputs --------------------------------------------------------
 
 _values = st.one_of(st.floats(allow_nan=True, allow_infinity=True),

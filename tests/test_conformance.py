@@ -111,12 +111,13 @@ _batches = _rng.normal(size=(12, 6, 2))
 _batches[7] *= 15.0                                    # an outlier batch
 
 ESTIMATOR_CASES: list[Case] = [
-    Case("RobustNormalEstimator", ps.RobustNormalEstimator, _cauchy),
+    # the automatic beta0 / decay are set from the whole series (fit only): fixed to stream
+    Case("RobustNormalEstimator", lambda: ps.RobustNormalEstimator(beta0=1.0), _cauchy),
     Case("RobustNormalEstimator robust_start=False",
-         lambda: ps.RobustNormalEstimator(robust_start=False, tau=None), _cauchy),
+         lambda: ps.RobustNormalEstimator(beta0=1.0, robust_start=False, tau=None), _cauchy),
     Case("RobustCovarianceEstimator", lambda: ps.RobustCovarianceEstimator(tau=0.25, d=2),
          _batches, event_ndim=2),
-    Case("SoftUniformEstimator", lambda: ps.SoftUniformEstimator(order="given"),
+    Case("SoftUniformEstimator", lambda: ps.SoftUniformEstimator(decay=10.0, order="given"),
          np.abs(_scalar) + 0.1),
 ]
 

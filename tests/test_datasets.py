@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import http.server
+import threading
+import zipfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -71,24 +76,85 @@ def test_piecewise_constant_bad_arguments(kw, match):
         datasets.piecewise_constant(**kw)
 
 
-# --- where well_log() finds its file: POSSIBLY_DATA_DIR, then the cache, then the download ---
+# --- where well_log() finds its file: the package, POSSIBLY_DATA_DIR, the cache, the download ---
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGED = REPO / "src" / "possibly" / "data" / "well_log.txt"
+
 
 @pytest.fixture
 def original_bytes():
+    """The shipped well log, read from the source tree (not through the loader)."""
+    return PACKAGED.read_bytes()
+
+
+@pytest.fixture
+def offline(tmp_path, monkeypatch):
+    """No POSSIBLY_DATA_DIR, an empty cache, and downloads recorded, never made."""
+    monkeypatch.delenv("POSSIBLY_DATA_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    calls = []
+
+    def no_network(url, dest):
+        calls.append(url)
+        raise datasets.urllib.error.URLError("[Errno -3] Temporary failure in name resolution")
+
+    monkeypatch.setattr(datasets, "_download", no_network)
+    return tmp_path / "cache" / "possibly", calls
+
+
+def test_the_shipped_well_log_is_the_checksummed_original(original_bytes):
+    # the checksum is the one of the public copy (possibly.datasets.WELL_LOG_URL)
+    assert hashlib.sha256(original_bytes).hexdigest() == datasets.WELL_LOG_SHA256
+    lines = original_bytes.decode().split()
+    assert len(lines) == 4050 and float(lines[0]) == 133530.6
+
+
+def test_well_log_needs_neither_the_network_nor_a_data_dir(offline, original_bytes):
+    cache, calls = offline
+    y = datasets.well_log()
+    assert calls == [] and not cache.exists()
+    assert y.shape == (4050,) and y.dtype == np.float64
+    np.testing.assert_array_equal(y, [float(v) for v in original_bytes.decode().split()])
     path = datasets._locate(datasets.WELL_LOG_FILE, datasets.WELL_LOG_SHA256,
                             datasets.WELL_LOG_URL)
-    return path.read_bytes()
+    assert path.resolve() == (Path(datasets.__file__).parent / "data" / "well_log.txt").resolve()
+
+
+def test_the_packaged_copy_is_preferred_to_the_data_dir(offline, tmp_path, monkeypatch):
+    cache, calls = offline
+    other = tmp_path / "data"
+    other.mkdir()
+    (other / "well_log.txt").write_text("1\n2\n")  # would be refused if it were read
+    monkeypatch.setenv("POSSIBLY_DATA_DIR", str(other))
+    assert datasets.well_log().shape == (4050,) and calls == []
+
+
+def test_a_damaged_packaged_copy_is_passed_over(offline, tmp_path, monkeypatch,
+                                                original_bytes):
+    cache, calls = offline
+    package = tmp_path / "package"
+    package.mkdir()
+    (package / "well_log.txt").write_bytes(original_bytes[:-10])
+    monkeypatch.setattr(datasets, "PACKAGE_DATA_DIR", package)
+    with pytest.raises(datasets.DataUnavailableError) as info:
+        datasets.well_log()
+    assert f"{package / 'well_log.txt'} has the wrong SHA-256" in str(info.value)
+    other = tmp_path / "data"
+    other.mkdir()
+    (other / "well_log.txt").write_bytes(original_bytes)
+    monkeypatch.setenv("POSSIBLY_DATA_DIR", str(other))
+    assert datasets.well_log().shape == (4050,)
 
 
 @pytest.fixture
 def places(original_bytes, tmp_path, monkeypatch):
-    """An empty data dir and an empty cache; downloads are recorded, never made.
-
-    Asks for ``original_bytes`` first so that the real file is read before the environment
-    changes.
-    """
+    """An empty data dir, an empty cache and no packaged copy; downloads are recorded, never
+    made: the fall-back path of a data set that is not shipped."""
     data, cache = tmp_path / "data", tmp_path / "cache"
     data.mkdir()
+    (tmp_path / "empty_package").mkdir()
+    monkeypatch.setattr(datasets, "PACKAGE_DATA_DIR", tmp_path / "empty_package")
     monkeypatch.setenv("POSSIBLY_DATA_DIR", str(data))
     monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
     calls = []
@@ -174,6 +240,75 @@ def test_a_wrong_file_in_the_data_dir_is_an_error(places):
     (data / "well_log.txt").write_text("1\n2\n")
     with pytest.raises(ValueError, match="does not have the expected SHA-256"):
         datasets.well_log()
+
+
+# --- the download itself, against a file server on 127.0.0.1 (no mock of the download) -------
+
+@pytest.fixture
+def file_server(tmp_path, monkeypatch):
+    """Serve ``tmp_path / "served"`` over HTTP on 127.0.0.1; yields (folder, base URL)."""
+    served = tmp_path / "served"
+    served.mkdir()
+    for name in ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("no_proxy", "127.0.0.1")
+    monkeypatch.delenv("POSSIBLY_DATA_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):  # keep the test output clean
+            pass
+
+    handler = functools.partial(Quiet, directory=str(served))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield served, f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+def test_a_data_set_not_shipped_is_downloaded_checked_and_cached(file_server, tmp_path):
+    served, base = file_server
+    content = b"1.5\n2.5\n-3.0\n"
+    (served / "other.txt").write_bytes(content)
+    sha = hashlib.sha256(content).hexdigest()
+    path = datasets._locate("other.txt", sha, f"{base}/other.txt")
+    assert path == tmp_path / "cache" / "possibly" / "other.txt"
+    assert path.read_bytes() == content
+    (served / "other.txt").unlink()  # the second call is served from the cache
+    assert datasets._locate("other.txt", sha, f"{base}/other.txt") == path
+    # a file with another checksum is refused and not cached
+    (served / "bad.txt").write_bytes(b"1\n")
+    with pytest.raises(datasets.DataUnavailableError, match="has SHA-256"):
+        datasets._locate("bad.txt", sha, f"{base}/bad.txt")
+    assert not (tmp_path / "cache" / "possibly" / "bad.txt").exists()
+
+
+def test_a_missing_remote_file_is_one_line(file_server):
+    served, base = file_server
+    with pytest.raises(datasets.DataUnavailableError) as info:
+        datasets._locate("absent.txt", "0" * 64, f"{base}/absent.txt")
+    msg = str(info.value)
+    assert "\n" not in msg and "absent.txt" in msg and "downloading it failed" in msg
+
+
+# --- the built distribution carries the data file ----------------------------------------------
+
+def test_the_wheel_ships_the_well_log_and_its_notice(tmp_path):
+    """The wheel that hatchling (the build backend, in the test extra) builds carries both."""
+    from hatchling.builders.wheel import WheelBuilder
+
+    wheels = list(WheelBuilder(str(REPO)).build(directory=str(tmp_path), versions=["standard"]))
+    with zipfile.ZipFile(wheels[0]) as zf:
+        names = set(zf.namelist())
+        assert zf.read("possibly/data/well_log.txt") == PACKAGED.read_bytes()
+    assert "possibly/data/README.md" in names
+
+
 # ----------------------------------------------------------------------------------------------
 # synthetic change-point suite
 

@@ -1,45 +1,23 @@
 """Every Python example in README.md and docs/ runs as written."""
 
 import re
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
-
-
-def _blocks(path):
-    return re.findall(r"```python\n(.*?)```", path.read_text(), flags=re.S)
+from doc_examples import PAGES, ROOT, commands, python_blocks, runnable_blocks
 
 
 def test_readme_has_an_example():
-    assert _blocks(ROOT / "README.md")
+    assert python_blocks(ROOT / "README.md")
 
 
-@pytest.mark.parametrize("page", [p for p in PAGES if _blocks(p)],
+@pytest.mark.parametrize("page", [p for p in PAGES if python_blocks(p)],
                          ids=lambda p: str(p.relative_to(ROOT)))
 def test_page_examples_run(page, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # examples that write files write them here
     namespace: dict = {}
-    for code in _blocks(page):
+    for code in python_blocks(page):
         exec(compile(code, str(page), "exec"), namespace)
-
-
-def _runnable_blocks(path):
-    """``(language, code)`` of the python, sh and text blocks of a page, in order."""
-    return re.findall(r"```(python|sh|text)\n(.*?)```", path.read_text(), flags=re.S)
-
-
-def _commands(code):
-    """The ``possibly ...`` command lines of an sh block, as argument lists."""
-    import shlex
-
-    lines = code.replace("\\\n", " ").splitlines()
-    for line in lines:
-        words = shlex.split(line, comments=True)
-        if words and words[0] in ("possibly", ".venv/bin/possibly"):
-            yield words[1:]
 
 
 def _shown_in(expected: str, printed: str) -> bool:
@@ -49,7 +27,7 @@ def _shown_in(expected: str, printed: str) -> bool:
 
 
 @pytest.mark.parametrize("page", [p for p in PAGES
-                                  if any(lang == "sh" for lang, _ in _runnable_blocks(p))],
+                                  if any(lang == "sh" for lang, _ in runnable_blocks(p))],
                          ids=lambda p: str(p.relative_to(ROOT)))
 def test_page_commands_run(page, tmp_path, monkeypatch, capsys):
     """The python blocks and the ``possibly`` commands of ```sh blocks run in page order (the
@@ -63,13 +41,13 @@ def test_page_commands_run(page, tmp_path, monkeypatch, capsys):
     namespace: dict = {}
     printed = None
     n_commands = 0
-    for lang, code in _runnable_blocks(page):
+    for lang, code in runnable_blocks(page):
         if lang == "python":
             exec(compile(code, str(page), "exec"), namespace)
             printed = None
         elif lang == "sh":
             capsys.readouterr()
-            for argv in _commands(code):
+            for argv in commands(code):
                 assert main(argv) == 0, f"{page.name}: possibly {' '.join(argv)} failed"
                 n_commands += 1
             printed = capsys.readouterr().out

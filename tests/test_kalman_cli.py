@@ -47,7 +47,8 @@ def test_plain_column_to_stdout_standard_and_smooth(tmp_path, capsys):
     assert main(["kalman", str(src), "--standard"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     assert lines[0].startswith("t,observation,position") and len(lines) == 5
-    assert main(["kalman", str(src), "--smooth", "--tau", "0.1"]) == 0
+    assert main(["kalman", str(src), "--smooth", "--tau", "0.1", "--obs-sd", "1",
+                 "--accel-sd", "0.05"]) == 0
     rows = capsys.readouterr().out.strip().splitlines()[1:]
     smoothed = [float(r.split(",")[2]) for r in rows]
     ref = ps.KalmanFilter(*ps.models.constant_velocity(), tau=0.1).smooth([1.0, 2.1, 2.9, 4.2])
@@ -95,3 +96,35 @@ def test_missing_file_and_unknown_model(tmp_path, capsys):
     assert "No such file" in capsys.readouterr().err
     assert main(["kalman", str(tmp_path / "nope.csv"), "--model", "random-walk"]) == 2
     assert "invalid choice: 'random-walk'" in capsys.readouterr().err
+
+
+def test_smooth_counts_an_outlier_the_robust_start_rejected_as_discounted(tmp_path, capsys):
+    rng = np.random.default_rng(4)
+    ys = np.arange(30.0) + rng.normal(size=30) * 0.5
+    ys[0] = 1e6
+    src = tmp_path / "obs.csv"
+    src.write_text("position\n" + "\n".join(repr(float(y)) for y in ys) + "\n")
+    for smooth in (["--smooth"], []):
+        out = tmp_path / f"out{len(smooth)}.csv"
+        assert main(["kalman", str(src), "--dt", "1", "--accel-sd", "0.05", "--obs-sd", "1",
+                     "--out", str(out), *smooth]) == 0
+        line = capsys.readouterr().out
+        got = read_csv(out)
+        if smooth:
+            assert "30 time steps (0 missing); 1 observation(s) discounted" in line
+            assert got["discount"][0] == 0.0 and not np.isnan(got["consistency"]).any()
+            assert abs(got["position"][0]) < 10.0  # smoothed past the outlier
+        else:  # the filter took it whole at step 0 (nothing could judge it yet)
+            assert got["discount"][0] == 1.0
+
+
+def test_repeated_column_flags_are_one_vector(tmp_path):
+    """``--column x --column y`` is ``--column x y`` (not the last column alone)."""
+    src = tmp_path / "track.csv"
+    src.write_text("x,y\n0,0\n1,2\n2,4\n3,6\n")
+    outs = [tmp_path / "a.csv", tmp_path / "b.csv"]
+    assert main(["kalman", str(src), "--column", "x", "y", "--out", str(outs[0])]) == 0
+    assert main(["kalman", str(src), "--column", "x", "--column", "y", "--out",
+                 str(outs[1])]) == 0
+    assert outs[0].read_text() == outs[1].read_text()
+    assert "position_x" in read_csv(outs[1])

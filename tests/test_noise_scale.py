@@ -24,7 +24,7 @@ def test_one_step_by_hand(y, coverage):
     prior = ps.MultivariateNormal([0.5, 0.1], np.linalg.inv(np.diag([2.0, 0.5])))
     a0, b0, omega = 3.0, 2.0, 0.9
     kf = NoiseScaleKalmanFilter(F, Q, H, R, scale_prior=(a0, b0), omega=omega, prior=prior,
-                                coverage=coverage)
+                                coverage=coverage, robust_start=False)  # one plain step
     state, info = kf.step(kf.init(), [y])
     lam = a0 / b0
     P = np.diag([2.0, 0.5])
@@ -245,3 +245,68 @@ def test_robust_start_protects_the_learned_scale():
         if rs:
             assert abs(np.log(0.1 * res.noise_scale[-1])) < np.log(1.5)
     assert err[True] < 0.5 < 5.0 < err[False]
+
+
+def _local_level(seed, T=100, Q=1469.0, R=15000.0):
+    """A level like the Nile's (local-level fit: Q ≈ 1469, R ≈ 15099), simulated."""
+    rng = np.random.default_rng(seed)
+    level = 1120.0 + np.cumsum(np.r_[0.0, np.sqrt(Q) * rng.standard_normal(T - 1)])
+    return level + np.sqrt(R) * rng.standard_normal(T)
+
+
+def _ml_noise(y, Q):
+    """Maximum-likelihood R of the local level with Q known: the exact log-likelihood given
+    y_0 (diffuse start), maximised over log R by scipy; no code of the library."""
+    from scipy.optimize import minimize_scalar
+
+    def minus_loglik(log_r):
+        r = np.exp(log_r)
+        m, p, ll = y[0], r, 0.0
+        for obs in y[1:]:
+            p += Q
+            s = p + r
+            ll -= 0.5 * (np.log(2 * np.pi * s) + (obs - m) ** 2 / s)
+            m, p = m + p / s * (obs - m), p * r / s
+        return -ll
+
+    res = minimize_scalar(minus_loglik, bounds=(np.log(1e-2), np.log(1e10)), method="bounded",
+                          options={"xatol": 1e-8})
+    return float(np.exp(res.x))
+
+
+@pytest.mark.parametrize("factor", [1e2, 1e4])
+def test_a_noise_scale_far_too_large_is_unlearned_in_100_steps(factor):
+    """R given 100 or 10⁴ times too large on 100 points of a Nile-like level: the prior's
+    sum of squares used to outweigh the data (learned 4.3-5.9x and 270-364x the maximum-
+    likelihood R, seeds 0-9); tempered by its conflict with the data, it no longer does."""
+    Q = 1469.0
+    for seed in range(5):
+        y = _local_level(seed)
+        ml = _ml_noise(y, Q)
+        kf = NoiseScaleKalmanFilter([[1.0]], [[Q]], [[1.0]], [[factor * 15000.0]])
+        learned = factor * 15000.0 * kf.fit(y).noise_scale[-1]
+        assert 1 / 1.6 < learned / ml < 1.6, (seed, learned, ml)
+
+
+def test_small_residuals_temper_the_prior_large_ones_do_not():
+    """The prior is tempered only when the data say the noise is smaller than it says (no
+    outlier can cause that); an early gross outlier leaves the prior whole."""
+    rng = np.random.default_rng(8)
+    pos = np.cumsum(np.cumsum(0.05 * rng.normal(size=200)))
+    ys = pos + rng.normal(size=200)
+    ys[3] += 1e3
+    kf = NoiseScaleKalmanFilter(F, Q, H, R, robust_start=False)
+    state, _ = kf.step(kf.init(), ys[0])
+    for y in ys[1:4]:
+        state, _ = kf.step(state, y)
+    # the outlier made the data's scale larger: the prior keeps its weight (w = 1)
+    np.testing.assert_allclose(state.alpha, state.prior_alpha + state.data_alpha, rtol=1e-12)
+    np.testing.assert_allclose(state.beta, state.prior_beta + state.data_beta, rtol=1e-12)
+    res = NoiseScaleKalmanFilter(F, Q, H, R).fit(ys)  # with the robust start
+    assert abs(np.log(res.noise_scale[-1])) < np.log(1.3)
+    # told R 1000x too large: the residuals are small, the prior's weight goes
+    big = NoiseScaleKalmanFilter(F, Q, H, 1e3 * R, robust_start=False)
+    state = big.init()
+    for y in np.r_[ys[:3], ys[3] - 1e3, ys[4:8]]:  # the same, without the outlier
+        state, _ = big.step(state, y)
+    assert state.alpha - state.data_alpha < 0.01 * state.prior_alpha  # weight w < 0.01

@@ -92,3 +92,67 @@ def test_source_digest_sees_edits_renames_and_new_files(tmp_path):
     assert len({base, edited, rp.source_digest(tmp_path)}) == 3
     # the default root is the installed package, which holds this module
     assert rp.source_digest() == rp.source_digest(rp.Path(rp.__file__).parent)
+
+
+def test_cut_short_cache_is_a_miss_with_a_warning_naming_it(toy, tmp_path):
+    rp.reproduce("toy", tmp_path, seed=1)
+    (cache,) = (tmp_path / ".cache").iterdir()
+    text = cache.read_text()
+    for broken in (text[: len(text) // 2], "", "[1, 2]", '{"params": {}}', "\udcff"):
+        cache.write_text(broken, errors="surrogateescape")
+        calls = toy.CALLS["run"]
+        with pytest.warns(RuntimeWarning, match=f"cache file .*{cache.name}.* unreadable"):
+            rp.reproduce("toy", tmp_path, seed=1)
+        assert toy.CALLS["run"] == calls + 1  # recomputed
+        assert json.loads(cache.read_text())["result"]["mean"] == json.loads(text)["result"][
+            "mean"]
+    rp.reproduce("toy", tmp_path, seed=1)  # the rewritten cache is used again
+    assert toy.CALLS["run"] == calls + 1
+    outcome = tmp_path / "toy" / "outcome.json"
+    outcome.write_text("{")
+    with pytest.warns(RuntimeWarning, match="outcome.json"):  # another study's run
+        text = rp.write_report([], tmp_path).read_text()
+    assert "## toy" not in text
+
+
+SCRIPT = """
+import resource, signal, sys
+sys.path.insert(0, {tests!r})
+import possibly.reproduce as rp
+rp.STUDIES["toy"] = ("fake_study", "a toy figure", 3)
+limit = int(sys.argv[2])
+if limit:  # a full disk, in effect: writing past `limit` bytes fails
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+rp.reproduce("toy", sys.argv[1], seed=1, repeats=5000)
+"""
+
+
+def test_cache_write_cut_short_leaves_no_truncated_file(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = SCRIPT.format(tests=str(Path(__file__).parent))
+    out = tmp_path / "out"
+    first = subprocess.run([sys.executable, "-c", script, str(out), "20000"],
+                           capture_output=True, text=True, timeout=300)
+    assert first.returncode != 0  # the write failed
+    for f in (out / ".cache").iterdir():  # what is there is whole (temporary files removed)
+        json.loads(f.read_text())
+    second = subprocess.run([sys.executable, "-c", script, str(out), "0"],
+                            capture_output=True, text=True, timeout=300)
+    assert second.returncode == 0, second.stderr
+    (cache,) = (out / ".cache").iterdir()
+    assert len(json.loads(cache.read_text())["result"]["values"]) == 5000
+
+
+def test_cli_out_must_be_a_directory(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "file").write_text("mine")
+    for out in ("-", "file"):
+        assert main(["reproduce", "kalman", "--quick", "--out", out]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "is not a directory" in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
+    assert (tmp_path / "file").read_text() == "mine"

@@ -243,3 +243,88 @@ def test_huge_values_no_overflow_warning():
         warnings.simplefilter("error")
         fit = ps.SoftUniformEstimator(decay=1.0, order="given").fit([1.7e308, 1.0, 1.0e308])
     assert np.isfinite(fit.mode).all()
+
+
+# -- the default decay in the data's units; the decay's effect ---------------------------------
+def test_default_decay_does_not_collapse_on_small_data():
+    """decay = 10 is 10 per unit of θ: on U(0, 3) it collapsed to the smallest observation
+    (0.021 in the report). The automatic decay is 12 over the median gap of the data."""
+    rng = np.random.default_rng(4)
+    for _ in range(5):
+        u = rng.uniform(0.0, 3.0, 100)
+        est = float(ps.SoftUniformEstimator().fit(u).estimate)
+        assert 0.95 * u.max() <= est <= u.max()   # the hard uniform's MLE is u.max()
+        assert est == float(ps.SoftUniformEstimator().fit(1e6 * u).estimate) / 1e6
+
+
+def test_automatic_decay_is_twelve_over_the_median_gap():
+    from possibly.estimators.soft_uniform import automatic_decay
+
+    y = np.array([[7.0, 1.0, 2.0, 4.0, np.nan], [5.0, 5.0, 5.0, 5.5, 9.0]])
+    # sorted gaps 1, 2, 3 (median 2); 0, 0, 0.5, 3.5: ties, the smallest positive gap 0.5
+    np.testing.assert_allclose(automatic_decay(y), [12.0 / 2.0, 12.0 / 0.5])
+    # an even number of gaps takes the lower middle one: one outlier's gap does not decide
+    assert float(automatic_decay([1.0, 2.0, 1e308])) == 12.0
+    auto = ps.SoftUniformEstimator().fit(y)
+    np.testing.assert_allclose(auto.decay, [6.0, 24.0])
+    fixed = ps.SoftUniformEstimator(decay=24.0).fit(y[1])
+    np.testing.assert_array_equal(auto.discount[1], fixed.discount)
+    np.testing.assert_array_equal(auto.log_possibility(np.array([[5.0, 8.0], [5.0, 8.0]]))[1],
+                                  fixed.log_possibility([5.0, 8.0]))
+    with pytest.raises(ValueError, match=r"decay='auto'.*call fit\(y\).*decay=<float>"):
+        ps.SoftUniformEstimator().update(1.0)
+    with pytest.raises(ValueError, match="decay must be 'auto' or a number > 0"):
+        ps.SoftUniformEstimator(decay="hard")
+
+
+def brute_force_recursion(y_sorted, decay, grid):
+    """The robust recursion with every supremum taken on ``grid`` (which does not need to
+    contain the observations): consistency, discount, mode."""
+    log_f = np.zeros(grid.size)
+    discounts = []
+    for y in y_sorted:
+        log_lik = log_soft(grid, y, decay)
+        log_c = min(np.max(log_f + log_lik) - np.max(log_f), 0.0)
+        discounts.append(np.exp(log_c))
+        log_f = log_f + discounts[-1] * log_lik
+    return grid[np.argmax(log_f)], np.array(discounts), log_f
+
+
+def test_the_estimate_is_not_monotone_in_the_decay_and_that_is_the_recursion():
+    """On one U(0, 3) sample the estimate goes up and down with the decay. A brute-force
+    recursion (every sup on a geometric grid of 400001 points, relative step 1.5e-5, no use
+    of the fact that the sup sits at an observation) gives the same discounts, to the grid's
+    resolution, and the same estimates: the non-monotonicity is in the recursion, not in a
+    search."""
+    rng = np.random.default_rng(1)
+    rng.uniform(0.0, 3.0, 100)
+    u = np.sort(rng.uniform(0.0, 3.0, 100))
+    grid = np.geomspace(0.5 * u[0], 3.5, 400001)
+    decays = [2.82, 3.16, 3.55, 15.8, 20.0, 25.1, 44.7]
+    estimates = []
+    for c in decays:
+        fit = ps.SoftUniformEstimator(decay=c).fit(u)
+        mode, disc, _ = brute_force_recursion(u, c, grid)
+        np.testing.assert_allclose(fit.discount, disc, rtol=0, atol=5e-3)  # errors compound
+        # the grid's mode is within a grid step of the observation the code returns
+        assert abs(float(fit.estimate) / mode - 1) <= 2e-5
+        estimates.append(float(fit.estimate))
+    steps = np.diff(estimates)
+    assert (steps < -0.5).any() and (steps > 0.5).any()
+
+
+def test_with_the_discounts_fixed_the_mode_grows_with_the_decay():
+    """Why the estimate can fall as the decay grows: for fixed weights γ_i the log posterior
+    Σ γ_i (c (θ - θ ∨ y_i) - log(θ ∨ y_i)) has increasing differences in (θ, c), so its
+    argmax cannot decrease with c; only the discounts, which depend on c through the
+    recursion, move it down."""
+    rng = np.random.default_rng(1)
+    rng.uniform(0.0, 3.0, 100)
+    u = np.sort(rng.uniform(0.0, 3.0, 100))
+    weights = ps.SoftUniformEstimator(decay=3.55).fit(u).discount
+    top = np.maximum(u[:, None], u[None, :])              # θ at the observations (rows)
+    modes = []
+    for c in np.geomspace(1.0, 100.0, 60):
+        log_f = (weights * (c * (u[:, None] - top) - np.log(top))).sum(-1)
+        modes.append(u[np.argmax(log_f)])
+    assert np.all(np.diff(modes) >= 0) and modes[-1] > modes[0]

@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-PAGES = ("changepoints", "filtering", "location-scale")
+PAGES = ("changepoints", "filtering", "location-scale", "nonlinear")
 
 
 def run_page(page: Path, workdir: Path) -> None:

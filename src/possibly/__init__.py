@@ -14,8 +14,6 @@ Examples
 (0.9394, 0.2422)
 """
 
-# first: sets NUMBA_CACHE_DIR before any submodule can import numba
-from possibly import _numba_cache  # noqa: F401, I001
 from possibly import changepoint, datasets, estimators, filters, likelihood, metrics, models
 from possibly.changepoint import (
     ChangepointDetector,
@@ -48,6 +46,7 @@ from possibly.filters import (
     GaussianNoise,
     KalmanFilter,
     LinearGaussianModel,
+    MostlyDiscountedWarning,
     NonlinearModel,
     ParticleFilter,
     UnscentedKalmanFilter,
@@ -84,6 +83,7 @@ __all__ = [
     "KalmanFilter",
     "LinearGaussianModel",
     "LogLikelihood",
+    "MostlyDiscountedWarning",
     "MultivariateNormal",
     "MultivariateNormalSegments",
     "NonlinearModel",

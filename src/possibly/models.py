@@ -4,6 +4,10 @@ Kept so that ``possibly.models.constant_velocity`` and ``possibly.models.LinearG
 stay importable.
 """
 
-from possibly.filters.state_space import LinearGaussianModel, constant_velocity
+from possibly.filters.state_space import (
+    LinearGaussianModel,
+    constant_velocity,
+    constant_velocity_noise,
+)
 
-__all__ = ["LinearGaussianModel", "constant_velocity"]
+__all__ = ["LinearGaussianModel", "constant_velocity", "constant_velocity_noise"]

@@ -5,6 +5,8 @@ progress) -> dict`` and ``plot(result, out_dir) -> list of paths``; it may also 
 ``summary(result) -> list of rows`` where a row is a dict with keys ``quantity``, ``paper``,
 ``ours`` and ``verdict``. Results are cached under ``OUT/.cache`` by a key made of the
 parameters and the source of the study module, so a re-run only recomputes what changed.
+Every file is written atomically (a temporary file renamed over it); a cache file that cannot
+be read (cut short, edited) is recomputed, with a warning naming it.
 """
 
 from __future__ import annotations
@@ -14,12 +16,14 @@ import importlib
 import inspect
 import json
 import time
+import warnings
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from possibly import __version__
+from possibly._common import write_text_atomic
 
 __all__ = ["STUDIES", "StudyOutcome", "reproduce", "run_study", "source_digest", "write_report"]
 
@@ -107,8 +111,8 @@ def run_study(name: str, out_dir: str | Path, *, repeats: int | None = None, see
     study_dir = out / name
     study_dir.mkdir(parents=True, exist_ok=True)
     cache = out / ".cache" / f"{name}-{_cache_key(name, params)}.json"
-    if use_cache and cache.is_file():
-        stored = json.loads(cache.read_text())
+    stored = _read_json(cache, ("result", "seconds")) if use_cache else None
+    if stored is not None:
         result, seconds, cached = stored["result"], stored["seconds"], True
     else:
         kwargs = {"seed": seed, "quick": quick, "progress": progress}
@@ -119,18 +123,36 @@ def run_study(name: str, out_dir: str | Path, *, repeats: int | None = None, see
         seconds = time.perf_counter() - start
         cached = False
         cache.parent.mkdir(parents=True, exist_ok=True)
-        cache.write_text(json.dumps({"params": params, "seconds": seconds, "result": result},
-                                    default=_jsonable))
-        result = json.loads(cache.read_text())["result"]
-    (study_dir / "result.json").write_text(json.dumps(result, indent=1, default=_jsonable))
+        text = json.dumps({"params": params, "seconds": seconds, "result": result},
+                          default=_jsonable)
+        write_text_atomic(cache, text)
+        result = json.loads(text)["result"]
+    write_text_atomic(study_dir / "result.json", json.dumps(result, indent=1, default=_jsonable))
     figures = [str(p) for p in (mod.plot(result, study_dir) or [])]
     outcome = StudyOutcome(name=name, params=params, result=result, figures=figures,
                            seconds=seconds, cached=cached, rows=_rows(mod, result))
     # what the report needs, so that a later run of other studies can rebuild the whole report
-    (study_dir / "outcome.json").write_text(json.dumps(
+    write_text_atomic(study_dir / "outcome.json", json.dumps(
         {"params": params, "seconds": seconds, "cached": cached, "rows": outcome.rows,
          "figures": [Path(f).name for f in figures]}, indent=1, default=_jsonable))
     return outcome
+
+
+def _read_json(path: Path, keys: tuple[str, ...]) -> dict | None:
+    """The JSON object stored at ``path`` with ``keys``; None if there is no such file, or
+    (with a warning naming the file) if it cannot be read: a cache miss, never an error."""
+    if not path.is_file():
+        return None
+    try:
+        stored = json.loads(path.read_text(encoding="utf-8"))
+        missing = [k for k in keys if not isinstance(stored, dict) or k not in stored]
+        if missing:
+            raise ValueError(f"no {missing[0]!r} entry")
+    except (OSError, ValueError) as exc:  # UnicodeDecodeError and JSONDecodeError included
+        warnings.warn(f"cache file {path} is unreadable ({exc}): ignored, recomputed",
+                      RuntimeWarning, stacklevel=3)
+        return None
+    return stored
 
 
 def _jsonable(obj):
@@ -153,10 +175,10 @@ def _fmt(value) -> str:
 
 
 def _stored_outcome(name: str, out: Path) -> StudyOutcome | None:
-    path = out / name / "outcome.json"
-    if not path.is_file():
+    stored = _read_json(out / name / "outcome.json",
+                        ("params", "seconds", "cached", "rows", "figures"))
+    if stored is None:
         return None
-    stored = json.loads(path.read_text())
     return StudyOutcome(name=name, params=stored["params"], result={},
                         figures=[str(out / name / f) for f in stored["figures"]],
                         seconds=stored["seconds"], cached=stored["cached"], rows=stored["rows"])
@@ -192,7 +214,7 @@ def write_report(outcomes: list[StudyOutcome], out_dir: str | Path) -> Path:
             rel = Path(fig).resolve().relative_to(out.resolve())
             lines += [f"![{rel.stem}]({rel.as_posix()})", ""]
     path = out / "report.md"
-    path.write_text("\n".join(lines))
+    write_text_atomic(path, "\n".join(lines))
     return path
 
 

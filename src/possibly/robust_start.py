@@ -85,6 +85,17 @@ __all__ = ["StartState", "StartStep", "start_init", "start_step", "tree_expand",
 #: and return a NaN ``log_c``. ``extras`` is a dict of per-step arrays of the batch shape.
 StartStep = Callable[[Any, np.ndarray], tuple[Any, np.ndarray, dict[str, np.ndarray]]]
 
+#: Log weights within this of the best are a tie, won by the earliest hypothesis. Exact ties
+#: occur (two observations, each judged against the other) and must not be broken by
+#: rounding, which changes with the data's units.
+TIE = 1e-9
+
+
+def _leader(log_weight: np.ndarray) -> np.ndarray:
+    """The leading hypothesis: the first whose log weight is within :data:`TIE` of the best."""
+    top = np.max(log_weight, axis=-1, keepdims=True)
+    return np.argmax(log_weight >= top - TIE, axis=-1)
+
 
 def tree_map(tree: Any, fn: Callable[[np.ndarray], np.ndarray]) -> Any:
     """Apply ``fn`` to every array leaf of a state: the fields of a
@@ -196,8 +207,8 @@ class StartState:
 
     @property
     def leader(self) -> np.ndarray:
-        """Index of the leading hypothesis (weight 1) per stream."""
-        return np.argmax(self.log_weight, axis=-1)
+        """Index of the leading hypothesis (weight 1; the earliest on a tie) per stream."""
+        return _leader(self.log_weight)
 
     @property
     def current(self) -> Any:
@@ -315,7 +326,7 @@ def start_step(state: StartState, y: np.ndarray, step: StartStep, *, ratio: floa
     top = np.max(log_weight, axis=-1, keepdims=True)
     log_weight = np.where(np.isfinite(top), log_weight - np.where(np.isfinite(top), top, 0.0),
                           log_weight)
-    leader = np.argmax(log_weight, axis=-1)
+    leader = _leader(log_weight)
     # extras of the leader: from the new candidate where it leads and was just made
     out = {}
     for name, value in extras.items():
@@ -336,7 +347,7 @@ def start_step(state: StartState, y: np.ndarray, step: StartStep, *, ratio: floa
         log_weight = np.where(collapse[..., None], 0.0, log_weight)
     if size > 1 and collapsed.all():
         # identical hypotheses everywhere: keep one (the leader) and drop the rest
-        lead = np.argmax(log_weight, axis=-1)
+        lead = _leader(log_weight)
         hyp = tree_expand(tree_take(hyp, lead), 1, y.ndim)
         log_weight = np.zeros(shape + (1,))
         buffer = buffer[..., :1]

@@ -27,12 +27,24 @@ bound to 127.0.0.1) started for the call and closed afterwards; an address
 :class:`distributed.Client` is used as is (and left open); ``"synchronous"`` runs every task in
 this process without a cluster (for debugging, doctests and single-process baselines).
 
+A Dask server runs whatever code its clients send, and loopback is open to every user of the
+machine. The local cluster therefore speaks TLS only, with a certificate made for it and
+required of every client (Dask's temporary credentials, which need the ``cryptography``
+package), and serves no dashboard pages. A scheduler you give is yours to secure: pass a
+:class:`distributed.Client` made with its :class:`distributed.Security` (an address alone
+connects with Dask's configured security, plain TCP by default).
+
 Output layout (``out=DIR``)
 ---------------------------
-``DIR/series/id=<id>.parquet``
-    One file per series (the id is percent-encoded; ids longer than 200 characters are
-    replaced by a SHA-1 digest), written by the workers, so with a remote cluster ``DIR`` must
-    be on storage the workers share (on one machine it always is).
+``DIR/series/id=<id>/part-0.parquet``
+    One file per series, in a Hive partition directory (named by :func:`series_path`: the id
+    percent-encoded, distinct even where case is ignored), so that
+    ``pandas.read_parquet(DIR / "series")`` gives the rows of every series with their ``id``
+    column (pyarrow infers its type from the directory names: integers when every id reads as
+    one, else text). Change points: ``index`` (``time`` with ``time_column``), ``kind``,
+    ``value``; tracks: see :func:`kalman_many`. Written by the workers, so with a remote
+    cluster ``DIR`` must be on storage the workers share (on one machine it always is). A
+    series that could not be processed gets no file.
 ``DIR/summary.parquet``
     One row per series: id, counts, ``sigma`` or ``segment_models`` (change points: see
     :func:`changepoints_many`), the ``file`` written, and ``error`` (the message when that
@@ -41,6 +53,15 @@ Output layout (``out=DIR``)
 ``DIR/events.parquet`` (change points only)
     All change points and outliers of all series in one table (with a ``time`` column when
     :func:`changepoints_many` is given ``time_column``).
+``DIR/.possibly-manifest.json``
+    The files the run wrote (written before the tasks start, completed at the end).
+    ``overwrite=True`` removes those files, if they are still regular files in ``DIR``, and
+    nothing else; it refuses a directory that holds such results without a manifest, or files
+    of those names the manifest does not list. An input inside ``DIR`` (or a ``DIR`` inside
+    the input) is refused.
+
+The ids of a column of Python objects must be of one kind (text, integers, ...): ``1`` and
+``"1"`` would be one series once Dask turns the column into text, so a mix is refused.
 
 Dask, pandas and pyarrow are optional: ``pip install 'possibly[dask]'``. Importing this module
 does not import them.
@@ -70,10 +91,14 @@ On a cluster (here one started for the call, on loopback):
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
+import json
 import math
+import numbers
 import os
-import shutil
+import re
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,12 +107,12 @@ from urllib.parse import quote
 
 import numpy as np
 
-__all__ = ["ManyResult", "changepoints_many", "kalman_many", "series_filename"]
+from possibly._common import write_text_atomic
+
+__all__ = ["ManyResult", "changepoints_many", "kalman_many", "series_path"]
 
 _INSTALL = "pip install 'possibly[dask]'"
 
-#: columns of the per-series change-point files (the combined table adds the id first)
-_EVENT_COLUMNS = ("index", "kind", "value")
 #: joins the names of a series' segment models in the summary's ``segment_models`` column
 SEGMENT_MODEL_SEPARATOR = "; "
 
@@ -135,18 +160,36 @@ class ManyResult:
         return int(self.summary["error"].notna().sum())
 
 
-def series_filename(key: Any) -> str:
-    """File name of one series' results: ``id=<percent-encoded id>.parquet``.
+#: the file of a series' results inside its partition directory ``series/id=<id>/``
+PART_FILE = "part-0.parquet"
+
+
+def series_path(key: Any) -> str:
+    """Path of one series' results under ``DIR/series/``: ``id=<encoded id>/part-0.parquet``.
+
+    A Hive partition: the directory name decodes (percent-decoding, as pyarrow reads it) to
+    the id's text. It is ASCII and distinct for distinct ids even on a file system that
+    ignores case: capital letters are percent-encoded too (``P`` is ``%50``), as is ``~``.
+    An id whose encoding is longer than 200 characters (names are limited to 255 bytes) is
+    replaced by ``~sha1-`` and its digest, which is then what the directory name reads as;
+    the summary's ``file`` column still names each series' file.
 
     Examples
     --------
-    >>> series_filename("pump/7"), series_filename(12)
-    ('id=pump%2F7.parquet', 'id=12.parquet')
+    >>> series_path("pump/7"), series_path(12)
+    ('id=pump%2F7/part-0.parquet', 'id=12/part-0.parquet')
+    >>> series_path("Pump")
+    'id=%50ump/part-0.parquet'
     """
-    text = quote(str(key), safe="")
-    if len(text) > 200:  # file names are limited to 255 bytes on common file systems
-        text = "sha1-" + hashlib.sha1(str(key).encode()).hexdigest()
-    return f"id={text}.parquet"
+    text = str(key)
+    encoded = quote(text, safe="", errors="surrogatepass").replace("~", "%7E")
+    # capitals (not the hex digits of an escape) escaped: Pump and pump differ ignoring case
+    encoded = re.sub(r"%[0-9A-F]{2}|[A-Z]", lambda m: m.group() if len(m.group()) == 3
+                     else f"%{ord(m.group()):02X}", encoded)
+    if len(encoded) > 200:
+        digest = hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
+        return f"id=~sha1-{digest}/{PART_FILE}"
+    return f"id={encoded}/{PART_FILE}"
 
 
 # -- argument checks -------------------------------------------------------------------------
@@ -191,6 +234,7 @@ def _load(data: Any, id_column: str, value_columns: Sequence[str],
     if isinstance(data, pd.DataFrame):
         _check_columns(cols, list(data.columns), "the pandas DataFrame")
         _check_dtypes(data, value_columns)
+        _check_id_kinds(id_column, _id_kinds(data[id_column]))  # before Dask makes it text
         # sort=False keeps the row order (the time order of each series); the partitions
         # only bound the size of a piece, the tasks are cut by id in _tasks
         npartitions = max(1, min(64, len(data) // 100_000))
@@ -201,6 +245,35 @@ def _load(data: Any, id_column: str, value_columns: Sequence[str],
         return data[cols]
     raise ValueError(f"data must be a Parquet path, a pandas or a dask DataFrame, got "
                      f"{type(data).__name__}")
+
+
+def _id_kinds(ids: Any) -> set[str]:
+    """The kinds of value in an id column: one for a typed column; for an object column, each
+    of text, bytes, bool, integer, real or the type's name that occurs."""
+    if ids.dtype != object:
+        return {str(ids.dtype)}
+    kinds = set()
+    for kind in set(map(type, ids.dropna())):  # not unique values: True == 1 == 1.0
+        if issubclass(kind, str):
+            kinds.add("text")
+        elif issubclass(kind, (bool, np.bool_)):
+            kinds.add("bool")
+        elif issubclass(kind, numbers.Integral):
+            kinds.add("integer")
+        elif issubclass(kind, numbers.Real):
+            kinds.add("real")
+        else:
+            kinds.add(kind.__name__)
+    return kinds
+
+
+def _check_id_kinds(id_column: str, kinds: set[str]) -> None:
+    # 1 and "1" (or True and 1, 1 and 1.0) would become one series: Dask turns an object
+    # column into text, and Python takes True == 1 == 1.0
+    if len(kinds) > 1:
+        raise ValueError(f"id column {id_column!r} mixes kinds of value ({', '.join(sorted(kinds))}"
+                         "), e.g. 1 and '1', which would be taken as one series: convert it to "
+                         "one type first (e.g. .astype(str))")
 
 
 def _check_columns(cols: Sequence[str], available: Sequence[Any], source: str) -> None:
@@ -241,6 +314,27 @@ def _job_rows(data: Any) -> int | None:
     return len(data) if isinstance(data, pd.DataFrame) else None
 
 
+def _local_cluster(distributed: Any, n_workers: int | None) -> Any:
+    """A cluster of worker processes that only this process can use.
+
+    Loopback is reachable by every user of the machine, and a Dask server runs any code it
+    is sent. So every connection is TLS with mutual authentication by a certificate made for
+    this cluster (held in memory and handed to the worker processes; Dask writes it only
+    briefly into a private temporary folder): a client without it is refused. The HTTP
+    servers (dashboard, task and log pages) serve nothing.
+    """
+    _need("cryptography")  # distributed's temporary credentials are made with it
+    dask = _need("dask")
+    security = distributed.Security.temporary()
+    no_pages: dict[str, list] = {"distributed.scheduler.http.routes": [],
+                                 "distributed.worker.http.routes": []}
+    with dask.config.set(no_pages):  # read when the scheduler and the workers are made
+        return distributed.LocalCluster(
+            n_workers=n_workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+            dashboard_address="127.0.0.1:0", scheduler_kwargs={"dashboard": False},
+            security=security)
+
+
 @contextlib.contextmanager
 def _client(scheduler: Any, n_workers: int | None, connect_timeout: float,
             data: Any = None) -> Iterator[Any]:
@@ -269,9 +363,7 @@ def _client(scheduler: Any, n_workers: int | None, connect_timeout: float,
         # one thread per worker process: the detector's loop holds the GIL
         # every server (scheduler, workers, the scheduler's HTTP endpoint) on loopback only;
         # port 0 because dashboard_address=None still binds the busy default 8787
-        cluster = distributed.LocalCluster(
-            n_workers=n_workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-            dashboard_address="127.0.0.1:0")
+        cluster = _local_cluster(distributed, n_workers)
         try:
             with distributed.Client(cluster) as client:
                 yield client
@@ -314,9 +406,9 @@ def _compute(client: Any, tasks: list, progress: bool, desc: str) -> list:
 
 
 # -- cutting the table into tasks ------------------------------------------------------------
-def _partition_ids(df: Any, id_column: str) -> tuple[Any, bool]:
+def _partition_ids(df: Any, id_column: str) -> tuple[Any, bool, set[str]]:
     ids = df[id_column]
-    return ids.drop_duplicates().to_numpy(), bool(ids.isna().any())
+    return ids.drop_duplicates().to_numpy(), bool(ids.isna().any()), _id_kinds(ids)
 
 
 def _split(df: Any, id_column: str, k: int) -> tuple:
@@ -333,20 +425,28 @@ def _concat(pieces: list) -> Any:
     return pd.concat(pieces, ignore_index=True)
 
 
-def _tasks(ddf: Any, id_column: str, client: Any, work: Callable, *args: Any) -> list:
-    """One delayed ``work(frame, *args)`` per task, each frame holding whole series."""
+def _tasks(ddf: Any, id_column: str, client: Any, work: Callable, *args: Any,
+           ids: list | None = None) -> list:
+    """One delayed ``work(frame, *args)`` per task, each frame holding whole series.
+
+    ``ids``, when given, receives the distinct ids (read before any task runs).
+    """
     import dask
 
     parts = ddf.to_delayed()
     id_parts = ddf[[id_column]].to_delayed()
     found = _compute(client, [dask.delayed(_partition_ids)(p, id_column) for p in id_parts],
                      False, "")
-    if any(has_null for _, has_null in found):
+    if any(has_null for _, has_null, _ in found):
         raise ValueError(f"id column {id_column!r} has missing values")
-    n_series = len({x for ids, _ in found for x in ids.tolist()})
+    _check_id_kinds(id_column, set().union(*(kinds for _, _, kinds in found)))
+    distinct = list(dict.fromkeys(x for keys, _, _ in found for x in keys.tolist()))
+    n_series = len(distinct)
     if n_series == 0:
         raise ValueError("the input has no rows")
-    n_ids = sum(len(ids) for ids, _ in found)
+    if ids is not None:
+        ids.extend(distinct)
+    n_ids = sum(len(keys) for keys, _, _ in found)
     threads = _nthreads(client)
     if n_ids == n_series and len(parts) >= threads:
         return [dask.delayed(work)(p, *args) for p in parts]  # every series in one partition
@@ -363,23 +463,139 @@ def _groups(df: Any, id_column: str) -> Iterator[tuple[Any, Any]]:
     yield from df.groupby(id_column, sort=False, dropna=False)
 
 
-def _prepare_out(out: Any, overwrite: bool, tables: Sequence[str]) -> Path | None:
+#: the list of the files a run wrote into its ``out`` directory, which ``overwrite`` removes
+MANIFEST = ".possibly-manifest.json"
+_MANIFEST_FORMAT = "possibly scale-out outputs"
+#: the tables written next to ``series/`` (by either function: a directory may hold both)
+_TABLES = ("events.parquet", "summary.parquet")
+
+
+def _is_ours(rel: str) -> bool:
+    """True for a name that a run writes: a table or ``series/id=.../part-0.parquet``."""
+    if rel in _TABLES:
+        return True
+    parts = rel.split("/")
+    return (len(parts) == 3 and parts[0] == "series" and parts[1].startswith("id=")
+            and parts[2] == PART_FILE)
+
+
+def _read_manifest(out: Path) -> set[str] | None:
+    """The files the manifest of ``out`` lists (None without a manifest); ValueError if it is
+    unreadable or lists anything a run does not write."""
+    path = out / MANIFEST
+    if not os.path.lexists(path):
+        return None
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        files = doc["files"] if doc.get("format") == _MANIFEST_FORMAT else None
+    except (OSError, ValueError, TypeError, AttributeError, KeyError):
+        files = None
+    if not isinstance(files, list) or not all(isinstance(f, str) and _is_ours(f)
+                                              for f in files):
+        raise ValueError(f"out {str(out)!r}: {MANIFEST} is not a list of the files a previous "
+                         "run wrote: refusing to delete anything (remove the directory's "
+                         "contents yourself, or choose another directory)")
+    return set(files)
+
+
+def _write_manifest(out: Path, files: Sequence[str], complete: bool) -> None:
+    write_text_atomic(out / MANIFEST, json.dumps(
+        {"format": _MANIFEST_FORMAT, "complete": complete, "files": sorted(set(files))},
+        indent=1))
+
+
+def _check_apart(data: Any, out: Path) -> None:
+    """Refuse an ``out`` that holds the input or lies inside it (the input is read later)."""
+    if not isinstance(data, (str, os.PathLike)):
+        return
+    src, dst = Path(os.path.realpath(data)), Path(os.path.realpath(out))
+    if src == dst or dst in src.parents or src in dst.parents:
+        raise ValueError(f"out {str(out)!r} holds the input {str(data)!r} or lies inside it: "
+                         "choose an output directory apart from the input")
+
+
+def _prepare_out(out: Any, overwrite: bool, data: Any = None) -> Path | None:
+    """Check ``out`` and, with ``overwrite``, remove the files its manifest lists (the
+    results of a previous run), and nothing else; every refusal comes before any work."""
     if out is None:
         return None
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise ValueError(f"out {str(out)!r} exists and is not a directory")
+    _check_apart(data, out)
     series = out / "series"
-    previous = [out / t for t in tables if (out / t).exists()]
-    if series.exists() and any(series.iterdir()):
-        previous.append(series)
-    if previous and not overwrite:
-        raise ValueError(f"out {str(out)!r} already holds results ({previous[0].name}); pass "
+    if series.is_symlink() or (os.path.lexists(series) and not series.is_dir()):
+        raise ValueError(f"out {str(out)!r}: 'series' is not a directory of its own (a link or "
+                         "a file): refusing to write through it")
+    found = [t for t in _TABLES if os.path.lexists(out / t)]
+    if series.is_dir():
+        found += sorted(f"series/{p.name}/{PART_FILE}" for p in series.iterdir()
+                        if p.name.startswith("id=")
+                        and os.path.lexists(p / PART_FILE))
+    listed = _read_manifest(out)
+    if (found or listed is not None) and not overwrite:
+        first = found[0] if found else MANIFEST
+        raise ValueError(f"out {str(out)!r} already holds results ({first}); pass "
                          f"overwrite=True (--overwrite) to replace them")
-    for p in previous:  # only what a previous run of ours wrote
-        shutil.rmtree(p) if p.is_dir() else p.unlink()
+    if found and listed is None:
+        raise ValueError(f"out {str(out)!r} holds {found[0]} but no {MANIFEST} listing what "
+                         "a previous run wrote: refusing to replace files that may not be "
+                         "ours (remove them yourself, or choose another directory)")
+    strangers = [f for f in found if listed is not None and f not in listed]
+    if strangers:
+        raise ValueError(f"out {str(out)!r}: {strangers[0]} is not among the files a "
+                         f"previous run wrote ({MANIFEST}): refusing to replace it")
+    root = os.path.realpath(out)
+    for rel in sorted(listed or ()):  # only regular files still where the run wrote them
+        path = out / rel
+        if (not path.is_symlink() and path.is_file()
+                and os.path.realpath(path) == os.path.join(root, *rel.split("/"))):
+            path.unlink()
+            if rel.startswith("series/"):  # its partition directory, unless it holds more
+                with contextlib.suppress(OSError):
+                    path.parent.rmdir()
+    if listed is not None:
+        (out / MANIFEST).unlink()
     series.mkdir(parents=True, exist_ok=True)
     return out
+
+
+def _plan_files(out_dir: Path | None, tables: Sequence[str], ids: list) -> None:
+    """Before any task runs: check the series' file names and list them in the manifest, so
+    that a run cut short can still be overwritten."""
+    if out_dir is None:
+        return
+    names = [series_path(k) for k in ids]
+    if len({n.lower() for n in names}) < len(names):  # a digest collision: never overwrite
+        raise ValueError("two series ids give the same file name; rename one of them")
+    _write_manifest(out_dir, [*tables, *(f"series/{n}" for n in names)], complete=False)
+
+
+def _event_schema(series: Any, time_column: str | None) -> Any:
+    """The Arrow schema of a series' events file: one for every file, also without events
+    (whose empty columns would otherwise be written as nulls, which pyarrow cannot read
+    together with the other files of ``series/``)."""
+    pa = _need("pyarrow")
+    time = ([] if time_column is None
+            else [("time", pa.Array.from_pandas(series[time_column]).type)])
+    return pa.schema([("index", pa.int64()), *time, ("kind", pa.string()),
+                      ("value", pa.float64())])
+
+
+def _write_series(frame: Any, series_dir: str, key: Any, schema: Any = None) -> str:
+    """Write one series' file (never over an existing file), with ``schema`` (an Arrow
+    schema) when given; returns its relative path."""
+    name = series_path(key)
+    part = os.path.join(series_dir, name.split("/")[0])
+    try:
+        os.mkdir(part)
+    except FileExistsError:  # left by the user in a directory of ours: never written through
+        if os.path.islink(part) or not os.path.isdir(part):
+            raise
+    path = os.path.join(series_dir, name)
+    open(path, "xb").close()  # FileExistsError rather than replace a file not planned
+    frame.to_parquet(path, index=False, schema=schema)
+    return f"series/{name}"
 
 
 def _text(col: Any) -> Any:
@@ -436,14 +652,11 @@ def _changepoint_task(df: Any, id_column: str, value_column: str, kwargs: dict,
                 row["sigma"] = float(res.sigma)
             else:
                 row["segment_models"] = SEGMENT_MODEL_SEPARATOR.join(res.segment_model_names)
-        if series_dir is not None:
-            name = series_filename(key)
-            ev.to_parquet(os.path.join(series_dir, name), index=False)
-            row["file"] = f"series/{name}"
-        combined = ev.assign(id=key)[["id", *_EVENT_COLUMNS]]
         if time_column is not None:  # the stamps of the events' rows, after their index
-            combined.insert(2, "time", g[time_column].iloc[ev["index"]].to_numpy())
-        events.append(combined)
+            ev.insert(1, "time", g[time_column].iloc[ev["index"]].to_numpy())
+        if series_dir is not None and row["error"] is None:  # a failed series gets no file
+            row["file"] = _write_series(ev, series_dir, key, _event_schema(g, time_column))
+        events.append(ev.assign(id=key)[["id", *ev.columns]])
         rows.append(row)
     if not rows:  # a hash bucket that received no series
         return None, None
@@ -482,9 +695,9 @@ def changepoints_many(data: Any, id_column: str, value_column: str, *, scheduler
     connect_timeout : float
         Seconds to wait for a scheduler given by address.
     time_column : str, optional
-        Column of time stamps (any type): the ``events`` table (and ``DIR/events.parquet``)
-        gets a ``time`` column after ``index``, the stamp of the event's row. The per-series
-        files keep ``index`` only.
+        Column of time stamps (any type): the ``events`` table (``DIR/events.parquet`` and
+        the per-series files too) gets a ``time`` column after ``index``, the stamp of the
+        event's row.
     **detector_kwargs
         Passed to :class:`possibly.ChangepointDetector` (``sigma``, ``hazard``,
         ``forgetting``, ``robust``, ``tau``, ``model``, ...), checked before anything runs.
@@ -534,12 +747,15 @@ def changepoints_many(data: Any, id_column: str, value_column: str, *, scheduler
     extra = [] if time_column is None else [_check_name("time_column", time_column)]
     # bad input fails before any cluster starts
     ddf = _load(data, id_column, [value_column], extra)
-    out_dir = _prepare_out(out, overwrite, ["events.parquet", "summary.parquet"])
+    tables = list(_TABLES)
+    out_dir = _prepare_out(out, overwrite, data)
     series_dir = None if out_dir is None else str((out_dir / "series").resolve())
     pd = _need("pandas")
+    ids: list = []
     with _client(scheduler, n_workers, connect_timeout, data) as client:
         tasks = _tasks(ddf, id_column, client, _changepoint_task, id_column, value_column,
-                       detector_kwargs, series_dir, time_column)
+                       detector_kwargs, series_dir, time_column, ids=ids)
+        _plan_files(out_dir, tables, ids)
         results = _compute(client, tasks, progress, "change points")
     results = [r for r in results if r[1] is not None]
     events = _sorted(pd.concat([e for e, _ in results], ignore_index=True), ["id", "index"])
@@ -555,36 +771,77 @@ def changepoints_many(data: Any, id_column: str, value_column: str, *, scheduler
     if out_dir is not None:
         events.to_parquet(out_dir / "events.parquet", index=False)
         summary.to_parquet(out_dir / "summary.parquet", index=False)
+        _write_manifest(out_dir, [*tables, *summary["file"].dropna()], complete=True)
     return ManyResult(summary=summary, events=events, out=out_dir)
 
 
 # -- Kalman filter ---------------------------------------------------------------------------
+def _warn_tracks(fractions: np.ndarray) -> None:
+    """One :class:`~possibly.filters.kalman.MostlyDiscountedWarning` for the tracks with more
+    than half their observations discounted."""
+    from possibly.filters.kalman import MOSTLY_DISCOUNTED, MostlyDiscountedWarning
+
+    bad = np.nan_to_num(fractions, nan=0.0) > MOSTLY_DISCOUNTED
+    if bad.any():
+        warnings.warn(f"{int(bad.sum())} of {fractions.size} tracks have more than half their "
+                      "observations discounted below 0.1 (summary column discounted_fraction): "
+                      "the model does not fit them, most likely its noise scale R (in other "
+                      "units than the data?); set it per track from the data "
+                      "(possibly.models.constant_velocity_noise)", MostlyDiscountedWarning,
+                      stacklevel=3)
+
+
+def _track_filter(model: Callable, options: dict, ys: np.ndarray) -> Any:
+    """The filter of one track whose model is ``model(ys)`` (``kalman_many`` with a callable
+    model)."""
+    from possibly.filters.kalman import KalmanFilter
+    from possibly.filters.state_space import LinearGaussianModel
+
+    return KalmanFilter(LinearGaussianModel.of(model(ys)), **options)
+
+
 def _kalman_task(df: Any, id_column: str, value_columns: list[str], kf: Any,
-                 state_names: list[str], outlier_level: float,
-                 series_dir: str | None, keep_states: bool) -> tuple[Any, Any]:
-    """Filter every track of one task, tracks of equal length as one batch."""
+                 state_names: list[str] | None, outlier_level: float,
+                 series_dir: str | None, keep_states: bool, time_column: str | None = None
+                 ) -> tuple[Any, Any]:
+    """Filter every track of one task: tracks of equal length as one batch when ``kf`` is a
+    filter, each with its own filter ``kf(ys)`` otherwise."""
     import pandas as pd
 
+    from possibly.filters.kalman import (
+        KalmanFilter,
+        MostlyDiscountedWarning,
+        discounted_fraction,
+    )
+
+    groups = list(_groups(df, id_column))
     tracks = [(key, g[value_columns].to_numpy(dtype=np.float64, na_value=np.nan))
-              for key, g in _groups(df, id_column)]
+              for key, g in groups]
+    shared = isinstance(kf, KalmanFilter)
     by_length: dict[int, list[int]] = {}
     for i, (_, ys) in enumerate(tracks):
-        by_length.setdefault(ys.shape[0], []).append(i)
+        by_length.setdefault(ys.shape[0] if shared else i, []).append(i)
     frames: list[Any] = [None] * len(tracks)
     rows: list[Any] = [None] * len(tracks)
     for idx in by_length.values():
         try:
-            res = kf.filter(np.stack([tracks[i][1] for i in idx]), keep=("mean",))
+            filt = kf if shared else kf(tracks[idx[0]][1])
+            with warnings.catch_warnings():  # kalman_many warns once, for every track
+                warnings.simplefilter("ignore", MostlyDiscountedWarning)
+                res = filt.filter(np.stack([tracks[i][1] for i in idx]), keep=("mean",))
         except ValueError as exc:  # reported per track, the others still run
             for i in idx:
                 rows[i] = {"id": tracks[i][0], "n_steps": tracks[i][1].shape[0],
                            "n_missing": -1, "n_discounted": -1, "min_discount": math.nan,
-                           "file": None, "error": str(exc)}
+                           "discounted_fraction": math.nan, "file": None, "error": str(exc)}
             continue
+        names = state_names or list(filt.model.names)
         for b, i in enumerate(idx):
             key, ys = tracks[i]
             cols = {"step": np.arange(ys.shape[0], dtype=np.int64)}
-            cols.update({f"mean_{s}": res.mean[b, :, j] for j, s in enumerate(state_names)})
+            if time_column is not None:  # each step's stamp, after it
+                cols["time"] = groups[i][1][time_column].to_numpy()
+            cols.update({f"mean_{s}": res.mean[b, :, j] for j, s in enumerate(names)})
             cols["consistency"] = res.consistency[b]
             cols["discount"] = res.discount[b]
             frames[i] = pd.DataFrame(cols)
@@ -593,15 +850,14 @@ def _kalman_task(df: Any, id_column: str, value_columns: list[str], kf: Any,
                        "n_missing": int(np.isnan(disc).sum()),
                        "n_discounted": int(np.sum(disc < outlier_level)),
                        "min_discount": float(np.nanmin(disc)) if np.isfinite(disc).any()
-                       else math.nan, "file": None, "error": None}
+                       else math.nan, "discounted_fraction": float(discounted_fraction(disc)),
+                       "file": None, "error": None}
     states = []
     for i, (key, _) in enumerate(tracks):
         if frames[i] is None:
             continue
         if series_dir is not None:
-            name = series_filename(key)
-            frames[i].to_parquet(os.path.join(series_dir, name), index=False)
-            rows[i]["file"] = f"series/{name}"
+            rows[i]["file"] = _write_series(frames[i], series_dir, key)
         if keep_states:
             states.append(frames[i].assign(id=key))
     states_df = pd.concat(states, ignore_index=True) if states else None
@@ -614,7 +870,8 @@ def kalman_many(data: Any, id_column: str, value_columns: str | Sequence[str], m
                 state_names: Sequence[str] | None = None, outlier_level: float = 0.1,
                 scheduler: Any = None, n_workers: int | None = None,
                 out: str | os.PathLike | None = None, overwrite: bool = False,
-                progress: bool = False, connect_timeout: float = 10.0) -> ManyResult:
+                progress: bool = False, connect_timeout: float = 10.0,
+                time_column: str | None = None) -> ManyResult:
     """Run :class:`possibly.KalmanFilter` on every track of a long table with Dask.
 
     Within each task, tracks of equal length go through the filter together along its batch
@@ -627,8 +884,12 @@ def kalman_many(data: Any, id_column: str, value_columns: str | Sequence[str], m
         ``step``, ``mean_<state>``, ``consistency``, ``discount``) and ``summary.parquet``.
     value_columns : str or sequence of str
         The ``m`` observation columns (NaN = missing component).
-    model : LinearGaussianModel or (F, Q, H, R)
-        The linear-Gaussian model, e.g. :func:`possibly.models.constant_velocity`.
+    model : LinearGaussianModel or (F, Q, H, R), or a function of a track
+        The linear-Gaussian model, e.g. :func:`possibly.models.constant_velocity`; or a
+        function ``model(ys)`` returning one from a track's observations ``ys`` (shape
+        ``(T, m)``), called on each track (e.g. noise scales set per track by
+        :func:`possibly.models.constant_velocity_noise`; it must pickle for a cluster). A
+        ValueError it raises fails that track only.
     robust, tau, dim, coverage
         Passed to :class:`possibly.KalmanFilter`.
     state_names : sequence of str, optional
@@ -636,12 +897,19 @@ def kalman_many(data: Any, id_column: str, value_columns: str | Sequence[str], m
         default.
     outlier_level : float
         Summary column ``n_discounted`` counts the steps whose discount fell below this.
+    time_column : str, optional
+        Column of time stamps (any type): the states (and the per-track files) get a
+        ``time`` column after ``step``.
 
     Returns
     -------
     ManyResult
-        ``summary`` (``id, n_steps, n_missing, n_discounted, min_discount, file, error``) and,
-        when ``out`` is None, ``states`` (``step, mean_<state>..., consistency, discount, id``).
+        ``summary`` (``id, n_steps, n_missing, n_discounted, min_discount,
+        discounted_fraction, file, error``; ``discounted_fraction`` is that of
+        :attr:`possibly.filters.FilterResult.discounted_fraction`) and, when ``out`` is None,
+        ``states`` (``step, mean_<state>..., consistency, discount, id``). A
+        :class:`~possibly.filters.kalman.MostlyDiscountedWarning` says how many tracks had
+        more than half their observations discounted.
 
     Examples
     --------
@@ -658,7 +926,7 @@ def kalman_many(data: Any, id_column: str, value_columns: str | Sequence[str], m
     [0.0, 1.0, 2.0, 3.0, 4.0]
     """
     from possibly.filters.kalman import KalmanFilter
-    from possibly.filters.state_space import LinearGaussianModel
+    from possibly.filters.state_space import LinearGaussianModel, constant_velocity
 
     id_column = _check_name("id_column", id_column)
     if isinstance(value_columns, str):
@@ -666,28 +934,44 @@ def kalman_many(data: Any, id_column: str, value_columns: str | Sequence[str], m
     value_columns = [_check_name("value_columns", c) for c in value_columns]
     if not value_columns:
         raise ValueError("value_columns must name at least one column")
-    lgm = LinearGaussianModel.of(model)
-    kf = KalmanFilter(lgm, robust=robust, tau=tau, dim=dim, coverage=coverage)
-    if kf.obs_dim != len(value_columns):
-        raise ValueError(f"value_columns has {len(value_columns)} column(s) but the model "
-                         f"observes {kf.obs_dim} value(s) per step")
-    if state_names is None:
-        state_names = list(lgm.names)
-    state_names = [str(s) for s in state_names]
-    if len(state_names) != kf.state_dim or len(set(state_names)) != kf.state_dim:
-        raise ValueError(f"state_names must be {kf.state_dim} distinct names, got {state_names}")
+    options: dict[str, Any] = {"robust": robust, "tau": tau, "dim": dim, "coverage": coverage}
+    if callable(model):
+        # one model per track: the options are checked now (on a stand-in model), the
+        # model's shapes per track
+        KalmanFilter(constant_velocity(ndim=len(value_columns)), **options)
+        kf: Any = functools.partial(_track_filter, model, options)
+        state_dim = None
+    else:
+        kf = KalmanFilter(LinearGaussianModel.of(model), **options)
+        state_dim = kf.state_dim
+        if kf.obs_dim != len(value_columns):
+            raise ValueError(f"value_columns has {len(value_columns)} column(s) but the model "
+                             f"observes {kf.obs_dim} value(s) per step")
+        if state_names is None:
+            state_names = list(kf.model.names)
+    if state_names is not None:
+        state_names = [str(s) for s in state_names]
+        count = len(state_names) if state_dim is None else state_dim
+        if len(state_names) != count or len(set(state_names)) != count:
+            raise ValueError(f"state_names must be {count} distinct names, got {state_names}")
     if not 0.0 < float(outlier_level) <= 1.0:
         raise ValueError(f"outlier_level must be in (0, 1], got {outlier_level!r}")
-    ddf = _load(data, id_column, value_columns)
-    out_dir = _prepare_out(out, overwrite, ["summary.parquet"])
+    extra = [] if time_column is None else [_check_name("time_column", time_column)]
+    ddf = _load(data, id_column, value_columns, extra)
+    tables = ["summary.parquet"]
+    out_dir = _prepare_out(out, overwrite, data)
     series_dir = None if out_dir is None else str((out_dir / "series").resolve())
     pd = _need("pandas")
+    ids: list = []
     with _client(scheduler, n_workers, connect_timeout, data) as client:
         tasks = _tasks(ddf, id_column, client, _kalman_task, id_column, value_columns, kf,
-                       state_names, float(outlier_level), series_dir, out_dir is None)
+                       state_names, float(outlier_level), series_dir, out_dir is None,
+                       time_column, ids=ids)
+        _plan_files(out_dir, tables, ids)
         results = _compute(client, tasks, progress, "tracks")
     summary = _text_columns(_sorted(pd.concat([s for _, s in results if s is not None],
                                               ignore_index=True), ["id"]))
+    _warn_tracks(summary["discounted_fraction"].to_numpy())
     states = None
     if out_dir is None:
         parts = [s for s, _ in results if s is not None]
@@ -697,4 +981,5 @@ def kalman_many(data: Any, id_column: str, value_columns: str | Sequence[str], m
                              ["id", "step"])
     else:
         summary.to_parquet(out_dir / "summary.parquet", index=False)
+        _write_manifest(out_dir, [*tables, *summary["file"].dropna()], complete=True)
     return ManyResult(summary=summary, states=states, out=out_dir)

@@ -34,7 +34,7 @@ from possibly.changepoint.segments import (
     run_compiled,
 )
 from possibly.sequential import SequentialEstimator
-from possibly.validation import check_bool, check_unit_interval
+from possibly.validation import as_numbers, check_bool, check_unit_interval, describe
 
 __all__ = ["ChangepointDetector", "default_forgetting", "default_tol", "numba_available"]
 
@@ -178,6 +178,39 @@ def _run_numpy(state: RunState, y: np.ndarray, params: ChangepointParams
         out["n_active"][i] = info.n_active
         out["log_change_possibility"][i] = info.log_change_possibility
     return state, out
+
+
+def _index_step(index: Any) -> Any:
+    """The step by which a pandas index continues, or None (see ChangepointDetector.fit)."""
+    import pandas as pd
+
+    if isinstance(index, pd.RangeIndex):
+        return index.step
+    if isinstance(index, pd.PeriodIndex):
+        return 1
+    if isinstance(index, pd.DatetimeIndex):
+        freq = index.freq or (pd.infer_freq(index) if len(index) >= 3 else None)
+        return None if freq is None else pd.tseries.frequencies.to_offset(freq)
+    if index.dtype.kind in "iu" and len(index) >= 2:
+        steps = np.diff(index.to_numpy())
+        return int(steps[0]) if steps[0] != 0 and (steps == steps[0]).all() else None
+    return None
+
+
+def _stamped_index(base: Any, stamps: list[Any]) -> Any:
+    """``base`` (the index of fit's input, or None) followed by ``stamps``; None without any
+    stamp. The stamps take the base's dtype when they can (e.g. text into a DatetimeIndex)."""
+    if not stamps:
+        return base
+    import pandas as pd
+
+    if base is None:
+        return pd.Index(stamps)
+    try:
+        extra = pd.Index(stamps, dtype=base.dtype)
+    except (TypeError, ValueError):
+        extra = pd.Index(stamps)
+    return base.append(extra)
 
 
 class ChangepointDetector(SequentialEstimator):
@@ -450,6 +483,8 @@ class ChangepointDetector(SequentialEstimator):
         self._trace = MapTrace()
         self._history: dict[str, Growable] | None = None
         self._index: Any = None
+        self._stamps: list[Any] = []  # time stamps of the observations after fit's input
+        self._step: tuple[Any] | None = None  # (the index's step,) once computed
         return self
 
     @property
@@ -544,18 +579,60 @@ class ChangepointDetector(SequentialEstimator):
         if index is not None:
             self._index = index
 
+    def _next_stamps(self, n: int, given: Any) -> list[Any]:
+        """The time stamps of the next ``n`` observations: ``given`` (a sequence of ``n``, or
+        None), else the index continued by its step; [] when the stream has no stamps.
+
+        Checked before the observations are processed, so that a refusal changes nothing.
+        """
+        if not self.history:
+            return []
+        stamped = self._index is not None or bool(self._stamps)
+        if given is not None:
+            if not stamped and self.t > 0:
+                raise ValueError("time: the observations so far have no time stamps (fit "
+                                 "was given an array): pass fit a pandas Series, or stream "
+                                 "with time stamps from the first observation")
+            return list(given)
+        if not stamped:
+            return []
+        if self._step is None:  # once per fit: inferring a frequency reads the whole index
+            self._step = (None if self._index is None else _index_step(self._index),)
+        step = self._step[0]
+        if step is None:
+            raise ValueError("time must be given: the index of the series given to fit (or "
+                             "the stamps given to update) has no regular step to continue "
+                             "(a RangeIndex, an evenly spaced integer index or a DatetimeIndex "
+                             "with a frequency has one): pass update(y, time=...) or extend "
+                             "a pandas Series")
+        last = self._stamps[-1] if self._stamps else self._index[-1]
+        return [last + step * k for k in range(1, n + 1)]
+
     def fit(self, y: Any) -> ChangepointResult:
         """Process a whole series from scratch and return the result.
 
         ``y`` is a 1-D array or pandas Series (its index is kept: ``result.index``); NaN marks
-        a missing observation (prediction only). For vector observations of a
-        :class:`ConjugateModel`, time is the first axis. The detector keeps its state, so
+        a missing observation (prediction only), and so does a masked entry of a numpy masked
+        array. A one-column DataFrame or ``(T, 1)`` array is that column's series. For vector
+        observations (the default :class:`MultivariateNormalSegments`, or a
+        :class:`ConjugateModel`), time is the first axis: ``(T, d)``; a ``(1, T)`` row is
+        refused rather than taken as one ``T``-dimensional observation (``y.ravel()`` is the
+        series). Complex values and dates/times are refused (the time stamps belong in the
+        index of a pandas Series). The detector keeps its state, so
         :meth:`update` continues the same stream; with ``history=False`` it keeps no per-step
         outputs (the returned result has them).
+
+        Time stamps after ``fit``: :meth:`update` (``time=``) and :meth:`extend` (a pandas
+        Series) extend ``result.index``. Without a stamp, an index with a regular step
+        continues by it (a RangeIndex or an evenly spaced integer index by its step, a
+        DatetimeIndex by its frequency, given or inferred, a PeriodIndex by one period); any
+        other index needs the stamp (a ValueError otherwise). A stream begun without stamps
+        (``fit`` of an array) stays positional: ``result.index`` is None.
         """
         with self._exclusive():
             index = getattr(y, "index", None)  # a pandas Series' index (lists have a method)
             index = None if callable(index) else index
+            y = _series(y)
             self._select_models(y)
             arr = self._check(y)
             self._reset()
@@ -573,19 +650,30 @@ class ChangepointDetector(SequentialEstimator):
             return res
 
     def extend(self, values: Any) -> dict[str, np.ndarray]:
-        """Process several observations in order; returns their per-step outputs (arrays)."""
+        """Process several observations in order; returns their per-step outputs (arrays).
+
+        A pandas Series extends ``result.index`` by its index (ignored when the stream has no
+        time stamps); other values continue the index as :meth:`fit` says.
+        """
         with self._exclusive():
+            index = getattr(values, "index", None)  # a pandas Series' (lists have a method)
+            index = None if callable(index) else index
             arr = self._check(values)
+            if index is not None and self._index is None and not self._stamps and self.t:
+                index = None  # a positional stream stays positional
+            stamps = self._next_stamps(len(arr), index)
             state, out = self._run(self.state_, arr)
             object.__setattr__(self, "_state", state)
             self._record(arr, out)
+            self._stamps.extend(stamps)
             return out
 
-    def update(self, y: Any) -> ChangepointInfo:
+    def update(self, y: Any, time: Any = None) -> ChangepointInfo:
         """Process one observation (NaN = missing); same results as :meth:`fit`.
 
         Returns the step's :class:`~possibly.changepoint.recursion.ChangepointInfo`, with the
-        online flags ``change_detected`` and ``outlier_detected``.
+        online flags ``change_detected`` and ``outlier_detected``. ``time``, the observation's
+        time stamp, extends ``result.index`` (see :meth:`fit` for the rule without it).
 
         Examples
         --------
@@ -595,16 +683,18 @@ class ChangepointDetector(SequentialEstimator):
         ([False, False, False, False, True, False], [3])
         """
         with self._exclusive():
-            single = np.asarray(y, dtype=np.float64) if not np.isscalar(y) else y
+            what = "one observation (a number, NaN for a missing value)"
+            single = as_numbers("y", y, what=what)  # complex values, dates: refused as such
             try:
-                arr = self._check(np.asarray(single, dtype=np.float64)[None])
+                arr = self._check(single[None])
             except (TypeError, ValueError):
-                raise ValueError(f"y must be one observation (a number, NaN for a missing "
-                                 f"value), got {y!r}") from None
+                raise ValueError(f"y must be {what}, got {describe(y)}") from None
             prev = int(self._trace.start.view()[-1]) if self._trace.start.n else 0
+            stamps = self._next_stamps(1, None if time is None else [time])
             state, out = self._run(self.state_, arr)
             object.__setattr__(self, "_state", state)
             self._record(arr, out)
+            self._stamps.extend(stamps)
             t = state.t - 1
             start = int(out["start"][0])
             mean = out["mean"][0]
@@ -632,9 +722,9 @@ class ChangepointDetector(SequentialEstimator):
             raise ValueError("no observation processed yet: call fit(y) or update(y)")
         h = {k: g.view().copy() for k, g in self._history.items()}
         t = np.arange(len(h["y"]))
-        index = None
-        if self._index is not None and len(self._index) == len(t):
-            index = self._index
+        index = _stamped_index(self._index, self._stamps)
+        if index is not None and len(index) != len(t):
+            index = None
         return ChangepointResult(
             h["y"], t - h["start"], h["model"].astype(np.int64), h["mean"],
             h["log_consistency"], h["discount"], h["n_active"].astype(np.int64),
@@ -647,3 +737,17 @@ class ChangepointDetector(SequentialEstimator):
         hist = 0 if self._history is None else sum(g.data.nbytes
                                                    for g in self._history.values())
         return hist + self._trace.nbytes()
+
+
+def _series(y: Any) -> np.ndarray:
+    """The series given to :meth:`ChangepointDetector.fit` as floats: one column squeezed,
+    a ``(1, T)`` row refused (it would be one ``T``-dimensional observation)."""
+    arr = as_numbers("y", y)
+    if arr.ndim == 2 and arr.shape[1] == 1:  # a one-column DataFrame or (T, 1) array
+        return arr[:, 0]
+    if arr.ndim == 2 and arr.shape[0] == 1 and arr.shape[1] > 1:
+        raise ValueError(f"y has shape {arr.shape}: one row, which would be a single "
+                         f"{arr.shape[1]}-dimensional observation; a series of "
+                         f"{arr.shape[1]} values is 1-D (pass y.ravel()), and a vector series "
+                         "has time first, shape (T, d) (pass y.T)")
+    return arr

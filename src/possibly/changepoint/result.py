@@ -41,6 +41,22 @@ def model_name(model: SegmentModel) -> str:
     return type(model).__name__
 
 
+def _cut(positions: np.ndarray, edge: int = 5) -> str:
+    """``[a, b, c]``, or the first and last ``edge`` items around ``...`` when longer."""
+    items = positions.tolist()
+    if len(items) > 2 * edge:
+        items = [*items[:edge], "...", *items[-edge:]]
+    return "[" + ", ".join(map(str, items)) + "]"
+
+
+def _span(first: Any, last: Any) -> str:
+    """``first ... last``; dates at midnight without their time, as pandas prints them."""
+    ends = [str(first), str(last)]
+    if all(e.endswith(" 00:00:00") for e in ends):
+        ends = [e.removesuffix(" 00:00:00") for e in ends]
+    return " ... ".join(ends)
+
+
 @dataclass(frozen=True, eq=False)
 class ChangepointResult:
     """Output of :meth:`ChangepointDetector.fit` (arrays of shape ``(T,)``).
@@ -73,8 +89,22 @@ class ChangepointResult:
     outlier_level : float
         Discount level below which an observation counts as discounted (see ``outliers``).
     index : pandas.Index or None
-        The index of the input when it was a pandas Series (positions stay integers
-        everywhere else); used by :meth:`to_frame`.
+        The index of the input when it was a pandas Series, extended by the time stamps of
+        the observations streamed after it (:meth:`ChangepointDetector.fit` gives the rule);
+        positions stay integers everywhere else; used by :meth:`to_frame`.
+
+    Examples
+    --------
+    The repr is a summary, lists cut in the middle as pandas cuts them:
+
+    >>> import pandas as pd, possibly as ps
+    >>> y = pd.Series(np.tile([0.0, 0.0, 0.0, 0.0, 9.0], 40),
+    ...               index=pd.date_range("2024-01-01", periods=200, freq="D"))
+    >>> ps.ChangepointDetector(sigma=1.0).fit(y)
+    ChangepointResult(200 observations, 0 missing, index 2024-01-01 ... 2024-07-18
+      model: level, robust, hazard 0.0025, forgetting 0.9
+      change points (0): []
+      outliers (40): [4, 9, 14, 19, 24, ..., 179, 184, 189, 194, 199])
     """
 
     y: np.ndarray
@@ -90,6 +120,19 @@ class ChangepointResult:
     outlier_level: float = 0.1
     index: Any = None
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def __repr__(self) -> str:
+        n = len(self.y)
+        missing = int(np.isnan(self.y.reshape(n, -1)).any(axis=1).sum())
+        index = ("" if self.index is None or not len(self.index)
+                 else f", index {_span(self.index[0], self.index[-1])}")
+        p = self.params
+        models = " or ".join(model_name(m) for m in p.models)
+        return (f"ChangepointResult({n} observations, {missing} missing{index}\n"
+                f"  model: {models}, {'robust' if p.robust else 'standard'}, hazard "
+                f"{p.hazard:g}, forgetting {p.forgetting:g}\n"
+                f"  change points ({self.changepoints.size}): {_cut(self.changepoints)}\n"
+                f"  outliers ({self.outliers.size}): {_cut(self.outliers)})")
 
     @property
     def sigma(self) -> float | None:
@@ -156,7 +199,7 @@ class ChangepointResult:
                 self.outlier_level)
         return self._cache["outliers"].copy()
 
-    # -- possibilistic uncertainty (issue 12; changepoint/uncertainty.py) ------------------------
+    # -- possibilistic uncertainty (changepoint/uncertainty.py) ---------------------------------
 
     @property
     def change_possibility(self) -> np.ndarray:

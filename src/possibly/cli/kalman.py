@@ -15,6 +15,7 @@ import csv
 import io
 import math
 import sys
+import warnings
 
 import numpy as np
 
@@ -26,12 +27,18 @@ from possibly.cli.arguments import (
     check_robust,
     number,
     numeric_range,
+    read_input,
 )
 from possibly.cli.outputs import check_outputs, save_plot, write_text
-from possibly.filters.kalman import COVERAGE
+from possibly.filters.kalman import (
+    COVERAGE,
+    DISCOUNTED_BELOW,
+    MOSTLY_DISCOUNTED,
+    MostlyDiscountedWarning,
+)
 from possibly.kalman import KalmanFilter
-from possibly.models import constant_velocity
-from possibly.tables import TimeAxis, display, read_table
+from possibly.models import LinearGaussianModel, constant_velocity, constant_velocity_noise
+from possibly.tables import TimeAxis, display
 
 DESCRIPTION = (
     "Robust Kalman filter (nearly-constant-velocity model) of positions read from a CSV/TSV/"
@@ -82,20 +89,63 @@ def _plot(ys, mean, sd, fr, path, title: str, time: TimeAxis | None, columns: li
               index=None if time is None else time.values)
 
 
+def model_from_data(ys: np.ndarray, dt: float, accel_sd: float | None,
+                    obs_sd: float | None) -> LinearGaussianModel:
+    """The constant-velocity model of a track ``ys`` (T, k), with the noise scales not given
+    (None) set from the data (:func:`possibly.models.constant_velocity_noise`); errors name
+    the command-line flags."""
+    given = accel_sd is not None and obs_sd is not None
+    try:
+        accel_sd, obs_sd = constant_velocity_noise(ys, dt, accel_sd=accel_sd, obs_sd=obs_sd)
+    except ValueError as exc:  # no observation at all
+        raise ValueError(str(exc).replace("give accel_sd and obs_sd",
+                                          "give --accel-sd and --obs-sd")) from None
+    try:
+        return constant_velocity(dt=dt, accel_sd=accel_sd, obs_sd=obs_sd, ndim=ys.shape[1])
+    except ValueError as exc:
+        if given:
+            raise
+        raise ValueError(f"the noise scales set from the data (--accel-sd {accel_sd:.6g} "
+                         f"--obs-sd {obs_sd:.6g}) are out of the model's range ({exc}): "
+                         "rescale the data, or give both") from None
+
+
+def _noise_note(model: LinearGaussianModel, args: argparse.Namespace) -> str:
+    """What the noise scales were, when some were set from the data ('' otherwise)."""
+    if args.accel_sd is not None and args.obs_sd is not None:
+        return ""
+    obs_sd = math.sqrt(float(model.R[0, 0]))
+    accel_sd = math.sqrt(float(model.Q[1, 1])) / args.dt  # Q = accel_sd² g gᵀ, g₂ = dt
+    return f"noise scales from the data: --accel-sd {accel_sd:.4g} --obs-sd {obs_sd:.4g}"
+
+
+def _discounted_note(fr) -> str:
+    """A warning line when most observations were discounted ('' otherwise)."""
+    frac = float(fr.discounted_fraction)
+    if frac <= MOSTLY_DISCOUNTED:
+        return ""
+    return (f"warning: {frac:.0%} of the observations were discounted below "
+            f"{DISCOUNTED_BELOW:g}: the model does not fit the data; give --obs-sd and "
+            "--accel-sd in the data's units, or leave them out to set them from the data")
+
+
 def run(args: argparse.Namespace) -> int:
     check_robust(args)
     out, plot = check_outputs(args)  # before any work
-    table = read_table(args.file)
-    idx, t = table.choose(args.column, args.time, several=True)
+    table, idx, t = read_input(args, args.column, several=True)
     columns = [display(table.names[j]) for j in idx]
     ys = table.numbers(idx)
     time = None if t is None else table.time_axis(t)
     k = ys.shape[1]
-    model = constant_velocity(dt=args.dt, accel_sd=args.accel_sd, obs_sd=args.obs_sd, ndim=k)
+    try:
+        model = model_from_data(ys, args.dt, args.accel_sd, args.obs_sd)
+    except ValueError as exc:
+        raise ValueError(f"{table.source}: {exc}") from None
     kf = KalmanFilter(model, robust=not args.standard, tau=args.tau, dim=args.dim,
                       coverage=args.coverage)
     obs = ys[:, 0] if k == 1 else ys
-    with numeric_range(table.source, ys):
+    with numeric_range(table.source, ys), warnings.catch_warnings():
+        warnings.simplefilter("ignore", MostlyDiscountedWarning)  # reported below, in one line
         if args.smooth:
             res = kf.smooth(obs)
             mean, variance, fr = res.mean, res.variance, res.filtered
@@ -115,13 +165,18 @@ def run(args: argparse.Namespace) -> int:
         write_text(out, text)
         missing = int(np.isnan(ys).sum())  # missing values (a component of a row counts)
         low = int(np.sum(fr.discount < 1e-3))
+        noise = _noise_note(model, args)
         print(f"{ys.shape[0]} time steps ({missing} missing); {low} observation(s) discounted "
-              f"below 1e-3; wrote {out}" + (f" and {plot}" if plot is not None else ""))
+              f"below 1e-3; wrote {out}" + (f" and {plot}" if plot is not None else "")
+              + (f"; {noise}" if noise else ""))
     else:
         sys.stdout.write(text)
         sys.stdout.flush()
         if plot is not None:
             print(f"plot written to {plot}", file=sys.stderr)
+    warning = _discounted_note(fr)
+    if warning:  # on standard error: standard output may be the table
+        print(f"possibly kalman: {warning}", file=sys.stderr)
     return 0
 
 
@@ -145,12 +200,13 @@ def add_state_space_model(p: argparse.ArgumentParser) -> None:
                    help="state-space model (constant-velocity: positions observed)")
     p.add_argument("--dt", type=number(*DT), default=1.0,
                    help=f"time step, in [{DT[0]:g}, {DT[1]:g}] (1)")
-    p.add_argument("--accel-sd", type=number(*SCALE), default=0.05,
+    p.add_argument("--accel-sd", type=number(*SCALE), default=None,
                    help=f"acceleration noise standard deviation, in [{SCALE[0]:g}, "
-                        f"{SCALE[1]:g}] (0.05)")
-    p.add_argument("--obs-sd", type=number(*SCALE), default=1.0,
+                        f"{SCALE[1]:g}] (default: set from the data, from the robust spread "
+                        "of its second differences at several lags)")
+    p.add_argument("--obs-sd", type=number(*SCALE), default=None,
                    help=f"measurement noise standard deviation, in [{SCALE[0]:g}, "
-                        f"{SCALE[1]:g}] (1)")
+                        f"{SCALE[1]:g}] (default: set from the data, with --accel-sd)")
 
 
 def register(sub) -> None:

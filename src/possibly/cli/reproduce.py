@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
+from possibly.cli.outputs import STDOUT
 from possibly.reproduce import STUDIES, reproduce
+from possibly.tables import display
 
 
 def run(args: argparse.Namespace) -> int:
+    out = Path(args.out)
+    if args.out == STDOUT or (out.exists() and not out.is_dir()):
+        raise ValueError(f"--out {display(args.out)!r} is not a directory: reproduce writes "
+                         "figures and a report into a directory")
     path = reproduce(args.study, args.out, repeats=args.repeats, seed=args.seed, quick=args.quick,
                      jobs=args.jobs, progress=sys.stderr.isatty() and not args.no_progress,
                      use_cache=not args.no_cache)

@@ -6,24 +6,29 @@ input) read by :mod:`possibly.tables` like every command's input. They run the d
 the filter per series with :mod:`possibly.scaleout`: by default in this process for a small
 table and on a local cluster bound to 127.0.0.1 for a large one, or on a running scheduler
 given by ``--scheduler ADDRESS``. With ``--out DIR`` they write one Parquet file per
-series under ``DIR/series/`` and the tables described in :mod:`possibly.scaleout`; without it
-they print the change points (or the filtered states) as CSV on stdout. A one-line summary goes
-to stderr. The exit status is 1 when some series could not be processed (their error is in the
-summary), 2 on bad input.
+series under ``DIR/series/`` (Hive partitions ``id=<id>/``) and the tables described in
+:mod:`possibly.scaleout`; without it they print the change points (or the filtered states) as
+CSV on stdout. A one-line summary goes to stderr. The exit status is 1 when some series could
+not be processed (their error is in the summary), 2 on bad input.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import time
+import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from possibly.cli.arguments import add_robust, check_robust, integer, number
 from possibly.cli.changepoint import add_model, detector_options
-from possibly.cli.kalman import add_coverage, add_state_space_model
+from possibly.cli.kalman import add_coverage, add_state_space_model, model_from_data
+from possibly.cli.outputs import STDOUT
+from possibly.filters.kalman import DISCOUNTED_BELOW, MOSTLY_DISCOUNTED, MostlyDiscountedWarning
 from possibly.tables import display
 
 __all__ = ["register"]
@@ -64,6 +69,8 @@ def _input(args: argparse.Namespace, value_columns: list[str]):
     from possibly.tables import read_table
 
     table = read_table(args.input)
+    for note in table.notes:  # e.g. pandas' header 0, 1, ...: said, never silently dropped
+        print(f"possibly {args.command}: note: {note}", file=sys.stderr)
     ids = table.column(table.column_index(args.id, "--id"))
     frame: dict[str, list[str | None] | np.ndarray] = {
         args.id: [None if c == "" else c for c in ids]}
@@ -76,45 +83,18 @@ def _input(args: argparse.Namespace, value_columns: list[str]):
     return pd.DataFrame(frame)
 
 
-def _times(args: argparse.Namespace, data):
-    """For ``--time``: (id, row within the series) -> time stamp, or None without it."""
-    if args.time is None:
-        return None
-    import pandas as pd
-
-    if isinstance(data, pd.DataFrame):
-        frame = data[[args.id, args.time]]
-    else:
-        try:
-            frame = pd.read_parquet(data, columns=[args.id, args.time])
-        except Exception as exc:  # pyarrow's errors have no common base class
-            first = str(exc).strip().splitlines()[:1]
-            raise ValueError(f"--time {display(args.time)!r}: no such column in "
-                             f"{display(args.input)!r}, or unreadable ({type(exc).__name__}"
-                             f"{': ' + first[0][:120] if first else ''})") from None
-    key = frame[args.id].astype(str)
-    return pd.DataFrame({"_key": key, "_pos": frame.groupby(key, sort=False).cumcount(),
-                         "time": frame[args.time].to_numpy()})
-
-
-def _with_time(table, times, position: str):
-    """``table`` (with ``id`` and a 0-based ``position`` column) with ``time`` after it."""
-    if times is None or table is None:
-        return table
-    keyed = table.assign(_key=table["id"].astype(str), _pos=table[position].astype("int64"))
-    out = keyed.merge(times, on=["_key", "_pos"], how="left").drop(columns=["_key", "_pos"])
-    cols = [c for c in table.columns]
-    cols.insert(cols.index(position) + 1, "time")
-    return out[cols]
-
-
 def _cluster_args(args: argparse.Namespace) -> dict:
     check_robust(args)
+    if args.out == STDOUT:  # standard output: the tables are printed, as without --out
+        args.out = None
     if args.workers is not None and args.scheduler is not None:
         raise ValueError("--workers sizes the local cluster; it cannot be combined with "
                          "--scheduler")
-    if args.out is not None and Path(args.out).resolve() == Path(args.input).resolve():
-        raise ValueError(f"--out {display(args.out)!r} is the input: refusing to overwrite it")
+    if args.out is not None and args.input != "-":  # a text input is read before --out is
+        src, dst = Path(args.input).resolve(), Path(args.out).resolve()
+        if src == dst or dst in src.parents or src in dst.parents:
+            raise ValueError(f"--out {display(args.out)!r} holds the input or lies inside it: "
+                             "choose an output directory apart from the input")
     if args.time is not None and args.time in (args.id, *args.value):
         raise ValueError(f"--time {display(args.time)!r} is also the --id or a --value column")
     return {"scheduler": args.scheduler, "n_workers": args.workers, "out": args.out,
@@ -160,28 +140,39 @@ def run_kalman(args: argparse.Namespace) -> int:
     from possibly.scaleout import kalman_many
 
     cols = args.value
-    model = models.constant_velocity(dt=args.dt, accel_sd=args.accel_sd, obs_sd=args.obs_sd,
-                                     ndim=len(cols))
+    if args.accel_sd is not None and args.obs_sd is not None:
+        model: Any = models.constant_velocity(dt=args.dt, accel_sd=args.accel_sd,
+                                              obs_sd=args.obs_sd, ndim=len(cols))
+    else:  # the noise scales not given are set from each track's data
+        model = functools.partial(model_from_data, dt=args.dt, accel_sd=args.accel_sd,
+                                  obs_sd=args.obs_sd)
     if len(cols) == 1:
         names = ["position", "velocity"]
     else:
         names = [f"{q}_{c}" for c in cols for q in ("position", "velocity")]
     t0 = time.perf_counter()
     cluster = _cluster_args(args)
-    if args.time is not None and args.out is not None:
-        raise ValueError("--time applies to the states printed on standard output; with --out "
-                         "the per-track files keep 'step' (0-based) to join on")
     data = _input(args, cols)
-    times = _times(args, data)
-    res = kalman_many(data, args.id, cols, model, robust=not args.standard,
-                      tau=args.tau, coverage=args.coverage, state_names=names, **cluster)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MostlyDiscountedWarning)  # reported below, in one line
+        res = kalman_many(data, args.id, cols, model, robust=not args.standard,
+                          tau=args.tau, coverage=args.coverage, state_names=names,
+                          time_column=args.time, **cluster)
     seconds = time.perf_counter() - t0
     if res.out is None and res.states is not None:
-        _with_time(res.states, times, "step").to_csv(sys.stdout, index=False)
+        res.states.to_csv(sys.stdout, index=False)
     ok = res.summary[res.summary["error"].isna()]
     extra = (f", {int(ok['n_steps'].sum())} steps, {int(ok['n_discounted'].sum())} "
              f"discounted below 0.1")
-    return _report("tracks", res, seconds, extra)
+    status = _report("tracks", res, seconds, extra)
+    mostly = int((ok["discounted_fraction"] > MOSTLY_DISCOUNTED).sum())
+    if mostly:
+        print(f"possibly kalman-many: warning: {mostly} track(s) had more than half their "
+              f"observations discounted below {DISCOUNTED_BELOW:g} (summary column "
+              "discounted_fraction): the model does not fit them; give --obs-sd and "
+              "--accel-sd in the data's units, or leave them out to set them per track from "
+              "the data", file=sys.stderr)
+    return status
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -190,8 +181,9 @@ def _common(p: argparse.ArgumentParser) -> None:
                         "- for standard input), one row per observation")
     p.add_argument("--id", required=True, metavar="COLUMN", help="column naming the series")
     p.add_argument("--time", default=None, metavar="COLUMN",
-                   help="column of time stamps: the printed results get a 'time' column next "
-                        "to their 0-based position in the series")
+                   help="column of time stamps: the results (printed, or the files under "
+                        "--out) get a 'time' column next to their 0-based position in the "
+                        "series")
     p.add_argument("--scheduler", default=None, metavar="ADDRESS",
                    help="address of a running Dask scheduler (tcp://host:port); 'synchronous': "
                         "this process only; default: this process for a table of fewer than "
@@ -199,10 +191,12 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workers", type=integer(1, 1024), default=None, metavar="N",
                    help="start a local cluster of N worker processes, whatever the size")
     p.add_argument("--out", default=None, metavar="DIR",
-                   help="write DIR/series/id=<id>.parquet per series and DIR/summary.parquet "
-                        "(default: print CSV on stdout)")
+                   help="write DIR/series/id=<id>/part-0.parquet per series (a Hive "
+                        "partitioned dataset) and DIR/summary.parquet (default, or -: print "
+                        "CSV on stdout)")
     p.add_argument("--overwrite", action="store_true",
-                   help="replace the results of a previous run in --out")
+                   help="replace the results of a previous run in --out (the files listed in "
+                        "its DIR/.possibly-manifest.json; nothing else is deleted)")
     p.add_argument("--connect-timeout", type=number(0, 3600, low_open=True), default=10.0,
                    metavar="S", help="seconds to wait for --scheduler, in (0, 3600] (10)")
     add_robust(p)

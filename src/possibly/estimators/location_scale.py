@@ -18,6 +18,12 @@ At ``ρ = 1`` it is the standard normal-gamma update. The paper prints
 ``a' = a + ρ((1-ω) a + 1/2)`` and ``b' = b + ρ k (m - y)² / (2 (k + ρ))``, which do not reduce
 to the standard update at ``ρ = 1``; this module uses the algebra's version.
 
+The prior rate ``beta0`` has the units of a variance (the prior ``exp(-beta0 λ)`` weighs the
+precision ``λ``), so by default it is set from the data, ``beta0 = s² / 4`` with ``s`` the
+robust spread of each stream (:func:`automatic_beta0`): the estimates then follow any change
+of units, ``y → a·y + b``. The paper's fixed ``beta0 = 1`` is ``s² / 4`` for its inliers of
+standard deviation 2.
+
 From the prior ``N̄Ḡ(mu0, 0, 0, beta0)`` the first observation cannot be judged (its
 consistency is always ``sqrt(1 - ω)``), so it is taken whole and an outlier there captures
 the estimate. By default the estimator starts robustly (:mod:`possibly.robust_start`): the
@@ -33,12 +39,18 @@ from typing import Any, cast
 
 import numpy as np
 
+from possibly.estimators._common import (
+    check_auto_or_positive,
+    needs_number_to_stream,
+    robust_spread,
+)
 from possibly.families import NormalGamma
 from possibly.inference import robust_update
 from possibly.robust_start import StartState, start_init, start_step, tree_select
 from possibly.sequential import Info, SequentialEstimator, time_first
 from possibly.validation import (
     as_finite,
+    as_numbers,
     check_bool,
     check_observations,
     check_positive,
@@ -51,6 +63,7 @@ __all__ = [
     "LocationScaleInfo",
     "RobustNormalEstimator",
     "MAX_ABS_OBSERVATION",
+    "automatic_beta0",
 ]
 
 #: The start hypotheses are compared on at most this many observations, then collapsed.
@@ -59,6 +72,49 @@ START_HORIZON = 20
 #: Largest accepted ``|y|``: squared differences of observations, summed over a long series,
 #: must stay finite in double precision (``(2e100)² · 1e9 ≪ 1.8e308``).
 MAX_ABS_OBSERVATION = 1e100
+
+#: The automatic prior rate is ``BETA0_PER_VARIANCE · s²``, ``s`` the stream's robust spread:
+#: the paper's ``beta0 = 1`` for inliers of variance 4 (appendix A).
+BETA0_PER_VARIANCE = 0.25
+
+#: Floor of the spread behind ``beta0="auto"``: a precision ``1/s²`` beyond ``1e300`` would
+#: leave double precision (smaller spreads are not resolved, the estimates stay finite).
+MIN_SPREAD = 1e-150
+
+
+def automatic_beta0(y) -> np.ndarray:
+    """The prior rate ``beta0`` that ``RobustNormalEstimator()`` sets from each stream.
+
+    ``beta0 = s² / 4`` with ``s = 1.4826 · MAD`` of the stream's observed values (NaN are
+    skipped), or, when more than half of them tie, the smallest positive gap between them (the
+    data's resolution). So ``beta0(a·y + b) = a² beta0(y)`` and the estimates follow the
+    units. A stream with a single distinct value ``v`` has no spread: ``s = 1e-8 · |v|``
+    (1 if ``v = 0`` or nothing is observed). Spreads below ``1e-150`` count as ``1e-150``:
+    the precision ``1/s²`` must stay in double precision (rescale such data).
+
+    Parameters
+    ----------
+    y : array_like, shape (..., T)
+        Observations, one stream per leading index.
+
+    Returns
+    -------
+    ndarray, shape (...)
+
+    Examples
+    --------
+    Stream with it (``update``) by fixing the rate from a first stretch of the data:
+
+    >>> import numpy as np, possibly as ps
+    >>> from possibly.estimators.location_scale import automatic_beta0
+    >>> warm_up = np.array([1.8, 2.4, 1.1, 2.9, 50.0, 2.2, 1.6, 2.5])
+    >>> float(automatic_beta0(warm_up))
+    0.1662...
+    >>> est = ps.RobustNormalEstimator(beta0=float(automatic_beta0(warm_up)))
+    >>> info = est.update(2.0)
+    """
+    y = check_observations("y", y, max_abs=MAX_ABS_OBSERVATION)
+    return BETA0_PER_VARIANCE * np.maximum(robust_spread(y), MIN_SPREAD) ** 2
 
 
 @dataclass(frozen=True)
@@ -119,8 +175,14 @@ class RobustNormalEstimator(SequentialEstimator):
 
     Parameters
     ----------
-    beta0 : float > 0
-        Prior rate: a weak decay ``exp(-beta0 λ)`` on the precision.
+    beta0 : float > 0 or "auto"
+        Prior rate: a weak decay ``exp(-beta0 λ)`` on the precision, in the units of a
+        variance. ``"auto"`` (default): set by :meth:`fit` from each stream,
+        ``s² / 4`` with ``s`` its robust spread (:func:`automatic_beta0`), so that the
+        estimates do not depend on the data's units. The prior then looks at the whole
+        series: ``fit(y)`` at step ``k`` is not ``fit(y[:k])`` (fix ``beta0`` from a
+        warm-up for a causal backtest). Streaming (:meth:`init`, :meth:`update`) needs a
+        number: the data are not known in advance.
     omega : float in (0, 1)
         Share of the precision information kept in the prior at each step (paper: 0.99).
     tau : float in (0, 1] or None
@@ -142,7 +204,10 @@ class RobustNormalEstimator(SequentialEstimator):
     Notes
     -----
     Numeric range: observations must satisfy ``|y| <= 1e100`` (a ``ValueError`` naming ``y``
-    otherwise): squared differences must stay finite. Threads: ``init``/``step`` are pure
+    otherwise): squared differences must stay finite. With ``beta0="auto"`` the estimates are
+    equivariant: ``y → a·y + b`` maps the mean to ``a·m + b``, the precision to ``λ / a²``
+    and leaves the discounts unchanged, for robust spreads from ``1e-150`` (smaller ones are
+    floored there, which keeps the precision finite). Threads: ``init``/``step`` are pure
     and thread-safe; one instance used by ``fit``/``update`` from two threads at once raises
     :class:`~possibly.sequential.ConcurrentUseError`.
 
@@ -150,7 +215,7 @@ class RobustNormalEstimator(SequentialEstimator):
     --------
     >>> import numpy as np, possibly as ps
     >>> y = np.array([1.8, 2.4, 1.1, 2.9, 50.0, 2.2, 1.6, 2.5])    # one gross outlier
-    >>> fit = ps.RobustNormalEstimator(beta0=1.0, omega=0.99, tau=0.1).fit(y)
+    >>> fit = ps.RobustNormalEstimator(beta0=1.0, omega=0.99, tau=0.1).fit(y)   # the paper's
     >>> fit.discount > 0.01
     array([ True,  True,  True,  True, False,  True,  True,  True])
     >>> round(float(fit.discount[4]), 5)
@@ -162,9 +227,9 @@ class RobustNormalEstimator(SequentialEstimator):
 
     >>> y = np.array([60.0, 2.1, 1.7, 2.4, 1.9, 2.2])
     >>> round(float(ps.RobustNormalEstimator().fit(y).mean[-1]), 2)
-    2.23
+    2.09
     >>> round(float(ps.RobustNormalEstimator(robust_start=False).fit(y).mean[-1]), 2)
-    16.29
+    16.49
 
     Leading dimensions are independent streams; NaN observations are missing (predict only):
 
@@ -173,7 +238,7 @@ class RobustNormalEstimator(SequentialEstimator):
     (array([2., 2.]), array([ 1., nan,  1.]))
     """
 
-    beta0: float = 1.0
+    beta0: float | str = "auto"
     omega: float = 0.99
     tau: float | None = 0.1
     mu0: float = 0.0
@@ -183,7 +248,7 @@ class RobustNormalEstimator(SequentialEstimator):
     start_ratio: float = 1e-3
 
     def __post_init__(self) -> None:
-        check_positive("beta0", self.beta0)
+        check_auto_or_positive("beta0", self.beta0)
         check_unit_interval("omega", self.omega, low_open=True, high_open=True)
         check_tau(self.tau)
         as_finite("mu0", self.mu0)
@@ -205,8 +270,11 @@ class RobustNormalEstimator(SequentialEstimator):
         # threshold rule starts discounting (τ = 0.1 without a threshold)
         return 2.0 * float(np.log(0.1 if self.tau is None else self.tau))
 
-    def prior(self, batch_shape: tuple[int, ...] = ()) -> NormalGamma:
+    def prior(self, batch_shape: tuple[int, ...] = (), beta0=None) -> NormalGamma:
         """The prior ``N̄Ḡ(mu0, 0, 0, beta0)`` for a batch of streams.
+
+        ``beta0`` (broadcast to ``batch_shape``) replaces the estimator's; it is required
+        when that is ``"auto"``.
 
         Examples
         --------
@@ -214,13 +282,24 @@ class RobustNormalEstimator(SequentialEstimator):
         >>> ps.RobustNormalEstimator(beta0=2.0).prior((3,)).beta
         array([2., 2., 2.])
         """
+        if beta0 is None:
+            if isinstance(self.beta0, str):
+                raise needs_number_to_stream("beta0", "automatic_beta0")
+            beta0 = float(self.beta0)
         zeros = np.zeros(tuple(batch_shape))
         return NormalGamma.from_fields({"mean": float(self.mu0) + zeros, "k": zeros,
-                                        "alpha": zeros.copy(), "beta": float(self.beta0) + zeros})
+                                        "alpha": zeros.copy(),
+                                        "beta": check_positive("beta0", beta0) + zeros})
 
     def init(self, batch_shape: tuple[int, ...] = ()) -> StartState:
-        """The state before any observation: the mixture of start hypotheses, all empty."""
-        return start_init(self.prior(batch_shape), tuple(batch_shape), self._size,
+        """The state before any observation: the mixture of start hypotheses, all empty.
+
+        Needs a numeric ``beta0`` (``"auto"`` is set from the data by :meth:`fit`).
+        """
+        return self._start(self.prior(batch_shape))
+
+    def _start(self, prior: NormalGamma) -> StartState:
+        return start_init(prior, prior.batch_shape, self._size,
                           START_HORIZON if self._size > 1 else 0)
 
     def _score(self, hypotheses: NormalGamma, history: np.ndarray) -> np.ndarray:
@@ -261,7 +340,7 @@ class RobustNormalEstimator(SequentialEstimator):
 
     def step(self, state: StartState, y) -> tuple[StartState, LocationScaleInfo]:
         """One observation per stream (batch shape); NaN = missing (predict only). Pure."""
-        y = np.asarray(y, dtype=np.float64)
+        y = as_numbers("y", y)
         if y.ndim == 0 or y.shape != state.seen.shape:
             y = np.broadcast_to(y, state.seen.shape)
         check_observations("y", y[..., None], max_abs=MAX_ABS_OBSERVATION)
@@ -275,14 +354,18 @@ class RobustNormalEstimator(SequentialEstimator):
         """Process ``y`` (shape ``(..., T)``) one observation at a time along the last axis.
 
         NaN observations are missing (the posterior is carried over, discount NaN);
-        infinities, ``|y| > 1e100`` and an empty time axis raise ``ValueError``.
+        infinities, ``|y| > 1e100`` and an empty time axis raise ``ValueError``. With
+        ``beta0="auto"`` each stream's prior rate is :func:`automatic_beta0` of its
+        observations.
         """
         y = check_observations("y", y, max_abs=MAX_ABS_OBSERVATION)
+        prior = self.prior(y.shape[:-1], automatic_beta0(y) if isinstance(self.beta0, str)
+                           else None)
         with self._exclusive():
             posts, log_cs, rhos, gammas = [], [], [], []
             if self._size == 1:
                 # one hypothesis: the start mixture is the plain recursion (tested equal)
-                post = self.prior(y.shape[:-1])
+                post = prior
                 for y_t in time_first(y, 0):
                     post, log_c, extras = self._robust_step(post, y_t)
                     posts.append(post)
@@ -290,7 +373,7 @@ class RobustNormalEstimator(SequentialEstimator):
                     rhos.append(extras["discount"])
                     gammas.append(extras["gamma"])
             else:
-                state = self.init(y.shape[:-1])
+                state = self._start(prior)
                 ratio, floor = float(self.start_ratio), self._log_floor
                 for y_t in time_first(y, 0):
                     state, log_c, extras = start_step(state, y_t, self._robust_step,

@@ -206,7 +206,7 @@ def run(repeats: int = 500, seed: int = 0, quick: bool = False, progress: bool =
     states2, ys2, outlier2 = simulate(repeats, seed, T, first_inliers=2)
     variant, errors2, _ = _study(states2, ys2, outlier2, tau)
     variant["errors"] = {k: v.tolist() for k, v in errors2.items()}
-    # the same data with the robust start of possibly.filters.robust_start (issue 15)
+    # the same data with the robust start of possibly.filters.robust_start
     started, _, _ = _study(states, ys, outlier, tau, robust_start=True)
     # and with the library's defaults: the robust start and the relative discount (coverage)
     defaults, _, _ = _study(states, ys, outlier, tau, robust_start=True, coverage=COVERAGE)

@@ -1,4 +1,4 @@
-"""Beyond conjugacy: the robust possibilistic particle filter (issue 8).
+"""Beyond conjugacy: the robust possibilistic particle filter.
 
 Two studies, both with the same data and seeds for every method:
 

@@ -14,7 +14,13 @@
   scale learned online.
 """
 
-from possibly.filters.kalman import FilterResult, KalmanFilter, KalmanInfo, KalmanState
+from possibly.filters.kalman import (
+    FilterResult,
+    KalmanFilter,
+    KalmanInfo,
+    KalmanState,
+    MostlyDiscountedWarning,
+)
 from possibly.filters.noise_scale import NoiseScaleKalmanFilter
 from possibly.filters.nonlinear import (
     ExtendedKalmanFilter,
@@ -39,6 +45,7 @@ __all__ = [
     "KalmanInfo",
     "KalmanState",
     "LinearGaussianModel",
+    "MostlyDiscountedWarning",
     "NoiseScaleKalmanFilter",
     "NonlinearModel",
     "ParticleFilter",

@@ -36,6 +36,8 @@ from possibly.filters.kalman import (
     _check_observation_values,
     _mv,
     _reference_table,
+    discounted_fraction,
+    warn_if_mostly_discounted,
 )
 from possibly.filters.state_space import _sym
 from possibly.inference import discount, relative_log_consistency
@@ -212,6 +214,12 @@ class NonlinearFilterResult:
     def consistency(self) -> np.ndarray:
         return np.exp(self.log_consistency)
 
+    @property
+    def discounted_fraction(self) -> np.ndarray:
+        """Per series, the fraction of observed steps discounted below 0.1 (see
+        :class:`~possibly.filters.kalman.MostlyDiscountedWarning`)."""
+        return discounted_fraction(self.discount)
+
 
 class _RobustNonlinearFilter(SequentialEstimator, ABC):
     """Shared parts: arguments, the robust gain, the protocol (``init``/``step``/``fit``).
@@ -286,6 +294,7 @@ class _RobustNonlinearFilter(SequentialEstimator, ABC):
             lcs.append(info.log_consistency)
             discs.append(info.discount)
         ax = y.ndim - 2
+        warn_if_mostly_discounted(np.stack(discs, -1))
         return NonlinearFilterResult(np.stack(means, ax), np.stack(covs, ax),
                                      np.stack(lcs, -1), np.stack(discs, -1))
 
@@ -332,7 +341,10 @@ def _observation(y, m: int, series: bool = False) -> np.ndarray:
         arr = arr[..., None]
     if arr.shape[-1:] != (m,) or (series and arr.ndim < 2):
         want = f"(..., T, {m})" if series else f"(..., {m})"
-        raise ValueError(f"y must have shape {want}, got {arr.shape}")
+        hint = ""
+        if series and m == 1 and arr.ndim == 2 and arr.shape[0] == 1:
+            hint = ": a row vector? pass y.ravel() for one series of T values"
+        raise ValueError(f"y must have shape {want}, got {arr.shape}{hint}")
     return arr
 
 

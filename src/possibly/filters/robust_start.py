@@ -1,4 +1,4 @@
-"""Robust start of the robust Kalman filter from the uninformative prior (issue 15).
+"""Robust start of the robust Kalman filter.
 
 Why
 ---
@@ -13,7 +13,7 @@ What
 ----
 A maxitive mixture of start hypotheses. Hypothesis ``h`` says which of the first ``k``
 observations are outliers (at most ``max_outliers`` of them; :func:`start_hypotheses`); under
-``h`` those are treated as missing and the robust filter runs from the uninformative prior.
+``h`` those are treated as missing and the robust filter runs from the prior.
 The log possibility of ``h`` is the sup over the inlier/outlier labellings of the observations
 seen so far, an inlier counting its consistency ``c_t^h`` under ``h`` and an outlier a fixed
 possibility ``ε`` (the consistency that 99.9% of inliers exceed: ``log ε = -½ χ²_m(0.999)``):
@@ -23,7 +23,9 @@ costs ``log ε`` and a wider prediction cannot buy it back; and without the floo
 outlier later on would decide (it is least inconsistent with the hypothesis that is *most*
 wrong, hence most uncertain). A hypothesis built on an outlier
 predicts the following inliers badly and its weight collapses; hypotheses built on inliers
-only predict alike. The E* of the mixture is the E* of its leading hypothesis (weight 1); a
+only predict alike (ties, while directions are uninformed, go to the hypothesis that keeps
+the earliest observations: :func:`leader`). The E* of the mixture is the E* of its leading
+hypothesis (weight 1); a
 step reports the leader's mean, consistency and discount (for an observation the leader
 drops: discount 0 and the consistency of the observation with the mixture,
 ``max_h w_h c_h``). After ``k + window`` steps
@@ -45,9 +47,17 @@ hypotheses' steps in covariance form run as extra series of the compiled loop
 100 trials × 1000 steps, about 15 ms of the filter's 33 ms are the start
 (``benchmarks/bench_filtering.py --speed``). ``window = 10`` gave the same results as 20 on
 the §5.2 study and on WoLF's Student-t experiment (500 runs each, no lost track) at half the
-cost; 6 lost one §5.2 run. With a proper prior (the filter's or ``filter(prior=...)``) there is
-nothing to protect and the robust start is not used; ``robust_start=False`` turns it off
-(the numbers are then those of the plain recursion, bit for bit).
+cost; 6 lost one §5.2 run. ``robust_start=False`` turns it off (the numbers are then those of
+the plain recursion, bit for bit).
+
+Proper prior
+------------
+The hypotheses start from the filter's prior, whatever it is (docs/math.md §9). Summed over
+undiscounted steps, a hypothesis' consistencies are the consistency of its kept observations
+with each other and with the prior: the prior is one more term of every hypothesis. A weak
+prior judges an early outlier too leniently to protect the track (position sd 10: an outlier
+18 away has ``log c = -1.6``, above ``log ε = -5.4``); a prior the data agree with leaves the
+plain recursion in the lead.
 """
 
 from __future__ import annotations
@@ -80,6 +90,44 @@ def _hypotheses(k: int, max_outliers: int) -> np.ndarray:
     out = start_hypotheses(k, max_outliers)
     out.setflags(write=False)
     return out
+
+
+def leader(score: np.ndarray, k: int = K, max_outliers: int = MAX_OUTLIERS) -> np.ndarray:
+    """The leading hypothesis (``score`` ``B + (H,)``): the largest score up to rounding, ties
+    going to the hypothesis that keeps the earliest observations.
+
+    Hypotheses tie while they leave a direction uninformed, so that every ``c = 1`` (e.g.
+    each drops one of the first three observations of a constant-velocity track). A tie has
+    no evidence to break it; keeping the earliest observations keeps what was reported
+    before (the new observation is the one in doubt). ``c = 1`` comes out of the information
+    form as ``1 - 1e-16`` or so: ties broken by rounding would make the reported step depend
+    on the data's units.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from possibly.filters.robust_start import leader, start_hypotheses
+    >>> score = np.array([-20.0, -5.4, -5.4 - 1e-15, -20.0, -5.4])  # drop y0, y1 or y3 tie
+    >>> start_hypotheses(4, 1)[leader(score, 4, 1)].astype(int)       # keep y0: drop y3
+    array([0, 0, 0, 1])
+    """
+    top = score.max(-1, keepdims=True)
+    with np.errstate(invalid="ignore"):  # -inf everywhere: every hypothesis ties
+        tied = score >= top - 1e-9 * (1.0 + np.abs(top))
+    rank = _tie_rank(k, max_outliers)
+    return np.argmin(np.where(tied, rank, rank.size), axis=-1)
+
+
+@lru_cache(maxsize=16)
+def _tie_rank(k: int, max_outliers: int) -> np.ndarray:
+    """Each hypothesis' rank among ties: by its dropped observations read as a binary number,
+    the first observation the most significant digit (none dropped first)."""
+    drop = _hypotheses(k, max_outliers)
+    code = drop @ (2 ** np.arange(k - 1, -1, -1))
+    rank = np.empty(len(code), dtype=np.int64)
+    rank[np.argsort(code, kind="stable")] = np.arange(len(code))
+    rank.setflags(write=False)
+    return rank
 
 
 def start_hypotheses(k: int = K, max_outliers: int = MAX_OUTLIERS) -> np.ndarray:
@@ -123,7 +171,7 @@ class KalmanStartState:
 
     @property
     def leader(self) -> np.ndarray:
-        return np.argmax(self.score, axis=-1)
+        return leader(self.score)
 
     @property
     def current(self) -> Any:
@@ -228,7 +276,7 @@ def mixture_scores(score: np.ndarray, log_c: np.ndarray, observed: np.ndarray, t
     if t < k:
         gain = gain + np.where(observed[..., None] & drop[:, t], floor, 0.0)
     new = score + gain
-    lead = np.argmax(new, axis=-1)
+    lead = leader(new, k, max_outliers)
     # the leader's consistency; where the leader drops y: the consistency of y with the
     # mixture, max_h w_h c_h (weights before this step)
     with np.errstate(invalid="ignore"):
@@ -251,8 +299,8 @@ def _pick(a: Any, lead: np.ndarray) -> np.ndarray:
 def start_masked(ys: np.ndarray, initial: Any, step: PlainStep, m: int, *, k: int = K,
                  max_outliers: int = MAX_OUTLIERS, window: int = WINDOW) -> np.ndarray:
     """``ys`` (B, T, m) with the observations that the mixture settles on as outliers set to
-    NaN (the retrospective choice, for the smoother); ``initial`` is the uninformative
-    KalmanState of batch (B,)."""
+    NaN (the retrospective choice, for the smoother); ``initial`` is the KalmanState of the
+    prior, batch (B,)."""
     drop = start_hypotheses(k, max_outliers)
     state = start_init(initial, (ys.shape[0],), k, max_outliers)
     for t in range(min(ys.shape[1], k + window)):

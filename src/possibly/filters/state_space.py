@@ -18,7 +18,7 @@ import numpy as np
 
 from possibly.validation import as_finite, check_psd
 
-__all__ = ["LinearGaussianModel", "constant_velocity"]
+__all__ = ["LinearGaussianModel", "constant_velocity", "constant_velocity_noise"]
 
 #: entries of F, Q, H, R are accepted up to this magnitude (and nonzero ones down to its
 #: inverse): products of two such entries and of an entry with an observation up to 1e300
@@ -331,3 +331,138 @@ def constant_velocity(dt: float = 1.0, accel_sd: float = 0.05, obs_sd: float = 1
     names = ("position", "velocity") if ndim == 1 else tuple(
         f"{s}_{i}" for i in range(ndim) for s in ("position", "velocity"))
     return LinearGaussianModel(F, Q, H, R, state_names=names)
+
+
+#: 1 / Φ⁻¹(3/4): ``1.4826 · median |x|`` is consistent for the sd of a centred normal ``x``
+_MAD_NORMAL = 1.482602218505602
+
+
+def _lags(n: int) -> list[int]:
+    """Lags of the second differences: 1, then about ×1.5, up to a quarter of the series."""
+    lags, k = [1], 2
+    while 4 * k <= n - 1:
+        lags.append(k)
+        k = max(k + 1, round(1.5 * k))
+    return lags
+
+
+def constant_velocity_noise(ys: Any, dt: float = 1.0, *, accel_sd: float | None = None,
+                            obs_sd: float | None = None) -> tuple[float, float]:
+    """Robust estimates of the noise scales of :func:`constant_velocity` from a track.
+
+    Under the model the second difference at lag ``k``, ``D_k y_t = y_t − 2 y_{t−k} +
+    y_{t−2k}``, removes the position and velocity and is a centred normal of variance
+
+        ``V_k = 6 obs_sd² + c_k dt⁴ accel_sd²``,   ``c_k = k (4k² − 1) / 6``
+
+    (the measurement noise enters with weights 1, −2, 1; the acceleration ``a_s``, held over
+    each step, enters the position as ``dt² Σ_s (t − s + ½) a_s``, which leaves weights
+    ``u + ½`` and ``2k − u − ½`` for ``u = t − s < 2k``). ``V_k`` is estimated robustly at lags
+    ``k = 1, 2, 3, 4, 6, 9, ...`` (up to a quarter of the series) by ``(1.4826 · median
+    |D_k y|)²``, and ``(obs_sd², dt⁴ accel_sd²) ≥ 0`` by least squares of those estimates on
+    ``(6, c_k)``, each weighted by ``√(n_k / k) / V_k`` (its relative precision: ``n_k``
+    differences, overlapping over ``k`` steps). An acceleration below what the longest lag can
+    resolve (its contribution there under the sampling error ``√(2k / n_k)`` of that lag's
+    estimate) is raised to that level, so that a filter never assumes an exactly constant
+    velocity the data cannot support; the measurement noise is kept above 1% of the lag-1
+    scale ``√(V_1 / 6)``. Median-based, the estimates ignore a minority of outliers (each
+    outlier spoils three differences per lag); they are equivariant: ``y → a y + b`` gives
+    ``|a|`` times the scales, so a filter set up with them gives ``a m + b`` for the mean ``m``
+    and the same discounts.
+
+    Parameters
+    ----------
+    ys : array_like, shape (T,) or (T, ndim)
+        Observed positions (NaN = missing); the axes of a multi-dimensional track are pooled
+        (the model's noise is the same on every axis).
+    dt : float > 0
+        Time step.
+    accel_sd, obs_sd : float > 0, optional
+        A scale that is known: only the other one is estimated.
+
+    Returns
+    -------
+    (accel_sd, obs_sd) : tuple of float
+        For :func:`constant_velocity`. Scales that cannot be estimated are set relative to
+        the track's spread ``s`` (``max |y − median y|``; its magnitude if it is constant, 1
+        if all zero): a track without noise (every second difference 0) gets ``obs_sd =
+        10⁻³ s`` and ``accel_sd = 10⁻³ s / dt²``; a track too short to tell (fewer than 3
+        second differences at lag 1, i.e. 5 consecutive observed positions) gets ``obs_sd =
+        10⁻³ s`` and ``accel_sd = s / dt²``: the filter follows the observations.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from possibly.filters.state_space import constant_velocity_noise
+    >>> rng = np.random.default_rng(0)
+    >>> accel = 0.5 * rng.standard_normal(5000)
+    >>> velocity = np.cumsum(accel)
+    >>> ys = np.cumsum(velocity - accel / 2) + 3.0 * rng.standard_normal(5000)
+    >>> accel_sd, obs_sd = constant_velocity_noise(ys)
+    >>> round(accel_sd, 1), round(obs_sd, 1)                       # truth (0.5, 3)
+    (0.5, 3.0)
+    >>> bool(np.allclose(constant_velocity_noise(1000 * ys + 7), (1000 * accel_sd,
+    ...                                                            1000 * obs_sd)))
+    True
+    """
+    try:
+        y = np.asarray(ys, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"ys must be numeric positions (NaN = missing), got {ys!r}") from None
+    if y.ndim == 1:
+        y = y[:, None]
+    if y.ndim != 2:
+        raise ValueError(f"ys must have shape (T,) or (T, ndim), got {y.shape}")
+    if np.isinf(y).any():
+        raise ValueError("ys must be finite or NaN (missing), got an infinite value")
+    dt = _check_scale("dt", dt, 1e-20, 1e20)
+    known = {name: None if v is None else _check_scale(name, v, 1e-100, 1e100)
+             for name, v in (("accel_sd", accel_sd), ("obs_sd", obs_sd))}
+    if known["accel_sd"] is not None and known["obs_sd"] is not None:
+        return known["accel_sd"], known["obs_sd"]
+    observed = y[~np.isnan(y)]
+    if observed.size == 0:
+        raise ValueError("ys holds no observed position: give accel_sd and obs_sd")
+    # in units of a power of two near the spread: exact, and the squares cannot overflow
+    spread = float(np.max(np.abs(observed - np.median(observed))))
+    base = spread or float(np.max(np.abs(observed))) or 1.0
+    unit = float(np.ldexp(1.0, int(np.frexp(base)[1])))
+    z = y / unit
+    a_known, s_known = known["accel_sd"], known["obs_sd"]
+    used = []  # (k, c_k, n_k, V_k) of the lags with a nonzero variance
+    for k in _lags(y.shape[0]):
+        d = (z[2 * k:] - 2.0 * z[k:-k] + z[:-2 * k]).ravel()
+        d = d[~np.isnan(d)]
+        if k == 1 and d.size < 3:  # too short to tell: follow the observations
+            return a_known or base / dt**2, s_known or 1e-3 * base
+        if d.size < 3:
+            break
+        v = (_MAD_NORMAL * float(np.median(np.abs(d)))) ** 2
+        if not v > 0:  # more than half the differences are 0 (ties): their mean square
+            v = float(np.mean(d * d))
+        if v > 0:
+            used.append((k, k * (4.0 * k * k - 1.0) / 6.0, d.size, v))
+    if not used:  # no noise at all: an exact line
+        small = 1e-3 * base
+        return a_known or small / dt**2, s_known or small
+    lag, c_k, n_k, var_k = (np.array(col, dtype=float) for col in zip(*used, strict=True))
+    w = np.sqrt(n_k / lag) / var_k
+    A = np.stack([6.0 * w, c_k * w], axis=1)
+    b = var_k * w
+    if s_known is not None:
+        s2 = (s_known / unit) ** 2
+        acc2 = max(float(A[:, 1] @ (b - s2 * A[:, 0]) / (A[:, 1] @ A[:, 1])), 0.0)
+    elif a_known is not None:
+        acc2 = (a_known * dt**2 / unit) ** 2
+        s2 = max(float(A[:, 0] @ (b - acc2 * A[:, 1]) / (A[:, 0] @ A[:, 0])), 0.0)
+    else:
+        from scipy.optimize import nnls  # deferred: keeps `import possibly` light
+
+        s2, acc2 = (float(x) for x in nnls(A, b)[0])
+    if s_known is None:
+        s2 = max(s2, 1e-4 * var_k[0] / 6.0)
+    if a_known is None:
+        # the smallest acceleration the longest lag resolves
+        acc2 = max(acc2, 6.0 * s2 * float(np.sqrt(2.0 * lag[-1] / n_k[-1])) / c_k[-1])
+    return (a_known or float(np.sqrt(acc2)) * unit / dt**2,
+            s_known or float(np.sqrt(s2)) * unit)

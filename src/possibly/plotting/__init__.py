@@ -6,12 +6,13 @@ __all__ = ["pyplot"]
 
 
 def pyplot():
-    """Return ``matplotlib.pyplot`` with a non-interactive backend, or explain how to get it."""
+    """Return ``matplotlib.pyplot``, or explain how to get it.
+
+    The backend is the user's: it is never switched here (with no display, matplotlib itself
+    falls back to a non-interactive one). Figures written to a file are closed after writing.
+    """
     try:
-        import matplotlib
+        import matplotlib.pyplot as plt
     except ImportError:
         raise ImportError("plotting needs matplotlib: pip install 'possibly[plot]'") from None
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
     return plt
