@@ -256,7 +256,7 @@ def test_bad_output_paths_fail_before_any_work(tmp_path, capsys, monkeypatch, co
     def no_work(*args, **kwargs):
         raise AssertionError("the input was read before the outputs were checked")
 
-    monkeypatch.setattr(f"possibly.cli.{command}.read_table", no_work)
+    monkeypatch.setattr("possibly.cli.arguments.read_table", no_work)  # read_input reads
     out = tmp_path / "out.csv"
     for plot, match in ((tmp_path / "no" / "p.png", "does not exist"),
                         (tmp_path / "p.xyz", "unknown image format 'xyz'"),
@@ -295,7 +295,7 @@ def test_ctrl_c_exits_130_with_one_line(tmp_path, capsys, monkeypatch):
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("possibly.cli.changepoint.read_table", interrupted)
+    monkeypatch.setattr("possibly.cli.arguments.read_table", interrupted)
     assert main(["changepoint", "-"]) == 130
     assert capsys.readouterr().err == "possibly changepoint: interrupted\n"
 
@@ -491,3 +491,97 @@ def test_many_commands_report_time_stamps(tmp_path, capsys):
     assert main(["kalman-many", str(pq), "--id", "id", "--value", "v", "--time", "nope"]) == 2
     assert "--time 'nope': no such column" in one_error_line(capsys.readouterr().err,
                                                               "kalman-many")
+
+
+# -- spreadsheet and pandas exports, rows out of time order ------------------------------------
+def test_pandas_numeric_header_does_not_shift_the_change_points(tmp_path, capsys):
+    pd = pytest.importorskip("pandas")
+    y = step_series(120, 60)
+    path = tmp_path / "series.csv"
+    pd.Series(y).to_csv(path, index=False)  # header "0"
+    assert path.read_text().startswith("0\n")
+    expect = ps.ChangepointDetector().fit(y).changepoints.tolist()
+    assert main(["changepoint", str(path), "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    doc = json.loads(captured.out)
+    assert doc["n"] == 120 and doc["changepoints"] == expect
+    assert captured.err == (f"possibly changepoint: note: {path}: line 1 ('0') is read as a "
+                            "header, the column names pandas writes for unnamed columns (give "
+                            "--header no to read it as data)\n")
+    # --header no: the 0 is an observation (121 rows); --header yes: no note
+    assert main(["changepoint", str(path), "--format", "json", "--header", "no"]) == 0
+    assert json.loads(capsys.readouterr().out)["n"] == 121
+    assert main(["kalman", str(path), "--header", "yes"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == "" and len(captured.out.splitlines()) == 121
+
+
+def test_spreadsheet_na_rows_are_missing_in_both_commands(tmp_path, capsys):
+    y = step_series(40, 20)
+    lines = ["date,level"] + [f"{DAY0 + dt.timedelta(days=t)},{float(y[t])!r}"
+                              for t in range(40)]
+    missing = [0, 7, 25]
+    for t in missing:
+        lines[t + 1] = lines[t + 1].split(",")[0] + ",#N/A"
+    lines[1] = "#N/A,#N/A"  # the first row: no date either, at the start of the line
+    path = write(tmp_path / "export.csv", lines)
+    assert main(["changepoint", str(path), "--format", "json", "--sigma", "0.5"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    expect = y.copy()
+    expect[missing] = np.nan
+    assert doc["n"] == 40 and doc["n_missing"] == 3
+    assert doc["changepoints"] == ps.ChangepointDetector(sigma=0.5).fit(expect) \
+        .changepoints.tolist()
+    assert main(["kalman", str(path)]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    assert len(rows) == 41 and [rows[t + 1].split(",")[2] for t in missing] == ["nan"] * 3
+
+
+@pytest.mark.parametrize("command", ["changepoint", "kalman"])
+def test_newest_first_file_is_analysed_in_time_order(tmp_path, capsys, command):
+    y = step_series(80, 50)
+    rows = [f"{DAY0 + dt.timedelta(days=t)},{float(y[t])!r}" for t in range(80)]
+    oldest = write(tmp_path / "oldest.csv", ["date,level", *rows])
+    newest = write(tmp_path / "newest.csv", ["date,level", *rows[::-1]])
+    fmt = ["--format", "csv"] if command == "changepoint" else []
+    assert main([command, str(oldest), *fmt]) == 0
+    expect = capsys.readouterr()
+    assert expect.err == ""
+    assert main([command, str(newest), *fmt]) == 0
+    got = capsys.readouterr()
+    assert got.out == expect.out  # the same rows, numbered from 0 in time order
+    assert got.err == (f"possibly {command}: note: {newest}: rows sorted by time (column date): "
+                       "the file lists them newest first; rows are numbered from 0 in time "
+                       "order\n")
+
+
+def test_unsortable_time_column_is_refused_in_one_line(tmp_path, capsys):
+    path = write(tmp_path / "gap.csv", ["date,v", "2024-01-03,1", ",2", "2024-01-01,3"])
+    assert main(["kalman", str(path)]) == 2
+    err = one_error_line(capsys.readouterr().err, "kalman")
+    assert "gap.csv: the rows are not in time order (column date), and line 3 has no time " \
+           "stamp" in err
+
+
+@pytest.mark.parametrize(("text", "where"), [
+    ("a,b\n1,2\n3," + "9" * 140000 + "\n", "line 3: a cell of more than 131072 characters"),
+    ('a,b\n1,2\n"x\ny",3,4\n', "lines 3-4 (a quoted cell spans them): 3 cell(s), expected 2"),
+])
+@pytest.mark.parametrize("command", ["changepoint", "kalman"])
+def test_long_and_multiline_cells_one_line(tmp_path, capsys, text, where, command):
+    path = tmp_path / "cells.csv"
+    path.write_text(text, encoding="utf-8")
+    assert main([command, str(path), "--column", "a"]) == 2
+    err = one_error_line(capsys.readouterr().err, command)
+    assert f"error: {path}, {where}" in err and "internal error" not in err
+
+
+def test_notes_column_with_line_breaks_is_read(tmp_path, capsys):
+    y = step_series(30, 15)
+    lines = ["level,note"] + [f"{float(v)!r}," for v in y]
+    lines[5] = f'{float(y[4])!r},"pump restarted,\nsee log"'
+    path = write(tmp_path / "notes.csv", lines)
+    assert main(["changepoint", str(path), "--column", "level", "--format", "csv"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 31
+    np.testing.assert_array_equal([float(r.split(",")[1]) for r in out[1:]], y)

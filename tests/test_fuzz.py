@@ -330,3 +330,76 @@ def test_gamma_variances_where_a_power_under_or_overflows():
     # ordinary values keep the direct formula exactly
     assert float(ps.Gamma(3.0, 2.0).variance) == 3.0 / 4.0
     assert float(ps.InverseGamma(3.0, 2.0).variance) == 4.0 / 27.0
+
+
+# -- input types: complex, masked, row vectors (docs/numerics.md, "Input types") --------------
+
+def _ekf_fit(y):
+    from possibly.filters.nonlinear import ExtendedKalmanFilter, NonlinearModel
+
+    model = NonlinearModel(f=lambda x: x, h=lambda x: x, Q=[[0.01]], R=[[0.1]])
+    return ExtendedKalmanFilter(model, ps.MultivariateNormal([0.0], [[1e-2]])).fit(y)
+
+
+#: entry points taking one series (T,), and the output to compare
+SERIES_CALLS = {
+    "ChangepointDetector": (lambda y: ps.ChangepointDetector().fit(y), "mean"),
+    "KalmanFilter": (lambda y: ps.KalmanFilter(*ps.models.constant_velocity()).filter(y),
+                     "mean"),
+    "ExtendedKalmanFilter": (_ekf_fit, "mean"),
+    "RobustNormalEstimator": (lambda y: ps.RobustNormalEstimator().fit(y), "mean"),
+    "SoftUniformEstimator": (lambda y: ps.SoftUniformEstimator().fit(y), "mode"),
+}
+
+
+def _data(call, y):
+    """``y`` for ``call``: positive for the soft-uniform estimator."""
+    return np.abs(y) if call == "SoftUniformEstimator" else y
+
+
+def _outcome(call, y):
+    """("error", message) or ("ok", the compared output)."""
+    fn, field = SERIES_CALLS[call]
+    with np.errstate(all="ignore"):
+        try:
+            return "ok", np.asarray(getattr(fn(y), field))
+        except (ValueError, TypeError) as exc:
+            return "error", str(exc)
+
+
+@pytest.mark.parametrize("call", sorted(SERIES_CALLS))
+@FUZZ
+@given(y=series(min_size=1), mask=st.lists(st.booleans(), min_size=1, max_size=30))
+def test_masked_series_is_the_series_with_nan(call, y, mask):
+    y = _data(call, y)
+    mask = np.resize(np.asarray(mask, bool), y.shape)
+    nan = np.where(mask, np.nan, y)
+    got, expect = _outcome(call, np.ma.masked_array(y, mask=mask)), _outcome(call, nan)
+    assert got[0] == expect[0], (got, expect)
+    if got[0] == "ok":
+        np.testing.assert_array_equal(got[1], expect[1])
+    else:
+        assert got[1] == expect[1]
+
+
+@pytest.mark.parametrize("call", sorted(SERIES_CALLS))
+@FUZZ
+@given(y=series(min_size=1), imag=st.sampled_from([1e-300, 1e-3, 1.0, 1e300]),
+       kind=st.sampled_from(["array", "list", "Series"]))
+def test_complex_series_is_refused(call, y, imag, kind):
+    z = _data(call, y) + 1j * imag
+    value = {"array": z, "list": z.tolist(), "Series": _as_series(z)}[kind]
+    outcome = _outcome(call, value)
+    assert outcome[0] == "error" and "complex" in outcome[1], outcome
+
+
+@pytest.mark.parametrize("call", ["ChangepointDetector", "KalmanFilter", "ExtendedKalmanFilter"])
+@FUZZ
+@given(y=series(min_size=2))
+def test_row_vector_is_refused_where_a_series_is_expected(call, y):
+    y = np.where(np.abs(y) > 1e100, np.nan, y)  # values refused before the shape is looked at
+    outcome = _outcome(call, y[None])
+    assert outcome[0] == "error" and "ravel()" in outcome[1], outcome
+    # and a column is the series itself
+    if call != "ExtendedKalmanFilter":  # (T, 1) is the EKF's (T, m) with m = 1 already
+        np.testing.assert_equal(_outcome(call, y[:, None]), _outcome(call, y))

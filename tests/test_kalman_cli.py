@@ -96,3 +96,23 @@ def test_missing_file_and_unknown_model(tmp_path, capsys):
     assert "No such file" in capsys.readouterr().err
     assert main(["kalman", str(tmp_path / "nope.csv"), "--model", "random-walk"]) == 2
     assert "invalid choice: 'random-walk'" in capsys.readouterr().err
+
+
+def test_smooth_counts_an_outlier_the_robust_start_rejected_as_discounted(tmp_path, capsys):
+    rng = np.random.default_rng(4)
+    ys = np.arange(30.0) + rng.normal(size=30) * 0.5
+    ys[0] = 1e6
+    src = tmp_path / "obs.csv"
+    src.write_text("position\n" + "\n".join(repr(float(y)) for y in ys) + "\n")
+    for smooth in (["--smooth"], []):
+        out = tmp_path / f"out{len(smooth)}.csv"
+        assert main(["kalman", str(src), "--dt", "1", "--accel-sd", "0.05", "--obs-sd", "1",
+                     "--out", str(out), *smooth]) == 0
+        line = capsys.readouterr().out
+        got = read_csv(out)
+        if smooth:
+            assert "30 time steps (0 missing); 1 observation(s) discounted" in line
+            assert got["discount"][0] == 0.0 and not np.isnan(got["consistency"]).any()
+            assert abs(got["position"][0]) < 10.0  # smoothed past the outlier
+        else:  # the filter took it whole at step 0 (nothing could judge it yet)
+            assert got["discount"][0] == 1.0

@@ -169,3 +169,57 @@ def test_streaming_and_short_series():
 def test_bad_input():
     with pytest.raises(TypeError, match="robust_start"):
         ps.KalmanFilter(*MODEL, robust_start="yes")
+
+
+@pytest.mark.parametrize("pos", [0, 1, 2, 3])
+def test_smoother_reports_an_early_outlier_it_rejected_as_discounted(pos):
+    """The robust start's chosen hypothesis drops an early outlier; the smoother treats it as
+    missing, and reports it as observed and discounted: discount 0 and the consistency of the
+    observation with the smoothed state at its step (from the other observations), not NaN."""
+    _, ys, _ = simulate(2, seed=3, T=40)
+    ys[0, pos] = 1e6
+    ys[1, 7] = np.nan  # a missing step stays missing
+    kf = ps.KalmanFilter(*MODEL)
+    sm = kf.smooth(ys)
+    assert sm.discount[0, pos] == 0.0
+    assert np.isfinite(sm.filtered.log_consistency[0, pos])
+    assert np.isfinite(sm.consistency[0, pos])
+    # by hand: y ~ N(H μ_s, H P_s Hᵀ + R) at the smoothed state
+    F, Q, H, R = MODEL
+    mu, P = sm.mean[0, pos], sm.covariance[0, pos]
+    v = 1e6 - H[0] @ mu
+    assert sm.filtered.log_consistency[0, pos] == pytest.approx(
+        -0.5 * v * v / (H[0] @ P @ H[0] + R[0, 0]), rel=1e-9)
+    # missing exactly where the data are: NaN there and only there
+    assert np.isnan(sm.discount[1, 7]) and np.isnan(sm.discount).sum() == 1
+    assert not np.isnan(sm.filtered.log_consistency[0]).any()
+    # the other steps are those of the chosen hypothesis' plain filter, as before
+    masked = ys.copy()
+    masked[0, pos] = np.nan
+    ref = ps.KalmanFilter(*MODEL, robust_start=False).smooth(masked)
+    np.testing.assert_allclose(sm.mean, ref.mean, rtol=1e-10, atol=1e-12)
+    keep = np.ones(ys.shape[:2], dtype=bool)
+    keep[0, pos] = False
+    np.testing.assert_array_equal(sm.discount[keep], ref.discount[keep])
+    frame = sm.to_frame()
+    assert frame["discount"].isna().sum() == 1  # the missing step only
+
+
+def test_filter_reports_an_outlier_its_leader_drops_as_discounted_too():
+    """filter() reports each step as its leader saw it then: an outlier that the leader drops
+    at its own step is observed and discounted there too (discount 0, finite consistency), as
+    the smoother reports it; one the start rejects only later was taken whole at its step
+    (the filter's mean used it), and filter() says so."""
+    _, ys, _ = simulate(1, seed=3, T=40)
+    ys = ys[0]
+    ys[3] = 1e6
+    kf = ps.KalmanFilter(*MODEL)
+    fr, sm = kf.filter(ys), kf.smooth(ys)
+    for res in (fr, sm):
+        assert res.discount[3] == 0.0 and np.isfinite(res.log_consistency[3]
+                                                      if res is fr else
+                                                      res.filtered.log_consistency[3])
+    ys[3], ys[0] = ys[0], 1e6
+    fr, sm = kf.filter(ys), kf.smooth(ys)
+    assert fr.discount[0] == 1.0 and abs(fr.mean[0, 0] - 1e6) < 1e-6
+    assert sm.discount[0] == 0.0 and abs(sm.mean[0, 0]) < 10.0

@@ -111,3 +111,27 @@ def test_plotting_leaves_the_backend_alone(tmp_path):
         "print(matplotlib.get_backend())\n"
     )
     assert _run(code).lower() == "svg"
+
+
+def test_a_temp_cache_folder_others_can_write_is_not_used(tmp_path):
+    """numba loads cache files with pickle: a world-writable fallback folder made by someone
+    else must not be used (numba's own rules apply instead), and a new one is made private."""
+    pytest.importorskip("numba")
+    blocker = tmp_path / "not_a_dir"
+    blocker.write_text("")
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    planted = tmp / f"possibly-numba-{os.getuid()}"
+    planted.mkdir()
+    planted.chmod(0o777)
+    code = (
+        "import numpy as np, possibly as ps\n"
+        "r = ps.ChangepointDetector(engine='numba').fit(np.r_[np.zeros(50), np.ones(50)])\n"
+        "print([int(t) for t in r.changepoints])\n"
+    )
+    env = {"XDG_CACHE_HOME": str(blocker / "cache"), "TMPDIR": str(tmp)}
+    assert _run(code, **env) == "[50]"
+    assert not _cached_files(planted)
+    planted.rmdir()
+    assert _run(code, **env) == "[50]"
+    assert (planted.stat().st_mode & 0o777) == 0o700 and _cached_files(planted)

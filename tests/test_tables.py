@@ -195,3 +195,137 @@ def test_quoted_cells_without_a_delimiter_are_unquoted():
     np.testing.assert_array_equal(table.numbers(["level"])[:, 0], [1.0, np.nan, 2.5])
     with pytest.raises(ValueError, match=r"line 3, column level: non-numeric cell '\"a'"):
         parse_table('level\n1\n"a\n').numbers(["level"])  # not one quoted field: kept
+
+
+# -- spreadsheet and pandas exports ------------------------------------------------------------
+
+def test_pandas_numeric_header_is_a_header_with_a_note():
+    # pd.Series(y).to_csv(f, index=False) writes the header "0": read as an observation, it
+    # shifted every row (and every change point) by one
+    pd = pytest.importorskip("pandas")
+    y = np.array([0.5, 1.25, -3.0, 4.0])
+    t = parse_table(pd.Series(y).to_csv(index=False), "s.csv")
+    assert t.has_header and t.names == ("0",) and t.n_rows == 4 and t.lines[0] == 2
+    np.testing.assert_array_equal(t.numbers(["0"])[:, 0], y)
+    assert len(t.notes) == 1 and "line 1 ('0') is read as a header" in t.notes[0]
+    frame = pd.DataFrame(np.arange(6.0).reshape(3, 2))  # unnamed columns: header 0,1
+    t = parse_table(frame.to_csv(index=False))
+    assert t.names == ("0", "1") and t.n_rows == 3 and t.notes
+    # the choice can be made explicitly, either way
+    t = parse_table("0\n0.5\n1.5\n", header=False)
+    assert not t.has_header and t.n_rows == 3 and t.notes == ()
+    assert parse_table("level\n1\n", header=False).column(0) == ["level", "1"]
+    assert parse_table("1\n2\n", header=True).names == ("1",)
+    # not the positions 0, 1, ...: data, as before
+    for text in ("1\n2\n", "0,2\n3,4\n", "1,0\n3,4\n", "0.0\n1\n"):
+        t = parse_table(text)
+        assert not t.has_header and t.notes == () and t.n_rows == 2
+    assert not parse_table("0\n").has_header  # a lone 0 is a value, not an empty table
+
+
+def test_pandas_numeric_header_after_an_unnamed_index():
+    # pd.Series(y).to_csv(f) (the index kept) writes ",0": the header row became a data row
+    # (a missing index, the value 0) in front of the series
+    pd = pytest.importorskip("pandas")
+    y = np.array([1.5, -2.0, 4.25])
+    t = parse_table(pd.Series(y).to_csv())
+    assert t.has_header and t.names == ("index", "0") and t.n_rows == 3 and t.notes
+    np.testing.assert_array_equal(t.numbers(["0"])[:, 0], y)  # by name: pandas' column 0
+    np.testing.assert_array_equal(t.numbers(["index"])[:, 0], [0.0, 1.0, 2.0])
+    days = pd.date_range("2024-01-01", periods=3, freq="D")
+    t = parse_table(pd.DataFrame(np.c_[y, -y], index=days).to_csv())
+    assert t.names == ("index", "0", "1") and t.choose(["1"], None) == ([2], 0)
+    np.testing.assert_array_equal(t.time_axis(0).values, days.to_numpy().astype("M8[us]"))
+    # an empty header cell keeps its position name when no column has it
+    assert parse_table(",x\n0,1\n").names == ("0", "x")
+
+
+@pytest.mark.parametrize("error", ["#N/A", "#n/a", "#N/A N/A", "#NA", "#VALUE!", "#DIV/0!",
+                                   "#REF!", "#NUM!", "#NAME?", "#NULL!", "#ERROR!"])
+def test_spreadsheet_error_values_are_missing_not_comments(error):
+    # Excel and Sheets export a cell without a value as #N/A: at the start of a line it made
+    # the line a comment, and the row was dropped instead of counted as missing
+    for text, column in ((f"y\n1\n{error}\n3\n", "y"), (f"1\n{error}\n3\n", "0")):
+        got = parse_table(text).numbers([column])[:, 0]
+        np.testing.assert_array_equal(got, [1.0, np.nan, 3.0])
+    for sep in (",", ";", "\t", " "):
+        t = parse_table(f"a{sep}b\n{error}{sep}2\n3{sep}{error}\n")
+        np.testing.assert_array_equal(t.numbers(["a", "b"]), [[np.nan, 2.0], [3.0, np.nan]])
+        assert t.lines == (2, 3)
+
+
+def test_comments_are_still_comments():
+    t = parse_table("# exported 2024\n#comment\n#NAME without a question mark\ny\n1\n# x\n2\n")
+    assert t.names == ("y",) and t.column(0) == ["1", "2"] and t.lines == (5, 7)
+
+
+def test_rows_sorted_by_time_never_analysed_backwards():
+    t = parse_table("date,v\n2024-01-03,3\n2024-01-02,2\n\n2024-01-01,1\n".replace("\n\n", "\n"),
+                    "r.csv")
+    s, notes = t.in_time_order(0)
+    assert s.column(1) == ["1", "2", "3"] and s.lines == (4, 3, 2)
+    assert notes == ("r.csv: rows sorted by time (column date): the file lists them newest "
+                     "first; rows are numbered from 0 in time order",)
+    # unsorted: sorted, the note names the first line out of order
+    t = parse_table("t,v\n1.5,a\n3,b\n2,c\n4,d\n", "u.csv")
+    s, notes = t.in_time_order(0)
+    assert s.column(1) == ["a", "c", "b", "d"] and s.lines == (2, 4, 3, 5)
+    assert "line 4 (2) is earlier than line 3 (3) above it" in notes[0]
+    # in order: the same table, no note; missing stamps in an ordered column are kept
+    t = parse_table("date,v\n2024-01-01,1\n,2\n2024-01-03,3\n")
+    assert t.in_time_order(0) == (t, ())
+    # unsorted with a row without a time stamp: where would it go? refused, naming the line
+    t = parse_table("date,v\n2024-01-03,1\n,2\n2024-01-01,3\n", "m.csv")
+    with pytest.raises(ValueError, match=r"^m.csv: the rows are not in time order \(column "
+                                         r"date\), and line 3 has no time stamp"):
+        t.in_time_order(0)
+    # repeated time stamps: kept in file order, one step each, and said
+    t = parse_table("date,v\n2024-01-02,1\n2024-01-01,2\n2024-01-02,3\n", "d.csv")
+    s, notes = t.in_time_order(0)
+    assert s.column(1) == ["2", "1", "3"] and len(notes) == 2
+    assert notes[1] == ("d.csv: 1 row(s) repeat the time stamp of the row before (first: "
+                        "2024-01-02 on lines 2 and 4); they are kept in file order, one step each")
+    # labels have no order
+    t = parse_table("k,v\nb,1\na,2\n")
+    assert t.in_time_order(0) == (t, ())
+
+
+def test_quoted_cell_spanning_lines_is_read():
+    # a line break typed in a spreadsheet cell (a notes column): "zip() argument 2 is shorter"
+    text = 'v,note\n1,"first line\nsecond, line"\n\n2,plain\n3,"a ""quote"""\n'
+    t = parse_table(text)
+    assert t.names == ("v", "note") and t.lines == (2, 4, 5, 6)
+    assert t.column(1) == ["first line\nsecond, line", "", "plain", 'a "quote"']
+    np.testing.assert_array_equal(t.numbers(["v"])[:, 0], [1.0, np.nan, 2.0, 3.0])
+    # a header of quoted names, and a cell spanning three lines in a semicolon file
+    t = parse_table('"a";"b"\n1,5;"x\n\ny"\n2;z\n')
+    assert t.names == ("a", "b") and t.lines == (2, 5)
+    assert t.numbers(["a"])[:, 0].tolist() == [1.5, 2.0]
+
+
+@pytest.mark.parametrize(("text", "match"), [
+    ("a,b\n1,2\n3," + "9" * 140000 + "\n", r"^f.csv, line 3: a cell of more than 131072 "
+                                         r"characters$"),
+    ('a,b\n1,2\n3,"' + "x\n" * 70000 + "4,5\n", r"^f.csv, line 3: a cell of more than 131072 "
+                                               r"characters \(a quote opened on line 3 is "
+                                               r"still open on line \d+\)$"),
+    ('a,b\n1,2\n"x\ny",3,4\n', r"^f.csv, lines 3-4 \(a quoted cell spans them\): 3 cell\(s\), "
+                              r"expected 2"),
+    ("y\n1\n" + "9" * 140000 + "\n", r"^f.csv, line 3, column y: infinite or out-of-range "
+                                      r"value '9{40}'\.\.\. \(140000 characters\)"),
+    ("y\n1\n" + "x" * 1000 + "\n", r"^f.csv, line 3, column y: non-numeric cell "
+                                    r"'x{40}'\.\.\. \(1000 characters\)"),
+])
+def test_long_or_multiline_cells_one_line_naming_the_file_and_line(text, match):
+    with pytest.raises(ValueError, match=match) as exc:
+        parse_table(text, "f.csv").numbers(["a" if text.startswith("a") else "y"])
+    assert "\n" not in str(exc.value) and len(str(exc.value)) < 300
+
+
+def test_positions_and_names_are_not_confused():
+    # pandas' header ",0,1": the name "0" is the second column, position 0 the index
+    t = parse_table(",0,1\n0,0.5,\n1,0.7,\n")
+    assert t.choose(["0"], None) == ([1], None)
+    np.testing.assert_array_equal(t.numbers([1])[:, 0], [0.5, 0.7])  # a position
+    np.testing.assert_array_equal(t.numbers(["0"])[:, 0], [0.5, 0.7])  # a name
+    np.testing.assert_array_equal(t.numbers([0])[:, 0], [0.0, 1.0])

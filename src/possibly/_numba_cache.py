@@ -2,15 +2,17 @@
 
 numba finds a kernel's cache folder through a list of locator classes. Ours goes first and
 answers for this package's files only: the user cache directory (``~/.cache/possibly/numba``),
-else a per-user folder in the temporary directory when that is not writable (a container run
-with ``--user`` and no home). Every other library's kernels, and ours when the user sets
-``NUMBA_CACHE_DIR`` or ``NUMBA_CACHE_LOCATOR_CLASSES``, are left to numba's own rules. If numba's
-internals change, registration does nothing and numba's defaults apply.
+else a folder of this user's own (mode 0700, checked) in the temporary directory when that is
+not writable (a container run with ``--user`` and no home). Every other library's kernels, and
+ours when the user sets ``NUMBA_CACHE_DIR`` or ``NUMBA_CACHE_LOCATOR_CLASSES``, are left to
+numba's own rules. If numba's internals change, registration does nothing and numba's defaults
+apply.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 import sys
 import tempfile
 from typing import Any
@@ -41,6 +43,28 @@ def default_numba_cache_dir() -> str:
 def _temporary_cache_dir() -> str:
     user = getattr(os, "getuid", lambda: "user")()
     return os.path.join(tempfile.gettempdir(), f"possibly-numba-{user}")
+
+
+def _private_folder(path: str) -> bool:
+    """Whether ``path`` is (or is now created as) a folder only this user can write.
+
+    numba loads its cache files with pickle, so a shared temporary directory must not hold a
+    folder that another user made or can write to: that would let them run code as this user.
+    """
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    except OSError:
+        return False
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    if not stat.S_ISDIR(st.st_mode) or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return False
+    getuid = getattr(os, "getuid", None)
+    return getuid is None or st.st_uid == getuid()
 
 
 def _is_ours(py_file: str) -> bool:
@@ -82,11 +106,18 @@ def _locator_classes() -> list[Any]:
             return super().from_function(py_func, py_file)
 
     class TemporaryCacheLocator(PackageCacheLocator):
-        """This package's kernels, when the user cache directory is not writable."""
+        """This package's kernels, when the user cache directory is not writable: a folder of
+        this user's own in the temporary directory, or numba's rules if it cannot be had."""
 
         @staticmethod
         def root() -> str:
             return _temporary_cache_dir()
+
+        @classmethod
+        def from_function(cls, py_func: Any, py_file: str) -> Any:
+            if not _private_folder(cls.root()):
+                return None
+            return super().from_function(py_func, py_file)
 
     return [PackageCacheLocator, TemporaryCacheLocator]
 

@@ -7,9 +7,12 @@ command reads a file the same way:
 - **Input**: a path, or ``-`` for standard input. UTF-8 text (a byte-order mark, as
   spreadsheet programs write it, is dropped); anything else is refused with one line naming
   the file.
-- **Lines**: lines starting with ``#`` are comments; blank lines at the end of the input are
+- **Lines**: lines starting with ``#`` are comments, except a line starting with a
+  spreadsheet error value (``#N/A``: see *Missing*); blank lines at the end of the input are
   ignored; **any other blank line is a row of missing values**, never dropped, so the row
-  numbers of the observations after it do not move.
+  numbers of the observations after it do not move. A quoted cell may span lines (a line
+  break typed in a spreadsheet cell); its row is numbered by the line it starts on. A cell of
+  more than 131072 characters is refused, naming the line.
 - **Delimiter**: tab, semicolon or comma when every one of the first rows splits into the same
   number (at least two) of cells on it, tried in that order; otherwise runs of spaces;
   otherwise one column. With a tab or semicolon delimiter a decimal comma (``1,5``) reads
@@ -17,9 +20,18 @@ command reads a file the same way:
 - **Header**: detected by content, not by position: the first row is a header when it holds a
   text cell (not a number, a missing mark or a date/time) in a column whose other cells are
   numbers or dates/times, or when all its cells are text and no later row is. A headerless
-  ``date,value`` file therefore keeps its first row.
+  ``date,value`` file therefore keeps its first row. A first row reading ``0``, ``1``, ...
+  (each cell the integer equal to its column position, as pandas writes the names of
+  unnamed columns: ``pd.Series(y).to_csv(f, index=False)`` writes the header ``0``; after
+  the empty names of unnamed index columns, ``,0`` with the index) is a header too, and
+  :attr:`Table.notes` says so, since a headerless series may start with the value 0;
+  ``header=True``/``False`` decides instead of the content. An empty header cell is named by
+  its position, or ``index`` when a column already has that name.
 - **Missing**: an empty cell (also the quoted ``""`` that pandas' ``to_csv`` writes for NaN
-  in a one-column file), ``NA``, ``NaN``, ``N/A``, ``null``, ``none`` or ``-`` is a
+  in a one-column file), ``NA``, ``NaN``, ``N/A``, ``null``, ``none``, ``-`` or a
+  spreadsheet error value (``#N/A``, ``#N/A N/A``, ``#NA``, ``#VALUE!``, ``#DIV/0!``,
+  ``#REF!``, ``#NUM!``, ``#NAME?``, ``#NULL!``, ``#ERROR!``, ``#SPILL!``, ``#CALC!``,
+  ``#GETTING_DATA``, as Excel and Google Sheets export a cell without a value) is a
   missing observation (NaN). Infinite or out-of-range numbers (``inf``, ``1e309``) are
   refused: write a missing mark instead.
 - **Numbering**: rows are numbered from 0 (``t = 0`` is the first data row, the header
@@ -27,6 +39,9 @@ command reads a file the same way:
   position. Error messages cite the file's line numbers, counted from 1 as editors show them.
 - **Time**: a column whose cells are all ISO 8601 dates or times (``2024-03-01``,
   ``2024-03-01T12:00:00``, ``12:00``) is the time axis, unless another one is named.
+  :meth:`Table.in_time_order` puts the rows in time order (a file listing the newest first is
+  reversed, never analysed backwards), with a note; it refuses to sort when a row has no time
+  stamp, and keeps rows sharing a time stamp in file order, with a note.
 
 Examples
 --------
@@ -51,24 +66,44 @@ import re
 import sys
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, time, timezone
 
 import numpy as np
 
 __all__ = ["MISSING", "Table", "TimeAxis", "display", "parse_table", "read_table", "read_text"]
 
+#: spreadsheet error values (Excel, Google Sheets) exported in place of a value
+SPREADSHEET_ERRORS = ("#N/A N/A", "#N/A", "#NA", "#VALUE!", "#DIV/0!", "#REF!", "#NUM!",
+                      "#NAME?", "#NULL!", "#ERROR!", "#SPILL!", "#CALC!", "#GETTING_DATA")
 #: cell texts (case-insensitive, after stripping spaces) that mark a missing observation
-MISSING = frozenset({"", "na", "nan", "n/a", "null", "none", "-"})
+MISSING = frozenset({"", "na", "nan", "n/a", "null", "none", "-",
+                     *(e.lower() for e in SPREADSHEET_ERRORS)})
 _DELIMITERS = ("\t", ";", ",")
 _SAMPLE = 50  # rows inspected to sniff the delimiter and the header
 _DECIMAL_COMMA = re.compile(r"[+-]?\d+,\d+([eE][+-]?\d+)?")
+# a line starting with a spreadsheet error value is data, not a comment
+_ERROR_START = re.compile("(?:" + "|".join(re.escape(e) for e in SPREADSHEET_ERRORS)
+                          + r""")(?=$|[\s,;"])""", re.IGNORECASE)
+_NA_NA = re.compile(r"#N/A N/A", re.IGNORECASE)  # one cell, though it holds a space
+_SHOWN = 40  # characters of a cell shown in an error message
 
 
 def display(text: object) -> str:
     """``text`` printable on any terminal: undecodable bytes (``\\udcff``) become ``?``."""
     s = str(text)
     return s.encode("utf-8", "replace").decode("utf-8").replace("\n", " ")
+
+
+def _brief(cell: str) -> str:
+    """``cell`` for an error message: printable, and cut after :data:`_SHOWN` characters."""
+    s = display(cell)
+    return repr(s) if len(s) <= _SHOWN else f"{s[:_SHOWN]!r}... ({len(s)} characters)"
+
+
+def _is_comment(line: str) -> bool:
+    s = line.lstrip()
+    return s.startswith("#") and _ERROR_START.match(s) is None
 
 
 def read_text(path: str, stdin=None) -> tuple[str, str]:
@@ -143,10 +178,11 @@ def _kind(cell: str) -> str:
     return "text"
 
 
-def _split(line: str, delimiter: str | None) -> list[str]:
-    if delimiter is None:
-        return line.split()
-    return [c.strip() for c in next(csv.reader([line], delimiter=delimiter))]
+def _words(line: str) -> list[str]:
+    """Cells separated by runs of spaces (``#N/A N/A`` is one cell)."""
+    if "#" in line:
+        line = _NA_NA.sub("#N/A", line)
+    return line.split()
 
 
 def _unquote(cell: str) -> str:
@@ -156,19 +192,100 @@ def _unquote(cell: str) -> str:
     return cell
 
 
-def _sniff(sample: list[str]) -> str | None:
-    """The delimiter of the sample lines (None: runs of spaces, or one column)."""
+def _sniff(sample: list[tuple[int, str]], cut: bool) -> str | None:
+    """The delimiter of the sample lines (None: runs of spaces, or one column).
+
+    ``cut``: the sample stops before the end of the input, so its last record may be partial.
+    """
     for d in _DELIMITERS:
-        counts = {len(_split(line, d)) for line in sample}
+        try:
+            records = [r for _, _, r in _records(sample, d, "") if r is not None]
+        except ValueError:  # unreadable with this delimiter (a huge cell): not this one
+            continue
+        counts = {len(r) for r in (records[:-1] if cut and len(records) > 1 else records)}
         if len(counts) == 1 and counts.pop() >= 2:
             return d
-    counts = {len(line.split()) for line in sample}
+    lines = [ln for _, ln in sample if ln.strip() and not _is_comment(ln)]
+    counts = {len(_words(line)) for line in lines}
     if len(counts) == 1 and counts.pop() >= 2:
         return None  # columns separated by spaces (or tabs and spaces)
-    present = [d for d in _DELIMITERS if any(d in line for line in sample)]
+    present = [d for d in _DELIMITERS if any(d in line for line in lines)]
     if present:  # ragged: the most frequent one, and a row-length error names the line
-        return max(present, key=lambda d: sum(line.count(d) for line in sample))
+        return max(present, key=lambda d: sum(line.count(d) for line in lines))
     return None
+
+
+#: one record of the input: first and last line (from 1), and its cells (None: a blank line)
+_Record = tuple[int, int, "list[str] | None"]
+
+
+def _records(numbered: list[tuple[int, str]], delimiter: str | None,
+             source: str) -> list[_Record]:
+    """The records of the numbered lines: comment lines dropped, blank lines kept as None.
+
+    With a delimiter, the csv module reads the cells, and a quoted cell may span lines.
+    Raises ValueError naming the line of a cell the csv module refuses (too long).
+    """
+    if delimiter is None:
+        quoted = any('"' in ln for _, ln in numbered)
+        out: list[_Record] = []
+        for no, ln in numbered:
+            if not ln.strip():
+                out.append((no, no, None))
+            elif not _is_comment(ln):
+                cells = _words(ln)
+                out.append((no, no, [_unquote(c) for c in cells] if quoted else cells))
+        return out
+    if not any('"' in ln for _, ln in numbered):
+        return _unquoted_records(numbered, delimiter, source)
+    out = []
+    at = {"start": True, "first": 0, "last": 0}
+
+    def lines():  # the csv reader asks for the next line only once a record is complete
+        for no, ln in numbered:
+            if at["start"]:
+                if not ln.strip():
+                    out.append((no, no, None))
+                    continue
+                if _is_comment(ln):
+                    continue
+                at["first"], at["start"] = no, False
+            at["last"] = no
+            yield ln + "\n"  # the line break, kept inside a quoted cell
+
+    reader = csv.reader(lines(), delimiter=delimiter)
+    try:
+        for row in reader:
+            out.append((at["first"], at["last"], [c.strip() for c in row]))
+            at["start"] = True
+    except csv.Error as exc:
+        raise _csv_error(source, at["first"], at["last"], exc) from None
+    return out
+
+
+def _unquoted_records(numbered: list[tuple[int, str]], delimiter: str,
+                      source: str) -> list[_Record]:
+    """:func:`_records` when no line holds a quote: one record per line, one csv reader."""
+    filled = [(no, ln) for no, ln in numbered if ln.strip() and not _is_comment(ln)]
+    reader = csv.reader([ln for _, ln in filled], delimiter=delimiter)
+    try:
+        split = list(reader)
+    except csv.Error as exc:
+        no = filled[reader.line_num - 1][0]
+        raise _csv_error(source, no, no, exc) from None
+    by_line = {no: [c.strip() for c in row] for (no, _), row in zip(filled, split, strict=True)}
+    return [(no, no, by_line.get(no)) for no, ln in numbered
+            if no in by_line or not ln.strip()]
+
+
+def _csv_error(source: str, first: int, last: int, exc: csv.Error) -> ValueError:
+    if "field larger than field limit" in str(exc):
+        why = (f"a cell of more than {csv.field_size_limit()} characters"
+               + (f" (a quote opened on line {first} is still open on line {last})"
+                  if last > first else ""))
+    else:
+        why = f"unreadable CSV ({exc})"
+    return ValueError(f"{source}, line {first}: {why}")
 
 
 @dataclass(frozen=True)
@@ -204,6 +321,8 @@ class Table:
         Line number (from 1) of each data row in the input.
     delimiter : str or None
         None: runs of spaces, or one column.
+    notes : tuple of str
+        What the reader decided that the user should hear of (a numeric header row).
     """
 
     source: str
@@ -212,6 +331,7 @@ class Table:
     cells: tuple[tuple[str, ...], ...]
     lines: tuple[int, ...]
     delimiter: str | None
+    notes: tuple[str, ...] = ()
 
     @property
     def n_rows(self) -> int:
@@ -227,15 +347,19 @@ class Table:
         return f"0..{self.width - 1}, no header row"
 
     def column_index(self, column: str | int, flag: str = "--column") -> int:
-        """Position of ``column`` (a header name, else a 0-based index)."""
-        column = str(column)
-        if self.has_header and column in self.names:
-            return self.names.index(column)
-        try:
+        """Position of ``column``: a text is a header name, else a 0-based index; an int is
+        a position (a header may name a column ``0`` that is not the first one)."""
+        if isinstance(column, (int, np.integer)) and not isinstance(column, bool):
             index = int(column)
-        except ValueError:
-            raise ValueError(f"{flag} {display(column)!r}: no such column in {self.source} "
-                             f"(columns: {self.describe_columns()})") from None
+        else:
+            column = str(column)
+            if self.has_header and column in self.names:
+                return self.names.index(column)
+            try:
+                index = int(column)
+            except ValueError:
+                raise ValueError(f"{flag} {display(column)!r}: no such column in {self.source}"
+                                 f" (columns: {self.describe_columns()})") from None
         if not 0 <= index < self.width:
             raise ValueError(f"{flag} {index}: a column index must be in [0, {self.width - 1}]"
                              f" for {self.source} (columns: {self.describe_columns()})")
@@ -273,11 +397,11 @@ class Table:
             if value is None:
                 raise ValueError(f"{self.source}, line {self.lines[i]}, column "
                                  f"{display(self.names[j])}: non-numeric cell "
-                                 f"{display(cell)!r} (a number, or empty/NA for missing)")
+                                 f"{_brief(cell)} (a number, or empty/NA for missing)")
             if math.isinf(value):
                 raise ValueError(f"{self.source}, line {self.lines[i]}, column "
                                  f"{display(self.names[j])}: infinite or out-of-range "
-                                 f"value {display(cell)!r} (numbers must be finite, at "
+                                 f"value {_brief(cell)} (numbers must be finite, at "
                                  "most 1.8e308 in size; empty/NA for missing)")
         raise ValueError(f"{self.source}, column {display(self.names[j])}: unreadable numbers")
 
@@ -321,6 +445,59 @@ class Table:
                 values = np.array([_number(c) for c in labels], dtype=float)
         return TimeAxis(display(self.names[j]), tuple(display(c) for c in labels), values)
 
+    def in_time_order(self, j: int) -> tuple[Table, tuple[str, ...]]:
+        """The table with its rows sorted by the time column ``j``, and notes for the user.
+
+        Rows already in time order are kept as they are. Otherwise they are sorted (stably:
+        a file listing the newest first is reversed), with a note, and keep their line
+        numbers for error messages. Sorting is refused when a row has no time stamp (where
+        would it go?). Rows sharing a time stamp stay in file order, one step each, with a
+        note. A column of labels (neither dates/times nor numbers) has no order: kept.
+
+        Examples
+        --------
+        >>> t, notes = parse_table("day,v\\n2024-01-02,2\\n2024-01-01,1\\n").in_time_order(0)
+        >>> t.column(1), t.lines
+        (['1', '2'], (3, 2))
+        """
+        axis = self.time_axis(j)
+        values = axis.values
+        if values is None:
+            return self, ()
+        missing = np.isnat(values) if values.dtype.kind == "M" else np.isnan(values)
+        known = np.flatnonzero(~missing)
+        stamps = values[known]
+        back = np.flatnonzero(stamps[1:] < stamps[:-1])
+        notes = []
+        table = self
+        if back.size:
+            if missing.any():
+                i = int(np.flatnonzero(missing)[0])
+                raise ValueError(f"{self.source}: the rows are not in time order (column "
+                                 f"{axis.name}), and line {self.lines[i]} has no time stamp to "
+                                 "sort it by: sort the file by time, or fill in its time stamp")
+            order = np.argsort(values, kind="stable")
+            if (stamps[1:] <= stamps[:-1]).all():
+                how = "the file lists them newest first"
+            else:
+                a, b = known[back[0]], known[back[0] + 1]
+                how = (f"line {self.lines[b]} ({axis.label(b)}) is earlier than line "
+                       f"{self.lines[a]} ({axis.label(a)}) above it")
+            notes.append(f"{self.source}: rows sorted by time (column {axis.name}): {how}; "
+                         "rows are numbered from 0 in time order")
+            table = replace(self, cells=tuple(self.cells[i] for i in order),
+                            lines=tuple(self.lines[i] for i in order))
+            known = np.flatnonzero(~missing[order])
+            stamps = values[order][known]
+        same = np.flatnonzero(stamps[1:] == stamps[:-1])
+        if same.size:
+            a, b = known[same[0]], known[same[0] + 1]
+            notes.append(f"{self.source}: {same.size} row(s) repeat the time stamp of the row "
+                         f"before (first: {table.time_axis(j).label(b)} on lines "
+                         f"{table.lines[a]} and {table.lines[b]}); they are kept in file order, "
+                         "one step each")
+        return table, tuple(notes)
+
     def choose(self, columns: Sequence[str] | None, time: str | None, *,
                several: bool = False) -> tuple[list[int], int | None]:
         """Value columns and time column (or None) from ``--column`` and ``--time``.
@@ -363,8 +540,11 @@ def _is_header(first: list[str], rest: list[list[str]]) -> bool:
     return all_text and not any(row and all(_kind(c) == "text" for c in row) for row in rest)
 
 
-def parse_table(text: str, source: str = "input") -> Table:
+def parse_table(text: str, source: str = "input", header: bool | None = None) -> Table:
     """Parse a delimited text into a :class:`Table` (conventions in the module docstring).
+
+    ``header``: None detects a header row by content; True takes the first row as the
+    header, False as data.
 
     Examples
     --------
@@ -378,64 +558,85 @@ def parse_table(text: str, source: str = "input") -> Table:
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _parse_table(text, source)
+        return _parse_table(text, source, header)
     finally:
         if enabled:
             gc.enable()
 
 
-def _parse_table(text: str, source: str) -> Table:
+def _parse_table(text: str, source: str, header: bool | None) -> Table:
     text = text.removeprefix("\ufeff")
-    numbered = [(i + 1, ln) for i, ln in enumerate(text.splitlines())
-                if not ln.lstrip().startswith("#")]
-    while numbered and not numbered[-1][1].strip():
-        numbered.pop()
-    lead = []  # blank lines before the first row: missing rows, unless a header follows
-    while numbered and not numbered[0][1].strip():
-        lead.append(numbered.pop(0))
-    if not numbered:
+    numbered = list(enumerate(text.splitlines(), 1))
+    sample, filled = [], 0
+    for no, ln in numbered:  # the lines up to the first _SAMPLE rows of cells
+        if filled == _SAMPLE:
+            break
+        sample.append((no, ln))
+        filled += bool(ln.strip()) and not _is_comment(ln)
+    if not filled:
         raise ValueError(f"{source} is empty: no values to read")
-    sample = [ln for _, ln in numbered if ln.strip()][:_SAMPLE]
-    delimiter = _sniff(sample)
-    filled = [(no, ln) for no, ln in numbered if ln.strip()]
-    if delimiter is None:
-        split = [ln.split() for _, ln in filled]
-        if '"' in text:  # CSV quoting: pandas writes the NaN of a one-column CSV as ""
-            split = [[_unquote(c) for c in row] for row in split]
-    else:  # one csv reader over every line: much faster than one per line
-        split = [[c.strip() for c in row]
-                 for row in csv.reader([ln for _, ln in filled], delimiter=delimiter)]
-    by_line = {no: row for (no, _), row in zip(filled, split, strict=True)}
-    rows = [(no, by_line.get(no)) for no, _ in numbered]
+    delimiter = _sniff(sample, cut=len(sample) < len(numbered))
+    records = _records(numbered, delimiter, source)
+    while records and records[-1][2] is None:
+        records.pop()
+    lead = []  # blank lines before the first row: missing rows, unless a header follows
+    while records and records[0][2] is None:
+        lead.append(records.pop(0))
+    rows = [(first, last, row) for first, last, row in records]
     if delimiter in ("\t", ";"):  # a decimal comma cannot be a delimiter here: 1,5 -> 1.5
-        rows = [(no, None if row is None else
+        rows = [(no, end, None if row is None else
                  [c.replace(",", ".") if _DECIMAL_COMMA.fullmatch(c) else c for c in row])
-                for no, row in rows]
-    first = rows[0][1]
+                for no, end, row in rows]
+    first = rows[0][2]
     assert first is not None
-    header = _is_header(first, [r for _, r in rows[1:_SAMPLE + 1] if r is not None])
+    notes = []
+    if header is None:
+        header = _is_header(first, [r for _, _, r in rows[1:_SAMPLE + 1] if r is not None])
+        if not header and len(rows) > 1 and _is_pandas_header(first):
+            header = True
+            notes.append(f"{source}: line {rows[0][0]} ({_brief(','.join(first))}) is read "
+                         "as a header, the column names pandas writes for unnamed columns "
+                         "(give --header no to read it as data)")
     width = len(first)
     if header:
-        names = tuple(c if c else str(j) for j, c in enumerate(first))
+        names = tuple(c or _unnamed(j, first) for j, c in enumerate(first))
         rows = rows[1:]
         if not rows:
             raise ValueError(f"{source} has a header but no values")
     else:
         names = tuple(str(j) for j in range(width))
-        rows = [(no, None) for no, _ in lead] + rows
+        rows = lead + rows
     cells, lines = [], []
-    for no, row in rows:
+    for no, end, row in rows:
         if row is None:  # a blank line: a row of missing values
             row = [""] * width
         elif len(row) != width:
-            raise ValueError(f"{source}, line {no}: {len(row)} cell(s), expected {width} "
+            where = f"line {no}" if end == no else f"lines {no}-{end} (a quoted cell spans them)"
+            raise ValueError(f"{source}, {where}: {len(row)} cell(s), expected {width} "
                              f"(columns: {', '.join(display(n) for n in names)})")
         cells.append(tuple(row))
         lines.append(no)
-    return Table(source, names, header, tuple(cells), tuple(lines), delimiter)
+    return Table(source, names, header, tuple(cells), tuple(lines), delimiter, tuple(notes))
 
 
-def read_table(path: str, stdin=None) -> Table:
+def _is_pandas_header(first: list[str]) -> bool:
+    """Whether the cells read ``0, 1, ...``: pandas' names of unnamed columns, after the
+    empty names of unnamed index columns (``pd.Series(y).to_csv(f)`` writes ``,0``)."""
+    k = 0
+    while k < len(first) - 1 and first[k] == "":
+        k += 1
+    return all(cell == str(j) for j, cell in enumerate(first[k:]))
+
+
+def _unnamed(j: int, header: list[str]) -> str:
+    """The name of column ``j``, empty in the header: its position, unless another column
+    has that name (pandas' unnamed index before the columns ``0, 1, ...``): ``index``."""
+    if str(j) not in header:
+        return str(j)
+    return "index" if j == 0 else f"index{j}"
+
+
+def read_table(path: str, stdin=None, header: bool | None = None) -> Table:
     """Read and parse ``path`` (``-``: standard input) with :func:`parse_table`."""
     text, source = read_text(path, stdin)
-    return parse_table(text, source)
+    return parse_table(text, source, header)

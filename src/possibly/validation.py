@@ -6,10 +6,13 @@ the call site with a readable message instead of a NaN or a traceback from insid
 
 from __future__ import annotations
 
+import datetime
+
 import numpy as np
 
 __all__ = [
     "as_finite",
+    "as_numbers",
     "broadcast",
     "check_nonnegative",
     "check_bool",
@@ -18,16 +21,127 @@ __all__ = [
     "check_positive",
     "check_psd",
     "check_unit_interval",
+    "describe",
     "symmetrise",
 ]
+
+#: numpy dtype kinds of dates and durations
+_TIME_KINDS = "Mm"
+_TIME_TYPES = (datetime.date, datetime.time, datetime.timedelta, np.datetime64, np.timedelta64)
+
+
+def describe(value) -> str:
+    """A short description of ``value`` for an error message, never its whole repr.
+
+    Examples
+    --------
+    >>> describe(np.zeros((2, 3)))
+    'an array of shape (2, 3) and dtype float64'
+    >>> describe("abc")
+    "'abc'"
+    """
+    shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
+    if isinstance(shape, tuple) and dtype is not None:
+        name = "array" if isinstance(value, np.ndarray) else type(value).__name__
+        article = "an" if name[:1].lower() in "aeiou" else "a"
+        return f"{article} {name} of shape {shape} and dtype {dtype}"
+    text = repr(value)
+    return text if len(text) <= 60 else f"{text[:60]}... (a {type(value).__name__})"
+
+
+def _refuse_kind(name: str, kind: str, value) -> None:
+    if kind == "c":
+        raise ValueError(f"{name} must hold real numbers, got complex values "
+                         f"({describe(value)}): pass {name}.real or abs({name}) if that is "
+                         "what you mean")
+    if kind in _TIME_KINDS:
+        raise ValueError(f"{name} must hold numbers, got dates, times or durations "
+                         f"({describe(value)}): the values must be numbers; put the time "
+                         "stamps in the index (pandas.Series(values, index=times))")
+
+
+def _pandas_values(name: str, value) -> np.ndarray:
+    """A pandas object's values as numbers: nullable NA as NaN; dates, complex refused."""
+    dtypes = list(value.dtypes) if hasattr(value, "columns") else [value.dtype]
+    for dtype in dtypes:
+        kind = getattr(dtype, "kind", "O")
+        if str(dtype).startswith(("period", "interval")):
+            kind = "M"
+        _refuse_kind(name, kind, value)
+    try:
+        return value.to_numpy(dtype=np.float64, na_value=np.nan)
+    except (TypeError, ValueError):  # objects: the element refused is found below
+        return value.to_numpy()
+
+
+def as_numbers(name: str, value, *, missing: bool = True,
+               what: str = "numeric (an array of numbers, NaN for missing)") -> np.ndarray:
+    """``value`` as a float64 array, refusing what would silently change its meaning.
+
+    The one conversion of user arrays (observations and parameters): complex values are
+    refused (the imaginary part would be dropped), so are dates, times and durations
+    (``datetime64``, pandas Timestamps: the time belongs in the index); the masked entries of
+    a numpy masked array become NaN (missing) when ``missing``, else the array is refused;
+    pandas' nullable NA becomes NaN. Other values that are not numbers are refused as not
+    ``what`` (``"{name} must be {what}, got ..."``). Messages describe the value, never print
+    it whole.
+
+    Examples
+    --------
+    >>> as_numbers("y", np.ma.masked_array([1.0, 1e3, 3.0], mask=[0, 1, 0]))
+    array([ 1., nan,  3.])
+    >>> as_numbers("y", [1 + 2j])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: y must hold real numbers, got complex values ([(1+2j)]): pass y.real or abs(y)...
+    """
+    if type(value) is np.ndarray and value.dtype == np.float64:  # the common cases, quickly
+        return value
+    if type(value) is float or type(value) is int:
+        return np.asarray(value, dtype=np.float64)
+    if isinstance(value, np.ma.MaskedArray):
+        mask = np.ma.getmaskarray(value)
+        data = as_numbers(name, np.ma.getdata(value), missing=missing, what=what)
+        if mask.any():
+            if not missing:
+                raise ValueError(f"{name} is a masked array with {int(mask.sum())} masked "
+                                 f"entries, and {name} cannot have missing values: fill them "
+                                 f"({name}.filled(...)) or drop them ({name}.compressed())")
+            data = np.where(mask, np.nan, data)
+        return data
+    given = value
+    if type(value).__module__.startswith("pandas"):
+        value = _pandas_values(name, value)
+    arr: np.ndarray | None
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError):  # a ragged sequence
+        arr = None
+    if arr is None or (arr.dtype.kind == "O" and arr.size and not _plain_objects(name, arr,
+                                                                                  given)):
+        raise ValueError(f"{name} must be {what}, got {describe(given)}")
+    _refuse_kind(name, arr.dtype.kind, given)
+    try:
+        return arr.astype(np.float64, copy=False)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be {what}, got {describe(given)}") from None
+
+
+def _plain_objects(name: str, arr: np.ndarray, given) -> bool:
+    """Whether an object array holds no masked element; dates and complex refused."""
+    for x in arr.flat:
+        if isinstance(x, _TIME_TYPES):
+            _refuse_kind(name, "M", given)
+        if isinstance(x, (complex, np.complexfloating)):
+            _refuse_kind(name, "c", given)
+        if np.ma.isMaskedArray(x) or x is np.ma.masked:
+            return False
+    return True
 
 
 def as_finite(name: str, value, *, allow_inf: bool = False) -> np.ndarray:
     """Return ``value`` as a float64 array, rejecting NaN (and infinities unless allowed)."""
-    try:
-        arr = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be numeric, got {value!r}") from exc
+    arr = as_numbers(name, value, missing=False)
     if np.isnan(arr).any():
         raise ValueError(f"{name} must not contain NaN")
     if not allow_inf and np.isinf(arr).any():
@@ -153,10 +267,7 @@ def check_observations(name: str, y, *, positive: bool = False,
     ...
     ValueError: y must hold at least one observation along its last (time) axis, got shape (0,)
     """
-    try:
-        arr = np.asarray(y, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be numeric, got {y!r}") from exc
+    arr = as_numbers(name, y)
     if arr.ndim == 0:
         raise ValueError(f"{name} must have a time axis (shape (..., T)), got a scalar")
     if arr.shape[-1] == 0:

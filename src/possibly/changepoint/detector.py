@@ -34,7 +34,7 @@ from possibly.changepoint.segments import (
     run_compiled,
 )
 from possibly.sequential import SequentialEstimator
-from possibly.validation import check_bool, check_unit_interval
+from possibly.validation import as_numbers, check_bool, check_unit_interval, describe
 
 __all__ = ["ChangepointDetector", "default_forgetting", "default_tol", "numba_available"]
 
@@ -532,14 +532,20 @@ class ChangepointDetector(SequentialEstimator):
         """Process a whole series from scratch and return the result.
 
         ``y`` is a 1-D array or pandas Series (its index is kept: ``result.index``); NaN marks
-        a missing observation (prediction only). For vector observations of a
-        :class:`ConjugateModel`, time is the first axis. The detector keeps its state, so
+        a missing observation (prediction only), and so does a masked entry of a numpy masked
+        array. A one-column DataFrame or ``(T, 1)`` array is that column's series. For vector
+        observations (the default :class:`MultivariateNormalSegments`, or a
+        :class:`ConjugateModel`), time is the first axis: ``(T, d)``; a ``(1, T)`` row is
+        refused rather than taken as one ``T``-dimensional observation (``y.ravel()`` is the
+        series). Complex values and dates/times are refused (the time stamps belong in the
+        index of a pandas Series). The detector keeps its state, so
         :meth:`update` continues the same stream; with ``history=False`` it keeps no per-step
         outputs (the returned result has them).
         """
         with self._exclusive():
             index = getattr(y, "index", None)  # a pandas Series' index (lists have a method)
             index = None if callable(index) else index
+            y = _series(y)
             self._select_models(y)
             arr = self._check(y)
             self._reset()
@@ -579,12 +585,12 @@ class ChangepointDetector(SequentialEstimator):
         ([False, False, False, False, True, False], [3])
         """
         with self._exclusive():
-            single = np.asarray(y, dtype=np.float64) if not np.isscalar(y) else y
+            what = "one observation (a number, NaN for a missing value)"
+            single = as_numbers("y", y, what=what)  # complex values, dates: refused as such
             try:
-                arr = self._check(np.asarray(single, dtype=np.float64)[None])
+                arr = self._check(single[None])
             except (TypeError, ValueError):
-                raise ValueError(f"y must be one observation (a number, NaN for a missing "
-                                 f"value), got {y!r}") from None
+                raise ValueError(f"y must be {what}, got {describe(y)}") from None
             prev = int(self._trace.start.view()[-1]) if self._trace.start.n else 0
             state, out = self._run(self.state_, arr)
             object.__setattr__(self, "_state", state)
@@ -631,3 +637,17 @@ class ChangepointDetector(SequentialEstimator):
         hist = 0 if self._history is None else sum(g.data.nbytes
                                                    for g in self._history.values())
         return hist + self._trace.nbytes()
+
+
+def _series(y: Any) -> np.ndarray:
+    """The series given to :meth:`ChangepointDetector.fit` as floats: one column squeezed,
+    a ``(1, T)`` row refused (it would be one ``T``-dimensional observation)."""
+    arr = as_numbers("y", y)
+    if arr.ndim == 2 and arr.shape[1] == 1:  # a one-column DataFrame or (T, 1) array
+        return arr[:, 0]
+    if arr.ndim == 2 and arr.shape[0] == 1 and arr.shape[1] > 1:
+        raise ValueError(f"y has shape {arr.shape}: one row, which would be a single "
+                         f"{arr.shape[1]}-dimensional observation; a series of "
+                         f"{arr.shape[1]} values is 1-D (pass y.ravel()), and a vector series "
+                         "has time first, shape (T, d) (pass y.T)")
+    return arr

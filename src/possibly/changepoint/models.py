@@ -77,6 +77,7 @@ import numpy as np
 
 from possibly.families.base import ExponentialFamily, Possibility
 from possibly.inference import combine, log_consistency
+from possibly.validation import as_numbers
 
 __all__ = [
     "MAX_MAGNITUDE",
@@ -219,10 +220,7 @@ class SegmentModel:
 
 def as_series(y: Any) -> np.ndarray:
     """A 1-D float array (pandas Series accepted), NaN allowed, infinities and junk rejected."""
-    try:
-        arr = np.asarray(y, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ValueError("y must be a 1-D sequence of numbers (NaN for missing values)") from None
+    arr = as_numbers("y", y)
     if arr.ndim != 1:
         raise ValueError(f"y must be one-dimensional, got shape {arr.shape}")
     if arr.size == 0:
@@ -510,11 +508,7 @@ class ConjugateModel(SegmentModel):
 
     def check_series(self, y: Any) -> np.ndarray:
         """Observations as a float array, time first (NaN = missing)."""
-        try:
-            arr = np.asarray(y, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise ValueError("y must be an array of numbers, time along the first axis (NaN "
-                             "for missing values)") from None
+        arr = as_numbers("y", y)
         if arr.ndim == 0:
             raise ValueError("y must have at least one dimension (time along the first axis), "
                              "got a scalar")

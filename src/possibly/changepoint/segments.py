@@ -47,6 +47,7 @@ import numpy as np
 
 from possibly import inference
 from possibly.changepoint.models import Runs, SegmentModel, as_series
+from possibly.validation import as_numbers
 
 __all__ = [
     "MultivariateNormalSegments",
@@ -540,10 +541,7 @@ def automatic_vector_prior(y: Any) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _vector_series(y: Any) -> np.ndarray:
-    try:
-        arr = np.asarray(y, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ValueError("y must be an array of numbers of shape (T, d), time first") from None
+    arr = as_numbers("y", y)
     if arr.ndim != 2 or arr.shape[1] < 2 or arr.shape[0] == 0:
         raise ValueError(f"y must have shape (T, d) with T >= 1 and d >= 2 for "
                          f"MultivariateNormalSegments (use NormalMeanVariance for a scalar "

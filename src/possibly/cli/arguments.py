@@ -10,14 +10,18 @@ from __future__ import annotations
 import argparse
 import contextlib
 import math
-from collections.abc import Callable, Iterator
+import sys
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
-from possibly.tables import display
+from possibly.tables import Table, display, read_table
 
 __all__ = ["add_input", "add_robust", "check_finite", "check_robust", "integer", "number",
-           "numeric_range", "sigma"]
+           "numeric_range", "read_input", "sigma"]
+
+#: ``--header``: detect it by content, or say whether the first row is a header
+HEADER = {"auto": None, "yes": True, "no": False}
 
 
 def _interval(low: float, high: float, low_open: bool, high_open: bool) -> str:
@@ -111,7 +115,30 @@ def add_input(p: argparse.ArgumentParser, *, several: bool = False,
                             "file has several columns besides the time column)")
     p.add_argument("--time", metavar="COLUMN", default=None,
                    help="column of time stamps to report results with (default: the one "
-                        "column of ISO dates/times, if any; rows are numbered from 0)")
+                        "column of ISO dates/times, if any; rows are numbered from 0); rows "
+                        "not in time order are sorted by it, with a note")
+    p.add_argument("--header", choices=list(HEADER), default="auto",
+                   help="whether the first row is a header: auto detects it by content (a "
+                        "row of text over numbers, or pandas' 0, 1, ... with a note) (auto)")
+
+
+def read_input(args: argparse.Namespace, columns: Sequence[str] | None, *,
+               several: bool = False) -> tuple[Table, list[int], int | None]:
+    """The table of ``args.file``, its value columns and time column (or None).
+
+    The rows are put in time order (:meth:`~possibly.tables.Table.in_time_order`); what the
+    reader decided for the user (a numeric header, a sort) is printed on standard error as
+    ``possibly COMMAND: note: ...``.
+    """
+    table = read_table(args.file, header=HEADER[args.header])
+    idx, t = table.choose(columns, args.time, several=several)
+    notes = list(table.notes)
+    if t is not None:
+        table, sorted_notes = table.in_time_order(t)
+        notes.extend(sorted_notes)
+    for note in notes:
+        print(f"possibly {args.command}: note: {note}", file=sys.stderr)
+    return table, idx, t
 
 
 def add_robust(p: argparse.ArgumentParser) -> None:

@@ -32,10 +32,11 @@ from possibly.cli.arguments import (
     check_robust,
     number,
     numeric_range,
+    read_input,
     sigma,
 )
 from possibly.cli.outputs import check_outputs, save_plot, write_text
-from possibly.tables import TimeAxis, display, read_table
+from possibly.tables import TimeAxis, display
 
 DESCRIPTION = (
     "Robust online change-point detection on one series read from a CSV/TSV/text file (or "
@@ -57,15 +58,14 @@ def _load(args) -> tuple[np.ndarray, str, TimeAxis | None, str | None]:
     if args.example is not None:
         if args.file is not None:
             raise ValueError("give either FILE or --example, not both")
-        if args.column is not None or args.time is not None:
-            raise ValueError("--column and --time apply to FILE, not to --example")
+        if args.column is not None or args.time is not None or args.header != "auto":
+            raise ValueError("--column, --time and --header apply to FILE, not to --example")
         from possibly.datasets import well_log
 
         return np.asarray(well_log(), dtype=float), "well-log example", None, None
     if args.file is None:
         raise ValueError("give a FILE (or - for standard input) or --example well-log")
-    table = read_table(args.file)
-    columns, t = table.choose(None if args.column is None else [args.column], args.time)
+    table, columns, t = read_input(args, None if args.column is None else [args.column])
     y = table.numbers(columns)[:, 0]
     name = display(table.names[columns[0]]) if table.has_header else None
     return y, table.source, None if t is None else table.time_axis(t), name

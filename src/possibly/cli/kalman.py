@@ -27,6 +27,7 @@ from possibly.cli.arguments import (
     check_robust,
     number,
     numeric_range,
+    read_input,
 )
 from possibly.cli.outputs import check_outputs, save_plot, write_text
 from possibly.filters.kalman import (
@@ -37,7 +38,7 @@ from possibly.filters.kalman import (
 )
 from possibly.kalman import KalmanFilter
 from possibly.models import LinearGaussianModel, constant_velocity, constant_velocity_noise
-from possibly.tables import TimeAxis, display, read_table
+from possibly.tables import TimeAxis, display
 
 DESCRIPTION = (
     "Robust Kalman filter (nearly-constant-velocity model) of positions read from a CSV/TSV/"
@@ -131,8 +132,7 @@ def _discounted_note(fr) -> str:
 def run(args: argparse.Namespace) -> int:
     check_robust(args)
     out, plot = check_outputs(args)  # before any work
-    table = read_table(args.file)
-    idx, t = table.choose(args.column, args.time, several=True)
+    table, idx, t = read_input(args, args.column, several=True)
     columns = [display(table.names[j]) for j in idx]
     ys = table.numbers(idx)
     time = None if t is None else table.time_axis(t)

@@ -69,6 +69,8 @@ def _input(args: argparse.Namespace, value_columns: list[str]):
     from possibly.tables import read_table
 
     table = read_table(args.input)
+    for note in table.notes:  # e.g. pandas' header 0, 1, ...: said, never silently dropped
+        print(f"possibly {args.command}: note: {note}", file=sys.stderr)
     ids = table.column(table.column_index(args.id, "--id"))
     frame: dict[str, list[str | None] | np.ndarray] = {
         args.id: [None if c == "" else c for c in ids]}

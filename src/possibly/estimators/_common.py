@@ -12,6 +12,8 @@ import warnings
 
 import numpy as np
 
+from possibly.validation import check_positive
+
 #: Resolution assumed for a series with a single distinct value ``v`` (no gap to measure it):
 #: ``RELATIVE_RESOLUTION · |v|`` (1 when ``v = 0``: nothing sets a scale then).
 RELATIVE_RESOLUTION = 1e-8
@@ -81,3 +83,19 @@ def median_gap(y: np.ndarray) -> np.ndarray:
                else np.full(ys.shape[:-1], np.nan))
     ok = np.isfinite(gap) & (gap > 0)
     return np.where(ok, gap, resolution(y))
+
+
+def check_auto_or_positive(name: str, value: object) -> None:
+    """``value`` is ``"auto"`` or a number > 0; ValueError naming ``name`` otherwise."""
+    if isinstance(value, str):
+        if value != "auto":
+            raise ValueError(f"{name} must be 'auto' or a number > 0, got {value!r}")
+        return
+    check_positive(name, value)
+
+
+def needs_number_to_stream(name: str, automatic: str) -> ValueError:
+    """The error for streaming with a setting that is ``"auto"`` (set from the whole series)."""
+    return ValueError(f"{name}='auto' is set from the whole series: call fit(y), or pass "
+                      f"{name}=<float> to stream ({automatic}(warm_up) gives the automatic "
+                      "value from a first stretch of the data)")

@@ -47,7 +47,13 @@ from possibly.likelihood import mvn_batch
 from possibly.progress import progress_bar
 from possibly.robust_start import tree_select
 from possibly.sequential import Info, SequentialEstimator, is_missing
-from possibly.validation import check_bool, check_positive, check_tau, check_unit_interval
+from possibly.validation import (
+    as_numbers,
+    check_bool,
+    check_positive,
+    check_tau,
+    check_unit_interval,
+)
 
 __all__ = [
     "CovarianceFit",
@@ -98,13 +104,10 @@ def check_batches(batches, *, allow_small: bool = False, min_ndim: int = 3,
     ...
     ValueError: batches must hold vectors of dimension d >= 1, got d = 0 (shape (4, 3, 0))
     """
-    try:
-        arr = np.asarray(batches, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ValueError(
-            "batches must be an array of shape (T, n, d) or (B, T, n, d) in which every batch "
-            "holds the same number n of vectors of the same dimension d (got a ragged or "
-            "non-numeric sequence)") from None
+    # masked entries: NaN, a missing batch
+    arr = as_numbers("batches", batches, what=(
+        "an array of shape (T, n, d) or (B, T, n, d) in which every batch holds the same "
+        "number n of vectors of the same dimension d (got a ragged or non-numeric sequence)"))
     if arr.ndim < min_ndim:
         expected = "(T, n, d) or (B, T, n, d)" if min_ndim == 3 else "(..., n, d)"
         raise ValueError(f"batches must have shape {expected}, got {arr.shape}")
@@ -353,7 +356,7 @@ class RobustCovarianceEstimator(SequentialEstimator):
     def update(self, batch) -> CovarianceInfo:
         """Process one batch ``(..., n, d)`` from the current state (streaming)."""
         if self._state is None and self.d is None and self.prior is None:
-            arr = np.asarray(batch, dtype=np.float64)
+            arr = as_numbers("batch", batch)
             if arr.ndim >= 2 and arr.shape[-1] >= 1:
                 with self._exclusive():
                     object.__setattr__(self, "_state",

@@ -39,13 +39,18 @@ from typing import Any, cast
 
 import numpy as np
 
-from possibly.estimators._common import robust_spread
+from possibly.estimators._common import (
+    check_auto_or_positive,
+    needs_number_to_stream,
+    robust_spread,
+)
 from possibly.families import NormalGamma
 from possibly.inference import robust_update
 from possibly.robust_start import StartState, start_init, start_step, tree_select
 from possibly.sequential import Info, SequentialEstimator, time_first
 from possibly.validation import (
     as_finite,
+    as_numbers,
     check_bool,
     check_observations,
     check_positive,
@@ -174,8 +179,10 @@ class RobustNormalEstimator(SequentialEstimator):
         Prior rate: a weak decay ``exp(-beta0 λ)`` on the precision, in the units of a
         variance. ``"auto"`` (default): set by :meth:`fit` from each stream,
         ``s² / 4`` with ``s`` its robust spread (:func:`automatic_beta0`), so that the
-        estimates do not depend on the data's units. Streaming (:meth:`init`,
-        :meth:`update`) needs a number: the data are not known in advance.
+        estimates do not depend on the data's units. The prior then looks at the whole
+        series: ``fit(y)`` at step ``k`` is not ``fit(y[:k])`` (fix ``beta0`` from a
+        warm-up for a causal backtest). Streaming (:meth:`init`, :meth:`update`) needs a
+        number: the data are not known in advance.
     omega : float in (0, 1)
         Share of the precision information kept in the prior at each step (paper: 0.99).
     tau : float in (0, 1] or None
@@ -241,10 +248,7 @@ class RobustNormalEstimator(SequentialEstimator):
     start_ratio: float = 1e-3
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.beta0, str) and self.beta0 == "auto"):
-            if isinstance(self.beta0, str):
-                raise ValueError(f"beta0 must be 'auto' or a number > 0, got {self.beta0!r}")
-            check_positive("beta0", self.beta0)
+        check_auto_or_positive("beta0", self.beta0)
         check_unit_interval("omega", self.omega, low_open=True, high_open=True)
         check_tau(self.tau)
         as_finite("mu0", self.mu0)
@@ -280,10 +284,7 @@ class RobustNormalEstimator(SequentialEstimator):
         """
         if beta0 is None:
             if isinstance(self.beta0, str):
-                raise ValueError(
-                    "beta0='auto' is set from the whole series: call fit(y), or pass "
-                    "beta0=<float> to stream (automatic_beta0(warm_up) gives the automatic "
-                    "value from a first stretch of the data)")
+                raise needs_number_to_stream("beta0", "automatic_beta0")
             beta0 = float(self.beta0)
         zeros = np.zeros(tuple(batch_shape))
         return NormalGamma.from_fields({"mean": float(self.mu0) + zeros, "k": zeros,
@@ -339,7 +340,7 @@ class RobustNormalEstimator(SequentialEstimator):
 
     def step(self, state: StartState, y) -> tuple[StartState, LocationScaleInfo]:
         """One observation per stream (batch shape); NaN = missing (predict only). Pure."""
-        y = np.asarray(y, dtype=np.float64)
+        y = as_numbers("y", y)
         if y.ndim == 0 or y.shape != state.seen.shape:
             y = np.broadcast_to(y, state.seen.shape)
         check_observations("y", y[..., None], max_abs=MAX_ABS_OBSERVATION)

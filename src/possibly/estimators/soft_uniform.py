@@ -43,7 +43,11 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from possibly.estimators._common import median_gap
+from possibly.estimators._common import (
+    check_auto_or_positive,
+    median_gap,
+    needs_number_to_stream,
+)
 from possibly.inference import discount
 from possibly.sequential import Info, SequentialEstimator
 from possibly.validation import (
@@ -352,7 +356,10 @@ class SoftUniformEstimator(SequentialEstimator):
         (paper: 10 for θ* = 100). ``"auto"`` (default): set by :meth:`fit` from each
         stream, 12 over the median gap between its sorted observations
         (:func:`automatic_decay`), so that the estimate does not depend on the data's
-        units. Streaming (:meth:`step`, :meth:`update`) needs a number.
+        units; it looks at the whole series (fix it from a warm-up for a causal backtest).
+        On clean uniform data it still collapses below half the sample maximum in about
+        1–3% of series (a larger constant trades that for outlier resistance).
+        Streaming (:meth:`step`, :meth:`update`) needs a number.
     order : {"increasing", "given"}
         ``fit`` processes the observations sorted increasingly (the paper's choice, default)
         or as given. Streaming (:meth:`update`) takes them in arrival order.
@@ -396,10 +403,7 @@ class SoftUniformEstimator(SequentialEstimator):
     tau: float | None = None
 
     def __post_init__(self) -> None:
-        if not (isinstance(self.decay, str) and self.decay == "auto"):
-            if isinstance(self.decay, str):
-                raise ValueError(f"decay must be 'auto' or a number > 0, got {self.decay!r}")
-            check_positive("decay", self.decay)
+        check_auto_or_positive("decay", self.decay)
         if self.order not in ("increasing", "given"):
             raise ValueError(f"order must be 'increasing' or 'given', got {self.order!r}")
         if self.tau is not None:
@@ -413,9 +417,7 @@ class SoftUniformEstimator(SequentialEstimator):
     def step(self, state: SoftUniformState, y) -> tuple[SoftUniformState, SoftUniformInfo]:
         """One observation per stream (NaN = missing); pure. Needs a numeric ``decay``."""
         if isinstance(self.decay, str):
-            raise ValueError("decay='auto' is set from the whole series: call fit(y), or pass "
-                             "decay=<float> to stream (automatic_decay(warm_up) gives the "
-                             "automatic value from a first stretch of the data)")
+            raise needs_number_to_stream("decay", "automatic_decay")
         return soft_uniform_step(state, y, decay=float(self.decay), robust=self.robust,
                                  tau=None if self.tau is None else float(self.tau))
 

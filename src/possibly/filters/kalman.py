@@ -33,6 +33,16 @@ cut harder.
 Numerics: the innovation ``v`` is scaled by a power of two before the quadratic forms when it
 is large, so that ``vᵀ S⁻¹ v`` cannot overflow (the result is bit-identical to the unscaled
 one whenever that one is finite); a gross outlier gets ``log c = -inf`` and ``γ = 0`` cleanly.
+When ``H`` is not onto (more sensors than states), only the part of ``y`` that θ explains
+enters ``c`` and the update, so both use the equivalent observation of that part (whitened
+by ``R``, rank ``H`` components, noise a multiple of ``I``: :func:`_explained`), whose ``S``
+stays well conditioned where ``H P Hᵀ + R`` is nearly singular under a diffuse ``P``. Where
+the prior is diffuse relative to ``R`` (``ρ (H P Hᵀ)_ii > 10⁴ R_ii``) the covariance takes
+the Joseph form ``(I - K H) P (I - K H)ᵀ + K (R/ρ) Kᵀ``, free of the cancellation in
+``P - K H P``, or, when ``H`` is square and the prior diffuse in every direction
+(``ρ H P Hᵀ ≻ 10⁴ R``), the information form ``(P⁻¹ + ρ Hᵀ R⁻¹ H)⁻¹`` (one state:
+``P r / (ρ h² P + r)``); elsewhere ``P - K H P`` as before. All are checked against exact
+rational arithmetic.
 
 The protocol (:mod:`possibly.sequential`) and where extensions plug in
 ------------------------------------------------------------------------
@@ -93,7 +103,13 @@ from possibly.filters.state_space import (
 )
 from possibly.inference import discount, inlier_log_consistency, relative_log_consistency
 from possibly.sequential import Info, SequentialEstimator
-from possibly.validation import check_bool, check_positive, check_tau, check_unit_interval
+from possibly.validation import (
+    as_numbers,
+    check_bool,
+    check_positive,
+    check_tau,
+    check_unit_interval,
+)
 
 __all__ = [
     "FilterResult",
@@ -110,6 +126,10 @@ __all__ = [
 _MAX_COND = 1e9
 #: innovations larger than this are scaled by a power of two before squaring
 _BIG = 1e100
+#: an update whose prior spread ``ρ H P Hᵀ`` exceeds the noise ``R`` by more than this factor
+#: (on some diagonal entry) takes a stable form (Joseph or information; module docstring):
+#: ``P - K H P`` would lose that many ulps
+_DIFFUSE = 1e4
 #: what ``keep`` can ask for
 _KEEP = ("mean", "variance", "covariance", "predicted")
 
@@ -358,9 +378,10 @@ def _reference(table: np.ndarray | None, y: np.ndarray, H: np.ndarray,
 
 def _update_scalar(state: KalmanState, y: np.ndarray, ob: _Observation, robust: bool,
                    dim: float, tau: float | None,
-                   log_c0: np.ndarray | None = None) -> tuple[KalmanState, KalmanInfo]:
+                   ref: np.ndarray | float | None = None) -> tuple[KalmanState, KalmanInfo]:
     """Covariance-form update for one complete scalar observation (m = 1, H ≠ 0): the same
-    formulas as :func:`_update` without any matrix inverse."""
+    formulas as :func:`_update` without any matrix inverse; ``ref``: ``log c₀`` (None: the
+    paper's discount)."""
     P = cast(np.ndarray, state.covariance)
     h = ob.H[0]
     r = ob.R[0, 0]
@@ -373,12 +394,81 @@ def _update_scalar(state: KalmanState, y: np.ndarray, ob: _Observation, robust: 
             log_c = np.minimum(-0.5 * (v * v) / s0, 0.0)
     else:
         log_c = np.minimum(-0.5 * v * v / s0, 0.0)
-    gamma, rho = _discounts(log_c, robust, dim, tau, None if log_c0 is None else log_c0[1])
+    gamma, rho = _discounts(log_c, robust, dim, tau, ref)
     k = ((rho / (rho * hph + r)) if robust else 1.0 / s0)[..., None] * ph
     mean = state.mean + k * v[..., None]
     cov = P - k[..., :, None] * ph[..., None, :]  # k ∝ P hᵀ: symmetric as it stands
+    # ρ ≤ 1: nothing is diffuse unless some h P hᵀ is (one reduction in the common case)
+    if hph.max() > _DIFFUSE * r:
+        rho1 = rho if robust else 1.0
+        diffuse = rho1 * hph > _DIFFUSE * r
+        if P.shape[-1] == 1:  # one state: P r / (ρ h² P + r), a ratio of positive terms
+            stable = P * (r / (rho1 * hph + r))[..., None, None]
+        else:
+            g = ph / (rho1 * hph + r)[..., None]  # P hᵀ (ρ h P hᵀ + r)⁻¹
+            rr = np.broadcast_to(r * rho1, np.shape(hph))
+            stable = _joseph(P, k[..., :, None], h[None, :], g[..., :, None],
+                             rr[..., None, None])
+        cov = np.where(diffuse[..., None, None], stable, cov)
     return (KalmanState(mean, cov, None, state.t + 1),
             KalmanInfo(log_consistency=log_c, discount=rho, gamma=gamma))
+
+
+def _joseph(P: np.ndarray, gain: np.ndarray, H: np.ndarray, g: np.ndarray,
+            rR: np.ndarray) -> np.ndarray:
+    """Joseph form ``(I - K H) P (I - K H)ᵀ + ρ G R Gᵀ`` (``K = ρ G``, ``rR = ρ R``) of the
+    updated covariance: a sum of two positive semi-definite terms, with no difference of
+    large numbers however diffuse ``P`` is relative to ``R``."""
+    a = np.eye(P.shape[-1]) - gain @ H
+    return _sym(a @ P @ np.swapaxes(a, -1, -2) + g @ rR @ np.swapaxes(g, -1, -2))
+
+
+def _information_update(cov: np.ndarray, P: np.ndarray, H: np.ndarray, R: np.ndarray,
+                        W: np.ndarray, r3: np.ndarray, hph: np.ndarray) -> np.ndarray:
+    """``cov`` where the prior is diffuse relative to ``R / ρ`` in every direction of a
+    square ``H`` (``ρ H P Hᵀ ≻ 10⁴ R``) replaced by ``(P⁻¹ + ρ Hᵀ W H)⁻¹``: there ``P⁻¹``
+    is a small correction to the observation's information, and the Joseph form's
+    second-order rounding (``eps² |P|``) would dominate the posterior."""
+    L = np.linalg.cholesky(R)
+    a = np.linalg.solve(L, r3 * hph)
+    lam = np.linalg.eigvalsh(_sym(np.linalg.solve(L, np.swapaxes(a, -1, -2))))[..., 0]
+    every = lam > _DIFFUSE
+    if not every.any():
+        return cov
+    safe = np.where(every[..., None, None], P, np.eye(P.shape[-1]))
+    info = _sym(_inverse(_inverse(safe) + r3 * (np.swapaxes(H, -1, -2) @ W @ H)))
+    return np.where(every[..., None, None], info, cov)
+
+
+def _explained(y0: np.ndarray, H: np.ndarray, R: np.ndarray,
+               R0: np.ndarray) -> tuple[np.ndarray, _Observation]:
+    """The part of an observation that the state explains, as an equivalent observation
+    ``z = A y = H' θ + e``, ``e ~ N(0, c² I)``, with ``H'`` of full row rank.
+
+    With ``R = c² L Lᵀ`` and the thin SVD ``L⁻¹ H = U Σ Vᵀ``: ``A = U_kᵀ L⁻¹``,
+    ``H' = Σ_k V_kᵀ`` (``k = rank H``) and noise ``c² I``. The rest of ``y`` is the residual
+    that no θ explains, which is neither in ``c`` nor in the update, so both are those of
+    ``z``; and ``S' = H' P H'ᵀ + c² I`` is well-conditioned however diffuse ``P`` is, where
+    ``H P Hᵀ + R`` (rank-``k`` term plus ``R``) is nearly singular. ``H``, ``R`` may carry
+    batch axes (missing components decoupled, ``R0`` the model's ``R``): then ``min(m, n)``
+    rows, those beyond the rank zero.
+    """
+    # in the units of y: L⁻¹ and the noise scaled by a power of two c ≈ √max R0_ii (exact;
+    # R0 the model's R, whose missing components R has decoupled), so that y up to 1e300 with
+    # R down to 1e-100 does not overflow; the noise is then c² I
+    c = float(np.exp2(np.round(0.5 * np.log2(np.diagonal(R0).max()))))
+    L = np.linalg.cholesky(R / (c * c))
+    hw = np.linalg.solve(L, H)
+    u, sv, vt = np.linalg.svd(hw, full_matrices=False)
+    keep = sv > sv.max(axis=-1, keepdims=True) * max(H.shape[-2:]) * np.finfo(float).eps
+    z = (np.swapaxes(u, -1, -2) @ np.linalg.solve(L, y0[..., None]))[..., 0]
+    if H.ndim == 2:  # one model: exactly rank H components
+        h, z = sv[keep, None] * vt[keep], z[..., keep]
+    else:
+        h, z = np.where(keep[..., None], sv[..., None] * vt, 0.0), np.where(keep, z, 0.0)
+    eye = np.broadcast_to(np.eye(h.shape[-2]), h.shape[:-1] + h.shape[-2:-1])
+    return z, _Observation(H=h, Ht=np.swapaxes(h, -1, -2), R=c * c * eye, W=eye / (c * c),
+                           resid=None)
 
 
 def _update(state: KalmanState, y: np.ndarray, ob: _Observation, robust: bool, dim: float,
@@ -387,15 +477,23 @@ def _update(state: KalmanState, y: np.ndarray, ob: _Observation, robust: bool, d
     """Update with one observation per batch element (NaN components missing); ``log_c0``:
     the table of :func:`_reference_table` (None: the paper's discount)."""
     missing = np.isnan(y).all(axis=-1)
-    if ob.H.shape[0] == 1 and ob.resid is None and not state.information_form \
+    explained = ob.resid is not None
+    if explained:  # H not onto: the part of y that θ explains (_explained)
+        y0, H, _, R, _, resid = _observation_at(y, ob)
+        ref = _reference(log_c0, y, H, resid) if robust else None
+        y, ob = _explained(y0, H, R, ob.R)
+    if ob.H.shape[-2] == 1 and ob.H.ndim == 2 and not state.information_form \
             and not missing.any():
-        return _update_scalar(state, y, ob, robust, dim, tau, log_c0)
+        return _update_scalar(state, y, ob, robust, dim, tau, ref if explained else
+                              None if log_c0 is None else log_c0[1])
     y0, H, Ht, R, W, resid = _observation_at(y, ob)
+    if not explained:
+        ref = _reference(log_c0, y, H, resid) if robust else None
     v = y0 - _mv(H, state.mean)
     k = _scale_exponent(v, y0)
     vs = v if k is None else np.ldexp(v, -k[..., None])
     if not state.information_form:
-        P = state.covariance
+        P = cast(np.ndarray, state.covariance)
         hp = H @ P
         s0 = hp @ Ht + R
         s_inv = _inv(s0)
@@ -405,15 +503,11 @@ def _update(state: KalmanState, y: np.ndarray, ob: _Observation, robust: bool, d
         j = Ht @ W @ H
         b = _mv(Ht @ W, vs)
         q = (vs * _mv(W, vs)).sum(-1) - (b * _mv(np.linalg.pinv(Y + j, hermitian=True), b)).sum(-1)
-    if resid is None:
-        log_c = _scaled_log_c(q, k)
-    else:  # + ½ r, the part of y no θ explains; both terms scaled alike (no inf - inf)
-        ys = y0 if k is None else np.ldexp(y0, -k[..., None])
-        r = (ys * _mv(resid, ys)).sum(-1)
-        log_c = -0.5 * q + 0.5 * r if k is None else _scaled_log_c(q - r, k)
-    log_c = np.minimum(log_c, 0.0)
-    gamma, rho = _discounts(log_c, robust, dim, tau,
-                            _reference(log_c0, y, H, resid) if robust else None)
+        # from the uninformative prior every (explained) y fits exactly: c = 1, not rounding
+        q = np.where(np.any(Y, axis=(-2, -1)), q, 0.0)
+    # the part of y that no θ explains is not in c (resid is None here: _explained)
+    log_c = np.minimum(_scaled_log_c(q, k), 0.0)
+    gamma, rho = _discounts(log_c, robust, dim, tau, ref)
 
     if not state.information_form:
         if robust:
@@ -423,7 +517,17 @@ def _update(state: KalmanState, y: np.ndarray, ob: _Observation, robust: bool, d
         else:
             gain = np.swapaxes(hp, -1, -2) @ s_inv
         mean = state.mean + _unscale(_mv(gain, vs), k)
-        new = KalmanState(mean, _sym(P - gain @ hp), None, state.t + 1)
+        cov = _sym(P - gain @ hp)
+        rho1 = rho if robust else np.ones(np.shape(log_c))
+        d = np.arange(R.shape[-1])
+        diffuse = (rho1[..., None] * (s0 - R)[..., d, d] > _DIFFUSE * R[..., d, d]).any(-1)
+        if diffuse.any():
+            r3 = rho1[..., None, None]
+            g = np.swapaxes(hp, -1, -2) @ _inv(r3 * (s0 - R) + R)
+            cov = np.where(diffuse[..., None, None], _joseph(P, gain, H, g, r3 * R), cov)
+            if H.shape[-2] == H.shape[-1]:  # (a missing component fails the test inside)
+                cov = _information_update(cov, P, H, R, W, r3, s0 - R)
+        new = KalmanState(mean, cov, None, state.t + 1)
     else:
         prec = _sym(Y + rho[..., None, None] * j)
         step = _mv(np.linalg.pinv(prec, hermitian=True), rho[..., None] * b)
@@ -538,11 +642,8 @@ def update(state: KalmanState, y, H, R, *, robust: bool = True, dim=None,
                    _reference_table(_check_coverage(coverage), ob.H.shape[0]))
 
 
-def _check_observation_values(y) -> np.ndarray:
-    try:
-        arr = np.asarray(y, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"observations must be numeric (NaN for missing), got {y!r}") from exc
+def _check_observation_values(y, name: str = "y") -> np.ndarray:
+    arr = as_numbers(name, y)  # masked entries: NaN, missing
     if np.isinf(arr).any():
         raise ValueError("observations must be finite or NaN (missing), got an infinite value")
     if (np.abs(arr) > 1e300).any():
@@ -993,13 +1094,18 @@ class KalmanFilter(SequentialEstimator):
         index = getattr(ys, "index", None)
         if index is not None and not hasattr(ys, "to_numpy"):
             index = None
-        ys = _check_observation_values(ys)
+        ys = _check_observation_values(ys, "ys")
         m = self.obs_dim
         if ys.ndim == 1 and m == 1:
             ys = ys[:, None]
         if ys.ndim < 2 or ys.shape[-1] != m:
+            hint = ""
+            if m == 1 and ys.ndim == 2 and ys.shape[0] == 1:
+                hint = ": a row vector? pass ys.ravel() for one series of T values"
+            elif m == 1 and ys.ndim >= 2:
+                hint = ": a batch of series (B, T)? pass ys[..., None]"
             raise ValueError(f"ys must have shape (T, {m}) or (B, T, {m})"
-                             f"{' or (T,)' if m == 1 else ''}, got {ys.shape}")
+                             f"{' or (T,)' if m == 1 else ''}, got {ys.shape}{hint}")
         if ys.shape[-2] < 1:
             raise ValueError("ys must contain at least one time step")
         self.model._check_length(ys.shape[-2])
@@ -1052,8 +1158,9 @@ class KalmanFilter(SequentialEstimator):
         Parameters
         ----------
         ys : array_like, shape (..., T, m) (or (T,) when m = 1), or a pandas Series/DataFrame
-            Observations; rows (or components) that are NaN are missing: predict only. A
-            pandas index is kept for :meth:`FilterResult.to_frame`.
+            Observations; rows (or components) that are NaN, or masked in a numpy masked
+            array, are missing: predict only. A pandas index is kept for
+            :meth:`FilterResult.to_frame`. Complex values and dates/times are refused.
         prior : MultivariateNormal, optional
             Possibility function of the first state θ_1, before y_1 (batch dims broadcast
             with those of ``ys``); default the filter's ``prior``; ``None`` there too is the
@@ -1246,6 +1353,12 @@ class KalmanFilter(SequentialEstimator):
         """Possibilistic RTS smoother: :meth:`filter` (with ``engine``), then
         :func:`possibly.filters.smoother.smooth`.
 
+        With the robust start, the smoother of the hypothesis the start settled on (its
+        outliers missing); those rejected observations are reported as observed and
+        discounted: discount 0 and their consistency with the smoothed state at their step
+        (which the other observations make). :meth:`filter` reports each step as its leader
+        saw it then (an observation that only later ones expose was taken whole there).
+
         Examples
         --------
         >>> import numpy as np, possibly as ps
@@ -1263,10 +1376,35 @@ class KalmanFilter(SequentialEstimator):
             # recursion in which its outliers are missing (exactly that hypothesis' filter)
             arr, batch, index = self._observations(ys)
             first = self.prior if prior is None else prior
-            arr = start_masked(arr, self._initial(first, batch, arr.shape[0]),
-                               self._plain_step, self.obs_dim)
+            masked = start_masked(arr, self._initial(first, batch, arr.shape[0]),
+                                  self._plain_step, self.obs_dim)
             plain = KalmanFilter(self.model, robust=self.robust, tau=self.tau, dim=self.dim,
                                  coverage=self.coverage, prior=first, robust_start=False)
-            fr = plain.filter(arr.reshape(batch + arr.shape[1:]), engine=engine)
-            return smooth(self.model, dataclasses.replace(fr, index=index))
+            fr = plain.filter(masked.reshape(batch + masked.shape[1:]), engine=engine)
+            res = smooth(self.model, dataclasses.replace(fr, index=index))
+            return self._report_rejected(res, arr.reshape(batch + arr.shape[1:]),
+                                         masked.reshape(batch + arr.shape[1:]))
         return smooth(self.model, self.filter(ys, prior, engine=engine))
+
+    def _report_rejected(self, res: Any, ys: np.ndarray, masked: np.ndarray) -> Any:
+        """``res`` (a SmootherResult) with the observations that the robust start rejected
+        (observed in ``ys``, missing in ``masked``) reported as observed and discounted:
+        discount 0 (their weight in the smoother) and the consistency of each with the
+        smoothed state at its step, which the other observations make (the judgement that
+        rejected it); 0 (no information to judge by) where that state is not informed."""
+        rejected = ~np.isnan(ys).all(-1) & np.isnan(masked).all(-1)
+        if not rejected.any():
+            return res
+        fr = res.filtered
+        where = np.nonzero(rejected)
+        mean, cov = res.mean[where], res.covariance[where]
+        informed = np.isfinite(cov).all(axis=(-2, -1))
+        log_c = np.zeros(len(informed))
+        if informed.any():
+            _, info = _update(KalmanState(mean[informed], cov[informed]), ys[where][informed],
+                              self.model._observation, True, self.dim, None)
+            log_c[informed] = info.log_consistency
+        lc, disc = fr.log_consistency.copy(), fr.discount.copy()
+        lc[where], disc[where] = log_c, 0.0
+        return dataclasses.replace(res, filtered=dataclasses.replace(fr, log_consistency=lc,
+                                                                     discount=disc))

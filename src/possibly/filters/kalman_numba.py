@@ -6,7 +6,8 @@ The same formulas as the numpy kernels of :mod:`possibly.filters.kalman` (docs/m
 predict ``F μ, F P Fᵀ + Q``; update with the innovation ``v = y - H μ``, ``log c = -½ vᵀ S⁻¹ v``
 (scaled by a power of two when ``v`` is huge), the (relative) discount from
 :func:`possibly.compiled.discount_scalar` (the twin of :func:`possibly.inference.discount`)
-and the gain ``K = ρ P Hᵀ (ρ H P Hᵀ + R)⁻¹``; missing components decoupled exactly as in
+and the gain ``K = ρ P Hᵀ (ρ H P Hᵀ + R)⁻¹``, the covariance in the Joseph or information form
+where the prior is diffuse relative to ``R``; missing components decoupled exactly as in
 ``_observation_at``. Time-invariant models with an onto ``H`` only; the information-form
 start runs in numpy first. Tested equal to the numpy path to ~1e-12 (not bit for bit: the
 order of floating-point operations differs).
@@ -34,6 +35,7 @@ from possibly.compiled import discount_scalar
 __all__ = ["run", "sizes"]
 
 _BIG = 1e100  # as possibly.filters.kalman._BIG
+_DIFFUSE = 1e4  # as possibly.filters.kalman._DIFFUSE
 
 
 def sizes(n: int, m: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -88,6 +90,82 @@ def _mul_abt(a, b, out):  # pragma: no cover - compiled
             out[i, j] = acc
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _add_congruence(x, M, scale, out):  # pragma: no cover - compiled
+    """``out += scale · xᵀ M x`` (``x`` is k × n, ``M`` k × k)."""
+    k = x.shape[0]
+    for i in range(out.shape[0]):
+        for j in range(out.shape[1]):
+            acc = 0.0
+            for c in range(k):
+                for d in range(k):
+                    acc += x[c, i] * M[c, d] * x[d, j]
+            out[i, j] += scale * acc
+
+
+@numba.njit(cache=True, nogil=True)
+def _joseph(P, kt, H, R, rho, a, ap, out):  # pragma: no cover - compiled
+    """``out = (I - K H) P (I - K H)ᵀ + K R Kᵀ / ρ`` (``kt`` is ``Kᵀ``, m × n; ``a``, ``ap``
+    work arrays): the updated covariance as a sum of two positive semi-definite terms, used
+    where the prior is diffuse relative to ``R`` (as :func:`possibly.filters.kalman._joseph`)."""
+    n, m = P.shape[0], H.shape[0]
+    for i in range(n):
+        for j in range(n):
+            acc = 1.0 if i == j else 0.0
+            for c in range(m):
+                acc -= kt[c, i] * H[c, j]
+            a[i, j] = acc
+    _mul_abt(a, P, ap)  # A P (P symmetric)
+    _mul_abt(ap, a, out)  # (A P) Aᵀ
+    _add_congruence(kt, R, 1.0 / rho, out)
+    for i in range(n):
+        for j in range(i, n):
+            x = 0.5 * (out[i, j] + out[j, i])
+            out[i, j] = x
+            out[j, i] = x
+
+
+@numba.njit(cache=True, nogil=True)
+def _information_update(P, H, R, hph, rho, ja, jb, wm, wd, out):  # pragma: no cover
+    """``out = (P⁻¹ + ρ Hᵀ R⁻¹ H)⁻¹`` for a square ``H`` where ``ρ H P Hᵀ - 10⁴ R`` is
+    positive definite (the prior diffuse in every direction); False (``out`` not set) where it
+    is not, or a matrix is singular by rounding (as
+    :func:`possibly.filters.kalman._information_update`)."""
+    n, m = P.shape[0], H.shape[0]
+    for i in range(m):  # Cholesky of ρ H P Hᵀ - 10⁴ R: it exists iff positive definite
+        for j in range(m):
+            wd[i, j] = rho * hph[i, j] - _DIFFUSE * R[i, j]
+    for j in range(m):
+        d = wd[j, j]
+        for k in range(j):
+            d -= wd[j, k] * wd[j, k]
+        if not d > 0.0:
+            return False
+        d = math.sqrt(d)
+        wd[j, j] = d
+        for i in range(j + 1, m):
+            acc = wd[i, j]
+            for k in range(j):
+                acc -= wd[i, k] * wd[j, k]
+            wd[i, j] = acc / d
+    for i in range(n):
+        for j in range(n):
+            ja[i, j] = P[i, j]
+            jb[i, j] = 1.0 if i == j else 0.0
+    for i in range(m):
+        for j in range(m):
+            wd[i, j] = R[i, j]
+            wm[i, j] = 1.0 if i == j else 0.0
+    if not _solve(ja, jb, n) or not _solve(wd, wm, m):  # P⁻¹, R⁻¹
+        return False
+    for i in range(n):
+        for j in range(n):
+            ja[i, j] = jb[i, j]
+            out[i, j] = 1.0 if i == j else 0.0
+    _add_congruence(H, wm, rho, ja)  # P⁻¹ + ρ Hᵀ R⁻¹ H
+    return _solve(ja, out, n)
+
+
 @numba.njit(cache=True, nogil=True)
 def run(ys, t0, mean, cov, F, Q, H, R, robust, dim, tau, log_c0, n_tup, m_tup,
         o_mean, o_var, o_cov, o_pmean, o_pcov, o_logc, o_disc,
@@ -122,6 +200,10 @@ def run(ys, t0, mean, cov, F, Q, H, R, robust, dim, tau, log_c0, n_tup, m_tup,
     s = np.empty((m, m))
     v = np.empty(m)
     rhs = np.empty((m, n + 1))  # [v | H P]: S⁻¹ v and the standard gain in one solve
+    ja = np.empty((n, n))  # work arrays of the diffuse updates
+    jb = np.empty((n, n))
+    wm = np.empty((m, m))
+    wd = np.empty((m, m))
     # time outer, series inner: the time-major inputs and outputs are then read and written
     # contiguously (series outer strides through them: slower for large batches); the state
     # of each series lives in mean[b], cov[b] between its steps
@@ -179,9 +261,16 @@ def run(ys, t0, mean, cov, F, Q, H, R, robust, dim, tau, log_c0, n_tup, m_tup,
                 for i in range(n):
                     k1[i] = kk * ph[i]
                     x[i] += k1[i] * v0
-                for i in range(n):
-                    for j in range(n):
-                        P[i, j] -= k1[i] * ph[j]
+                rho1 = rho if robust else 1.0
+                if rho1 * hph0 > _DIFFUSE * r and n == 1:  # P r / (ρ h² P + r)
+                    P[0, 0] *= r / (rho1 * hph0 + r)
+                elif rho1 * hph0 > _DIFFUSE * r:
+                    _joseph(P, k1.reshape((1, n)), H, R, rho1, ja, jb, pf)
+                    P[:, :] = pf
+                else:
+                    for i in range(n):
+                        for j in range(n):
+                            P[i, j] -= k1[i] * ph[j]
             else:
                 # missing components decoupled exactly (as _observation_at)
                 for i in range(m):
@@ -234,12 +323,21 @@ def run(ys, t0, mean, cov, F, Q, H, R, robust, dim, tau, log_c0, n_tup, m_tup,
                     for j in range(m):
                         acc += rhs[j, i + 1] * (v[j] / scale)
                     x[i] += acc * scale
-                for i in range(n):
-                    for j in range(n):
-                        acc = 0.0
-                        for c in range(m):
-                            acc += rhs[c, i + 1] * hp[c, j]
-                        pf[i, j] = P[i, j] - acc
+                rho1 = rho if robust else 1.0
+                diffuse = False
+                for i in range(m):
+                    if rho1 * hph[i, i] > _DIFFUSE * rm[i, i]:
+                        diffuse = True
+                if diffuse and not (m == n and n_obs == m and _information_update(
+                        P, hm, rm, hph, rho1, ja, jb, wm, wd, pf)):
+                    _joseph(P, rhs[:, 1:], hm, rm, rho1, ja, jb, pf)
+                elif not diffuse:
+                    for i in range(n):
+                        for j in range(n):
+                            acc = 0.0
+                            for c in range(m):
+                                acc += rhs[c, i + 1] * hp[c, j]
+                            pf[i, j] = P[i, j] - acc
                 for i in range(n):
                     for j in range(i, n):
                         a = 0.5 * (pf[i, j] + pf[j, i])

@@ -70,6 +70,7 @@ from possibly.inference import discount, inlier_log_consistency, relative_log_co
 from possibly.robust_start import tree_take
 from possibly.sequential import SequentialEstimator
 from possibly.validation import (
+    as_numbers,
     check_bool,
     check_observations,
     check_positive,
@@ -331,7 +332,7 @@ class NoiseScaleKalmanFilter(SequentialEstimator):
              y: Any) -> tuple[NoiseScaleState | KalmanStartState | ScaleStartState, KalmanInfo]:
         """Predict (except before the first observation), then the robust update of θ and λ;
         a row with a NaN is missing (predict only)."""
-        y = np.asarray(y, dtype=float)
+        y = as_numbers("y", y)
         if self._kf.obs_dim == 1 and y.shape[-1:] != (1,):
             y = y[..., None]
         if isinstance(state, ScaleStartState):

@@ -24,6 +24,7 @@ from possibly.compiled import discount_scalar
 __all__ = ["run"]
 
 _NEGLIGIBLE = 1e-12  # as possibly.filters.noise_scale._NEGLIGIBLE
+_DIFFUSE = 1e4  # as possibly.filters.kalman._DIFFUSE
 
 
 @numba.njit(cache=True, nogil=True)
@@ -91,7 +92,15 @@ def run(ys, t0, mean, cov, alpha, beta, F, Q, H, R, robust, dim, scale_dim, tau,
                     # K = P Hᵀ (H P Hᵀ + R₀/s)⁻¹ = s P Hᵀ (s H P Hᵀ + R₀)⁻¹
                     gain = np.linalg.solve(s * hph + R, s * hp).T
                     x = x + gain @ v
-                    pk = P - gain @ hp
+                    diffuse = False
+                    for i in range(m):
+                        if s * hph[i, i] > _DIFFUSE * R[i, i]:
+                            diffuse = True
+                    if diffuse:  # Joseph form, as possibly.filters.kalman._joseph
+                        a_ = np.eye(x.shape[0]) - gain @ H
+                        pk = a_ @ P @ a_.T + (gain @ R @ gain.T) / s
+                    else:
+                        pk = P - gain @ hp
                     P = 0.5 * (pk + pk.T)
                     if robust:
                         kappa = _kappa(a, m, scale_dim, tau, grid, values, nodes_x, nodes_w)

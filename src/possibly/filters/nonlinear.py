@@ -341,7 +341,10 @@ def _observation(y, m: int, series: bool = False) -> np.ndarray:
         arr = arr[..., None]
     if arr.shape[-1:] != (m,) or (series and arr.ndim < 2):
         want = f"(..., T, {m})" if series else f"(..., {m})"
-        raise ValueError(f"y must have shape {want}, got {arr.shape}")
+        hint = ""
+        if series and m == 1 and arr.ndim == 2 and arr.shape[0] == 1:
+            hint = ": a row vector? pass y.ravel() for one series of T values"
+        raise ValueError(f"y must have shape {want}, got {arr.shape}{hint}")
     return arr
 
 
