@@ -30,6 +30,15 @@ part of ``(α, β)`` is discounted by its conflict with the data's part (no outl
 residuals small, so a prior noise 10⁴ times too large is unlearned in about as many steps as
 a right one is confirmed); large residuals leave it whole (docs/math.md §8).
 
+A prior scale far too small cannot be told from outliers one observation at a time: every
+residual of the mis-scaled filter is large, and the robust update bounds the influence of
+each. A majority of large residuals is what says the scale is wrong, so the start runs the
+scale as hypotheses, as the robust start runs the outliers: the same filter from the prior
+with its noise scale multiplied by 10⁻⁴ … 10⁴, scored by their predictive densities with the
+outliers (floored at the robust start's ``log ε``) a strict minority and the prior an
+observation-like term that the other hypotheses pay ``log ε`` to overrule; after 30 steps the
+leader goes on alone.
+
 The factor ``κ`` makes the discounted scale update Fisher-consistent: ``ρ_λ`` weights an
 observation less the larger its ``q``, so ``Σ ρ q / Σ ρ`` underestimates the noise. With
 ``λ̂ q = X ~ χ²_k`` (an inlier when ``λ̂`` is right), ``κ = E[ρ_λ(X) X] / (k E[ρ_λ(X)])``
@@ -41,7 +50,8 @@ with ν ≈ 2 (no finite variance) the scale settles at about 1.3-1.4x the scale
 robust filter is as accurate as at 1x.
 
 Cost: one Kalman update and a few scalar operations per step (q is computed directly in
-covariance form), plus the robust start's mixture over the first 14 steps.
+covariance form), plus the scale's 9 start hypotheses over the first 30 steps, each with the
+robust start's mixture over the first 14.
 """
 
 from __future__ import annotations
@@ -87,7 +97,8 @@ _NEGLIGIBLE = 1e-12
 #: the scale's prior is tempered until the data's shape parameter is this many times its own
 _PRIOR_OUTWEIGHED = 20.0
 #: the scale's start hypotheses: the prior's noise scale times these factors, run side by side
-#: for the first _SCALE_WINDOW steps (docs/math.md §8); the prior's own scale first (ties)
+#: for the first _SCALE_WINDOW steps (docs/math.md §8); the prior's own first, then the nearest
+#: (ties go to the first)
 _SCALE_FACTORS = 10.0 ** np.array([0, 1, -1, 2, -2, 3, -3, 4, -4])
 _SCALE_WINDOW = 30
 
@@ -173,7 +184,7 @@ def _scale_score(evidence: np.ndarray) -> np.ndarray:
     best = -np.sort(-gain, axis=-1)
     rank = np.arange(gain.shape[-1])
     score = density.sum(-1) + np.where(rank < free[..., None], best, 0.0).sum(-1)
-    return np.where(free >= 0, score, -np.inf)
+    return np.where((free >= 0) & ~np.isnan(score), score, -np.inf)
 
 
 def _scale_leader(score: np.ndarray) -> np.ndarray:
@@ -239,8 +250,9 @@ class NoiseScaleKalmanFilter(SequentialEstimator):
     prior : MultivariateNormal, optional
         Possibility function of θ_1; uninformative by default.
     robust_start : bool
-        The robust start of :mod:`possibly.filters.robust_start`, from any prior (default
-        on; robust filter only).
+        The robust start of :mod:`possibly.filters.robust_start`, from any prior, and the
+        scale's start hypotheses (module docstring; default on; robust filter only). False:
+        the plain recursion from the step-by-step update of the scale.
     scale_dim : float > 0
         Effective dimension of the discount of the scale's update (default 2; see the module
         docstring).
@@ -397,6 +409,9 @@ class NoiseScaleKalmanFilter(SequentialEstimator):
             q = -2.0 * probe.log_consistency
         q = np.minimum(q, 1e300)  # a gross outlier gives inf
         dof = _residual_dof(ks, H, R0, self._rank_h)
+        # q = 0 exactly: y fitted exactly, nothing on λ (k = 0); the information form's probe
+        # gives it at an extreme λ̂, where it would put the data's scale at 0
+        dof = np.where(q > 0, dof, 0)
         log_c = self._log_consistency(a, b, q, dof)
         # θ's relative discount: log c₀ is log c at the coverage quantile of an inlier's q
         # (λ̂ q ~ χ²_k), i.e. q / 2β = χ²_k(p) / 2α (docs/math.md §7, §8); 0 with coverage=None
@@ -508,7 +523,8 @@ class NoiseScaleKalmanFilter(SequentialEstimator):
     def fit(self, y, *, engine: str = "auto") -> NoiseScaleResult:
         """Filter one or a batch of series ``(..., T, m)`` (or ``(T,)`` when m = 1).
 
-        ``engine``: ``"numba"`` runs the steps after the robust start in a compiled loop
+        ``engine``: ``"numba"`` runs the steps after the start (the robust start and the scale's
+        start hypotheses) in a compiled loop
         (:mod:`possibly.filters.noise_scale_numba`; needs numba, a time-invariant model and
         ``H`` of full row rank), ``"numpy"`` the batched numpy step throughout, ``"auto"``
         (default) as :meth:`possibly.KalmanFilter.filter` chooses (numba when available for
