@@ -211,3 +211,74 @@ def test_model_option_time_stamps(tmp_path, capsys):
     assert "segments (start, stop, model, mean without outliers, first time stamp):" in out
     last = out.splitlines()[-1]
     assert "linear trend" in last and last.endswith(stamps[expect.segments[-1][0]])
+
+
+@pytest.fixture
+def correlation_file(tmp_path):
+    """600 rows of two unit-variance, zero-mean columns whose correlation goes from 0 to 0.9
+    at row 300: each column alone is the same white noise throughout."""
+    rng = np.random.default_rng(7)
+    before = rng.normal(size=(300, 2))
+    after = rng.normal(size=(300, 2)) @ np.linalg.cholesky([[1.0, 0.9], [0.9, 1.0]]).T
+    y = np.r_[before, after]
+    path = tmp_path / "pair.csv"
+    path.write_text("a,b\n" + "".join(f"{u!r},{v!r}\n" for u, v in y.tolist()))
+    return path, y
+
+
+#: how far from row 300 the detected change may be
+CORRELATION_TOLERANCE = 5
+
+
+@pytest.mark.parametrize("columns", [["--column", "a", "--column", "b"],
+                                     ["--column", "a", "b"]])
+def test_several_columns_are_one_vector_series(correlation_file, capsys, columns):
+    """Only the correlation changes: the vector model of both columns finds it near row 300."""
+    path, y = correlation_file
+    assert main(["changepoint", str(path), *columns, "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["columns"] == ["a", "b"] and doc["n"] == 600
+    assert doc["segment_models"] == ["MultivariateNormalSegments"]
+    assert len(doc["changepoints"]) == 1
+    assert abs(doc["changepoints"][0] - 300) <= CORRELATION_TOLERANCE
+    # segment means per column, outliers left out: the mean of the rows (none are outliers)
+    assert doc["outliers"] == []
+    first, second = doc["segments"]
+    cp = doc["changepoints"][0]
+    assert np.allclose(first["mean"], y[:cp].mean(axis=0))
+    assert np.allclose(second["mean"], y[cp:].mean(axis=0))
+
+
+def test_one_column_of_the_correlation_change_shows_none(correlation_file, capsys):
+    """Each column alone is white noise: the change is in the pair only."""
+    path, _ = correlation_file
+    for column in ("a", "b"):
+        assert main(["changepoint", str(path), "--column", column, "--format", "json"]) == 0
+        assert json.loads(capsys.readouterr().out)["changepoints"] == []
+
+
+def test_vector_series_csv_text_and_plot(correlation_file, tmp_path, capsys):
+    path, y = correlation_file
+    assert main(["changepoint", str(path), "--column", "b", "a", "--format", "csv"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split(",") == ["t", "y_b", "y_a", "map_run_length", "mean_b", "mean_a",
+                                   "consistency", "discount", "changepoint", "outlier",
+                                   "segment_model"]
+    assert len(lines) == 601
+    row = lines[1].split(",")
+    assert [float(row[1]), float(row[2])] == [y[0, 1], y[0, 0]]
+    png = tmp_path / "pair.png"
+    assert main(["changepoint", str(path), "--column", "a", "b", "--plot", str(png)]) == 0
+    out = capsys.readouterr().out
+    assert "columns a, b as one vector" in out and "mean without outliers of a, b" in out
+    assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.parametrize("args", [["--model", "normal"], ["--sigma", "1"],
+                                  ["--forgetting", "0.9"]])
+def test_vector_series_refuses_the_scalar_model(correlation_file, capsys, args):
+    path, _ = correlation_file
+    assert main(["changepoint", str(path), "--column", "a", "b", *args]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert "several columns are one vector series" in err and "--model normal" in err

@@ -489,7 +489,7 @@ def test_many_commands_report_time_stamps(tmp_path, capsys):
     rows = capsys.readouterr().out.splitlines()
     assert rows[0].startswith("id,step,time,") and rows[1].startswith(f"a,0,{stamps[0]},")
     assert main(["kalman-many", str(pq), "--id", "id", "--value", "v", "--time", "nope"]) == 2
-    assert "--time 'nope': no such column" in one_error_line(capsys.readouterr().err,
+    assert "column 'nope' not found" in one_error_line(capsys.readouterr().err,
                                                               "kalman-many")
 
 

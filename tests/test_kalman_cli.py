@@ -116,3 +116,15 @@ def test_smooth_counts_an_outlier_the_robust_start_rejected_as_discounted(tmp_pa
             assert abs(got["position"][0]) < 10.0  # smoothed past the outlier
         else:  # the filter took it whole at step 0 (nothing could judge it yet)
             assert got["discount"][0] == 1.0
+
+
+def test_repeated_column_flags_are_one_vector(tmp_path):
+    """``--column x --column y`` is ``--column x y`` (not the last column alone)."""
+    src = tmp_path / "track.csv"
+    src.write_text("x,y\n0,0\n1,2\n2,4\n3,6\n")
+    outs = [tmp_path / "a.csv", tmp_path / "b.csv"]
+    assert main(["kalman", str(src), "--column", "x", "y", "--out", str(outs[0])]) == 0
+    assert main(["kalman", str(src), "--column", "x", "--column", "y", "--out",
+                 str(outs[1])]) == 0
+    assert outs[0].read_text() == outs[1].read_text()
+    assert "position_x" in read_csv(outs[1])

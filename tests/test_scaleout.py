@@ -26,7 +26,7 @@ from possibly.scaleout import (  # noqa: E402
     _tasks,
     changepoints_many,
     kalman_many,
-    series_filename,
+    series_path,
 )
 
 IDS = ["pump/1", "pump 2", "valve-3", "é4", "s5", "s6", "s7", "s8", "s9", "s10"]
@@ -127,10 +127,11 @@ def test_changepoints_files_per_series(client, series, tmp_path):
                             sigma=1.0, hazard=1e-3)
     pd.testing.assert_frame_equal(pd.read_parquet(out / "events.parquet"), res.events)
     pd.testing.assert_frame_equal(pd.read_parquet(out / "summary.parquet"), res.summary)
-    files = sorted(p.name for p in (out / "series").iterdir())
-    assert files == sorted(series_filename(k) for k in series)
+    files = sorted(p.relative_to(out / "series").as_posix()
+                   for p in (out / "series").rglob("*") if p.is_file())
+    assert files == sorted(series_path(k) for k in series)
     for key, y in series.items():
-        ev = pd.read_parquet(out / "series" / series_filename(key))
+        ev = pd.read_parquet(out / "series" / series_path(key))
         alone = ChangepointDetector(sigma=1.0, hazard=1e-3).fit(y)
         np.testing.assert_array_equal(ev.loc[ev["kind"] == "changepoint", "index"],
                                       alone.changepoints)
@@ -199,9 +200,9 @@ def test_changepoints_time_column(series, tmp_path):
     assert res.events["time"].tolist() == expect
     assert as_rows(res.events) == reference_events(series, sigma=1.0, hazard=1e-3)
     pd.testing.assert_frame_equal(pd.read_parquet(out / "events.parquet"), res.events)
-    # the per-series files are unchanged: index, kind, value
-    first = pd.read_parquet(out / "series" / series_filename(IDS[0]))
-    assert list(first.columns) == ["index", "kind", "value"]
+    # the per-series files: the same columns without the id (their directory names it)
+    first = pd.read_parquet(out / "series" / series_path(IDS[0]))
+    assert list(first.columns) == ["index", "time", "kind", "value"]
     with pytest.raises(ValueError, match="must be distinct"):
         changepoints_many(df, "sensor", "v", scheduler="synchronous", time_column="v")
     with pytest.raises(ValueError, match="column 'nope' not found"):
@@ -263,7 +264,7 @@ def test_kalman_cluster_equals_single_process(client, tmp_path):
                    "--accel-sd", "0.05", "--obs-sd", "1"])
     assert status == 0
     for key in data:
-        got = pd.read_parquet(out / "series" / series_filename(key))
+        got = pd.read_parquet(out / "series" / series_path(key))
         want = res.states[res.states["id"] == key].drop(columns="id").reset_index(drop=True)
         pd.testing.assert_frame_equal(got, want)
 

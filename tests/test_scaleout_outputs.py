@@ -2,9 +2,9 @@
 
 ``--overwrite`` removes only the files the previous run listed in its manifest; an input
 inside the output directory is refused before anything is read or deleted; ids of different
-kinds are never merged; ids that differ only in case get file names that differ on a file
-system that ignores case; a series that failed gets no file. Expected results come from the
-plain detector run on each series alone.
+kinds are never merged; ids that differ only in case get partition directories whose names
+differ on a file system that ignores case; a series that failed gets no file. Expected results
+come from the plain detector run on each series alone.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ pytest.importorskip("dask")
 
 import possibly as ps  # noqa: E402
 from possibly.cli import main  # noqa: E402
-from possibly.scaleout import changepoints_many, kalman_many, series_filename  # noqa: E402
+from possibly.scaleout import changepoints_many, kalman_many, series_path  # noqa: E402
 
 MANIFEST = ".possibly-manifest.json"  # the documented name
 
@@ -41,6 +41,11 @@ def cli(*argv: str) -> int:
                  "--scheduler", "synchronous", "--sigma", "0.2"])
 
 
+def partition(key) -> str:
+    """The directory of a series' file under ``series/``."""
+    return series_path(key).split("/")[0]
+
+
 def listing(folder) -> list[str]:
     return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
 
@@ -53,7 +58,7 @@ def test_overwrite_keeps_the_users_files(tmp_path, capsys):
     assert cli(str(src), "--out", str(out)) == 0
     written = listing(out)
     assert written == sorted([MANIFEST, "events.parquet", "summary.parquet",
-                              "series/id=a.parquet", "series/id=b.parquet"])
+                              "series/id=a/part-0.parquet", "series/id=b/part-0.parquet"])
     manifest = json.loads((out / MANIFEST).read_text())
     assert sorted(manifest["files"]) == [f for f in written if f != MANIFEST]
     (out / "series" / "notes.txt").write_text("mine")
@@ -66,12 +71,12 @@ def test_overwrite_keeps_the_users_files(tmp_path, capsys):
     assert (out / "README").read_text() == "mine too"
     # b's file of the first run is gone (listed), c's is new
     assert listing(out) == sorted([MANIFEST, "README", "events.parquet", "summary.parquet",
-                                   "series/id=a.parquet", "series/id=c.parquet",
+                                   "series/id=a/part-0.parquet", "series/id=c/part-0.parquet",
                                    "series/notes.txt"])
 
 
-@pytest.mark.parametrize("name", ["events.parquet", "summary.parquet", "series/id=a.parquet",
-                                  "in.csv"])
+@pytest.mark.parametrize("name", ["events.parquet", "summary.parquet",
+                                  "series/id=a/part-0.parquet", "in.csv"])
 def test_input_inside_the_output_is_refused_before_it_is_read(tmp_path, capsys, name):
     out = tmp_path / "out"
     src = out / name
@@ -96,14 +101,15 @@ def test_results_without_a_manifest_are_not_deleted(tmp_path, capsys):
     out = tmp_path / "out"
     (out / "series").mkdir(parents=True)
     fleet().to_parquet(out / "summary.parquet")  # the user's own file of that name
-    (out / "series" / "id=a.parquet").write_bytes(b"user data")
+    (out / "series" / "id=a").mkdir()
+    (out / "series" / "id=a" / "part-0.parquet").write_bytes(b"user data")
     src = tmp_path / "in.csv"
     fleet().to_csv(src, index=False)
     assert cli(str(src), "--out", str(out), "--overwrite") == 2
     err = capsys.readouterr().err
     assert MANIFEST in err and err.count("\n") == 1, err
-    assert listing(out) == ["series/id=a.parquet", "summary.parquet"]
-    assert (out / "series" / "id=a.parquet").read_bytes() == b"user data"
+    assert listing(out) == ["series/id=a/part-0.parquet", "summary.parquet"]
+    assert (out / "series" / "id=a" / "part-0.parquet").read_bytes() == b"user data"
 
 
 def test_manifest_is_not_a_license_to_delete(tmp_path, capsys):
@@ -115,12 +121,15 @@ def test_manifest_is_not_a_license_to_delete(tmp_path, capsys):
     outside.write_text("keep")
     manifest = out / MANIFEST
     good = manifest.read_text()
-    # a listed file replaced by a link to a file elsewhere: the link is not followed
-    (out / "series" / "id=b.parquet").unlink()
-    (out / "series" / "id=b.parquet").symlink_to(outside)
+    # a listed file replaced by a link to a file elsewhere: refused, the link left as it is
+    (out / "series" / "id=b" / "part-0.parquet").unlink()
+    (out / "series" / "id=b" / "part-0.parquet").symlink_to(outside)
     fleet(("a",)).to_csv(src, index=False)
-    assert cli(str(src), "--out", str(out), "--overwrite") == 0
-    assert outside.read_text() == "keep" and (out / "series" / "id=b.parquet").is_symlink()
+    before = listing(out)
+    assert cli(str(src), "--out", str(out), "--overwrite") == 2
+    assert "id=b/part-0.parquet is not a regular file" in capsys.readouterr().err
+    assert outside.read_text() == "keep" and listing(out) == before
+    assert (out / "series" / "id=b" / "part-0.parquet").is_symlink()
     # a manifest naming anything else than our outputs, or unreadable: nothing is deleted
     for text in (json.dumps({"format": json.loads(good)["format"],
                              "files": ["../precious.txt"]}),
@@ -133,10 +142,11 @@ def test_manifest_is_not_a_license_to_delete(tmp_path, capsys):
         assert listing(out) == before and outside.read_text() == "keep"
     # a file of our naming that the manifest does not list (the user's): refused
     manifest.write_text(good)
-    (out / "series" / "id=zz.parquet").write_bytes(b"user data")
+    (out / "series" / "id=zz").mkdir()
+    (out / "series" / "id=zz" / "part-0.parquet").write_bytes(b"user data")
     assert cli(str(src), "--out", str(out), "--overwrite") == 2
-    assert "id=zz.parquet" in capsys.readouterr().err
-    assert (out / "series" / "id=zz.parquet").read_bytes() == b"user data"
+    assert "id=zz/part-0.parquet" in capsys.readouterr().err
+    assert (out / "series" / "id=zz" / "part-0.parquet").read_bytes() == b"user data"
 
 
 # -- ids ----------------------------------------------------------------------------------------
@@ -168,7 +178,7 @@ def test_ids_differing_in_case_get_distinct_files(tmp_path):
         ev = pd.read_parquet(out / summary.loc[key, "file"])
         assert ev.loc[ev["kind"] == "changepoint", "index"].tolist() == \
             alone.changepoints.tolist()
-        assert summary.loc[key, "file"] == f"series/{series_filename(key)}"
+        assert summary.loc[key, "file"] == f"series/{series_path(key)}"
 
 
 def test_failed_series_get_no_file_and_are_reported(tmp_path, capsys):
@@ -180,7 +190,7 @@ def test_failed_series_get_no_file_and_are_reported(tmp_path, capsys):
     summary = res.summary.set_index("id")
     assert summary.loc["flat", "error"].startswith("sigma='auto'")
     assert pd.isna(summary.loc["flat", "file"]) and res.n_failed == 1
-    assert [p.name for p in (out / "series").iterdir()] == [series_filename("ok")]
+    assert [p.name for p in (out / "series").iterdir()] == [partition("ok")]
     assert "flat" not in set(res.events["id"])
     src = tmp_path / "in.csv"
     df.to_csv(src, index=False)
@@ -188,7 +198,7 @@ def test_failed_series_get_no_file_and_are_reported(tmp_path, capsys):
                  "--scheduler", "synchronous", "--model", "normal", "--out",
                  str(tmp_path / "cli")]) == 1
     assert "1 failed" in capsys.readouterr().err
-    assert [p.name for p in (tmp_path / "cli" / "series").iterdir()] == [series_filename("ok")]
+    assert [p.name for p in (tmp_path / "cli" / "series").iterdir()] == [partition("ok")]
 
 
 # -- fuzz: mixed ids ---------------------------------------------------------------------------
@@ -218,7 +228,7 @@ def test_fuzz_mixed_ids_are_refused_or_kept_apart(tmp_path_factory, ids):
     assert res.summary["n_points"].tolist() == [20] * len(distinct)
     files = [p.name for p in (out / "series").iterdir()]
     assert len({f.lower() for f in files}) == len(files) == len(distinct)
-    assert sorted(res.summary["file"]) == sorted(f"series/{f}" for f in files)
+    assert sorted(res.summary["file"]) == sorted(f"series/{f}/part-0.parquet" for f in files)
 
 
 def test_out_dash_prints_the_tables(tmp_path, capsys, monkeypatch):
@@ -245,5 +255,5 @@ def test_kalman_overwrites_a_change_point_run(tmp_path):
                       scheduler="synchronous", out=out, overwrite=True)
     assert res.n_failed == 0
     assert listing(out) == sorted([MANIFEST, "notes.txt", "summary.parquet",
-                                   "series/id=a.parquet", "series/id=b.parquet"])
-    assert "step" in pd.read_parquet(out / "series" / "id=a.parquet").columns
+                                   "series/id=a/part-0.parquet", "series/id=b/part-0.parquet"])
+    assert "step" in pd.read_parquet(out / "series" / "id=a" / "part-0.parquet").columns

@@ -180,6 +180,39 @@ def _run_numpy(state: RunState, y: np.ndarray, params: ChangepointParams
     return state, out
 
 
+def _index_step(index: Any) -> Any:
+    """The step by which a pandas index continues, or None (see ChangepointDetector.fit)."""
+    import pandas as pd
+
+    if isinstance(index, pd.RangeIndex):
+        return index.step
+    if isinstance(index, pd.PeriodIndex):
+        return 1
+    if isinstance(index, pd.DatetimeIndex):
+        freq = index.freq or (pd.infer_freq(index) if len(index) >= 3 else None)
+        return None if freq is None else pd.tseries.frequencies.to_offset(freq)
+    if index.dtype.kind in "iu" and len(index) >= 2:
+        steps = np.diff(index.to_numpy())
+        return int(steps[0]) if steps[0] != 0 and (steps == steps[0]).all() else None
+    return None
+
+
+def _stamped_index(base: Any, stamps: list[Any]) -> Any:
+    """``base`` (the index of fit's input, or None) followed by ``stamps``; None without any
+    stamp. The stamps take the base's dtype when they can (e.g. text into a DatetimeIndex)."""
+    if not stamps:
+        return base
+    import pandas as pd
+
+    if base is None:
+        return pd.Index(stamps)
+    try:
+        extra = pd.Index(stamps, dtype=base.dtype)
+    except (TypeError, ValueError):
+        extra = pd.Index(stamps)
+    return base.append(extra)
+
+
 class ChangepointDetector(SequentialEstimator):
     """Robust online change-point detector (paper §5.3), for any segment model.
 
@@ -434,6 +467,9 @@ class ChangepointDetector(SequentialEstimator):
         self._trace = MapTrace()
         self._history: dict[str, Growable] | None = None
         self._index: Any = None
+        self._stamps: list[Any] = []  # time stamps of the observations after fit's input
+        self._step: tuple[Any] | None = None  # (the index's step,) once computed
+        self._name: Any = None
         return self
 
     @property
@@ -528,6 +564,35 @@ class ChangepointDetector(SequentialEstimator):
         if index is not None:
             self._index = index
 
+    def _next_stamps(self, n: int, given: Any) -> list[Any]:
+        """The time stamps of the next ``n`` observations: ``given`` (a sequence of ``n``, or
+        None), else the index continued by its step; [] when the stream has no stamps.
+
+        Checked before the observations are processed, so that a refusal changes nothing.
+        """
+        if not self.history:
+            return []
+        stamped = self._index is not None or bool(self._stamps)
+        if given is not None:
+            if not stamped and self.t > 0:
+                raise ValueError("time: the observations so far have no time stamps (fit "
+                                 "was given an array): pass fit a pandas Series, or stream "
+                                 "with time stamps from the first observation")
+            return list(given)
+        if not stamped:
+            return []
+        if self._step is None:  # once per fit: inferring a frequency reads the whole index
+            self._step = (None if self._index is None else _index_step(self._index),)
+        step = self._step[0]
+        if step is None:
+            raise ValueError("time must be given: the index of the series given to fit (or "
+                             "the stamps given to update) has no regular step to continue "
+                             "(a RangeIndex, an evenly spaced integer index or a DatetimeIndex "
+                             "with a frequency has one): pass update(y, time=...) or extend "
+                             "a pandas Series")
+        last = self._stamps[-1] if self._stamps else self._index[-1]
+        return [last + step * k for k in range(1, n + 1)]
+
     def fit(self, y: Any) -> ChangepointResult:
         """Process a whole series from scratch and return the result.
 
@@ -541,14 +606,23 @@ class ChangepointDetector(SequentialEstimator):
         index of a pandas Series). The detector keeps its state, so
         :meth:`update` continues the same stream; with ``history=False`` it keeps no per-step
         outputs (the returned result has them).
+
+        Time stamps after ``fit``: :meth:`update` (``time=``) and :meth:`extend` (a pandas
+        Series) extend ``result.index``. Without a stamp, an index with a regular step
+        continues by it (a RangeIndex or an evenly spaced integer index by its step, a
+        DatetimeIndex by its frequency, given or inferred, a PeriodIndex by one period); any
+        other index needs the stamp (a ValueError otherwise). A stream begun without stamps
+        (``fit`` of an array) stays positional: ``result.index`` is None.
         """
         with self._exclusive():
             index = getattr(y, "index", None)  # a pandas Series' index (lists have a method)
             index = None if callable(index) else index
+            name = getattr(y, "name", None)  # a pandas Series' name: the plots' y label
             y = _series(y)
             self._select_models(y)
             arr = self._check(y)
             self._reset()
+            self._name = name
             self._params(arr)
             state, out = self._run(self.init(), arr)
             object.__setattr__(self, "_state", state)
@@ -563,19 +637,30 @@ class ChangepointDetector(SequentialEstimator):
             return res
 
     def extend(self, values: Any) -> dict[str, np.ndarray]:
-        """Process several observations in order; returns their per-step outputs (arrays)."""
+        """Process several observations in order; returns their per-step outputs (arrays).
+
+        A pandas Series extends ``result.index`` by its index (ignored when the stream has no
+        time stamps); other values continue the index as :meth:`fit` says.
+        """
         with self._exclusive():
+            index = getattr(values, "index", None)  # a pandas Series' (lists have a method)
+            index = None if callable(index) else index
             arr = self._check(values)
+            if index is not None and self._index is None and not self._stamps and self.t:
+                index = None  # a positional stream stays positional
+            stamps = self._next_stamps(len(arr), index)
             state, out = self._run(self.state_, arr)
             object.__setattr__(self, "_state", state)
             self._record(arr, out)
+            self._stamps.extend(stamps)
             return out
 
-    def update(self, y: Any) -> ChangepointInfo:
+    def update(self, y: Any, time: Any = None) -> ChangepointInfo:
         """Process one observation (NaN = missing); same results as :meth:`fit`.
 
         Returns the step's :class:`~possibly.changepoint.recursion.ChangepointInfo`, with the
-        online flags ``change_detected`` and ``outlier_detected``.
+        online flags ``change_detected`` and ``outlier_detected``. ``time``, the observation's
+        time stamp, extends ``result.index`` (see :meth:`fit` for the rule without it).
 
         Examples
         --------
@@ -592,9 +677,11 @@ class ChangepointDetector(SequentialEstimator):
             except (TypeError, ValueError):
                 raise ValueError(f"y must be {what}, got {describe(y)}") from None
             prev = int(self._trace.start.view()[-1]) if self._trace.start.n else 0
+            stamps = self._next_stamps(1, None if time is None else [time])
             state, out = self._run(self.state_, arr)
             object.__setattr__(self, "_state", state)
             self._record(arr, out)
+            self._stamps.extend(stamps)
             t = state.t - 1
             start = int(out["start"][0])
             mean = out["mean"][0]
@@ -622,15 +709,15 @@ class ChangepointDetector(SequentialEstimator):
             raise ValueError("no observation processed yet: call fit(y) or update(y)")
         h = {k: g.view().copy() for k, g in self._history.items()}
         t = np.arange(len(h["y"]))
-        index = None
-        if self._index is not None and len(self._index) == len(t):
-            index = self._index
+        index = _stamped_index(self._index, self._stamps)
+        if index is not None and len(index) != len(t):
+            index = None
         return ChangepointResult(
             h["y"], t - h["start"], h["model"].astype(np.int64), h["mean"],
             h["log_consistency"], h["discount"], h["n_active"].astype(np.int64),
             h["log_change_possibility"], params=self._params(),
             sigma_estimated=self.sigma_estimated_, outlier_level=self._outlier_level,
-            index=index)
+            index=index, name=self._name)
 
     def history_nbytes(self) -> int:
         """Bytes held for the per-step history and the MAP trace."""

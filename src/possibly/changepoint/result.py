@@ -41,6 +41,22 @@ def model_name(model: SegmentModel) -> str:
     return type(model).__name__
 
 
+def _cut(positions: np.ndarray, edge: int = 5) -> str:
+    """``[a, b, c]``, or the first and last ``edge`` items around ``...`` when longer."""
+    items = positions.tolist()
+    if len(items) > 2 * edge:
+        items = [*items[:edge], "...", *items[-edge:]]
+    return "[" + ", ".join(map(str, items)) + "]"
+
+
+def _span(first: Any, last: Any) -> str:
+    """``first ... last``; dates at midnight without their time, as pandas prints them."""
+    ends = [str(first), str(last)]
+    if all(e.endswith(" 00:00:00") for e in ends):
+        ends = [e.removesuffix(" 00:00:00") for e in ends]
+    return " ... ".join(ends)
+
+
 @dataclass(frozen=True, eq=False)
 class ChangepointResult:
     """Output of :meth:`ChangepointDetector.fit` (arrays of shape ``(T,)``).
@@ -73,8 +89,24 @@ class ChangepointResult:
     outlier_level : float
         Discount level below which an observation counts as discounted (see ``outliers``).
     index : pandas.Index or None
-        The index of the input when it was a pandas Series (positions stay integers
-        everywhere else); used by :meth:`to_frame`.
+        The index of the input when it was a pandas Series, extended by the time stamps of
+        the observations streamed after it (:meth:`ChangepointDetector.fit` gives the rule);
+        positions stay integers everywhere else; used by :meth:`to_frame`.
+    name : hashable or None
+        The ``name`` of the input when it was a pandas Series (the y label of :meth:`plot`).
+
+    Examples
+    --------
+    The repr is a summary, lists cut in the middle as pandas cuts them:
+
+    >>> import pandas as pd, possibly as ps
+    >>> y = pd.Series(np.tile([0.0, 0.0, 0.0, 0.0, 9.0], 40),
+    ...               index=pd.date_range("2024-01-01", periods=200, freq="D"))
+    >>> ps.ChangepointDetector(sigma=1.0).fit(y)
+    ChangepointResult(200 observations, 0 missing, index 2024-01-01 ... 2024-07-18
+      model: level, robust, hazard 0.0025, forgetting 0.9
+      change points (0): []
+      outliers (40): [4, 9, 14, 19, 24, ..., 179, 184, 189, 194, 199])
     """
 
     y: np.ndarray
@@ -89,7 +121,21 @@ class ChangepointResult:
     sigma_estimated: bool = False
     outlier_level: float = 0.1
     index: Any = None
+    name: Any = None
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def __repr__(self) -> str:
+        n = len(self.y)
+        missing = int(np.isnan(self.y.reshape(n, -1)).any(axis=1).sum())
+        index = ("" if self.index is None or not len(self.index)
+                 else f", index {_span(self.index[0], self.index[-1])}")
+        p = self.params
+        models = " or ".join(model_name(m) for m in p.models)
+        return (f"ChangepointResult({n} observations, {missing} missing{index}\n"
+                f"  model: {models}, {'robust' if p.robust else 'standard'}, hazard "
+                f"{p.hazard:g}, forgetting {p.forgetting:g}\n"
+                f"  change points ({self.changepoints.size}): {_cut(self.changepoints)}\n"
+                f"  outliers ({self.outliers.size}): {_cut(self.outliers)})")
 
     @property
     def sigma(self) -> float | None:
@@ -193,6 +239,57 @@ class ChangepointResult:
                 out[a:b] = np.median(seg, axis=0)
         return out
 
+    def segment_fit(self, alpha: float = 0.1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Each MAP segment's fitted function at every step, with its band: ``(fit, low, high)``.
+
+        A segment of a :class:`~possibly.changepoint.PolynomialTrend` model (the default
+        models: level, linear or quadratic trend) gets its model's fit
+        (:meth:`~possibly.changepoint.PolynomialTrend.fitted`): the segment's possibility
+        function from all its observations, each with the exponent the recursion gave it
+        (its ``discount``), the :attr:`outliers` left out; the band is the ``alpha``-cut of
+        the fitted value's possibility. Segments of other models get the mean of their
+        observations (outliers and missing values left out; componentwise for vector
+        observations) and no band (NaN).
+
+        Parameters
+        ----------
+        alpha : float
+            Possibility level of the band, in (0, 1).
+
+        Returns
+        -------
+        fit, low, high : ndarray, shape ``y.shape``
+
+        Examples
+        --------
+        >>> import numpy as np, possibly as ps
+        >>> t = np.arange(100.0)
+        >>> y = np.where(t < 50, 50.0 - t, 2.0 * (t - 50.0)) + np.resize([0.3, -0.3, 0.0], 100)
+        >>> res = ps.ChangepointDetector().fit(y)                # down, then up
+        >>> res.segment_model_names
+        ['linear trend', 'linear trend']
+        >>> fit, low, high = res.segment_fit()
+        >>> fit[[0, 99]].round(1).tolist(), bool(np.all((low < fit) & (fit < high)))
+        ([49.6, 97.8], True)
+        """
+        fit = np.full(self.y.shape, np.nan)
+        half = np.full(self.y.shape, np.nan)
+        weights = np.nan_to_num(self.discount, nan=0.0)
+        weights[self.outliers] = 0.0
+        kept = np.ones(len(self.y), dtype=bool)
+        kept[self.outliers] = False
+        for (a, b), k in zip(self.segments, self.segment_models, strict=True):
+            model = self.params.models[k]
+            if isinstance(model, PolynomialTrend):
+                fit[a:b], half[a:b] = model.fitted(self.y[a:b], weights[a:b],
+                                                   self.params.forgetting, alpha)
+                continue
+            seg = self.y[a:b][kept[a:b]]
+            seg = seg[~np.isnan(seg.reshape(len(seg), -1)).any(axis=1)]
+            if len(seg):
+                fit[a:b] = np.mean(seg, axis=0)
+        return fit, fit - half, fit + half
+
     def log_run_length_possibility(self, t: int) -> np.ndarray:
         """Log possibility of every run length ``0..t`` after observation ``t`` (one model).
 
@@ -257,11 +354,14 @@ class ChangepointResult:
         """Draw the result (needs the ``plot`` extra): shaded segments, outliers, the series.
 
         A thin wrapper of :func:`possibly.plotting.changepoint.plot_result` (keyword
-        arguments are passed on); the x-axis shows the input's time stamps when it had them.
+        arguments are passed on); the x-axis shows the input's time stamps when it had them,
+        the y-axis its name (a pandas Series' ``name``) unless ``ylabel`` is given.
         Returns the Matplotlib Axes.
         """
         from possibly.plotting.changepoint import plot_result
 
+        if self.name is not None and kwargs.get("ylabel") is None:
+            kwargs["ylabel"] = str(self.name)
         return plot_result(self, None, ax, **kwargs)
 
     def to_frame(self) -> Any:

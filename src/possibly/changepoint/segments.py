@@ -348,6 +348,87 @@ class PolynomialTrend(SegmentModel):
         prior = self._prior()
         return np.where(runs["seen"], prior.loc + prior.scale * runs["m"][:, 0], np.nan)
 
+    def fitted(self, y: Any, weights: Any, forgetting: float = 1.0, alpha: float = 0.1
+               ) -> tuple[np.ndarray, np.ndarray]:
+        """A segment's fitted polynomial at each of its steps, and the half-width of its band.
+
+        The segment's possibility function after its last observation (what its run holds
+        there, observation ``i`` taken with exponent ``weights[i]``), from all the
+        observations at once: the run's update has no process noise, so its natural
+        parameters are sums, each observation's (and the prior's) tempered by ``forgetting``
+        once per later step. Its polynomial ``xᵀm``, ``x = (1, τ, τ²)`` with ``τ`` the steps
+        since the segment's first, is evaluated at every step of the segment.
+
+        The band is the ``alpha``-cut of the fitted value's possibility: with ``θ`` given
+        ``λ`` normal around ``m`` with covariance ``P / λ`` and ``λ`` gamma-shaped,
+        ``sup {exp(-λ (θ - m)ᵀ P⁻¹ (θ - m) / 2) Ḡ(λ; a, b) : xᵀθ = v} = (1 + Δ / (2b))^(-a)``,
+        ``Δ = (v - xᵀm)² / xᵀPx``, so ``|v - xᵀm| ≤ √(2 b (alpha^(-1/a) - 1) xᵀPx)``.
+
+        Parameters
+        ----------
+        y : array_like, shape (n,)
+            The segment's observations in order (NaN: missing).
+        weights : array_like, shape (n,)
+            Exponent of each observation in [0, 1] (the recursion's discount; 0 leaves an
+            observation out, e.g. an outlier).
+        forgetting : float
+            The detector's ``ρ`` in (0, 1].
+        alpha : float
+            Possibility level of the band, in (0, 1).
+
+        Returns
+        -------
+        fit, half_width : ndarray, shape (n,)
+            In the units of the series; NaN when no observation has a positive weight.
+
+        Examples
+        --------
+        >>> from possibly.changepoint import PolynomialTrend, automatic_prior
+        >>> y = np.array([0.0, 1.1, 1.9, 3.0, 4.1, 4.9])
+        >>> model = PolynomialTrend(1, prior=automatic_prior(y))
+        >>> fit, half = model.fitted(y, np.ones(6))
+        >>> fit.round(2).tolist()       # least squares: [0.03, 1.02, 2.01, 2.99, 3.98, 4.97]
+        [0.12, 1.08, 2.04, 3.01, 3.97, 4.93]
+        >>> half.round(2).tolist()      # six points leave the noise scale uncertain
+        [1.08, 0.81, 0.64, 0.64, 0.82, 1.09]
+        """
+        prior = self._prior()
+        z = (np.asarray(y, dtype=np.float64) - prior.loc) / prior.scale
+        n, p = z.size, self.degree + 1
+        observed = ~np.isnan(z)
+        w = np.where(observed, np.asarray(weights, dtype=np.float64), 0.0)
+        if z.ndim != 1 or w.shape != z.shape or not ((w >= 0) & (w <= 1)).all():
+            raise ValueError(f"y and weights must be two arrays of shape (n,), weights in "
+                             f"[0, 1] where y is observed, got shapes {z.shape}, {w.shape}")
+        if not 0.0 < alpha < 1.0:
+            raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+        nan = np.full(n, np.nan)
+        if not (w > 0).any():
+            return nan, nan.copy()
+        # τ counted from the segment's first step, where the run's prior sits, in units of the
+        # segment's span (well conditioned at any length): the coefficient of (τ / span)^j is
+        # that of τ^j times span^j
+        span = float(max(n - 1, 1))
+        u = np.arange(n) / span
+        x = u[:, None] ** np.arange(p)
+        unit = span ** np.arange(p)
+        start = self.new_runs(1)
+        precision0 = np.linalg.inv(start["cov"][0] * np.outer(unit, unit))
+        age = (n - 1.0) - np.arange(n)  # steps after each observation: its forgetting
+        v = w * float(forgetting) ** age
+        rho_n = float(forgetting) ** (n - 1.0)
+        precision = rho_n * precision0 + x.T @ (v[:, None] * x)
+        cov = np.linalg.inv(precision)
+        zf = np.where(observed, z, 0.0)
+        m = cov @ (x.T @ (v * zf))  # the prior mean is 0 (standardised units)
+        r = zf - x @ m
+        a = rho_n * float(start["a"][0]) + 0.5 * float(v.sum())
+        b = rho_n * float(start["b"][0]) + 0.5 * (float(np.sum(v * r * r))
+                                                  + rho_n * float(m @ precision0 @ m))
+        q = np.einsum("ni,ij,nj->n", x, cov, x)
+        half = prior.scale * np.sqrt(2.0 * b * np.expm1(-math.log(alpha) / a) * q)
+        return prior.loc + prior.scale * (x @ m), half
+
     def outlying(self, y: np.ndarray, discount: np.ndarray) -> np.ndarray:
         """In hindsight (see :func:`hindsight_log_consistency`): each observation against the
         fit of its segment from the other observations, discounted as the robust update

@@ -105,10 +105,11 @@ def add_input(p: argparse.ArgumentParser, *, several: bool = False,
                    help="CSV, TSV or text file (delimiter and header detected; blank cell or "
                         "line = missing), or - for standard input")
     if several:
-        p.add_argument("--column", nargs="+", metavar="COLUMN", default=None,
+        # "extend": --column x y and --column x --column y both give [x, y]
+        p.add_argument("--column", nargs="+", action="extend", metavar="COLUMN", default=None,
                        help="value column(s), by header name or 0-based index; several "
-                            "columns are one vector observation (e.g. x y of a 2-D track; "
-                            "give FILE before --column)")
+                            "columns (--column x y, or --column x --column y) are one vector "
+                            "observation (give FILE before --column)")
     else:
         p.add_argument("--column", metavar="COLUMN", default=None,
                        help="value column, by header name or 0-based index (needed when the "

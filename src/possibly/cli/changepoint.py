@@ -3,7 +3,9 @@
 The file is read by :mod:`possibly.tables` (CSV, TSV, semicolon or spaces; header detected; a
 blank cell or line is a missing observation; ``-`` reads standard input). Prints the change
 points and the outliers as text, JSON or one CSV row per observation; rows are numbered from 0
-and, with a time column, reported with their time stamps too.
+and, with a time column, reported with their time stamps too. Several columns
+(``--column a b``) are one vector series: :class:`~possibly.changepoint.MultivariateNormalSegments`
+(a change of mean, variances or correlation), as ``ChangepointDetector()`` runs a 2-D input.
 
 ``--model auto`` (the default) runs the library's default models (``ChangepointDetector()``:
 level, linear or quadratic trend per segment, unknown noise) and reports each segment's model;
@@ -20,6 +22,7 @@ import io
 import json
 import math
 import sys
+from typing import Any
 
 import numpy as np
 
@@ -42,9 +45,9 @@ DESCRIPTION = (
     "Robust online change-point detection on one series read from a CSV/TSV/text file (or "
     "standard input): prints the change points, the outliers and the segment means (and, with "
     "--model auto, the default, each segment's model; with --model normal, the noise scale "
-    "sigma). Rows are "
-    "numbered from 0; with a time column (--time, or one column of ISO dates detected) results "
-    "carry its time stamps and the plot uses them.")
+    "sigma). Several columns (--column a b) are one vector series (a change of mean, variance "
+    "or correlation). Rows are numbered from 0; with a time column (--time, or one column of "
+    "ISO dates detected) results carry its time stamps and the plot uses them.")
 
 #: the largest hazard the detector takes with its default outlier level 2 sqrt(hazard) <= 1,
 #: and the smallest one above its pruning tolerance (1e-12)
@@ -53,8 +56,9 @@ HAZARD = (1e-12, 0.25)
 MODELS = ("auto", "normal")
 
 
-def _load(args) -> tuple[np.ndarray, str, TimeAxis | None, str | None]:
-    """The series, the name of its source, its time stamps and its column name (if any)."""
+def _load(args) -> tuple[np.ndarray, str, TimeAxis | None, list[str] | None]:
+    """The series (``(T,)``, or ``(T, k)`` for ``k`` columns), the name of its source, its time
+    stamps and its column names (None for one column without a header)."""
     if args.example is not None:
         if args.file is not None:
             raise ValueError("give either FILE or --example, not both")
@@ -65,10 +69,12 @@ def _load(args) -> tuple[np.ndarray, str, TimeAxis | None, str | None]:
         return np.asarray(well_log(), dtype=float), "well-log example", None, None
     if args.file is None:
         raise ValueError("give a FILE (or - for standard input) or --example well-log")
-    table, columns, t = read_input(args, None if args.column is None else [args.column])
-    y = table.numbers(columns)[:, 0]
-    name = display(table.names[columns[0]]) if table.has_header else None
-    return y, table.source, None if t is None else table.time_axis(t), name
+    table, columns, t = read_input(args, args.column, several=True)
+    y = table.numbers(columns)
+    names: list[str] | None = [display(table.names[j]) for j in columns]
+    if len(columns) == 1:
+        y, names = y[:, 0], names if table.has_header else None
+    return y, table.source, None if t is None else table.time_axis(t), names
 
 
 def _at(indices: np.ndarray, time: TimeAxis | None) -> str:
@@ -82,6 +88,9 @@ def _model_line(args, res) -> str:
     if args.model == "normal":
         how = "estimated: MAD of first differences / sqrt 2" if res.sigma_estimated else "given"
         model = f"sigma = {res.sigma:.6g} ({how})"
+    elif res.y.ndim == 2:
+        model = (f"model auto (a vector of {res.y.shape[1]} columns: normal segments with "
+                 "unknown mean and covariance, priors from the median and MAD of each column)")
     else:
         names = [model_name(m) for m in res.params.models]
         kinds = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
@@ -92,34 +101,45 @@ def _model_line(args, res) -> str:
             + (f", tau = {args.tau:g}" if args.tau is not None else ""))
 
 
-def _text(args, res, y, source, time) -> str:
+def _n_missing(y: np.ndarray) -> int:
+    """Missing observations: rows with a blank cell (a vector row is observed whole or not)."""
+    return int(np.isnan(y.reshape(len(y), -1)).any(axis=1).sum())
+
+
+def _text(args, res, y, source, time, names) -> str:
     cps, outs = res.changepoints, res.outliers
     auto = args.model == "auto"
+    vector = y.ndim == 2
     lines = [
-        f"{source}: {y.size} observations ({int(np.isnan(y).sum())} missing), rows numbered "
-        f"from 0" + (f"; time column {time.name}" if time is not None else ""),
+        f"{source}: {len(y)} observations ({_n_missing(y)} missing), rows numbered "
+        f"from 0" + (f"; columns {', '.join(names)} as one vector" if vector else "")
+        + (f"; time column {time.name}" if time is not None else ""),
         _model_line(args, res),
         f"change points ({cps.size}): {_at(cps, time)}",
         f"outliers ({outs.size}): {_at(outs, time)}",
-        "segments (start, stop, " + ("model, " if auto else "") + "mean without outliers"
+        "segments (start, stop, " + ("model, " if auto and not vector else "")
+        + "mean without outliers" + (f" of {', '.join(names)}" if vector else "")
         + (", first time stamp):" if time is not None else "):"),
     ]
-    names = res.segment_model_names
-    width = max(map(len, names))
-    for (a, b), m, name in zip(res.segments, _segment_means(res), names, strict=True):
-        mean = f"{m:.6g}" if m is not None else "-"
-        lines.append(f"  [{a:6d}, {b:6d})  " + (f"{name:{width}s}  " if auto else "") + mean
+    # the model column of the default scalar family (one model for normal or a vector)
+    models = res.segment_model_names if auto and not vector else [""] * len(res.segments)
+    width = max(map(len, models))
+    for (a, b), m, name in zip(res.segments, _segment_means(res), models, strict=True):
+        mean = ", ".join(f"{v:.6g}" if v is not None else "-" for v in np.atleast_1d(m))
+        lines.append(f"  [{a:6d}, {b:6d})  " + (f"{name:{width}s}  " if name else "") + mean
                      + (f"  {time.label(a)}" if time is not None else ""))
     return "\n".join(lines) + "\n"
 
 
-def _json(args, res, y, source, time) -> str:
+def _json(args, res, y, source, time, names) -> str:
     cps, outs = res.changepoints, res.outliers
     doc = {
-        "source": source, "n": int(y.size), "n_missing": int(np.isnan(y).sum()),
+        "source": source, "n": len(y), "n_missing": _n_missing(y),
         "index_base": 0, "time_column": None if time is None else time.name,
         "model": args.model,
     }
+    if y.ndim == 2:  # segment means are lists in this order
+        doc["columns"] = names
     if args.model == "normal":  # σ belongs to the normal model; auto has no σ
         doc.update(sigma=res.sigma, sigma_estimated=res.sigma_estimated)
     else:
@@ -142,30 +162,80 @@ def _json(args, res, y, source, time) -> str:
     return json.dumps(doc, indent=1) + "\n"
 
 
-def _csv(args, res, y, time) -> str:
+def _csv(args, res, y, time, names) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     auto = args.model == "auto"
-    w.writerow(["t", *(["time"] if time is not None else []), "y", "map_run_length", "mean",
-                "consistency", "discount", "changepoint", "outlier",
+    n = len(y)
+    # a vector series: one y and one mean column per input column (y_a, y_b, mean_a, mean_b)
+    ys, means = (y, res.mean) if y.ndim == 2 else (y[:, None], res.mean[:, None])
+    y_names, mean_names = (([f"y_{c}" for c in names], [f"mean_{c}" for c in names])
+                           if y.ndim == 2 else (["y"], ["mean"]))
+    w.writerow(["t", *(["time"] if time is not None else []), *y_names, "map_run_length",
+                *mean_names, "consistency", "discount", "changepoint", "outlier",
                 *(["segment_model"] if auto else [])])
-    is_cp, is_out = np.zeros(y.size, int), np.zeros(y.size, int)
+    is_cp, is_out = np.zeros(n, int), np.zeros(n, int)
     is_cp[res.changepoints], is_out[res.outliers] = 1, 1
     # the model of the (final MAP) segment holding each row
     model = [name for (a, b), name in zip(res.segments, res.segment_model_names, strict=True)
              for _ in range(a, b)]
-    for t in range(y.size):
-        w.writerow([t, *([time.labels[t]] if time is not None else []), _fmt(y[t]),
-                    int(res.map_run_length[t]), _fmt(res.mean[t]), _fmt(res.consistency[t]),
+    for t in range(n):
+        w.writerow([t, *([time.labels[t]] if time is not None else []), *map(_fmt, ys[t]),
+                    int(res.map_run_length[t]), *map(_fmt, means[t]), _fmt(res.consistency[t]),
                     _fmt(res.discount[t]), is_cp[t], is_out[t], *([model[t]] if auto else [])])
     return buf.getvalue()
 
 
-def _plot(res, path, title: str, time: TimeAxis | None, ylabel: str | None) -> None:
+def _plot(res, path, title: str, time: TimeAxis | None, names: list[str] | None) -> None:
+    index = None if time is None else time.values
+    if res.y.ndim == 2:
+        save_plot(_plot_vector, path, res, title=title, names=names, index=index,
+                  xlabel="row" if time is None else time.name)
+        return
     from possibly.plotting.changepoint import plot_changepoints
 
-    save_plot(plot_changepoints, path, res, title=title, ylabel=ylabel,
-              index=None if time is None else time.values)
+    save_plot(plot_changepoints, path, res, title=title, ylabel=None if names is None
+              else names[0], index=index)
+
+
+def _plot_vector(res, path, *, title: str, names: list[str], index=None,
+                 xlabel: str = "row") -> None:
+    """One panel per column: its observations, each segment's mean of the column (outliers
+    left out), the change points and the outlying rows, on a shared x axis."""
+    from possibly.plotting import pyplot
+
+    plt = pyplot()
+    k = res.y.shape[1]
+    if index is not None and _has_gaps(index):  # rows numbered instead
+        index, xlabel = None, "row"
+    x = np.arange(len(res.y)) if index is None else np.asarray(index)
+    fig, axes = plt.subplots(k, 1, figsize=(11, 1.2 + 2.4 * k), sharex=True,
+                             layout="constrained", squeeze=False)
+    means = _segment_means(res)
+    outs = res.outliers
+    for j, (ax, name) in enumerate(zip(axes[:, 0], names, strict=True)):
+        ax.plot(x, res.y[:, j], ".", ms=2.5, color="0.35", label="observations")
+        for i, ((a, b), m) in enumerate(zip(res.segments, means, strict=True)):
+            if m[j] is not None:
+                ax.hlines(m[j], x[a], x[b - 1], color="tab:orange", lw=2.0,
+                          label="segment means" if i == 0 else None)
+        for i, c in enumerate(res.changepoints):
+            ax.axvline(x[c], color="tab:green", lw=1.0,
+                       label="detected change points" if i == 0 else None)
+        if outs.size:
+            ax.plot(x[outs], res.y[outs, j], "o", mfc="none", mec="tab:red", ms=7,
+                    label=f"outlying rows ({outs.size})")
+        ax.set_ylabel(name)
+    axes[0, 0].set_title(title, fontsize=10)
+    axes[0, 0].legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    axes[-1, 0].set_xlabel(xlabel)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def _has_gaps(index: np.ndarray) -> bool:
+    """Whether time stamps are missing (NaT or NaN): the plot then numbers the rows."""
+    return bool(np.isnat(index).any() if index.dtype.kind == "M" else np.isnan(index).any())
 
 
 def run(args: argparse.Namespace) -> int:
@@ -173,21 +243,26 @@ def run(args: argparse.Namespace) -> int:
     # outputs first: a bad path should not wait for (or waste) the computation
     out, plot = check_outputs(args)
     # parameters next: a bad value should not wait for (or trigger) a data download
+    options = detector_options(args)
+    if args.column is not None and len(args.column) > 1 and args.model == "normal":
+        raise ValueError(f"--column {' '.join(args.column)}: several columns are one vector "
+                         "series, which --model normal (also chosen by --sigma or --forgetting "
+                         "without --model) cannot take: give one column, or --model auto")
     det = ChangepointDetector(hazard=args.hazard, robust=not args.standard, tau=args.tau,
-                              **detector_options(args))
-    y, source, time, name = _load(args)
+                              **options)
+    y, source, time, names = _load(args)
     with numeric_range(source, y):
         res = det.fit(y)
     check_finite(source, y, res.mean, "segment mean estimate")
     if args.format == "json":
-        text = _json(args, res, y, source, time)
+        text = _json(args, res, y, source, time, names)
     elif args.format == "csv":
-        text = _csv(args, res, y, time)
+        text = _csv(args, res, y, time, names)
     else:
-        text = _text(args, res, y, source, time)
+        text = _text(args, res, y, source, time, names)
     # files before standard output: a closed pipe (| head) must not lose them
     if plot is not None:
-        _plot(res, plot, f"{source}: change points and outliers", time, name)
+        _plot(res, plot, f"{source}: change points and outliers", time, names)
         print(f"plot written to {plot}", file=sys.stderr)
     if out is not None:
         write_text(out, text)
@@ -202,14 +277,17 @@ def _fmt(v: float) -> str:
     return "" if math.isnan(v) else repr(float(v))
 
 
-def _segment_means(res) -> list[float | None]:
-    y = res.y.copy()
+def _segment_means(res) -> list[Any]:
+    """Per segment, the mean of its observations (outliers and missing ones left out): a
+    float, or None when none is left; a list of them, one per column, for a vector series."""
+    y = res.y.reshape(len(res.y), -1).copy()
     y[res.outliers] = np.nan
-    out = []
+    out: list[Any] = []
     for a, b in res.segments:
         seg = y[a:b]
-        seg = seg[~np.isnan(seg)]
-        out.append(float(seg.mean()) if seg.size else None)
+        seg = seg[~np.isnan(seg).any(axis=1)]
+        means = [float(v) for v in seg.mean(axis=0)] if len(seg) else [None] * y.shape[1]
+        out.append(means if res.y.ndim == 2 else means[0])
     return out
 
 
@@ -255,7 +333,7 @@ def detector_options(args: argparse.Namespace) -> dict:
 def register(sub) -> None:
     p = sub.add_parser("changepoint", help="robust online change-point detection on a series",
                        description=DESCRIPTION)
-    add_input(p, required=False)
+    add_input(p, several=True, required=False)
     p.add_argument("--example", choices=["well-log"], help="use a bundled example data set")
     add_model(p, "noise scale within a segment")
     add_robust(p)

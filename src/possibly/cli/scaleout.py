@@ -1,15 +1,16 @@
 """``possibly changepoint-many`` and ``possibly kalman-many``: many series on a Dask cluster.
 
 Both read a long table (a column naming the series, value columns, rows in time order within
-each series): a Parquet file or dataset directory, or a CSV/TSV/text file (or ``-``, standard
-input) read by :mod:`possibly.tables` like every command's input. They run the detector or
-the filter per series with :mod:`possibly.scaleout`: by default in this process for a small
-table and on a local cluster bound to 127.0.0.1 for a large one, or on a running scheduler
+each series, or sorted by ``--time`` with a note): a Parquet file or dataset directory, or a
+CSV/TSV/text file (or ``-``, standard input) read by :mod:`possibly.tables` like every
+command's input. They run the detector or the filter per series with
+:mod:`possibly.scaleout`: by default in this process for a small table and on a local
+cluster bound to 127.0.0.1 for a large one, or on a running scheduler
 given by ``--scheduler ADDRESS``. With ``--out DIR`` they write one Parquet file per
-series under ``DIR/series/`` and the tables described in :mod:`possibly.scaleout`; without it
-they print the change points (or the filtered states) as CSV on stdout. A one-line summary goes
-to stderr. The exit status is 1 when some series could not be processed (their error is in the
-summary), 2 on bad input.
+series under ``DIR/series/`` (Hive partitions ``id=<id>/``) and the tables described in
+:mod:`possibly.scaleout`; without it they print the change points (or the filtered states) as
+CSV on stdout. A one-line summary goes to stderr. The exit status is 1 when some series could
+not be processed (their error is in the summary), 2 on bad input.
 """
 
 from __future__ import annotations
@@ -77,42 +78,41 @@ def _input(args: argparse.Namespace, value_columns: list[str]):
     values = table.numbers(value_columns, "--value")
     for k, c in enumerate(value_columns):
         frame[c] = values[:, k]
-    if args.time is not None:
-        stamps = table.column(table.column_index(args.time, "--time"))
-        frame[args.time] = [None if c == "" else c for c in stamps]
-    return pd.DataFrame(frame)
-
-
-def _times(args: argparse.Namespace, data):
-    """For ``--time``: (id, row within the series) -> time stamp, or None without it."""
     if args.time is None:
-        return None
-    import pandas as pd
-
-    if isinstance(data, pd.DataFrame):
-        frame = data[[args.id, args.time]]
-    else:
-        try:
-            frame = pd.read_parquet(data, columns=[args.id, args.time])
-        except Exception as exc:  # pyarrow's errors have no common base class
-            first = str(exc).strip().splitlines()[:1]
-            raise ValueError(f"--time {display(args.time)!r}: no such column in "
-                             f"{display(args.input)!r}, or unreadable ({type(exc).__name__}"
-                             f"{': ' + first[0][:120] if first else ''})") from None
-    key = frame[args.id].astype(str)
-    return pd.DataFrame({"_key": key, "_pos": frame.groupby(key, sort=False).cumcount(),
-                         "time": frame[args.time].to_numpy()})
+        return pd.DataFrame(frame)
+    j = table.column_index(args.time, "--time")
+    frame[args.time] = [None if c == "" else c for c in table.column(j)]
+    return _in_time_order(args, pd.DataFrame(frame), table.time_axis(j).values,
+                          list(table.lines))
 
 
-def _with_time(table, times, position: str):
-    """``table`` (with ``id`` and a 0-based ``position`` column) with ``time`` after it."""
-    if times is None or table is None:
-        return table
-    keyed = table.assign(_key=table["id"].astype(str), _pos=table[position].astype("int64"))
-    out = keyed.merge(times, on=["_key", "_pos"], how="left").drop(columns=["_key", "_pos"])
-    cols = [c for c in table.columns]
-    cols.insert(cols.index(position) + 1, "time")
-    return out[cols]
+def _in_time_order(args: argparse.Namespace, frame: Any, keys: np.ndarray | None,
+                   lines: list[int]) -> Any:
+    """The rows of ``frame`` with each series sorted by its time stamps ``keys`` (numbers or
+    dates/times; None for labels, which have no order: kept), stably, with a note on stderr
+    when one was out of order. The stamps stay as written in the file."""
+    if keys is None:
+        return frame
+    missing = np.isnat(keys) if keys.dtype.kind == "M" else np.isnan(keys)
+    order, moved = [], []
+    for key, rows in frame.groupby(args.id, sort=False, dropna=False).indices.items():
+        known = rows[~missing[rows]]
+        if (keys[known][1:] < keys[known][:-1]).any():
+            if known.size < rows.size:
+                line = lines[rows[missing[rows]][0]]
+                raise ValueError(f"series {key!r} is not in time order (--time "
+                                 f"{display(args.time)!r}) and line {line} has no time stamp "
+                                 "to sort it by: sort the file by time, or fill in its stamp")
+            rows = rows[np.argsort(keys[rows], kind="stable")]
+            moved.append(key)
+        order.append(rows)
+    if not moved:
+        return frame
+    print(f"possibly {args.command}: note: {len(moved)} series were not in time order (--time "
+          f"{display(args.time)}, e.g. {moved[0]!r}): each was sorted by its time stamps (rows "
+          "sharing a stamp kept in file order); positions count from 0 in time order",
+          file=sys.stderr)
+    return frame.iloc[np.concatenate(order)].reset_index(drop=True)
 
 
 def _cluster_args(args: argparse.Namespace) -> dict:
@@ -184,18 +184,15 @@ def run_kalman(args: argparse.Namespace) -> int:
         names = [f"{q}_{c}" for c in cols for q in ("position", "velocity")]
     t0 = time.perf_counter()
     cluster = _cluster_args(args)
-    if args.time is not None and args.out is not None:
-        raise ValueError("--time applies to the states printed on standard output; with --out "
-                         "the per-track files keep 'step' (0-based) to join on")
     data = _input(args, cols)
-    times = _times(args, data)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", MostlyDiscountedWarning)  # reported below, in one line
         res = kalman_many(data, args.id, cols, model, robust=not args.standard,
-                          tau=args.tau, coverage=args.coverage, state_names=names, **cluster)
+                          tau=args.tau, coverage=args.coverage, state_names=names,
+                          time_column=args.time, **cluster)
     seconds = time.perf_counter() - t0
     if res.out is None and res.states is not None:
-        _with_time(res.states, times, "step").to_csv(sys.stdout, index=False)
+        res.states.to_csv(sys.stdout, index=False)
     ok = res.summary[res.summary["error"].isna()]
     extra = (f", {int(ok['n_steps'].sum())} steps, {int(ok['n_discounted'].sum())} "
              f"discounted below 0.1")
@@ -216,8 +213,9 @@ def _common(p: argparse.ArgumentParser) -> None:
                         "- for standard input), one row per observation")
     p.add_argument("--id", required=True, metavar="COLUMN", help="column naming the series")
     p.add_argument("--time", default=None, metavar="COLUMN",
-                   help="column of time stamps: the printed results get a 'time' column next "
-                        "to their 0-based position in the series")
+                   help="column of time stamps: the results (printed, or the files under "
+                        "--out) get a 'time' column next to their 0-based position in the "
+                        "series")
     p.add_argument("--scheduler", default=None, metavar="ADDRESS",
                    help="address of a running Dask scheduler (tcp://host:port); 'synchronous': "
                         "this process only; default: this process for a table of fewer than "
@@ -225,8 +223,9 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workers", type=integer(1, 1024), default=None, metavar="N",
                    help="start a local cluster of N worker processes, whatever the size")
     p.add_argument("--out", default=None, metavar="DIR",
-                   help="write DIR/series/id=<id>.parquet per series and DIR/summary.parquet "
-                        "(default, or -: print CSV on stdout)")
+                   help="write DIR/series/id=<id>/part-0.parquet per series (a Hive "
+                        "partitioned dataset) and DIR/summary.parquet (default, or -: print "
+                        "CSV on stdout)")
     p.add_argument("--overwrite", action="store_true",
                    help="replace the results of a previous run in --out (the files listed in "
                         "its DIR/.possibly-manifest.json; nothing else is deleted)")

@@ -1,4 +1,4 @@
-"""Robust start of the robust Kalman filter (issue 15).
+"""Robust start of the robust Kalman filter.
 
 Why
 ---
