@@ -313,6 +313,13 @@ def test_small_residuals_temper_the_prior_large_ones_do_not():
     assert state.alpha - state.data_alpha < 0.01 * state.prior_alpha  # weight w < 0.01
 
 
+def _learned_over_ml(factor, y, clean, Q=1469.0):
+    """The R learned on ``y`` from R given ``factor`` times the simulation's, over the
+    maximum-likelihood R of ``clean``."""
+    kf = NoiseScaleKalmanFilter([[1.0]], [[Q]], [[1.0]], [[factor * 15000.0]])
+    return factor * 15000.0 * kf.fit(y).noise_scale[-1] / _ml_noise(clean, Q)
+
+
 def _with_outliers(y, kind, seed):
     """``y`` with one outlier of 20 noise sd at t = 3, or 5% of them at random signs."""
     y = y.copy()
@@ -332,13 +339,10 @@ def test_a_noise_scale_far_too_small_is_learned_in_100_steps(factor):
     looked like an outlier, the scale grew by a bounded factor per step, and reached 0.47-0.71,
     0.28-0.60 and 0.10-0.52 times the maximum-likelihood R (seeds 0-9); the scale's start
     hypotheses find its order of magnitude."""
-    Q = 1469.0
     for seed in range(10):
         y = _local_level(seed)
-        ml = _ml_noise(y, Q)
-        kf = NoiseScaleKalmanFilter([[1.0]], [[Q]], [[1.0]], [[factor * 15000.0]])
-        learned = factor * 15000.0 * kf.fit(y).noise_scale[-1]
-        assert 1 / 1.6 < learned / ml < 1.6, (seed, learned, ml)
+        ratio = _learned_over_ml(factor, y, y)
+        assert 1 / 1.6 < ratio < 1.6, (seed, ratio)
 
 
 @pytest.mark.parametrize("kind", ["one", "five percent"])
@@ -348,13 +352,10 @@ def test_outliers_do_not_choose_the_scale(factor, kind):
     maximum-likelihood R of the series without them, from R given right or 10³ too small or
     10⁴ too large (an early outlier used to stop the prior's discount: 275-371x the ML R
     from 10⁴ too large)."""
-    Q = 1469.0
     for seed in range(5):
         clean = _local_level(seed)
-        ml = _ml_noise(clean, Q)
-        kf = NoiseScaleKalmanFilter([[1.0]], [[Q]], [[1.0]], [[factor * 15000.0]])
-        learned = factor * 15000.0 * kf.fit(_with_outliers(clean, kind, seed)).noise_scale[-1]
-        assert 1 / 1.6 < learned / ml < 1.6, (seed, learned, ml)
+        ratio = _learned_over_ml(factor, _with_outliers(clean, kind, seed), clean)
+        assert 1 / 1.6 < ratio < 1.6, (seed, ratio)
 
 
 def test_scale_hypotheses_score_is_a_brute_force_sup():
