@@ -188,8 +188,8 @@ def _scale_score(evidence: np.ndarray) -> np.ndarray:
 
 
 def _scale_leader(score: np.ndarray) -> np.ndarray:
-    """The largest score up to rounding, ties going to the smallest factor (the prior's own
-    scale first): a tie has no evidence to break it."""
+    """The largest score up to rounding, ties going to the first in ``_SCALE_FACTORS`` (the
+    prior's own scale, then the nearest): a tie has no evidence to break it."""
     top = score.max(-1, keepdims=True)
     with np.errstate(invalid="ignore"):  # -inf everywhere: every hypothesis ties
         tied = score >= top - 1e-9 * (1.0 + np.abs(top))
@@ -384,10 +384,9 @@ class NoiseScaleKalmanFilter(SequentialEstimator):
     def _plain_step(self, state: NoiseScaleState,
                     y: np.ndarray) -> tuple[np.ndarray, KalmanInfo, NoiseScaleState]:
         """``(log evidence, info, new)``: one step without the robust start (``y`` shape
-        (..., m)). The log evidence is the consistency of ``y`` with the unnormalised
-        likelihood ``λ^{k/2} exp(−λ r / 2)``, ``log c + S(α + k/2, β) − S(α, β)``: summed
-        over the steps, it scores the scale's start hypotheses (docs/math.md §8); it takes
-        the robust start's slot of the predicted state, which this filter does not keep."""
+        (..., m)). The log evidence (:meth:`_evidence`) scores the scale's start hypotheses
+        (docs/math.md §8); it takes the robust start's slot of the predicted state, which
+        this filter does not keep."""
         kf, omega = self._kf, self.omega
         ks = kf.predict(state.kalman) if state.kalman.t else state.kalman
         t = ks.t
@@ -446,7 +445,7 @@ class NoiseScaleKalmanFilter(SequentialEstimator):
     def _evidence(self, ks: KalmanState, lam: np.ndarray, q: np.ndarray, dof: np.ndarray,
                   missing: np.ndarray) -> np.ndarray:
         """What ``y`` says for the scale's start hypothesis that ``λ̂`` is (docs/math.md §8),
-        ``(..., 3)``: the log predictive density of ``y`` at noise ``R₀ / λ̂`` relative to
+        ``(..., 5)``: the log predictive density of ``y`` at noise ``R₀ / λ̂`` relative to
         ``N(0, R₀)``'s, ``−½ log det(λ̂ H P Hᵀ R₀⁻¹ + I) + (k/2) log λ̂ − ½ λ̂ q``; the gain of
         labelling ``y`` an outlier, ``max(log ε + ½ λ̂ q, 0)`` (``log ε`` the robust start's
         floor); 1 (it counts); 0 (not an outlier by force); 1 (judged). A missing ``y`` (as
