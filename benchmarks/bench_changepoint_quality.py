@@ -13,8 +13,10 @@ Methods (each with its package's defaults, as a new user would call it):
 * ``possibly default``: ``ps.ChangepointDetector()`` as it is on this branch (since issue 12:
   ``model_family()`` with ``forgetting=1``, ``tol=0.4 hazard``; ``MultivariateNormalSegments()``
   on a vector series), so it should equal ``segments (new)``;
-* ``possibly paper``: the paper's §5.3 model explicitly, ``model=NormalMean("auto")`` (σ from
-  the series), ``hazard=2.5e-3``, ``forgetting=0.9`` (the default before issue 12);
+* ``possibly paper``: the paper's §5.3 model and recursion explicitly,
+  ``model=NormalMean("auto", outliers="paper")`` (σ from the series), ``hazard=2.5e-3``,
+  ``forgetting=0.9`` (the default before issue 12); ``possibly normal``: the same model with
+  its default evidence floor (``NormalMean("auto")``);
 * ``segments (new)``: ``ChangepointDetector(model=model_family(), forgetting=1.0, tol=1e-3)``
   (``model_family()`` = ``[NormalMeanVariance(), PolynomialTrend(1), PolynomialTrend(2)]``):
   constant level, linear and quadratic trends with unknown noise precision competing per
@@ -68,6 +70,11 @@ def possibly_default(y: np.ndarray) -> np.ndarray:
 
 
 def possibly_paper(y: np.ndarray) -> np.ndarray:
+    return ps.ChangepointDetector(model=NormalMean("auto", outliers="paper"), hazard=2.5e-3,
+                                  forgetting=0.9).fit(y).changepoints
+
+
+def possibly_normal(y: np.ndarray) -> np.ndarray:
     return ps.ChangepointDetector(model=NormalMean("auto"), hazard=2.5e-3,
                                   forgetting=0.9).fit(y).changepoints
 
@@ -145,6 +152,7 @@ METHODS: dict[str, tuple[Callable[[np.ndarray], np.ndarray], bool]] = {
     # name -> (function, accepts vector series)
     "possibly default": (possibly_default, True),
     "possibly paper": (possibly_paper, False),
+    "possibly normal": (possibly_normal, False),
     "segments (new)": (possibly_segments, True),
     "segments tol 1e-12": (possibly_segments_exact, False),
     "segments profile": (possibly_segments_profile, False),
@@ -199,6 +207,22 @@ def well_log_table(repeats: int) -> None:
               f"{best * 1e3:9.1f} ms, {best / base:7.1f}x")
 
 
+def add_spikes(y: np.ndarray, truth: datasets.ChangepointTruth, rate: float, seed: int
+               ) -> np.ndarray:
+    """A copy of the scalar series ``y`` with ``rate · n`` spikes of 10 to 100 times its
+    1.4826 · MAD (random sign, log-uniform size), away from the change points and the ends."""
+    rng = np.random.default_rng(500 + seed)
+    n = len(y)
+    finite = y[np.isfinite(y)]
+    scale = 1.4826 * float(np.median(np.abs(finite - np.median(finite))))
+    starts = np.r_[0, truth.changepoints]
+    allowed = np.setdiff1d(np.arange(1, n - 1), np.r_[starts, starts - 1, starts + 1])
+    at = rng.choice(allowed, size=max(1, int(rate * n)), replace=False)
+    out = np.array(y, dtype=np.float64)
+    out[at] += rng.choice([-1.0, 1.0], at.size) * 10.0 ** rng.uniform(1.0, 2.0, at.size) * scale
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=5, help="seeds per scenario (0..N-1)")
@@ -207,6 +231,8 @@ def main() -> int:
     parser.add_argument("--method", nargs="*", default=list(METHODS), choices=list(METHODS))
     parser.add_argument("--well-log", action="store_true", help="also run the well log")
     parser.add_argument("--repeats", type=int, default=5, help="timing repeats (well log)")
+    parser.add_argument("--spikes", type=float, default=0.0,
+                        help="add this fraction of gross spikes to the scalar series (add_spikes)")
     args = parser.parse_args()
 
     totals: dict[str, dict[str, list[float]]] = {m: {"f1": [], "cover": []} for m in args.method}
@@ -215,6 +241,9 @@ def main() -> int:
     for name in args.scenario:
         gen = datasets.SYNTHETIC_SUITE[name]
         data = [gen(seed=s) for s in range(args.seeds)]
+        if args.spikes > 0:
+            data = [(add_spikes(y, t, args.spikes, s) if y.ndim == 1 else y, t)
+                    for s, (y, t) in enumerate(data)]
         n_true = np.mean([t.changepoints.size for _, t in data])
         print(f"\n## {name}  (n = {data[0][0].shape[0]}, {n_true:g} true change points)")
         print(f"{'method':<20} {'F1':>12} {'covering':>12} {'time s':>9} {'#cp':>6}")

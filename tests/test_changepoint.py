@@ -22,6 +22,7 @@ import possibly as ps
 from possibly.changepoint import (
     ChangepointDetector,
     ChangepointParams,
+    NormalMean,
     backtrack,
     estimate_sigma,
     init,
@@ -49,8 +50,12 @@ def _sup_log(terms, lo, hi):
     return -res.fun, res.x
 
 
-def brute_force(y, sigma, hazard, forgetting, robust=True, tau=None):
-    """Unpruned possibilistic BOCPD with numerical suprema; returns per-step dicts."""
+def brute_force(y, sigma, hazard, forgetting, robust=True, tau=None, floor=None):
+    """Unpruned possibilistic BOCPD with numerical suprema; returns per-step dicts.
+
+    ``floor``: a run whose log-weight increment would fall below ``-floor`` gets ``-floor``
+    and keeps its observations as they were (NormalMean's outlier floor); None: the paper's
+    recursion."""
     finite = [v for v in y if not math.isnan(v)]
     lo, hi = min(finite) - 10 * sigma, max(finite) + 10 * sigma
     runs = []  # each: {"start", "log_w", "terms": [(y_j, weight_j / σ²)], "offset"}
@@ -76,6 +81,9 @@ def brute_force(y, sigma, hazard, forgetting, robust=True, tau=None):
             for r in runs:
                 terms = r["terms"] + [(yt, g / sigma**2)]
                 val = _sup_log(terms, lo, hi)[0]
+                if floor is not None and val + r["offset"] < -floor:
+                    r["log_w"] -= floor  # the run is left as it was
+                    continue
                 r["log_w"] += val + r["offset"]
                 r["terms"] = terms
                 r["offset"] = -val  # renormalise f(θ | r) to sup 1
@@ -128,15 +136,18 @@ def small_series(seed, n=36, nan_at=()):
 # correctness against the references
 
 
+@pytest.mark.parametrize("outliers", ["paper", "floor"])
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize(("robust", "forgetting", "tau", "seed"), [
     (True, 0.9, None, 1), (False, 0.9, None, 2), (True, 1.0, None, 3), (True, 0.8, 0.3, 4),
 ])
-def test_matches_brute_force(engine, robust, forgetting, tau, seed):
+def test_matches_brute_force(engine, robust, forgetting, tau, seed, outliers):
     y = small_series(seed, nan_at=(15,))
     sigma, hazard = 1.3, 0.02
-    ref = brute_force(y, sigma, hazard, forgetting, robust, tau)
-    det = ChangepointDetector(sigma=sigma, hazard=hazard, forgetting=forgetting, robust=robust,
+    floor = None if outliers == "paper" else 4.0
+    ref = brute_force(y, sigma, hazard, forgetting, robust, tau, floor)
+    model = NormalMean(sigma, outliers=outliers, outlier_cost=floor)
+    det = ChangepointDetector(model=model, hazard=hazard, forgetting=forgetting, robust=robust,
                               tau=tau, tol=0.0, merge_tol=0.0, engine=engine)
     res = det.fit(y)
     assert res.map_run_length.tolist() == [s["r"] for s in ref]
@@ -157,8 +168,9 @@ def test_standard_matches_exhaustive_enumeration(engine):
     rng = np.random.default_rng(7)
     y = np.concatenate([rng.normal(0, 1, 5), rng.normal(4, 1, 6)])
     sigma, hazard = 1.0, 0.05
-    res = ChangepointDetector(sigma=sigma, hazard=hazard, forgetting=1.0, robust=False,
-                              tol=0.0, merge_tol=0.0, engine=engine).fit(y)
+    res = ChangepointDetector(model=NormalMean(sigma, outliers="paper"), hazard=hazard,
+                              forgetting=1.0, robust=False, tol=0.0, merge_tol=0.0,
+                              engine=engine).fit(y)
     for t in range(len(y)):
         expect = exhaustive_log_possibility(y, sigma, hazard, t)
         np.testing.assert_allclose(res.log_run_length_possibility(t), expect,
@@ -342,9 +354,13 @@ def test_recovers_simulated_change_points(seed):
     hits = np.isin(robust.outliers, np.flatnonzero(out)).sum()
     assert hits >= 0.8 * robust.outliers.size
     assert hits >= 0.7 * out.sum()
-    # the standard version mistakes outliers for (pairs of) change points
-    standard = ChangepointDetector(sigma=1.0, hazard=1e-3, robust=False).fit(y)
+    # the paper's standard recursion mistakes outliers for (pairs of) change points; with the
+    # evidence floor even the standard recursion does not
+    standard = ChangepointDetector(model=NormalMean(1.0, outliers="paper"), hazard=1e-3,
+                                   robust=False).fit(y)
     assert standard.changepoints.size > cps.size
+    floored = ChangepointDetector(sigma=1.0, hazard=1e-3, robust=False).fit(y)
+    assert floored.changepoints.size == cps.size
 
 
 def test_well_log_rapid_events_are_change_points(well_log):

@@ -183,7 +183,7 @@ def test_get_set_params_and_repr():
     p = det.get_params()
     # the model-dependent defaults are None/"auto" sentinels; the values used are in params
     assert p["sigma"] == 2.0 and p["forgetting"] is None and p["tol"] is None
-    assert p["model"] == "auto" and "merge_tol" in p
+    assert p["model"] is None and "merge_tol" in p  # None: "auto", or "normal" with a sigma
     used = det.fit(np.arange(10.0)).params
     assert (used.forgetting, used.tol) == (0.9, 1e-12)  # the paper's model keeps its defaults
     assert used.models == (ps.changepoint.NormalMean(2.0),)

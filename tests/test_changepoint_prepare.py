@@ -107,14 +107,14 @@ class OldVector(_Unprepared, MultivariateNormalSegments):
         else:
             best = np.zeros_like(delta)
         ev_in = best - 0.5 * nu1 * log_ratio
-        outlier = ev_in < best - self.outlier_cost
+        outlier = ev_in < best - self._floor  # the floor in the prior's dimension
         g = np.where(outlier, 0.0, gamma)
         k1 = k + g
         new = {"m": runs["m"] + (g / k1)[:, None] * r,
                "kappa": k1,
                "psi": psi + (k * g / k1)[:, None, None] * (r[:, :, None] * r[:, None, :]),
                "nu": nu + g, "seen": runs["seen"] | ~outlier}
-        return np.where(outlier, best - self.outlier_cost, ev_in), new
+        return np.where(outlier, best - self._floor, ev_in), new
 
 
 class OldNormalMean(_Unprepared, NormalMean):
@@ -219,8 +219,11 @@ def test_vector_series_are_bit_identical(dim, evidence, forgetting):
 
 def test_normal_mean_and_conjugate_models_are_bit_identical():
     y = ps.datasets.well_log()[:1200]
-    new = ChangepointDetector(sigma=2500.0, forgetting=0.9, engine="numpy").fit(y)
-    old = ChangepointDetector(model=OldNormalMean(2500.0), forgetting=0.9).fit(y)
+    # the old NormalMean is the paper's recursion (no evidence floor)
+    new = ChangepointDetector(model=NormalMean(2500.0, outliers="paper"), forgetting=0.9,
+                              engine="numpy").fit(y)
+    old = ChangepointDetector(model=OldNormalMean(2500.0, outliers="paper"),
+                              forgetting=0.9).fit(y)
     _assert_same_fit(new, old)
     counts, _ = datasets.count_shifts(300, seed=0)
     model = ConjugateModel(ps.Gamma.uninformative(), ps.likelihood.poisson)

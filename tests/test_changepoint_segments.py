@@ -57,9 +57,12 @@ def test_the_paper_model_splits_a_huge_spike_where_the_new_models_do_not():
     # the issue's report: with the known-σ model a +25σ spike becomes two change points
     y = np.random.default_rng(0).normal(size=200)
     y[100] += 1e8
-    paper = ps.ChangepointDetector(model=NormalMean(1.0)).fit(y)
+    paper = ps.ChangepointDetector(model=NormalMean(1.0, outliers="paper")).fit(y)
     assert paper.changepoints.tolist() == [100, 101]
     assert detect(y).changepoints.size == 0
+    # NormalMean's default evidence floor, as the new models': an outlier
+    floored = ps.ChangepointDetector(model=NormalMean(1.0)).fit(y)
+    assert floored.changepoints.size == 0 and floored.outliers.tolist() == [100]
 
 
 def test_level_shift_is_a_change_point_not_an_outlier():

@@ -139,8 +139,8 @@ def test_closed_descriptor_is_refused_before_any_work(tmp_path, capsys, monkeypa
     def no_work(*args, **kwargs):
         raise AssertionError("the input was read before the output was checked")
 
+    monkeypatch.setattr("possibly.cli.arguments.read_table", no_work)  # read_input reads
     for command in COMMANDS:
-        monkeypatch.setattr(f"possibly.cli.{command}.read_table", no_work)
         assert main([command, str(path), "--out", f"/dev/fd/{write}", *COMMANDS[command]]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and f"--out '/dev/fd/{write}'" in err, err

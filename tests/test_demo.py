@@ -23,7 +23,7 @@ def test_changepoint_demo_prints_found_vs_true_and_writes_png(tmp_path, monkeypa
     for name in ("default ", "paper   ", "standard"):
         found = re.search(name + r" found\s+(\d+)", out)
         assert found and int(found.group(1)) >= 1
-    assert "ChangepointDetector(model='normal')" in out and "which to pick" in out
+    assert "NormalMean(sigma, outliers='paper')" in out and "which to pick" in out
     assert "plot written to demo_changepoints.png" in out
     png = tmp_path / "demo_changepoints.png"
     assert png.read_bytes()[:4] == b"\x89PNG"

@@ -119,7 +119,10 @@ def test_plot_result_long_series_is_reduced(long):
     assert f"({res.outliers.size};" in marks.get_label()
     # brute force: per column, the outlier farthest from its segment mean
     starts = np.unique(np.linspace(0, y.size, columns + 1)[:-1].astype(int))
-    means = cpplot._segment_means(res)
+    means = np.empty(y.size)  # the paper's model: a segment's fit is its inliers' mean
+    outs = set(res.outliers.tolist())
+    for a, b in res.segments:
+        means[a:b] = np.mean([y[i] for i in range(a, b) if i not in outs])
     expected = []
     for a, b in zip(starts, [*starts[1:], y.size], strict=True):
         inside = [o for o in res.outliers if a <= o < b]
@@ -149,11 +152,11 @@ def test_run_length_heat_map_cells_are_maxima(small):
             rows = [r for r in range(R) if (r * 40) // R == i]
             cell = dense[rows][:, bounds[j]:bounds[j + 1]]
             assert img[i, j] == pytest.approx(cell.max() if cell.size else 0.0)
-    assert len(ax.figure.axes) == 2  # the colour bar
-    assert ax.figure.axes[1].get_ylabel() == "run-length possibility"
+    assert len(ax.child_axes) == 1  # the colour bar, an inset beside the panel
+    assert ax.child_axes[0].get_ylabel() == "run-length possibility"
     dense_ax = cpplot.plot_run_length(res, colorbar=False)
     np.testing.assert_array_equal(np.asarray(dense_ax.images[0].get_array()), dense)
-    assert len(dense_ax.figure.axes) == 1
+    assert len(dense_ax.figure.axes) == 1 and not dense_ax.child_axes
 
 
 def test_reproduction_figures(small, tmp_path, monkeypatch):
@@ -296,3 +299,161 @@ def test_window_uses_the_results_own_time_stamps(tmp_path):
     lo, hi = seen["xlim"]
     assert mdates.date2num(idx[50]) - 1 <= lo <= mdates.date2num(idx[50])
     assert mdates.date2num(idx[149]) <= hi <= mdates.date2num(idx[149]) + 1
+
+
+# ----------------------------------------------------------------------------------------------
+# segment fits: the fitted trend of each segment, its band
+
+
+@pytest.fixture(scope="module")
+def v_shape():
+    """Down, then up: two linear segments (noise sd 1), fitted with the default models."""
+    rng = np.random.default_rng(0)
+    t = np.arange(120.0)
+    y = pd.Series(0.5 * np.abs(t - 60.0) + rng.normal(0.0, 1.0, t.size), name="flow (m3/s)")
+    res = ps.ChangepointDetector().fit(y)
+    assert res.segment_model_names == ["linear trend", "linear trend"]
+    assert res.outliers.size == 0
+    return y.to_numpy(), res
+
+
+def _replayed_run(model, y, weights):
+    """The segment's run replayed with the model's own online update, one observation at a
+    time (the recursion's arithmetic): its state after the segment's last step."""
+    from possibly.changepoint.segments import observe
+
+    z = (y - model.prior.loc) / model.prior.scale
+    runs = model.new_runs(1)
+    for i, (zi, wi) in enumerate(zip(z, weights, strict=True)):
+        if i:
+            runs = model.forget(runs, 1.0)
+        _, runs, floored = observe(runs, float(zi), float(wi), True, model.outlier_cost)
+        assert not floored[0]
+    return runs
+
+
+def test_plot_draws_each_segments_fitted_trend_on_a_v(v_shape):
+    y, res = v_shape
+    ax = res.plot()
+    lines = [li for li in ax.lines if li.get_gid() == "segment fit"]
+    assert len(lines) == len(res.segments) == 2
+    for line, (a, b), k in zip(lines, res.segments, res.segment_models, strict=True):
+        np.testing.assert_array_equal(line.get_xdata(), np.arange(a, b))  # every step drawn
+        drawn = line.get_ydata()
+        # the model's own estimate: the run's final state from the online update, its line
+        # evaluated back over the segment (τ = steps before the last)
+        model = res.params.models[k]
+        runs = _replayed_run(model, y[a:b], res.discount[a:b])
+        tau = np.arange(a, b) - (b - 1.0)
+        expected = model.prior.loc + model.prior.scale * (runs["m"][0, 0] + runs["m"][0, 1] * tau)
+        np.testing.assert_allclose(drawn, expected, rtol=1e-9, atol=1e-9)
+        # and it is the segment's straight line: least squares (numpy) within 0.05 (noise sd 1)
+        ols = np.polyval(np.polyfit(np.arange(a, b), y[a:b], 1), np.arange(a, b))
+        assert np.abs(drawn - ols).max() < 0.05
+        assert not np.allclose(drawn, drawn[0], atol=1.0)  # a trend, not a flat mean
+    labels = _legend_labels(ax)
+    assert "segment fits (level, trend)" in labels
+    assert "band of the fit (possibility ≥ 0.1)" in labels
+
+
+def test_band_edge_has_the_possibility_alpha_by_brute_force(v_shape):
+    from scipy.optimize import minimize
+
+    y, res = v_shape
+    alpha = 0.3
+    fit, low, high = res.segment_fit(alpha)
+    (a, b), k = res.segments[1], res.segment_models[1]
+    model = res.params.models[k]
+    runs = _replayed_run(model, y[a:b], res.discount[a:b])
+    m, cov = runs["m"][0], runs["cov"][0]
+    shape, rate = float(runs["a"][0]), float(runs["b"][0])
+    prec = np.linalg.inv(cov)
+    for i in (a, (a + b) // 2, b - 1):
+        tau = i - (b - 1.0)
+        for edge in (low[i], high[i]):
+            v = (edge - model.prior.loc) / model.prior.scale
+
+            def neg_log_possibility(p, v=v, tau=tau):
+                slope, lam = p[0], np.exp(p[1])
+                d = np.array([v - slope * tau, slope]) - m  # θ with level + slope τ = v
+                return (0.5 * lam * d @ prec @ d
+                        - shape * np.log(rate * lam / shape) - shape + rate * lam)
+
+            best = min((minimize(neg_log_possibility, [m[1] + s, np.log(shape / rate) + l],
+                                 method="Nelder-Mead",
+                                 options={"xatol": 1e-10, "fatol": 1e-12, "maxiter": 4000})
+                        for s in (-0.1, 0.0, 0.1) for l in (-1.0, 0.0, 1.0)),
+                       key=lambda r: r.fun)
+            assert -best.fun == pytest.approx(np.log(alpha), abs=1e-6)
+
+
+def test_long_series_fit_is_drawn_at_about_two_points_per_column():
+    rng = np.random.default_rng(2)
+    t = np.arange(50_000.0)
+    y = np.where(t < 20_000, 1e-4 * t, 2.0 - 5e-5 * (t - 20_000)) + rng.normal(0, 0.3, t.size)
+    res = ps.ChangepointDetector().fit(y)
+    fit, _, _ = res.segment_fit()
+    ax = res.plot(columns=200)
+    lines = [li for li in ax.lines if li.get_gid() == "segment fit"]
+    assert sum(li.get_xdata().size for li in lines) <= 2 * 200 + 2 * len(res.segments)
+    for li in lines:  # the drawn points are the fit at those steps
+        at = li.get_xdata().astype(int)
+        np.testing.assert_array_equal(li.get_ydata(), fit[at])
+
+
+def test_result_plot_labels_the_y_axis_with_the_series_name(v_shape):
+    _, res = v_shape
+    assert res.name == "flow (m3/s)"
+    assert res.plot().get_ylabel() == "flow (m3/s)"
+    assert res.plot(ylabel="other").get_ylabel() == "other"
+    assert ps.ChangepointDetector().fit(np.arange(10.0)).plot().get_ylabel() == "y"
+
+
+def test_result_plot_takes_a_string_index():
+    y = pd.Series(np.r_[np.zeros(20), np.full(20, 5.0)] + 0.1 * np.sin(np.arange(40)),
+                  index=[f"week {i}" for i in range(40)])
+    res = ps.ChangepointDetector(sigma=0.1).fit(y)
+    assert res.changepoints.tolist() == [20]
+    ax = res.plot()
+    ax.figure.canvas.draw()
+    np.testing.assert_allclose(ax.get_xlim(), [-0.5, 39.5])  # positions
+    shown = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
+    assert shown and set(shown) <= set(y.index) and "week 0" in shown
+    # a PeriodIndex is drawn at its periods' start times
+    monthly = y.set_axis(pd.period_range("2020-01", periods=40, freq="M"))
+    ax = ps.ChangepointDetector(sigma=0.1).fit(monthly).plot()
+    assert ax.get_xlim()[0] == pytest.approx(date2num(pd.Timestamp("2020-01-01")) - 15.5)
+
+
+def _axes_box(ax):
+    return ax.get_position()  # figure coordinates, after the layout
+
+
+def test_run_length_colour_bar_sits_next_to_its_panel(small, tmp_path, monkeypatch):
+    _, _, res = small
+    figs = []
+    monkeypatch.setattr(plt, "close", figs.append)
+    cpplot.plot_run_length_figure(res, tmp_path / "rl.png")
+    fig = figs[0]
+    top, mid, bottom, bar = fig.axes
+    heat, cbar = _axes_box(bottom), _axes_box(bar)
+    assert bar.get_ylabel() == "run-length possibility"
+    assert 0.0 < cbar.x0 - heat.x1 < 0.03  # just right of the heat map
+    assert cbar.y0 == pytest.approx(heat.y0, abs=0.01)
+    assert cbar.y1 == pytest.approx(heat.y1, abs=0.01)  # as tall as it
+    # the three panels keep one width: they share the time axis
+    for ax in (top, mid):
+        box = _axes_box(ax)
+        assert box.x0 == pytest.approx(heat.x0) and box.x1 == pytest.approx(heat.x1)
+    # one panel of a figure whose other panel has its legend outside, to the right: the bar
+    # stays beside its own panel, not beyond the legend
+    fig, (upper, lower) = plt.subplots(2, 1, figsize=(11, 6), layout="constrained")
+    cpplot.plot_result(res, ax=upper)
+    cpplot.plot_run_length(res, ax=lower)
+    fig.canvas.draw()
+    (bar,) = lower.child_axes
+    bar_box, panel = bar.get_window_extent(), lower.get_window_extent()
+    assert 0.0 < bar_box.x0 - panel.x1 < 0.02 * fig.bbox.width
+    assert bar_box.y0 == pytest.approx(panel.y0, abs=1)
+    assert bar_box.y1 == pytest.approx(panel.y1, abs=1)
+    assert fig.bbox.x1 >= bar.get_tightbbox().x1  # its label inside the figure

@@ -121,12 +121,14 @@ def test_manifest_is_not_a_license_to_delete(tmp_path, capsys):
     outside.write_text("keep")
     manifest = out / MANIFEST
     good = manifest.read_text()
-    # a listed file replaced by a link to a file elsewhere: the link is not followed
+    # a listed file replaced by a link to a file elsewhere: refused, the link left as it is
     (out / "series" / "id=b" / "part-0.parquet").unlink()
     (out / "series" / "id=b" / "part-0.parquet").symlink_to(outside)
     fleet(("a",)).to_csv(src, index=False)
-    assert cli(str(src), "--out", str(out), "--overwrite") == 0
-    assert outside.read_text() == "keep"
+    before = listing(out)
+    assert cli(str(src), "--out", str(out), "--overwrite") == 2
+    assert "id=b/part-0.parquet is not a regular file" in capsys.readouterr().err
+    assert outside.read_text() == "keep" and listing(out) == before
     assert (out / "series" / "id=b" / "part-0.parquet").is_symlink()
     # a manifest naming anything else than our outputs, or unreadable: nothing is deleted
     for text in (json.dumps({"format": json.loads(good)["format"],

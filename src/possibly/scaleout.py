@@ -1,10 +1,12 @@
 """Scale-out with Dask: the change-point detector and the Kalman filter over many series.
 
 A fleet of sensors gives one long table with a column naming the series and one (or, for
-tracks, several) value columns, rows in time order within each series. The functions here read
-it (a Parquet file or dataset directory, a pandas or a dask DataFrame), cut it into tasks that
-each hold whole series, run :class:`possibly.ChangepointDetector` or
-:class:`possibly.KalmanFilter` on every series in the task, and write the results.
+tracks, several) value columns, rows in time order within each series (or a time column of
+numbers or dates/times to sort each series by, with a warning when one was out of order).
+The functions here read it (a Parquet file or dataset directory, a pandas or a dask
+DataFrame), cut it into tasks that each hold whole series, run
+:class:`possibly.ChangepointDetector` or :class:`possibly.KalmanFilter` on every series in the
+task, and write the results.
 
 How the table is cut into tasks
 -------------------------------
@@ -55,10 +57,13 @@ Output layout (``out=DIR``)
     :func:`changepoints_many` is given ``time_column``).
 ``DIR/.possibly-manifest.json``
     The files the run wrote (written before the tasks start, completed at the end).
-    ``overwrite=True`` removes those files, if they are still regular files in ``DIR``, and
-    nothing else; it refuses a directory that holds such results without a manifest, or files
-    of those names the manifest does not list. An input inside ``DIR`` (or a ``DIR`` inside
-    the input) is refused.
+    ``overwrite=True`` replaces or removes those files and nothing else, and only once the new
+    run has passed every check (arguments, cluster, the ids of the input) and written its
+    results; it refuses a directory that holds such results without a manifest, files of those
+    names the manifest does not list, or a path of ours that is not a regular file (a link, a
+    directory). Every file is written to a temporary file and renamed into place: a link is
+    replaced, never written through, and a failed write leaves no file. An input inside
+    ``DIR`` (or a ``DIR`` inside the input) is refused.
 
 The ids of a column of Python objects must be of one kind (text, integers, ...): ``1`` and
 ``"1"`` would be one series once Dask turns the column into text, so a mix is refused.
@@ -98,6 +103,7 @@ import math
 import numbers
 import os
 import re
+import sys
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -369,6 +375,19 @@ def _local_cluster(distributed: Any, n_workers: int | None) -> Any:
             security=security)
 
 
+def _check_cluster(scheduler: Any, n_workers: Any) -> None:
+    """Refuse a bad ``scheduler`` or ``n_workers`` (before any work)."""
+    if n_workers is not None and (isinstance(n_workers, bool) or int(n_workers) != n_workers
+                                  or n_workers < 1):
+        raise ValueError(f"n_workers must be an integer >= 1, got {n_workers!r}")
+    if scheduler is None or isinstance(scheduler, str) and scheduler.strip():
+        return
+    distributed = sys.modules.get("distributed")  # a Client given: it is imported
+    if distributed is None or not isinstance(scheduler, distributed.Client):
+        raise ValueError(f"scheduler must be None, 'synchronous', an address such as "
+                         f"'tcp://127.0.0.1:8786' or a distributed.Client, got {scheduler!r}")
+
+
 @contextlib.contextmanager
 def _client(scheduler: Any, n_workers: int | None, connect_timeout: float,
             data: Any = None) -> Iterator[Any]:
@@ -390,10 +409,8 @@ def _client(scheduler: Any, n_workers: int | None, connect_timeout: float,
     if isinstance(scheduler, distributed.Client):
         yield scheduler
         return
+    _check_cluster(scheduler, n_workers)
     if scheduler is None:
-        if n_workers is not None and (isinstance(n_workers, bool) or int(n_workers) != n_workers
-                                      or n_workers < 1):
-            raise ValueError(f"n_workers must be an integer >= 1, got {n_workers!r}")
         # one thread per worker process: the detector's loop holds the GIL
         # every server (scheduler, workers, the scheduler's HTTP endpoint) on loopback only;
         # port 0 because dashboard_address=None still binds the busy default 8787
@@ -404,9 +421,6 @@ def _client(scheduler: Any, n_workers: int | None, connect_timeout: float,
         finally:
             cluster.close()
         return
-    if not isinstance(scheduler, str) or not scheduler.strip():
-        raise ValueError(f"scheduler must be None, 'synchronous', an address such as "
-                         f"'tcp://127.0.0.1:8786' or a distributed.Client, got {scheduler!r}")
     try:
         client = distributed.Client(scheduler, timeout=connect_timeout)
     except (OSError, TimeoutError, ValueError, TypeError) as exc:
@@ -497,6 +511,42 @@ def _groups(df: Any, id_column: str) -> Iterator[tuple[Any, Any]]:
     yield from df.groupby(id_column, sort=False, dropna=False)
 
 
+def _in_time_order(g: Any, key: Any, time_column: str | None) -> tuple[Any, bool]:
+    """The rows of one series sorted by their time stamps (stably: rows sharing a stamp keep
+    their order), and whether they were out of order.
+
+    Only a column of numbers, dates/times or durations is sorted: other values (text) have no
+    order to trust and are kept in row order. ValueError, naming the series, when the rows
+    need sorting and one has no time stamp (there is no place to put it).
+    """
+    if time_column is None:
+        return g, False
+    api = _need("pandas.api.types")
+    stamps = g[time_column]
+    dtype = stamps.dtype
+    if not (api.is_datetime64_any_dtype(dtype) or api.is_timedelta64_dtype(dtype)
+            or (api.is_numeric_dtype(dtype) and not api.is_bool_dtype(dtype))):
+        return g, False
+    known = stamps.dropna()
+    if not (known.to_numpy()[1:] < known.to_numpy()[:-1]).any():
+        return g, False
+    if len(known) < len(stamps):
+        raise ValueError(f"series {key!r} is not in time order (column {time_column!r}) and "
+                         f"{len(stamps) - len(known)} of its rows have no time stamp to sort "
+                         "them by: fill in the stamps, or sort the rows yourself")
+    return g.sort_values(time_column, kind="stable"), True
+
+
+def _warn_time_order(results: Sequence[Any], time_column: str | None) -> None:
+    """One warning for the series that were sorted by time (the tasks' third results)."""
+    moved = [k for r in results for k in r[2]]
+    if moved:
+        warnings.warn(f"{len(moved)} series were not in time order (column {time_column!r}, "
+                      f"e.g. {moved[0]!r}): each was sorted by its time stamps (rows sharing "
+                      "a stamp kept in row order); positions count from 0 in time order",
+                      UserWarning, stacklevel=3)
+
+
 #: the list of the files a run wrote into its ``out`` directory, which ``overwrite`` removes
 MANIFEST = ".possibly-manifest.json"
 _MANIFEST_FORMAT = "possibly scale-out outputs"
@@ -548,9 +598,35 @@ def _check_apart(data: Any, out: Path) -> None:
                          "choose an output directory apart from the input")
 
 
-def _prepare_out(out: Any, overwrite: bool, data: Any = None) -> Path | None:
-    """Check ``out`` and, with ``overwrite``, remove the files its manifest lists (the
-    results of a previous run), and nothing else; every refusal comes before any work."""
+def _own_file(out: Path, rel: str) -> bool:
+    """True if ``out/rel`` is a regular file reached without a link (one a run may replace)."""
+    path = out / rel
+    return (not path.is_symlink() and path.is_file()
+            and os.path.realpath(path) == os.path.join(os.path.realpath(out), *rel.split("/")))
+
+
+def _refuse_foreign(out: Path, rel: str) -> None:
+    """Refuse a path of ours that exists but is not a regular file of ``out``'s own."""
+    if os.path.lexists(out / rel) and not _own_file(out, rel):
+        raise ValueError(f"out {str(out)!r}: {rel} is not a regular file of its own (a link, a "
+                         "directory or a special file): refusing to replace it (remove it "
+                         "yourself, or choose another directory)")
+
+
+@dataclass(frozen=True)
+class _Out:
+    """The output directory and the files its previous run listed (empty without one)."""
+
+    path: Path
+    previous: frozenset[str]
+
+
+def _prepare_out(out: Any, overwrite: bool, data: Any = None) -> _Out | None:
+    """Check ``out`` without changing anything: every refusal about it comes before any work.
+
+    The files a previous run listed in the manifest are replaced or removed by
+    :func:`_finish_out` once the new results are written; nothing else is ever touched.
+    """
     if out is None:
         return None
     out = Path(out)
@@ -566,6 +642,7 @@ def _prepare_out(out: Any, overwrite: bool, data: Any = None) -> Path | None:
         found += sorted(f"series/{p.name}/{PART_FILE}" for p in series.iterdir()
                         if p.name.startswith("id=")
                         and os.path.lexists(p / PART_FILE))
+    _refuse_foreign(out, MANIFEST)
     listed = _read_manifest(out)
     if (found or listed is not None) and not overwrite:
         first = found[0] if found else MANIFEST
@@ -579,30 +656,63 @@ def _prepare_out(out: Any, overwrite: bool, data: Any = None) -> Path | None:
     if strangers:
         raise ValueError(f"out {str(out)!r}: {strangers[0]} is not among the files a "
                          f"previous run wrote ({MANIFEST}): refusing to replace it")
-    root = os.path.realpath(out)
-    for rel in sorted(listed or ()):  # only regular files still where the run wrote them
-        path = out / rel
-        if (not path.is_symlink() and path.is_file()
-                and os.path.realpath(path) == os.path.join(root, *rel.split("/"))):
-            path.unlink()
-            if rel.startswith("series/"):  # its partition directory, unless it holds more
-                with contextlib.suppress(OSError):
-                    path.parent.rmdir()
-    if listed is not None:
-        (out / MANIFEST).unlink()
-    series.mkdir(parents=True, exist_ok=True)
-    return out
+    for rel in sorted({*_TABLES, *(listed or ())}):  # replaced by a new file, never written
+        _refuse_foreign(out, rel)                      # through, nor left in the way
+    return _Out(out, frozenset(listed or ()))
 
 
-def _plan_files(out_dir: Path | None, tables: Sequence[str], ids: list) -> None:
-    """Before any task runs: check the series' file names and list them in the manifest, so
-    that a run cut short can still be overwritten."""
-    if out_dir is None:
+def _plan_files(out: _Out | None, tables: Sequence[str], ids: list) -> None:
+    """Once the ids are read and before any task runs: check the series' file names and list
+    them in the manifest with the previous run's, so that a run cut short can still be
+    overwritten."""
+    if out is None:
         return
     names = [series_path(k) for k in ids]
     if len({n.lower() for n in names}) < len(names):  # a digest collision: never overwrite
         raise ValueError("two series ids give the same file name; rename one of them")
-    _write_manifest(out_dir, [*tables, *(f"series/{n}" for n in names)], complete=False)
+    for name in names:
+        part = out.path / "series" / name.split("/")[0]
+        if os.path.lexists(part) and (part.is_symlink() or not part.is_dir()):
+            raise ValueError(f"out {str(out.path)!r}: series/{part.name} is not a directory of "
+                             "its own (a link or a file): refusing to write through it")
+    (out.path / "series").mkdir(parents=True, exist_ok=True)
+    _write_manifest(out.path, [*out.previous, *tables, *(f"series/{n}" for n in names)],
+                    complete=False)
+
+
+def _replace_file(path: str | os.PathLike, write: Callable[[str], Any]) -> None:
+    """``write(name)`` a temporary file next to ``path``, then rename it to ``path``: a link
+    or file at ``path`` is replaced (never written through), and a failed write leaves no
+    file."""
+    folder, name = os.path.split(os.fspath(path))
+    while True:  # a fresh name, created here (O_EXCL: never through a link), umask applied
+        tmp = os.path.join(folder, f".{name}.{os.urandom(6).hex()}.tmp")
+        try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+            break
+        except FileExistsError:
+            continue
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+
+
+def _finish_out(out: _Out, tables: dict[str, Any], files: Sequence[str]) -> None:
+    """Write the tables, remove the previous run's files that this run did not write again
+    (only regular files still where that run wrote them), and complete the manifest."""
+    for name, frame in tables.items():
+        _replace_file(out.path / name, functools.partial(frame.to_parquet, index=False))
+    written = {*tables, *files}
+    for rel in sorted(out.previous - written):
+        if _own_file(out.path, rel):
+            (out.path / rel).unlink()
+            if rel.startswith("series/"):  # its partition directory, unless it holds more
+                with contextlib.suppress(OSError):
+                    (out.path / rel).parent.rmdir()
+    _write_manifest(out.path, sorted(written), complete=True)
 
 
 def _event_schema(series: Any, time_column: str | None) -> Any:
@@ -617,8 +727,9 @@ def _event_schema(series: Any, time_column: str | None) -> Any:
 
 
 def _write_series(frame: Any, series_dir: str, key: Any, schema: Any = None) -> str:
-    """Write one series' file (never over an existing file), with ``schema`` (an Arrow
-    schema) when given; returns its relative path."""
+    """Write one series' file, with ``schema`` (an Arrow schema) when given; returns its
+    relative path. The file is renamed into place once written: it replaces the file of a
+    previous run (or of this task run again), and a failed write leaves none."""
     name = series_path(key)
     part = os.path.join(series_dir, name.split("/")[0])
     try:
@@ -626,9 +737,8 @@ def _write_series(frame: Any, series_dir: str, key: Any, schema: Any = None) -> 
     except FileExistsError:  # left by the user in a directory of ours: never written through
         if os.path.islink(part) or not os.path.isdir(part):
             raise
-    path = os.path.join(series_dir, name)
-    open(path, "xb").close()  # FileExistsError rather than replace a file not planned
-    frame.to_parquet(path, index=False, schema=schema)
+    _replace_file(os.path.join(series_dir, name),
+                  functools.partial(frame.to_parquet, index=False, schema=schema))
     return f"series/{name}"
 
 
@@ -657,14 +767,15 @@ def _sorted(frame: Any, by: list[str]) -> Any:
 # -- change points ---------------------------------------------------------------------------
 def _changepoint_task(df: Any, id_column: str, value_column: str, kwargs: dict,
                       series_dir: str | None, time_column: str | None = None
-                      ) -> tuple[Any, Any]:
-    """Run the detector on every series of one task; returns (events, summary) frames."""
+                      ) -> tuple[Any, Any, list]:
+    """Run the detector on every series of one task; returns (events, summary) frames and
+    the ids of the series sorted by time."""
     import pandas as pd
 
     from possibly.changepoint import ChangepointDetector
 
     det = ChangepointDetector(**kwargs)
-    events, rows = [], []
+    events, rows, moved = [], [], []
     for key, g in _groups(df, id_column):
         y = g[value_column].to_numpy(dtype=np.float64, na_value=np.nan)
         row = {"id": key, "n_points": y.size, "n_changepoints": 0, "n_outliers": 0,
@@ -672,6 +783,10 @@ def _changepoint_task(df: Any, id_column: str, value_column: str, kwargs: dict,
         ev = pd.DataFrame({"index": np.empty(0, np.int64), "kind": np.empty(0, str),
                            "value": np.empty(0)})
         try:
+            g, resorted = _in_time_order(g, key, time_column)
+            if resorted:
+                moved.append(key)
+                y = g[value_column].to_numpy(dtype=np.float64, na_value=np.nan)
             res = det.fit(y)
         except ValueError as exc:  # one bad sensor must not stop the fleet
             row.update(n_changepoints=-1, n_outliers=-1, error=str(exc))
@@ -693,8 +808,8 @@ def _changepoint_task(df: Any, id_column: str, value_column: str, kwargs: dict,
         events.append(ev.assign(id=key)[["id", *ev.columns]])
         rows.append(row)
     if not rows:  # a hash bucket that received no series
-        return None, None
-    return pd.concat(events, ignore_index=True), pd.DataFrame(rows)
+        return None, None, []
+    return pd.concat(events, ignore_index=True), pd.DataFrame(rows), moved
 
 
 def changepoints_many(data: Any, id_column: str, value_column: str, *, scheduler: Any = None,
@@ -731,7 +846,10 @@ def changepoints_many(data: Any, id_column: str, value_column: str, *, scheduler
     time_column : str, optional
         Column of time stamps (any type): the ``events`` table (``DIR/events.parquet`` and
         the per-series files too) gets a ``time`` column after ``index``, the stamp of the
-        event's row.
+        event's row. Stamps that are numbers, dates/times or durations put each series in
+        time order first (a stable sort: rows sharing a stamp keep their order), with a
+        warning when a series was out of order; such a series with a missing stamp fails
+        (its error names it). Other stamps (text) are kept in row order.
     **detector_kwargs
         Passed to :class:`possibly.ChangepointDetector` (``sigma``, ``hazard``,
         ``forgetting``, ``robust``, ``tau``, ``model``, ...), checked before anything runs.
@@ -778,12 +896,13 @@ def changepoints_many(data: Any, id_column: str, value_column: str, *, scheduler
     id_column = _check_name("id_column", id_column)
     value_column = _check_name("value_column", value_column)
     ChangepointDetector(**detector_kwargs)  # bad parameters fail here, before any work
+    _check_cluster(scheduler, n_workers)
     extra = [] if time_column is None else [_check_name("time_column", time_column)]
     # bad input fails before any cluster starts
     ddf = _load(data, id_column, [value_column], extra)
     tables = list(_TABLES)
     out_dir = _prepare_out(out, overwrite, data)
-    series_dir = None if out_dir is None else str((out_dir / "series").resolve())
+    series_dir = None if out_dir is None else str((out_dir.path / "series").resolve())
     pd = _need("pandas")
     ids: list = []
     with _client(scheduler, n_workers, connect_timeout, data) as client:
@@ -792,9 +911,11 @@ def changepoints_many(data: Any, id_column: str, value_column: str, *, scheduler
         _plan_files(out_dir, tables, ids)
         results = _compute(client, tasks, progress, "change points")
     results = [r for r in results if r[1] is not None]
-    events = _sorted(pd.concat([e for e, _ in results], ignore_index=True), ["id", "index"])
+    _warn_time_order(results, time_column)
+    events = _sorted(pd.concat([e for e, _, _ in results], ignore_index=True),
+                     ["id", "index"])
     events["kind"] = _text(events["kind"])
-    summary = _text_columns(_sorted(pd.concat([s for _, s in results], ignore_index=True),
+    summary = _text_columns(_sorted(pd.concat([s for _, s, _ in results], ignore_index=True),
                                     ["id"]))
     # one column order whatever the tasks held: sigma (normal model) or segment_models
     model_columns = [c for c in ("sigma", "segment_models") if c in summary.columns]
@@ -803,10 +924,10 @@ def changepoints_many(data: Any, id_column: str, value_column: str, *, scheduler
     summary = summary[["id", "n_points", "n_changepoints", "n_outliers", *model_columns,
                        "file", "error"]]
     if out_dir is not None:
-        events.to_parquet(out_dir / "events.parquet", index=False)
-        summary.to_parquet(out_dir / "summary.parquet", index=False)
-        _write_manifest(out_dir, [*tables, *summary["file"].dropna()], complete=True)
-    return ManyResult(summary=summary, events=events, out=out_dir)
+        _finish_out(out_dir, {"events.parquet": events, "summary.parquet": summary},
+                    list(summary["file"].dropna()))
+    return ManyResult(summary=summary, events=events,
+                      out=None if out_dir is None else out_dir.path)
 
 
 # -- Kalman filter ---------------------------------------------------------------------------
@@ -837,9 +958,10 @@ def _track_filter(model: Callable, options: dict, ys: np.ndarray) -> Any:
 def _kalman_task(df: Any, id_column: str, value_columns: list[str], kf: Any,
                  state_names: list[str] | None, outlier_level: float,
                  series_dir: str | None, keep_states: bool, time_column: str | None = None
-                 ) -> tuple[Any, Any]:
+                 ) -> tuple[Any, Any, list]:
     """Filter every track of one task: tracks of equal length as one batch when ``kf`` is a
-    filter, each with its own filter ``kf(ys)`` otherwise."""
+    filter, each with its own filter ``kf(ys)`` otherwise. Returns the states, the summary
+    and the ids of the tracks sorted by time."""
     import pandas as pd
 
     from possibly.filters.kalman import (
@@ -848,7 +970,19 @@ def _kalman_task(df: Any, id_column: str, value_columns: list[str], kf: Any,
         discounted_fraction,
     )
 
-    groups = list(_groups(df, id_column))
+    groups, unordered, moved = [], [], []
+    for key, g in _groups(df, id_column):
+        try:
+            g, resorted = _in_time_order(g, key, time_column)
+        except ValueError as exc:  # that track fails, the others still run
+            unordered.append({"id": key, "n_steps": len(g), "n_missing": -1,
+                              "n_discounted": -1, "min_discount": math.nan,
+                              "discounted_fraction": math.nan, "file": None,
+                              "error": str(exc)})
+            continue
+        groups.append((key, g))
+        if resorted:
+            moved.append(key)
     tracks = [(key, g[value_columns].to_numpy(dtype=np.float64, na_value=np.nan))
               for key, g in groups]
     shared = isinstance(kf, KalmanFilter)
@@ -895,7 +1029,8 @@ def _kalman_task(df: Any, id_column: str, value_columns: list[str], kf: Any,
         if keep_states:
             states.append(frames[i].assign(id=key))
     states_df = pd.concat(states, ignore_index=True) if states else None
-    return states_df, (pd.DataFrame(rows) if rows else None)
+    rows += unordered
+    return states_df, (pd.DataFrame(rows) if rows else None), moved
 
 
 def kalman_many(data: Any, id_column: str, value_columns: str | Sequence[str], model: Any,
@@ -933,7 +1068,8 @@ def kalman_many(data: Any, id_column: str, value_columns: str | Sequence[str], m
         Summary column ``n_discounted`` counts the steps whose discount fell below this.
     time_column : str, optional
         Column of time stamps (any type): the states (and the per-track files) get a
-        ``time`` column after ``step``.
+        ``time`` column after ``step``. Each track is put in time order by it first, as in
+        :func:`changepoints_many`.
 
     Returns
     -------
@@ -990,11 +1126,12 @@ def kalman_many(data: Any, id_column: str, value_columns: str | Sequence[str], m
             raise ValueError(f"state_names must be {count} distinct names, got {state_names}")
     if not 0.0 < float(outlier_level) <= 1.0:
         raise ValueError(f"outlier_level must be in (0, 1], got {outlier_level!r}")
+    _check_cluster(scheduler, n_workers)
     extra = [] if time_column is None else [_check_name("time_column", time_column)]
     ddf = _load(data, id_column, value_columns, extra)
     tables = ["summary.parquet"]
     out_dir = _prepare_out(out, overwrite, data)
-    series_dir = None if out_dir is None else str((out_dir / "series").resolve())
+    series_dir = None if out_dir is None else str((out_dir.path / "series").resolve())
     pd = _need("pandas")
     ids: list = []
     with _client(scheduler, n_workers, connect_timeout, data) as client:
@@ -1003,17 +1140,18 @@ def kalman_many(data: Any, id_column: str, value_columns: str | Sequence[str], m
                        time_column, ids=ids)
         _plan_files(out_dir, tables, ids)
         results = _compute(client, tasks, progress, "tracks")
-    summary = _text_columns(_sorted(pd.concat([s for _, s in results if s is not None],
+    _warn_time_order(results, time_column)
+    summary = _text_columns(_sorted(pd.concat([s for _, s, _ in results if s is not None],
                                               ignore_index=True), ["id"]))
     _warn_tracks(summary["discounted_fraction"].to_numpy())
     states = None
     if out_dir is None:
-        parts = [s for s, _ in results if s is not None]
+        parts = [s for s, _, _ in results if s is not None]
         if parts:
             states = pd.concat(parts, ignore_index=True)
             states = _sorted(states[["id", *[c for c in states.columns if c != "id"]]],
                              ["id", "step"])
     else:
-        summary.to_parquet(out_dir / "summary.parquet", index=False)
-        _write_manifest(out_dir, [*tables, *summary["file"].dropna()], complete=True)
-    return ManyResult(summary=summary, states=states, out=out_dir)
+        _finish_out(out_dir, {"summary.parquet": summary}, list(summary["file"].dropna()))
+    return ManyResult(summary=summary, states=states,
+                      out=None if out_dir is None else out_dir.path)

@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 import possibly as ps
-from possibly.changepoint import NormalMeanVariance, PolynomialTrend
+from possibly.changepoint import NormalMean, NormalMeanVariance, PolynomialTrend
 
 OUT = Path(__file__).with_name("changepoint_models.png")
 
@@ -24,7 +24,8 @@ def main() -> None:
     y[60] += 40.0
     family = [NormalMeanVariance(), PolynomialTrend(1), PolynomialTrend(2)]
     new = ps.ChangepointDetector(model=family, forgetting=1.0, tol=1e-3).fit(y)  # the default
-    old = ps.ChangepointDetector(model="normal").fit(y)  # the paper's model, sigma estimated
+    # the paper's model and recursion (no evidence floor), sigma estimated
+    old = ps.ChangepointDetector(model=NormalMean("auto", outliers="paper")).fit(y)
     names = ["level", "linear", "quadratic"]
 
     fig, axes = plt.subplots(3, 1, figsize=(9, 7.5), sharex=True,

@@ -23,9 +23,13 @@ __all__ = ["run_normal_mean"]
 
 @numba.njit(cache=True, nogil=True)
 def run_normal_mean(y, t0, start_in, log_w_in, mu_in, lam_in, sigma, log_h, rho, robust,
-                    tau_or_nan, dim, log_tol, prune,
-                    merge_tol):  # pragma: no cover - compiled (covered through the detector)
-    """Process ``y`` from the given runs; returns the new runs and the per-step outputs."""
+                    tau_or_nan, dim, log_tol, prune, merge_tol,
+                    floor):  # pragma: no cover - compiled (covered through the detector)
+    """Process ``y`` from the given runs; returns the new runs and the per-step outputs.
+
+    ``floor`` is the model's evidence floor (``outlier_cost``; ``inf`` for the paper's
+    recursion): a run whose increment falls below ``-floor`` gets ``-floor`` and is left
+    unchanged."""
     n = y.size
     cap = start_in.size + n
     start = np.empty(cap, np.int64)
@@ -86,9 +90,13 @@ def run_normal_mean(y, t0, start_in, log_w_in, mu_in, lam_in, sigma, log_h, rho,
             for j in range(m):
                 d = yi - mu[j]
                 gain = k / (lam[j] + k)
-                log_w[j] = log_w[j] + (-(0.5 * (d * d) * (lam[j] * gain)))
-                mu[j] = mu[j] + gain * d
-                lam[j] = lam[j] + k
+                incr = -(0.5 * (d * d) * (lam[j] * gain))
+                if incr < -floor:  # never with floor = inf (the paper's recursion)
+                    log_w[j] = log_w[j] + (-floor)
+                else:
+                    log_w[j] = log_w[j] + incr
+                    mu[j] = mu[j] + gain * d
+                    lam[j] = lam[j] + k
                 if log_w[j] > mx:
                     mx = log_w[j]
             shift = mx

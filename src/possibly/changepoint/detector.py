@@ -146,7 +146,7 @@ def _run_numba_chunks(state: RunState, y: np.ndarray, params: ChangepointParams,
         res = kernel(chunk, t, block.start, block.log_w, block.runs["mean"],
                      block.runs["precision"], float(model.sigma), math.log(params.hazard),
                      params.forgetting, params.robust, tau, float(model.dim), log_tol,
-                     params.tol > 0.0, params.merge_tol)
+                     params.tol > 0.0, params.merge_tol, model.floor)
         block = RunBlock(res[0], res[1], {"mean": res[2], "precision": res[3]})
         t += chunk.size
         parts.append(res[4:])
@@ -235,9 +235,9 @@ class ChangepointDetector(SequentialEstimator):
     sigma : "auto" or float
         Shorthand for ``model=NormalMean(sigma)`` (the paper's model): the noise scale within
         a segment, in ``[1e-100, 1e100]``. ``"auto"`` with ``model="normal"`` estimates it from
-        the series given to :meth:`fit` (the value used is ``result.sigma``); ``"auto"`` with
-        ``model="auto"`` (the default) selects the default models. Leave it at ``"auto"`` with
-        another ``model``.
+        the series given to :meth:`fit` (the value used is ``result.sigma``); ``"auto"``
+        without ``model`` selects the default models. Leave it at ``"auto"`` with another
+        ``model`` (``model="auto"`` with a number is refused: the default models have no σ).
     hazard : float
         Possibility of a change at each step, in (0, 1).
     forgetting : float, optional
@@ -250,7 +250,7 @@ class ChangepointDetector(SequentialEstimator):
     robust : bool
         Discount observations by ``γ = c^(1/d)`` (True) or run the standard recursion (False).
     tau : float, optional
-        Threshold variant: keep observations whole unless ``γ ≤ tau``.
+        Threshold variant: keep observations whole unless ``γ ≤ tau`` (robust only).
     tol : float, optional
         Relative possibility below which run hypotheses are dropped, in [0, hazard). None
         (default): ``0.4 · hazard`` when every model is a ``PolynomialTrend`` (the default
@@ -259,6 +259,7 @@ class ChangepointDetector(SequentialEstimator):
     outlier_level : float, optional
         Discount below which an observation counts as discounted; default ``(4 hazard)^(1/d)``
         (consistency within a factor 4 of its floor ``hazard``; ``2 √hazard`` for ``d = 2``).
+        Robust only.
     engine : {"auto", "numpy", "numba"}
         Inner loop; ``"auto"`` uses numba for a single :class:`NormalMean` when installed
         (identical results).
@@ -266,12 +267,14 @@ class ChangepointDetector(SequentialEstimator):
         Keep per-step outputs (about 50 bytes per step) so that :meth:`result` works after
         streaming; False streams in bounded memory (:attr:`changepoints` and each step's Info
         stay available).
-    model : "auto", "normal", SegmentModel or list (or tuple) of SegmentModel
-        The segment model(s): ``"auto"`` (default) is ``model_family()`` for a scalar series
-        and ``MultivariateNormalSegments()`` for a vector one when ``sigma="auto"``, and
-        ``NormalMean(sigma)`` for a given ``sigma``; ``"normal"`` is ``NormalMean(sigma)``; a
-        list proposes a new segment under each model at every step, and
-        ``result.segment_models`` says which model each segment has.
+    model : None, "auto", "normal", SegmentModel or list (or tuple) of SegmentModel
+        The segment model(s): ``"auto"`` is ``model_family()`` for a scalar series and
+        ``MultivariateNormalSegments()`` for a vector one (``sigma`` must stay ``"auto"``);
+        ``"normal"`` is ``NormalMean(sigma)``; None (default) is ``"auto"``, or ``"normal"``
+        when ``sigma`` is given. A list proposes a new segment under each model at every step,
+        and ``result.segment_models`` says which model each segment has.
+        ``NormalMean(sigma)`` floors the evidence of gross outliers as the default models do;
+        ``model=NormalMean(sigma, outliers="paper")`` is the paper's recursion exactly.
     merge_tol : float
         Adjacent run hypotheses whose segment possibility functions agree within this relative
         tolerance are merged (the larger weight is kept), which bounds the cost per observation
@@ -333,7 +336,7 @@ class ChangepointDetector(SequentialEstimator):
                  outlier_level: float | None = None, engine: str = "auto",
                  history: bool = True,
                  model: (str | SegmentModel | list[SegmentModel]
-                         | tuple[SegmentModel, ...]) = "auto",
+                         | tuple[SegmentModel, ...] | None) = None,
                  merge_tol: float = 1e-6) -> None:
         self.sigma = sigma
         self.hazard = hazard
@@ -368,6 +371,14 @@ class ChangepointDetector(SequentialEstimator):
             if 0.0 < hazard <= tol:  # the default tol: name hazard
                 raise ValueError(f"hazard must be greater than tol = {tol:g} (pass a smaller "
                                  f"tol, e.g. tol=0, for such a hazard), got {hazard!r}")
+        robust = check_bool("robust", self.robust)
+        if not robust and self.tau is not None:
+            raise ValueError(f"tau applies to the robust version only (robust=False discounts "
+                             f"nothing): drop robust=False or tau, got tau={self.tau!r}")
+        if not robust and self.outlier_level is not None:
+            raise ValueError(f"outlier_level applies to the robust version only (robust=False "
+                             f"discounts nothing, so it has no outliers): drop robust=False or "
+                             f"outlier_level, got outlier_level={self.outlier_level!r}")
         base = ChangepointParams.make(
             None, self.hazard, forgetting, self.robust, self.tau, tol, models, self.merge_tol)
         if self.engine not in ("auto", "numpy", "numba"):
@@ -390,18 +401,23 @@ class ChangepointDetector(SequentialEstimator):
         self._models, self._base_params, self._outlier_level = models, base, level
 
     def _default_models(self) -> bool:
-        """Whether the models are the default family (``model="auto"``, ``sigma="auto"``)."""
-        return (isinstance(self.model, str) and self.model == "auto"
+        """Whether the models are the default family (``model`` None or ``"auto"``,
+        ``sigma="auto"``)."""
+        return ((self.model is None or (isinstance(self.model, str) and self.model == "auto"))
                 and isinstance(self.sigma, str) and self.sigma == "auto")
 
     def _build_models(self) -> tuple[SegmentModel, ...]:
-        if isinstance(self.model, str):
-            if self.model not in ("auto", "normal"):
+        if self.model is None or isinstance(self.model, str):
+            if self.model is not None and self.model not in ("auto", "normal"):
                 raise ValueError(f"model must be 'auto', 'normal', a segment model or a list "
                                  f"of them, got {self.model!r}")
             if isinstance(self.sigma, str) and self.sigma != "auto":
                 raise ValueError(f"sigma must be 'auto' or a positive number, got "
                                  f"{self.sigma!r}")
+            if self.model == "auto" and not self._default_models():
+                raise ValueError(f"sigma is the noise scale of model='normal'; model='auto' "
+                                 f"estimates the noise of each segment: drop sigma or use "
+                                 f"model='normal', got model='auto' and sigma={self.sigma!r}")
             if self._default_models():
                 return tuple(model_family())
             return (NormalMean(self.sigma),)
@@ -469,6 +485,7 @@ class ChangepointDetector(SequentialEstimator):
         self._index: Any = None
         self._stamps: list[Any] = []  # time stamps of the observations after fit's input
         self._step: tuple[Any] | None = None  # (the index's step,) once computed
+        self._name: Any = None
         return self
 
     @property
@@ -616,10 +633,12 @@ class ChangepointDetector(SequentialEstimator):
         with self._exclusive():
             index = getattr(y, "index", None)  # a pandas Series' index (lists have a method)
             index = None if callable(index) else index
+            name = getattr(y, "name", None)  # a pandas Series' name: the plots' y label
             y = _series(y)
             self._select_models(y)
             arr = self._check(y)
             self._reset()
+            self._name = name
             self._params(arr)
             state, out = self._run(self.init(), arr)
             object.__setattr__(self, "_state", state)
@@ -714,7 +733,7 @@ class ChangepointDetector(SequentialEstimator):
             h["log_consistency"], h["discount"], h["n_active"].astype(np.int64),
             h["log_change_possibility"], params=self._params(),
             sigma_estimated=self.sigma_estimated_, outlier_level=self._outlier_level,
-            index=index)
+            index=index, name=self._name)
 
     def history_nbytes(self) -> int:
         """Bytes held for the per-step history and the MAP trace."""

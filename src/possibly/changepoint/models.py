@@ -70,7 +70,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
@@ -80,6 +80,7 @@ from possibly.inference import combine, log_consistency
 from possibly.validation import as_numbers
 
 __all__ = [
+    "DEFAULT_OUTLIER_COST",
     "MAX_MAGNITUDE",
     "MAX_SIGMA",
     "MIN_SIGMA",
@@ -99,6 +100,11 @@ MAX_SIGMA = 1e100
 #: hindsight log consistency below which a discounted observation of a ConjugateModel is an
 #: outlier: that of a normal value 3 σ from a well-determined mean
 OUTLIER_LOG_CONSISTENCY = -4.5
+#: default evidence floor of the segment models (``outlier_cost``): |log h| at the default
+#: hazard 2.5e-3
+DEFAULT_OUTLIER_COST = -math.log(2.5e-3)
+#: NormalMean's outlier handling: the evidence floor, or the paper's recursion (none)
+OUTLIER_RULES = ("floor", "paper")
 
 Runs = dict[str, np.ndarray]
 
@@ -291,7 +297,15 @@ class NormalMean(SegmentModel):
     * forget: ``λ_r ← ρ λ_r``;
     * consistency: ``log sup_θ f_r L = −½ (y − μ_r)² λ_r / (1 + λ_r σ²)``;
     * update with ``L^γ`` (noise variance ``σ²/γ``): ``k = γ/σ²``, gain ``k/(λ_r + k)``,
-      increment ``−½ (y − μ_r)² λ_r gain``, ``μ_r += gain (y − μ_r)``, ``λ_r += k``.
+      increment ``−½ (y − μ_r)² λ_r gain``, ``μ_r += gain (y − μ_r)``, ``λ_r += k``;
+    * outlier floor (``outliers="floor"``, the default, as the default models): the increment
+      never falls below ``−outlier_cost``, and a run whose increment is floored is left
+      unchanged. The paper's discount alone keeps at least ``γ = √h`` of any observation, so
+      a gross spike kills every established run and becomes a pair of change points; with
+      the floor a lone spike of any size costs a run at most ``outlier_cost`` (``|log h|`` at
+      the default hazard), no more than the change point that would isolate it, and is an
+      outlier. ``outliers="paper"`` is the paper's recursion exactly (its reproduction pins
+      it).
 
     The detector runs this model with a compiled (numba) engine when it is installed; both
     engines give bit-identical results.
@@ -302,6 +316,12 @@ class NormalMean(SegmentModel):
         Noise scale within a segment, in ``[1e-100, 1e100]``; ``"auto"`` is estimated from the
         whole series by :func:`estimate_sigma` (MAD of first differences / √2) when the
         detector's ``fit`` is called.
+    outliers : {"floor", "paper"}
+        ``"floor"``: the evidence floor above; ``"paper"``: the paper's §5.3 recursion, no
+        floor.
+    outlier_cost : float, optional
+        The floor, ``> 0``, with ``outliers="floor"`` only; default ``|log 2.5e-3|``, the
+        default hazard's.
 
     Examples
     --------
@@ -314,6 +334,8 @@ class NormalMean(SegmentModel):
     """
 
     sigma: float | str = "auto"
+    outliers: str = "floor"
+    outlier_cost: float | None = None
     dim = 2.0  # (θ, r): not a field
 
     def __post_init__(self) -> None:
@@ -323,13 +345,33 @@ class NormalMean(SegmentModel):
                                  f"{MAX_SIGMA:g}], got {self.sigma!r}")
         else:
             object.__setattr__(self, "sigma", check_sigma(self.sigma))
+        if not (isinstance(self.outliers, str) and self.outliers in OUTLIER_RULES):
+            raise ValueError(f"outliers must be 'floor' (the evidence floor outlier_cost) or "
+                             f"'paper' (the paper's recursion), got {self.outliers!r}")
+        if self.outliers == "paper":
+            if self.outlier_cost is not None:
+                raise ValueError(f"outlier_cost is the floor of outliers='floor'; the paper's "
+                                 f"recursion (outliers='paper') has none: drop one of them, got "
+                                 f"outlier_cost={self.outlier_cost!r}")
+            return
+        cost = DEFAULT_OUTLIER_COST if self.outlier_cost is None else \
+            real_scalar("outlier_cost", self.outlier_cost)
+        if not cost > 0.0:
+            raise ValueError(f"outlier_cost must be a finite number > 0, got "
+                             f"{self.outlier_cost!r}")
+        object.__setattr__(self, "outlier_cost", cost)
+
+    @property
+    def floor(self) -> float:
+        """The evidence floor: ``outlier_cost``, or ``inf`` for the paper's recursion."""
+        return math.inf if self.outlier_cost is None else self.outlier_cost
 
     @property
     def resolved(self) -> bool:
         return not isinstance(self.sigma, str)
 
     def resolve(self, y: np.ndarray) -> NormalMean:
-        return self if self.resolved else NormalMean(estimate_sigma(y))
+        return self if self.resolved else replace(self, sigma=estimate_sigma(y))
 
     def _s2(self) -> float:
         if isinstance(self.sigma, str):
@@ -366,7 +408,14 @@ class NormalMean(SegmentModel):
         gain = k / (lam + k)
         with np.errstate(over="ignore"):  # -inf: an impossible run (see log_consistency)
             incr = -(0.5 * (d * d) * (lam * gain))
-        return incr, {"mean": mu + gain * d, "precision": lam + k}
+        if self.outlier_cost is None:  # the paper's recursion
+            return incr, {"mean": mu + gain * d, "precision": lam + k}
+        # the compiled engine evaluates the same expressions (changepoint/_numba.py)
+        floor = -self.outlier_cost
+        floored = incr < floor
+        return np.where(floored, floor, incr), {
+            "mean": np.where(floored, mu, mu + gain * d),
+            "precision": np.where(floored, lam, lam + k)}
 
     def estimate(self, runs: Runs) -> np.ndarray:
         lam = runs["precision"]
@@ -388,7 +437,12 @@ class NormalMean(SegmentModel):
         return np.abs(y - np.median(obs)) > 3.0 * float(self.sigma)  # NaN compares False
 
     def __repr__(self) -> str:
-        return f"NormalMean(sigma={self.sigma!r})"
+        extra = ""
+        if self.outliers != "floor":
+            extra = f", outliers={self.outliers!r}"
+        elif self.outlier_cost != DEFAULT_OUTLIER_COST:
+            extra = f", outlier_cost={self.outlier_cost!r}"
+        return f"NormalMean(sigma={self.sigma!r}{extra})"
 
 
 # ----------------------------------------------------------------------------------------------

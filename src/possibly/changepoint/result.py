@@ -93,6 +93,8 @@ class ChangepointResult:
         The index of the input when it was a pandas Series, extended by the time stamps of
         the observations streamed after it (:meth:`ChangepointDetector.fit` gives the rule);
         positions stay integers everywhere else; used by :meth:`to_frame`.
+    name : hashable or None
+        The ``name`` of the input when it was a pandas Series (the y label of :meth:`plot`).
 
     Examples
     --------
@@ -120,6 +122,7 @@ class ChangepointResult:
     sigma_estimated: bool = False
     outlier_level: float = 0.1
     index: Any = None
+    name: Any = None
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
     def __repr__(self) -> str:
@@ -237,6 +240,57 @@ class ChangepointResult:
                 out[a:b] = np.median(seg, axis=0)
         return out
 
+    def segment_fit(self, alpha: float = 0.1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Each MAP segment's fitted function at every step, with its band: ``(fit, low, high)``.
+
+        A segment of a :class:`~possibly.changepoint.PolynomialTrend` model (the default
+        models: level, linear or quadratic trend) gets its model's fit
+        (:meth:`~possibly.changepoint.PolynomialTrend.fitted`): the segment's possibility
+        function from all its observations, each with the exponent the recursion gave it
+        (its ``discount``), the :attr:`outliers` left out; the band is the ``alpha``-cut of
+        the fitted value's possibility. Segments of other models get the mean of their
+        observations (outliers and missing values left out; componentwise for vector
+        observations) and no band (NaN).
+
+        Parameters
+        ----------
+        alpha : float
+            Possibility level of the band, in (0, 1).
+
+        Returns
+        -------
+        fit, low, high : ndarray, shape ``y.shape``
+
+        Examples
+        --------
+        >>> import numpy as np, possibly as ps
+        >>> t = np.arange(100.0)
+        >>> y = np.where(t < 50, 50.0 - t, 2.0 * (t - 50.0)) + np.resize([0.3, -0.3, 0.0], 100)
+        >>> res = ps.ChangepointDetector().fit(y)                # down, then up
+        >>> res.segment_model_names
+        ['linear trend', 'linear trend']
+        >>> fit, low, high = res.segment_fit()
+        >>> fit[[0, 99]].round(1).tolist(), bool(np.all((low < fit) & (fit < high)))
+        ([49.6, 97.8], True)
+        """
+        fit = np.full(self.y.shape, np.nan)
+        half = np.full(self.y.shape, np.nan)
+        weights = np.nan_to_num(self.discount, nan=0.0)
+        weights[self.outliers] = 0.0
+        kept = np.ones(len(self.y), dtype=bool)
+        kept[self.outliers] = False
+        for (a, b), k in zip(self.segments, self.segment_models, strict=True):
+            model = self.params.models[k]
+            if isinstance(model, PolynomialTrend):
+                fit[a:b], half[a:b] = model.fitted(self.y[a:b], weights[a:b],
+                                                   self.params.forgetting, alpha)
+                continue
+            seg = self.y[a:b][kept[a:b]]
+            seg = seg[~np.isnan(seg.reshape(len(seg), -1)).any(axis=1)]
+            if len(seg):
+                fit[a:b] = np.mean(seg, axis=0)
+        return fit, fit - half, fit + half
+
     def log_run_length_possibility(self, t: int) -> np.ndarray:
         """Log possibility of every run length ``0..t`` after observation ``t`` (one model).
 
@@ -301,11 +355,14 @@ class ChangepointResult:
         """Draw the result (needs the ``plot`` extra): shaded segments, outliers, the series.
 
         A thin wrapper of :func:`possibly.plotting.changepoint.plot_result` (keyword
-        arguments are passed on); the x-axis shows the input's time stamps when it had them.
+        arguments are passed on); the x-axis shows the input's time stamps when it had them,
+        the y-axis its name (a pandas Series' ``name``) unless ``ylabel`` is given.
         Returns the Matplotlib Axes.
         """
         from possibly.plotting.changepoint import plot_result
 
+        if self.name is not None and kwargs.get("ylabel") is None:
+            kwargs["ylabel"] = str(self.name)
         return plot_result(self, None, ax, **kwargs)
 
     def to_frame(self) -> Any:

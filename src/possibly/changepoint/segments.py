@@ -46,7 +46,7 @@ from typing import Any, ClassVar, NamedTuple
 import numpy as np
 
 from possibly import inference
-from possibly.changepoint.models import Runs, SegmentModel, as_series
+from possibly.changepoint.models import DEFAULT_OUTLIER_COST, Runs, SegmentModel, as_series
 from possibly.validation import as_numbers
 
 __all__ = [
@@ -55,8 +55,10 @@ __all__ = [
     "PolynomialTrend",
     "SegmentPrior",
     "automatic_prior",
+    "automatic_vector_noise",
     "automatic_vector_prior",
     "model_family",
+    "outlier_cost_in_dimension",
 ]
 
 _LOG_2PI = math.log(2.0 * math.pi)
@@ -74,8 +76,9 @@ RELATIVE_SCALE_FLOOR = 1e-100
 B_MIN = 1e-300
 #: forgetting never takes an inverse-Wishart's ν below d - 1 + this (proper: ν > d - 1)
 NU_MARGIN = 1e-3
-#: default outlier cost: |log h| at the default hazard 2.5e-3
-DEFAULT_OUTLIER_COST = -math.log(2.5e-3)
+#: prior noise sd of MultivariateNormalSegments (units of the componentwise scale) when it is
+#: neither given nor estimated from the whole series (a prior given for streaming)
+STREAMING_NOISE_SCALE = 0.5
 
 
 @dataclass(frozen=True)
@@ -136,6 +139,46 @@ def automatic_prior(y: Any) -> SegmentPrior:
     # floor is relative to the series, so the prior stays scale-free
     scale = max(scale, RELATIVE_SCALE_FLOOR * float(np.max(np.abs(finite - loc))))
     return SegmentPrior(loc, scale, float(max(y.size, 2)))
+
+
+def outlier_cost_in_dimension(cost: float, d: int) -> float:
+    """The evidence floor of a ``d``-dimensional observation that Gaussian inliers cross as
+    rarely as a scalar one crosses the floor ``cost``.
+
+    An inlier of a well-learnt segment costs a run ``½ q`` below a perfectly predicted
+    observation, ``q ~ χ²_d``; a fixed floor is crossed by inliers more and more often as ``d``
+    grows (``P(χ²_8 > 12) = 0.15``), and a floored inlier leaves its run unchanged, so the run
+    underestimates its covariance and floors more. The floor is therefore ``½ χ²_d`` at the
+    upper-tail probability ``P(χ²_1 > 2 cost)`` (5.3e-4 at the default ``cost = |log 2.5e-3|``):
+    ``cost`` for ``d = 1``. Where that probability underflows (``cost > 700``) the asymptotic
+    tails ``Q(a, x) ~ x^(a-1) e^(-x) / Γ(a)`` and ``erfc(√c) ~ e^(-c) / √(π c)`` give it.
+
+    Examples
+    --------
+    >>> [round(outlier_cost_in_dimension(-math.log(2.5e-3), d), 2) for d in (1, 2, 8, 20)]
+    [5.99, 7.54, 13.86, 23.65]
+    """
+    from scipy.special import erfc, gammainccinv
+
+    a = 0.5 * d
+    tail = float(erfc(math.sqrt(cost)))
+    if tail > 1e-300:
+        return float(gammainccinv(a, tail))
+    # solve f - (a - 1) log f = c + ½ log(π c) - log Γ(a) by bisection (increasing for f > a - 1)
+    rhs = cost + 0.5 * math.log(math.pi * cost) - math.lgamma(a)
+    lo = max(cost, a - 1.0)
+    hi = 2.0 * lo
+    while hi - (a - 1.0) * math.log(hi) < rhs:
+        hi *= 2.0
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if mid in (lo, hi):
+            break
+        if mid - (a - 1.0) * math.log(mid) < rhs:
+            lo = mid
+        else:
+            hi = mid
+    return hi
 
 
 def _check_settings(model: Any, positive: tuple[str, ...]) -> None:
@@ -348,6 +391,87 @@ class PolynomialTrend(SegmentModel):
         prior = self._prior()
         return np.where(runs["seen"], prior.loc + prior.scale * runs["m"][:, 0], np.nan)
 
+    def fitted(self, y: Any, weights: Any, forgetting: float = 1.0, alpha: float = 0.1
+               ) -> tuple[np.ndarray, np.ndarray]:
+        """A segment's fitted polynomial at each of its steps, and the half-width of its band.
+
+        The segment's possibility function after its last observation (what its run holds
+        there, observation ``i`` taken with exponent ``weights[i]``), from all the
+        observations at once: the run's update has no process noise, so its natural
+        parameters are sums, each observation's (and the prior's) tempered by ``forgetting``
+        once per later step. Its polynomial ``xᵀm``, ``x = (1, τ, τ²)`` with ``τ`` the steps
+        since the segment's first, is evaluated at every step of the segment.
+
+        The band is the ``alpha``-cut of the fitted value's possibility: with ``θ`` given
+        ``λ`` normal around ``m`` with covariance ``P / λ`` and ``λ`` gamma-shaped,
+        ``sup {exp(-λ (θ - m)ᵀ P⁻¹ (θ - m) / 2) Ḡ(λ; a, b) : xᵀθ = v} = (1 + Δ / (2b))^(-a)``,
+        ``Δ = (v - xᵀm)² / xᵀPx``, so ``|v - xᵀm| ≤ √(2 b (alpha^(-1/a) - 1) xᵀPx)``.
+
+        Parameters
+        ----------
+        y : array_like, shape (n,)
+            The segment's observations in order (NaN: missing).
+        weights : array_like, shape (n,)
+            Exponent of each observation in [0, 1] (the recursion's discount; 0 leaves an
+            observation out, e.g. an outlier).
+        forgetting : float
+            The detector's ``ρ`` in (0, 1].
+        alpha : float
+            Possibility level of the band, in (0, 1).
+
+        Returns
+        -------
+        fit, half_width : ndarray, shape (n,)
+            In the units of the series; NaN when no observation has a positive weight.
+
+        Examples
+        --------
+        >>> from possibly.changepoint import PolynomialTrend, automatic_prior
+        >>> y = np.array([0.0, 1.1, 1.9, 3.0, 4.1, 4.9])
+        >>> model = PolynomialTrend(1, prior=automatic_prior(y))
+        >>> fit, half = model.fitted(y, np.ones(6))
+        >>> fit.round(2).tolist()       # least squares: [0.03, 1.02, 2.01, 2.99, 3.98, 4.97]
+        [0.12, 1.08, 2.04, 3.01, 3.97, 4.93]
+        >>> half.round(2).tolist()      # six points leave the noise scale uncertain
+        [1.08, 0.81, 0.64, 0.64, 0.82, 1.09]
+        """
+        prior = self._prior()
+        z = (np.asarray(y, dtype=np.float64) - prior.loc) / prior.scale
+        n, p = z.size, self.degree + 1
+        observed = ~np.isnan(z)
+        w = np.where(observed, np.asarray(weights, dtype=np.float64), 0.0)
+        if z.ndim != 1 or w.shape != z.shape or not ((w >= 0) & (w <= 1)).all():
+            raise ValueError(f"y and weights must be two arrays of shape (n,), weights in "
+                             f"[0, 1] where y is observed, got shapes {z.shape}, {w.shape}")
+        if not 0.0 < alpha < 1.0:
+            raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+        nan = np.full(n, np.nan)
+        if not (w > 0).any():
+            return nan, nan.copy()
+        # τ counted from the segment's first step, where the run's prior sits, in units of the
+        # segment's span (well conditioned at any length): the coefficient of (τ / span)^j is
+        # that of τ^j times span^j
+        span = float(max(n - 1, 1))
+        u = np.arange(n) / span
+        x = u[:, None] ** np.arange(p)
+        unit = span ** np.arange(p)
+        start = self.new_runs(1)
+        precision0 = np.linalg.inv(start["cov"][0] * np.outer(unit, unit))
+        age = (n - 1.0) - np.arange(n)  # steps after each observation: its forgetting
+        v = w * float(forgetting) ** age
+        rho_n = float(forgetting) ** (n - 1.0)
+        precision = rho_n * precision0 + x.T @ (v[:, None] * x)
+        cov = np.linalg.inv(precision)
+        zf = np.where(observed, z, 0.0)
+        m = cov @ (x.T @ (v * zf))  # the prior mean is 0 (standardised units)
+        r = zf - x @ m
+        a = rho_n * float(start["a"][0]) + 0.5 * float(v.sum())
+        b = rho_n * float(start["b"][0]) + 0.5 * (float(np.sum(v * r * r))
+                                                  + rho_n * float(m @ precision0 @ m))
+        q = np.einsum("ni,ij,nj->n", x, cov, x)
+        half = prior.scale * np.sqrt(2.0 * b * np.expm1(-math.log(alpha) / a) * q)
+        return prior.loc + prior.scale * (x @ m), half
+
     def outlying(self, y: np.ndarray, discount: np.ndarray) -> np.ndarray:
         """In hindsight (see :func:`hindsight_log_consistency`): each observation against the
         fit of its segment from the other observations, discounted as the robust update
@@ -540,6 +664,34 @@ def automatic_vector_prior(y: Any) -> tuple[np.ndarray, np.ndarray]:
     return loc, scale
 
 
+def automatic_vector_noise(y: Any) -> float:
+    """Prior noise sd of :class:`MultivariateNormalSegments` in units of the componentwise
+    scale of :func:`automatic_vector_prior`: the median over the components of the
+    within-segment noise estimate ``1.4826 · MAD(first differences) / √2`` (a level shift
+    moves one difference, an outlier two) divided by the component's scale, at most 1;
+    ``0.5`` when the differences are mostly tied.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.normal(size=(2000, 3))
+    >>> round(automatic_vector_noise(y), 1)                   # i.i.d.: the scale is the noise
+    1.0
+    >>> y[1000:] += 6.0                                         # a shift widens the scale only
+    >>> round(automatic_vector_noise(y), 2)
+    0.22
+    """
+    y = _vector_series(y)
+    rows = y[~np.isnan(y).any(axis=1)]
+    _, scale = automatic_vector_prior(rows)
+    if len(rows) < 3:
+        return STREAMING_NOISE_SCALE
+    diff = np.diff(rows, axis=0)
+    noise = 1.4826 * np.median(np.abs(diff - np.median(diff, axis=0)), axis=0) / math.sqrt(2.0)
+    ratio = float(np.median(noise / scale))
+    return min(ratio, 1.0) if ratio > 0 else STREAMING_NOISE_SCALE
+
+
 def _vector_series(y: Any) -> np.ndarray:
     arr = as_numbers("y", y)
     if arr.ndim != 2 or arr.shape[1] < 2 or arr.shape[0] == 0:
@@ -575,21 +727,36 @@ class MultivariateNormalSegments(SegmentModel):
       models with the Mahalanobis distance;
     * evidence (integrated): the tempered marginal likelihood ``∫ N(y; μ, Σ)^γ NIW``
       ``= π^(-γd/2) (κ/κ')^(d/2) Γ_d(ν'/2)/Γ_d(ν/2) |Ψ|^(ν/2) / |Ψ'|^(ν'/2)``, or the profile
-      ``-(ν'/2) log(1 + κ γ δ / κ')``; floored like the scalar models (``outlier_cost``);
+      ``-(ν'/2) log(1 + κ γ δ / κ')``; floored like the scalar models, at the floor that
+      ``d``-dimensional inliers cross as rarely as scalar ones cross ``outlier_cost``
+      (:func:`outlier_cost_in_dimension`: 13.9 for ``d = 8`` at the default);
     * update with exponent γ: ``κ' = κ + γ``, ``m' = m + γ r / κ'``,
       ``Ψ' = Ψ + (κ γ / κ') r rᵀ``, ``ν' = ν + γ``.
 
+    The prior is ``m = 0``, ``Σ``'s mode ``Ψ/ν = noise_scale² I`` with ``ν = d + 1`` (each
+    variance's marginal has the gamma shape 1 of the scalar models' ``noise_shape``), and
+    ``κ = noise_scale² / level_scale²``. It holds ``d + 1`` pseudo-observations of ``Σ``: a
+    prior noise below the truth makes the first runs judge their inliers too far in all ``d``
+    directions at once, so ``fit`` sets it from the series' first differences
+    (:func:`automatic_vector_noise`), not from its overall spread.
+
     ``dim`` counts the free parameters plus one: ``d + d(d + 1)/2 + 1`` (6 for ``d = 2``,
-    10 for ``d = 3``).
+    10 for ``d = 3``). An observation is an outlier in hindsight when its consistency with the
+    rest of its segment is below that of a ``χ²_d`` value as rare as a normal value 5 σ away
+    (``-½ χ²_d`` at the upper-tail probability 5.7e-7).
 
     Parameters
     ----------
-    level_scale, noise_scale : float
-        Prior sd of a new segment's mean and prior noise sd, per component in units of its
-        scale, ``> 0``.
+    level_scale : float
+        Prior sd of a new segment's mean, per component in units of its scale, ``> 0``.
+    noise_scale : float, optional
+        Prior noise sd, per component in units of its scale, ``> 0``; None: set by ``fit``
+        from the series (:func:`automatic_vector_noise`), 0.5 with a ``prior`` given (for
+        streaming).
     evidence : {"integrated", "profile"}
     outlier_cost : float
-        As :class:`PolynomialTrend`.
+        As :class:`PolynomialTrend`, for a scalar observation; the floor of a ``d``-vector is
+        :func:`outlier_cost_in_dimension` of it.
     prior : (loc, scale) pair of arrays, optional
         Componentwise location and scale; None: set by ``fit`` (:func:`automatic_vector_prior`).
 
@@ -604,16 +771,21 @@ class MultivariateNormalSegments(SegmentModel):
     """
 
     level_scale: float = 2.0
-    noise_scale: float = 0.5
+    noise_scale: float | None = None
     evidence: str = "integrated"
     outlier_cost: float = DEFAULT_OUTLIER_COST
     prior: tuple[np.ndarray, np.ndarray] | None = field(default=None, compare=False)
     dim: float = field(init=False)
     event_ndim: ClassVar[int] = 1
     hindsight_outliers: ClassVar[bool] = True
+    #: the evidence floor and the hindsight outlier threshold in the prior's dimension
+    #: (outlier_cost_in_dimension)
+    _floor: float = field(init=False, repr=False, compare=False)
+    _outlying_log_consistency: float = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        _check_settings(self, ("level_scale", "noise_scale", "outlier_cost"))
+        _check_settings(self, ("level_scale", "outlier_cost")
+                        + (() if self.noise_scale is None else ("noise_scale",)))
         d = 0
         if self.prior is not None:
             try:
@@ -633,19 +805,28 @@ class MultivariateNormalSegments(SegmentModel):
         dd = d or 2
         object.__setattr__(self, "dim", float(dd + dd * (dd + 1) // 2 + 1))
         object.__setattr__(self, "estimate_shape", (d,) if d else ())
+        object.__setattr__(self, "_floor", outlier_cost_in_dimension(self.outlier_cost, dd))
+        object.__setattr__(self, "_outlying_log_consistency",
+                           -outlier_cost_in_dimension(-OUTLIER_LOG_CONSISTENCY, dd))
 
     @property
     def resolved(self) -> bool:
         return self.prior is not None
 
     def resolve(self, y: np.ndarray) -> MultivariateNormalSegments:
-        return self if self.resolved else replace(self, prior=automatic_vector_prior(y))
+        if self.resolved:
+            return self
+        noise = automatic_vector_noise(y) if self.noise_scale is None else self.noise_scale
+        return replace(self, prior=automatic_vector_prior(y), noise_scale=noise)
 
     def _loc_scale(self) -> tuple[np.ndarray, np.ndarray]:
         if self.prior is None:
             raise ValueError("this model sets its prior from the whole series: call fit(y), or "
                              "pass prior=automatic_vector_prior(warm_up) to stream")
         return self.prior
+
+    def _noise_scale(self) -> float:
+        return STREAMING_NOISE_SCALE if self.noise_scale is None else self.noise_scale
 
     def check_series(self, y: Any) -> np.ndarray:
         arr = _vector_series(y)
@@ -657,7 +838,7 @@ class MultivariateNormalSegments(SegmentModel):
     def new_runs(self, n: int) -> Runs:
         d = 0 if self.prior is None else self.prior[0].size
         nu = float(d + 1)
-        noise_var = self.noise_scale ** 2
+        noise_var = self._noise_scale() ** 2
         return {"m": np.zeros((n, d)),
                 "kappa": np.full(n, noise_var / self.level_scale ** 2),
                 "psi": np.repeat((nu * noise_var * np.eye(d))[None], n, axis=0),
@@ -728,14 +909,14 @@ class MultivariateNormalSegments(SegmentModel):
         else:
             best = np.zeros_like(delta)
         ev_in = best - 0.5 * nu1 * log_ratio
-        outlier = ev_in < best - self.outlier_cost
+        outlier = ev_in < best - self._floor
         g = np.where(outlier, 0.0, gamma)
         k1 = k + g
         new = {"m": runs["m"] + (g / k1)[:, None] * r,
                "kappa": k1,
                "psi": psi + (k * g / k1)[:, None, None] * (r[:, :, None] * r[:, None, :]),
                "nu": nu + g, "seen": runs["seen"] | ~outlier}
-        return np.where(outlier, best - self.outlier_cost, ev_in), new, outlier
+        return np.where(outlier, best - self._floor, ev_in), new, outlier
 
     def estimate(self, runs: Runs) -> np.ndarray:
         """E* of the segment mean (in the units of the series)."""
@@ -754,7 +935,7 @@ class MultivariateNormalSegments(SegmentModel):
             w0[i] = 0.0 if floored[0] else discount[i]
         lc = hindsight_log_consistency(lambda w: self._loo_log_consistency(z, w, missing),
                                        w0, self.dim)
-        return lc < OUTLIER_LOG_CONSISTENCY
+        return lc < self._outlying_log_consistency
 
     def _loo_log_consistency(self, z: np.ndarray, w: np.ndarray, missing: np.ndarray
                              ) -> np.ndarray:

@@ -75,7 +75,7 @@ def _short(values: list, limit: int = 12) -> str:
 
 
 def run_changepoint(args: argparse.Namespace) -> int:
-    from possibly.changepoint import ChangepointDetector
+    from possibly.changepoint import ChangepointDetector, NormalMean, estimate_sigma
     from possibly.datasets import piecewise_constant
 
     n = CHANGEPOINT_DEFAULTS["n"] if args.n is None else args.n
@@ -92,19 +92,21 @@ def run_changepoint(args: argparse.Namespace) -> int:
             print(f"no plot: {exc}")
     y, true_cps, is_out = piecewise_constant(n, n_changes, outlier_rate=rate, seed=args.seed)
     default = ChangepointDetector(hazard=args.hazard, tau=args.tau).fit(y)
-    paper = ChangepointDetector(model="normal", hazard=args.hazard, tau=args.tau).fit(y)
-    if paper.sigma is None:  # pragma: no cover - model="normal" always has a sigma
-        raise RuntimeError("the paper's model gave no noise scale")
-    standard = ChangepointDetector(sigma=paper.sigma, hazard=args.hazard, robust=False).fit(y)
+    # the paper's model and recursion exactly (no evidence floor), sigma estimated as
+    # model="normal" does
+    paper_model = NormalMean(estimate_sigma(y), outliers="paper")
+    paper = ChangepointDetector(model=paper_model, hazard=args.hazard, tau=args.tau).fit(y)
+    standard = ChangepointDetector(model=paper_model, hazard=args.hazard, robust=False).fit(y)
     true_out = np.flatnonzero(is_out)
     print(f"{n} observations: piecewise-constant mean, N(0, 1) noise, {true_cps.size} change "
           f"points, {true_out.size} outliers of 6-12 sd (seed {args.seed})")
     print(f"default: ChangepointDetector(): constant-level, linear- and quadratic-trend "
           f"segments with unknown noise, priors from the median and MAD, hazard = "
           f"{args.hazard:g}")
-    print(f"paper:   ChangepointDetector(model='normal'): constant level, sigma = "
-          f"{paper.sigma:.3f} (MAD of first differences / sqrt 2), forgetting = 0.9; "
-          f"standard: the same without the robust discount")
+    print(f"paper:   ChangepointDetector(model=NormalMean(sigma, outliers='paper')): the "
+          f"paper's constant level and recursion, sigma = {paper_model.sigma:.3f} (MAD of first "
+          f"differences / sqrt 2), forgetting = 0.9; standard: the same without the robust "
+          f"discount")
     print(f"  true change points     {true_cps.tolist()}")
     for name, res in (("default", default), ("paper", paper), ("standard", standard)):
         found = res.changepoints

@@ -1,10 +1,11 @@
 """``possibly changepoint-many`` and ``possibly kalman-many``: many series on a Dask cluster.
 
 Both read a long table (a column naming the series, value columns, rows in time order within
-each series): a Parquet file or dataset directory, or a CSV/TSV/text file (or ``-``, standard
-input) read by :mod:`possibly.tables` like every command's input. They run the detector or
-the filter per series with :mod:`possibly.scaleout`: by default in this process for a small
-table and on a local cluster bound to 127.0.0.1 for a large one, or on a running scheduler
+each series, or sorted by ``--time`` with a note): a Parquet file or dataset directory, or a
+CSV/TSV/text file (or ``-``, standard input) read by :mod:`possibly.tables` like every
+command's input. They run the detector or the filter per series with
+:mod:`possibly.scaleout`: by default in this process for a small table and on a local
+cluster bound to 127.0.0.1 for a large one, or on a running scheduler
 given by ``--scheduler ADDRESS``. With ``--out DIR`` they write one Parquet file per
 series under ``DIR/series/`` (Hive partitions ``id=<id>/``) and the tables described in
 :mod:`possibly.scaleout`; without it they print the change points (or the filtered states) as
@@ -77,10 +78,41 @@ def _input(args: argparse.Namespace, value_columns: list[str]):
     values = table.numbers(value_columns, "--value")
     for k, c in enumerate(value_columns):
         frame[c] = values[:, k]
-    if args.time is not None:
-        stamps = table.column(table.column_index(args.time, "--time"))
-        frame[args.time] = [None if c == "" else c for c in stamps]
-    return pd.DataFrame(frame)
+    if args.time is None:
+        return pd.DataFrame(frame)
+    j = table.column_index(args.time, "--time")
+    frame[args.time] = [None if c == "" else c for c in table.column(j)]
+    return _in_time_order(args, pd.DataFrame(frame), table.time_axis(j).values,
+                          list(table.lines))
+
+
+def _in_time_order(args: argparse.Namespace, frame: Any, keys: np.ndarray | None,
+                   lines: list[int]) -> Any:
+    """The rows of ``frame`` with each series sorted by its time stamps ``keys`` (numbers or
+    dates/times; None for labels, which have no order: kept), stably, with a note on stderr
+    when one was out of order. The stamps stay as written in the file."""
+    if keys is None:
+        return frame
+    missing = np.isnat(keys) if keys.dtype.kind == "M" else np.isnan(keys)
+    order, moved = [], []
+    for key, rows in frame.groupby(args.id, sort=False, dropna=False).indices.items():
+        known = rows[~missing[rows]]
+        if (keys[known][1:] < keys[known][:-1]).any():
+            if known.size < rows.size:
+                line = lines[rows[missing[rows]][0]]
+                raise ValueError(f"series {key!r} is not in time order (--time "
+                                 f"{display(args.time)!r}) and line {line} has no time stamp "
+                                 "to sort it by: sort the file by time, or fill in its stamp")
+            rows = rows[np.argsort(keys[rows], kind="stable")]
+            moved.append(key)
+        order.append(rows)
+    if not moved:
+        return frame
+    print(f"possibly {args.command}: note: {len(moved)} series were not in time order (--time "
+          f"{display(args.time)}, e.g. {moved[0]!r}): each was sorted by its time stamps (rows "
+          "sharing a stamp kept in file order); positions count from 0 in time order",
+          file=sys.stderr)
+    return frame.iloc[np.concatenate(order)].reset_index(drop=True)
 
 
 def _cluster_args(args: argparse.Namespace) -> dict:

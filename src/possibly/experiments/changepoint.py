@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from possibly.changepoint import ChangepointDetector, numba_available
+from possibly.changepoint import ChangepointDetector, NormalMean, numba_available
 from possibly.datasets import well_log
 from possibly.progress import progress_bar
 
@@ -33,8 +33,9 @@ ZOOMS = ((1175, 1250), (3875, 4000))
 
 def _detector(robust: bool, engine: str = "auto", tol: float = 1e-12) -> ChangepointDetector:
     # tol = 0: the full recursion (no pruning, no merging), for the cost of both
-    return ChangepointDetector(sigma=SIGMA, hazard=HAZARD, forgetting=FORGETTING,
-                               robust=robust, tol=tol, engine=engine,
+    # the paper's recursion exactly: no evidence floor (NormalMean's default has one)
+    return ChangepointDetector(model=NormalMean(SIGMA, outliers="paper"), hazard=HAZARD,
+                               forgetting=FORGETTING, robust=robust, tol=tol, engine=engine,
                                merge_tol=1e-6 if tol > 0 else 0.0)
 
 

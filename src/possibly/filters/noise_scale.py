@@ -30,6 +30,15 @@ part of ``(α, β)`` is discounted by its conflict with the data's part (no outl
 residuals small, so a prior noise 10⁴ times too large is unlearned in about as many steps as
 a right one is confirmed); large residuals leave it whole (docs/math.md §8).
 
+A prior scale far too small cannot be told from outliers one observation at a time: every
+residual of the mis-scaled filter is large, and the robust update bounds the influence of
+each. A majority of large residuals is what says the scale is wrong, so the start runs the
+scale as hypotheses, as the robust start runs the outliers: the same filter from the prior
+with its noise scale multiplied by 10⁻⁴ … 10⁴, scored by their predictive densities with the
+outliers (floored at the robust start's ``log ε``) a strict minority and the prior an
+observation-like term that the other hypotheses pay ``log ε`` to overrule; after 30 steps the
+leader goes on alone.
+
 The factor ``κ`` makes the discounted scale update Fisher-consistent: ``ρ_λ`` weights an
 observation less the larger its ``q``, so ``Σ ρ q / Σ ρ`` underestimates the noise. With
 ``λ̂ q = X ~ χ²_k`` (an inlier when ``λ̂`` is right), ``κ = E[ρ_λ(X) X] / (k E[ρ_λ(X)])``
@@ -41,7 +50,8 @@ with ν ≈ 2 (no finite variance) the scale settles at about 1.3-1.4x the scale
 robust filter is as accurate as at 1x.
 
 Cost: one Kalman update and a few scalar operations per step (q is computed directly in
-covariance form), plus the robust start's mixture over the first 14 steps.
+covariance form), plus the scale's 9 start hypotheses over the first 30 steps, each with the
+robust start's mixture over the first 14.
 """
 
 from __future__ import annotations
@@ -67,7 +77,8 @@ from possibly.filters.kalman import (
 from possibly.filters.nonlinear import NonlinearFilterResult
 from possibly.filters.robust_start import KalmanStartState, start_init, start_step
 from possibly.frames import time_labels
-from possibly.inference import discount, relative_log_consistency
+from possibly.inference import discount, inlier_log_consistency, relative_log_consistency
+from possibly.robust_start import tree_take
 from possibly.sequential import SequentialEstimator
 from possibly.validation import (
     as_numbers,
@@ -86,6 +97,11 @@ _AUTO_NUMBA_MAX_BATCH = 16
 _NEGLIGIBLE = 1e-12
 #: the scale's prior is tempered until the data's shape parameter is this many times its own
 _PRIOR_OUTWEIGHED = 20.0
+#: the scale's start hypotheses: the prior's noise scale times these factors, run side by side
+#: for the first _SCALE_WINDOW steps (docs/math.md §8); the prior's own first, then the nearest
+#: (ties go to the first)
+_SCALE_FACTORS = 10.0 ** np.array([0, 1, -1, 2, -2, 3, -3, 4, -4])
+_SCALE_WINDOW = 30
 
 
 def _gamma_support(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -119,6 +135,66 @@ class NoiseScaleState:
     def noise_scale(self) -> np.ndarray:
         """``1 / λ̂``: the learned multiplier of ``R₀`` (mode of the gamma possibility)."""
         return self.beta / self.alpha
+
+
+@dataclass(frozen=True)
+class ScaleStartState:
+    """The scale's start hypotheses of a batch (batch shape ``B``), before their collapse.
+
+    Attributes
+    ----------
+    hypotheses : NoiseScaleState or KalmanStartState
+        Batch shape ``B + (J,)``: hypothesis ``j`` starts from the scale prior with its noise
+        scale multiplied by ``_SCALE_FACTORS[j]``.
+    evidence : ndarray, shape ``B + (J, t + 1, 4)``
+        What each observation said for each hypothesis (``NoiseScaleKalmanFilter._evidence``).
+    t : int
+        Number of observations processed.
+    """
+
+    hypotheses: Any
+    evidence: np.ndarray
+    t: int = 0
+
+    @property
+    def score(self) -> np.ndarray:
+        return _scale_score(self.evidence)
+
+    @property
+    def leader(self) -> np.ndarray:
+        return _scale_leader(self.score)
+
+    @property
+    def current(self) -> NoiseScaleState:
+        """The leading hypothesis' state (batch shape ``B``)."""
+        lead = tree_take(self.hypotheses, self.leader)
+        return lead.current if isinstance(lead, KalmanStartState) else lead
+
+    @property
+    def mean(self) -> np.ndarray:
+        return self.current.mean
+
+
+def _scale_score(evidence: np.ndarray) -> np.ndarray:
+    """Log possibility of each scale hypothesis, ``evidence`` ``B + (J, t, 4)``: the sup over
+    the labellings of the observations with outliers a strict minority of those that count,
+    an inlier counting its log density, an outlier the floor (docs/math.md §8); ``-inf``
+    when the outliers by force are already too many."""
+    density, gain, counts, forced = (evidence[..., i] for i in range(4))
+    free = np.floor((counts.sum(-1) - 1) / 2) - forced.sum(-1)  # a strict minority
+    best = -np.sort(-gain, axis=-1)
+    rank = np.arange(gain.shape[-1])
+    score = density.sum(-1) + np.where(rank < free[..., None], best, 0.0).sum(-1)
+    return np.where((free >= 0) & ~np.isnan(score), score, -np.inf)
+
+
+def _scale_leader(score: np.ndarray) -> np.ndarray:
+    """The largest score up to rounding, ties going to the first in ``_SCALE_FACTORS`` (the
+    prior's own scale, then the nearest): a tie has no evidence to break it."""
+    top = score.max(-1, keepdims=True)
+    with np.errstate(invalid="ignore"):  # -inf everywhere: every hypothesis ties
+        tied = score >= top - 1e-9 * (1.0 + np.abs(top))
+    return np.argmax(tied | np.isneginf(top), axis=-1)
 
 
 @dataclass(frozen=True)
@@ -189,8 +265,9 @@ class NoiseScaleKalmanFilter(SequentialEstimator):
     prior : MultivariateNormal, optional
         Possibility function of θ_1; uninformative by default.
     robust_start : bool
-        The robust start of :mod:`possibly.filters.robust_start`, from any prior (default
-        on; robust filter only).
+        The robust start of :mod:`possibly.filters.robust_start`, from any prior, and the
+        scale's start hypotheses (module docstring; default on; robust filter only). False:
+        the plain recursion from the step-by-step update of the scale.
     scale_dim : float > 0
         Effective dimension of the discount of the scale's update (default 2; see the module
         docstring).
@@ -246,45 +323,85 @@ class NoiseScaleKalmanFilter(SequentialEstimator):
         self._chi2 = np.zeros(self._kf.obs_dim + 1) if levels is None else -2.0 * levels
         # directions of y that θ explains: the residual's degrees of freedom once informed
         self._rank_h = int(np.linalg.matrix_rank(self.model.H))
+        self._floor = inlier_log_consistency(max(self._rank_h, 1), 0.999)
 
     def __repr__(self) -> str:
         return (f"NoiseScaleKalmanFilter(n={self._kf.state_dim}, m={self._kf.obs_dim}, "
                 f"scale_prior={self.scale_prior}, omega={self.omega:g}, dim={self.dim:g}, "
                 f"scale_dim={self.scale_dim:g})")
 
-    def init(self, batch_shape: tuple[int, ...] = ()) -> NoiseScaleState | KalmanStartState:
+    def init(self, batch_shape: tuple[int, ...] = ()
+             ) -> NoiseScaleState | KalmanStartState | ScaleStartState:
         """The state before any observation; with the robust start (from any prior), the
-        mixture of start hypotheses (a KalmanStartState of NoiseScaleStates)."""
+        scale's start hypotheses (a ScaleStartState), each the mixture of the robust start's
+        hypotheses (a KalmanStartState of NoiseScaleStates)."""
         batch_shape = tuple(batch_shape)
+        start = self.robust and self.robust_start
+        if start:  # one more batch axis: the scale's start hypotheses
+            batch_shape += (len(_SCALE_FACTORS),)
         ks = self._kf.init(batch_shape)
         assert isinstance(ks, KalmanState)  # self._kf is the standard filter: no robust start
         a0, b0 = self.scale_prior
-        a, b = np.full(batch_shape, a0), np.full(batch_shape, b0)
+        a = np.full(batch_shape, a0)
+        b = np.broadcast_to(b0 * _SCALE_FACTORS if start else b0, batch_shape).copy()
         zero = np.zeros(batch_shape)
         state = (NoiseScaleState(ks, a, b, a.copy(), b.copy(), zero, zero.copy()) if self.robust
                  else NoiseScaleState(ks, a, b))
-        if self.robust and self.robust_start:
-            return start_init(state, batch_shape)
+        if start:
+            # the prior is one more observation-like term: a hypothesis that moves its scale
+            # labels it an outlier and pays the floor (it does not count towards the cap)
+            prior_term = np.zeros(batch_shape + (1, 4))
+            prior_term[..., 1:, 0, 0] = self._floor
+            return ScaleStartState(start_init(state, batch_shape), prior_term, 0)
         return state
 
-    def step(self, state: NoiseScaleState | KalmanStartState,
-             y: Any) -> tuple[NoiseScaleState | KalmanStartState, KalmanInfo]:
+    def step(self, state: NoiseScaleState | KalmanStartState | ScaleStartState,
+             y: Any) -> tuple[NoiseScaleState | KalmanStartState | ScaleStartState, KalmanInfo]:
         """Predict (except before the first observation), then the robust update of θ and λ;
         a row with a NaN is missing (predict only)."""
         y = as_numbers("y", y)
         if self._kf.obs_dim == 1 and y.shape[-1:] != (1,):
             y = y[..., None]
-        if isinstance(state, KalmanStartState):
-            new, info, _, _ = start_step(state, y, self._plain_step, self._kf.obs_dim)
-            return new, info
-        if not isinstance(state, NoiseScaleState):
-            raise ValueError(f"state must be a NoiseScaleState, got {type(state).__name__}")
-        _, info, new = self._plain_step(state, y)
+        if isinstance(state, ScaleStartState):
+            return self._scale_start_step(state, y)
+        new, info, _ = self._evidence_step(state, y)
         return new, info
 
+    def _scale_start_step(self, state: ScaleStartState,
+                          y: np.ndarray) -> tuple[Any, KalmanInfo]:
+        """One step of every scale hypothesis; each one's score adds the log evidence of the
+        observation for it; the leader's info is reported, and after ``_SCALE_WINDOW`` steps
+        the hypotheses collapse to it (docs/math.md §8)."""
+        yh = np.repeat(np.expand_dims(y, -2), len(_SCALE_FACTORS), axis=-2)
+        new, info, evidence = self._evidence_step(state.hypotheses, yh)
+        # a missing y says nothing for any hypothesis (the robust start's drops do); nor a y
+        # that some hypothesis cannot judge yet (a direction of its state uninformed)
+        judged = ~np.isnan(y).any(-1) & (evidence[..., 4] > 0).all(-1)
+        evidence = np.where(judged[..., None, None], evidence[..., :4], 0.0)
+        evidence = np.concatenate([state.evidence, evidence[..., None, :]], -2)
+        lead = _scale_leader(_scale_score(evidence))
+        lead_info = tree_take(info, lead)
+        if state.t + 1 >= _SCALE_WINDOW:
+            return tree_take(new, lead), lead_info
+        return ScaleStartState(new, evidence, state.t + 1), lead_info
+
+    def _evidence_step(self, state: Any, y: np.ndarray) -> tuple[Any, KalmanInfo, np.ndarray]:
+        """``(new, info, log evidence)`` of one step, with the robust start's mixture while
+        ``state`` is one (its leader's evidence)."""
+        if isinstance(state, KalmanStartState):
+            new, info, evidence, _ = start_step(state, y, self._plain_step, self._kf.obs_dim)
+            return new, info, evidence
+        if not isinstance(state, NoiseScaleState):
+            raise ValueError(f"state must be a NoiseScaleState, got {type(state).__name__}")
+        evidence, info, new = self._plain_step(state, y)
+        return new, info, evidence
+
     def _plain_step(self, state: NoiseScaleState,
-                    y: np.ndarray) -> tuple[None, KalmanInfo, NoiseScaleState]:
-        """``(None, info, new)``: one step without the robust start (``y`` shape (..., m))."""
+                    y: np.ndarray) -> tuple[np.ndarray, KalmanInfo, NoiseScaleState]:
+        """``(log evidence, info, new)``: one step without the robust start (``y`` shape
+        (..., m)). The log evidence (:meth:`_evidence`) scores the scale's start hypotheses
+        (docs/math.md §8); it takes the robust start's slot of the predicted state, which
+        this filter does not keep."""
         kf, omega = self._kf, self.omega
         ks = kf.predict(state.kalman) if state.kalman.t else state.kalman
         t = ks.t
@@ -306,6 +423,9 @@ class NoiseScaleKalmanFilter(SequentialEstimator):
             q = -2.0 * probe.log_consistency
         q = np.minimum(q, 1e300)  # a gross outlier gives inf
         dof = _residual_dof(ks, H, R0, self._rank_h)
+        # q = 0 exactly: y fitted exactly, nothing on λ (k = 0); the information form's probe
+        # gives it at an extreme λ̂, where it would put the data's scale at 0
+        dof = np.where(q > 0, dof, 0)
         log_c = self._log_consistency(a, b, q, dof)
         # θ's relative discount: log c₀ is log c at the coverage quantile of an inlier's q
         # (λ̂ q ~ χ²_k), i.e. q / 2β = χ²_k(p) / 2α (docs/math.md §7, §8); 0 with coverage=None
@@ -329,11 +449,41 @@ class NoiseScaleKalmanFilter(SequentialEstimator):
         add_a = np.where(keep, rl * 0.5 * dof * kappa, 0.0)
         add_b = np.where(keep, rl * 0.5 * q, 0.0)
         nan = np.where(missing, np.nan, 0.0)
+        evidence = self._evidence(ks, lam, q, dof, missing)
         info = KalmanInfo(log_consistency=log_c + nan, discount=rho + nan,
                           gamma=discount(log_c, self.dim, validate=False) + nan)
         if state.prior_alpha is None:
-            return None, info, NoiseScaleState(new_ks, shrink * a + add_a, shrink * b + add_b)
-        return None, info, self._tempered(new_ks, state, shrink, add_a, add_b)
+            return evidence, info, NoiseScaleState(new_ks, shrink * a + add_a,
+                                                   shrink * b + add_b)
+        return evidence, info, self._tempered(new_ks, state, shrink, add_a, add_b)
+
+    def _evidence(self, ks: KalmanState, lam: np.ndarray, q: np.ndarray, dof: np.ndarray,
+                  missing: np.ndarray) -> np.ndarray:
+        """What ``y`` says for the scale's start hypothesis that ``λ̂`` is (docs/math.md §8),
+        ``(..., 5)``: the log predictive density of ``y`` at noise ``R₀ / λ̂`` relative to
+        ``N(0, R₀)``'s, ``−½ log det(λ̂ H P Hᵀ R₀⁻¹ + I) + (k/2) log λ̂ − ½ λ̂ q``; the gain of
+        labelling ``y`` an outlier, ``max(log ε + ½ λ̂ q, 0)`` (``log ε`` the robust start's
+        floor); 1 (it counts); 0 (not an outlier by force); 1 (judged). A missing ``y`` (as
+        the robust start's hypotheses see the observations they drop) is an outlier by
+        force: ``(density at q = 0 + log ε, 0, 1, 1, 1)``. All 0 while a direction of the
+        observation is uninformed (nothing judged)."""
+        H, R0 = self.model.H, self.model.R
+        informed = dof == self._rank_h
+        counts = ~missing & informed
+        # in information form the observed directions are informed where y counts: the
+        # pseudo-inverse gives H P Hᵀ there (other directions of θ may be uninformed)
+        cov = _covariance(ks) if ks.covariance is not None else np.linalg.pinv(
+            _precision(ks), hermitian=True)
+        s_pred = lam[..., None, None] * (H @ cov @ H.T) + R0
+        log_det = np.linalg.slogdet(s_pred)[1] - np.linalg.slogdet(R0)[1]
+        fit = -0.5 * lam * q
+        best = -0.5 * log_det + 0.5 * dof * np.log(lam)  # the density at q = 0
+        density = best + fit
+        gain = np.maximum(self._floor - fit, 0.0)
+        one, zero = np.ones_like(q), np.zeros_like(q)
+        out = np.where(counts[..., None], np.stack([density, gain, one, zero, one], -1),
+                       np.stack([best + self._floor, zero, one, one, one], -1))
+        return np.where(informed[..., None], out, 0.0)
 
     def _tempered(self, ks: KalmanState, state: NoiseScaleState, shrink: np.ndarray,
                   add_a: np.ndarray, add_b: np.ndarray) -> NoiseScaleState:
@@ -387,7 +537,8 @@ class NoiseScaleKalmanFilter(SequentialEstimator):
     def fit(self, y, *, engine: str = "auto") -> NoiseScaleResult:
         """Filter one or a batch of series ``(..., T, m)`` (or ``(T,)`` when m = 1).
 
-        ``engine``: ``"numba"`` runs the steps after the robust start in a compiled loop
+        ``engine``: ``"numba"`` runs the steps after the start (the robust start and the scale's
+        start hypotheses) in a compiled loop
         (:mod:`possibly.filters.noise_scale_numba`; needs numba, a time-invariant model and
         ``H`` of full row rank), ``"numpy"`` the batched numpy step throughout, ``"auto"``
         (default) as :meth:`possibly.KalmanFilter.filter` chooses (numba when available for
@@ -414,8 +565,8 @@ class NoiseScaleKalmanFilter(SequentialEstimator):
                     break
                 compiled = None  # singular by rounding: numpy's fallbacks
             state, info = self.step(state, ys[t])
-            current: NoiseScaleState = (state.current if isinstance(state, KalmanStartState)
-                                        else state)
+            current: NoiseScaleState = (state.current if isinstance(
+                state, (KalmanStartState, ScaleStartState)) else state)
             ks = current.kalman
             mean[t] = ks.mean
             cov[t] = ks.covariance if ks.covariance is not None else np.inf

@@ -1,5 +1,5 @@
 """Adapters to other libraries' interfaces; each module imports its library only when used.
 
-* :mod:`possibly.integrations.sktime`: :class:`PossiblyChangepointDetector`, an sktime
-  detector (``pip install 'possibly[sktime]'``).
+* :mod:`possibly.integrations.sktime`: :class:`PossiblyChangepointDetector` and
+  :class:`PossiblyAnomalyDetector`, sktime detectors (``pip install 'possibly[sktime]'``).
 """

@@ -1,9 +1,10 @@
 """Plots for :mod:`possibly.changepoint` (matplotlib is imported only when a plot is made).
 
 :func:`plot_result` draws one result as ruptures' ``display`` does (alternating shaded
-segments) with the outliers marked, on a time-stamp axis when the series had one, and stays
-readable and fast for long series: the observations are drawn as their min/max envelope per
-pixel column and, beyond a few hundred, outliers get one mark per column.
+segments) with each segment's fitted level or trend and its band, the outliers marked, on a
+time-stamp axis when the series had one, and stays readable and fast for long series: the
+observations are drawn as their min/max envelope per pixel column and, beyond a few hundred,
+outliers get one mark per column.
 :func:`plot_run_length` is the run-length possibility heat map with its colour bar.
 """
 
@@ -26,18 +27,6 @@ MAX_COLUMNS = 2000
 MAX_OUTLIER_MARKS = 300
 
 
-def _segment_means(result) -> np.ndarray:
-    """Mean of each final segment, outliers and missing values left out, shape (T,)."""
-    y = np.asarray(result.y, dtype=float).copy()
-    y[result.outliers] = np.nan
-    out = np.full(y.size, np.nan)
-    for a, b in result.segments:
-        seg = y[a:b]
-        if np.isfinite(seg).any():
-            out[a:b] = np.nanmean(seg)
-    return out
-
-
 # ----------------------------------------------------------------------------------------------
 # the x axis: positions 0..T-1, or the time stamps of the input
 
@@ -45,31 +34,40 @@ def _segment_means(result) -> np.ndarray:
 class _TimeAxis:
     """Maps positions ``p`` (floats, ``-0.5`` = left edge of step 0) to x coordinates.
 
-    Integer positions by default; with a DatetimeIndex, matplotlib date numbers (the axis is
-    then formatted as dates); with any other numeric index, its values. Missing time stamps
-    (NaT, NaN) are placed linearly between their neighbours; the index must not decrease.
+    Integer positions by default; with a DatetimeIndex (or a PeriodIndex: its start times),
+    matplotlib date numbers (the axis is then formatted as dates); with any other numeric
+    index, its values; with labels (strings, ...), positions, the ticks showing the labels.
+    Missing time stamps (NaT, NaN) are placed linearly between their neighbours; the index
+    must not decrease.
     """
 
     def __init__(self, n: int, index=None) -> None:
         self.is_date = False
+        self.labels: list[str] | None = None
         if index is None:
             self.x = np.arange(n, dtype=float)
             return
         if len(index) != n:
             raise ValueError(f"index must have one entry per observation ({n}), "
                              f"got {len(index)}")
+        if callable(getattr(index, "to_timestamp", None)):  # a pandas PeriodIndex
+            index = index.to_timestamp()
         values = np.asarray(index)
         if np.issubdtype(values.dtype, np.datetime64) or values.dtype == object:
             try:
                 from matplotlib.dates import date2num
                 self.x = np.asarray(date2num(values), dtype=float)
-            except (TypeError, ValueError):
-                raise ValueError("index must hold numbers or time stamps") from None
-            self.is_date = True
+                self.is_date = True
+            except (TypeError, ValueError, AttributeError):  # labels, not time stamps
+                self.x = np.arange(n, dtype=float)
+                self.labels = [str(v) for v in values]
+                return
         elif np.issubdtype(values.dtype, np.number):
             self.x = values.astype(float)
-        else:
-            raise ValueError(f"index must hold numbers or time stamps, got dtype {values.dtype}")
+        else:  # strings, ...: labels at the positions
+            self.x = np.arange(n, dtype=float)
+            self.labels = [str(v) for v in values]
+            return
         missing = np.isnan(self.x)  # NaT / NaN time stamps: placed by their neighbours
         if missing.all():
             raise ValueError("index has no valid time stamp")
@@ -106,6 +104,17 @@ class _TimeAxis:
             locator = AutoDateLocator()
             ax.xaxis.set_major_locator(locator)
             ax.xaxis.set_major_formatter(ConciseDateFormatter(locator))
+        elif self.labels is not None:
+            from matplotlib.ticker import FuncFormatter, MaxNLocator
+
+            labels = self.labels
+
+            def label_at(x: float, _pos: int) -> str:
+                i = int(round(x))
+                return labels[i] if 0 <= i < len(labels) and abs(x - i) < 1e-6 else ""
+
+            ax.xaxis.set_major_locator(MaxNLocator(nbins=8, integer=True))
+            ax.xaxis.set_major_formatter(FuncFormatter(label_at))
         else:
             ax.set_xlabel(label)
 
@@ -159,15 +168,20 @@ def _index_of(y, index, result=None):
 
 def plot_result(result, y=None, ax=None, *, index=None, ylabel: str | None = None,
                 title: str | None = None, truth=None, show_estimate: bool = True,
-                columns: int = MAX_COLUMNS, max_outlier_marks: int = MAX_OUTLIER_MARKS):
-    """Draw a change-point result: shaded segments, segment means, outliers, the series.
+                columns: int = MAX_COLUMNS, max_outlier_marks: int = MAX_OUTLIER_MARKS,
+                band: float | None = 0.1):
+    """Draw a change-point result: shaded segments, segment fits, outliers, the series.
 
-    Segments alternate between two shades as in ruptures' ``display``; each gets a line at
-    the mean of its observations (outliers left out); outliers are red circles. The legend
-    sits outside the data, to the right. Long series stay readable and quick: the series
-    (outliers left out) and the online estimate are drawn as their min/max per column
-    (``columns`` of them), and more than ``max_outlier_marks`` outliers get one small mark
-    per column (the one farthest from its segment mean), the legend giving their total.
+    Segments alternate between two shades as in ruptures' ``display``. Each gets its fitted
+    function (:meth:`~possibly.ChangepointResult.segment_fit`): a segment of the default
+    models its fitted level, linear or quadratic trend, with the band where the fitted
+    value's possibility is at least ``band``; a segment of another model (e.g. the paper's
+    normal mean) a line at the mean of its observations (outliers left out). Outliers are
+    red circles. The legend sits outside the data, to the right. Long series stay readable
+    and quick: the series (outliers left out) and the online estimate are drawn as their
+    min/max per column (``columns`` of them), the fits at about one point per column, and
+    more than ``max_outlier_marks`` outliers get one small mark per column (the one farthest
+    from its segment's fit), the legend giving their total.
 
     Parameters
     ----------
@@ -191,6 +205,10 @@ def plot_result(result, y=None, ax=None, *, index=None, ylabel: str | None = Non
         Number of columns the series is reduced to when longer than ``2 · columns``.
     max_outlier_marks : int
         Up to this many outliers, one mark each.
+    band : float or None
+        Possibility level in (0, 1) of the band drawn around each fitted level or trend
+        (0.1: about ± 2.1 standard errors of the fit once the noise scale is well known);
+        None: no band.
 
     Returns
     -------
@@ -234,10 +252,7 @@ def plot_result(result, y=None, ax=None, *, index=None, ylabel: str | None = Non
     if show_estimate:
         ax.plot(*min_max_envelope(axis.x, result.mean, columns), lw=0.9, color="tab:blue",
                 alpha=0.8, label="online estimate E*(θ)")
-    means = _segment_means(result)
-    for i, (a, b) in enumerate(segments):
-        ax.hlines(means[a], *axis.at([a - 0.5, b - 0.5]), color="tab:orange", lw=2.0,
-                  label="segment means" if i == 0 else None)
+    fit = _draw_segment_fits(ax, axis, result, columns, band)
     for i, c in enumerate(result.changepoints):
         ax.axvline(axis.at(c - 0.5), color="tab:green", lw=1.0,
                    label="detected change points" if i == 0 else None)
@@ -245,7 +260,7 @@ def plot_result(result, y=None, ax=None, *, index=None, ylabel: str | None = Non
         for i, c in enumerate(np.asarray(truth, dtype=np.int64)):
             ax.axvline(axis.at(c - 0.5), color="k", lw=1.0, ls="--",
                        label="true change points" if i == 0 else None)
-    _mark_outliers(ax, axis, values, means, result.outliers, columns, max_outlier_marks)
+    _mark_outliers(ax, axis, values, fit, result.outliers, columns, max_outlier_marks)
     ax.set_xlim(*axis.at([-0.5, n - 0.5]))
     axis.format(ax)
     name = getattr(y, "name", None)
@@ -260,6 +275,45 @@ def plot_result(result, y=None, ax=None, *, index=None, ylabel: str | None = Non
     return ax
 
 
+def _fit_positions(a: int, b: int, n: int, columns: int) -> np.ndarray:
+    """The steps of segment ``[a, b)`` at which its fit is drawn: all of them in a series of
+    at most ``2 · columns`` steps, else about two per column (a smooth polynomial)."""
+    if n <= 2 * columns:
+        return np.arange(a, b)
+    k = max(2, int(np.ceil(2 * columns * (b - a) / n)))
+    return np.unique(np.linspace(a, b - 1, k).round().astype(np.int64))
+
+
+def _draw_segment_fits(ax, axis, result, columns: int, band: float | None) -> np.ndarray:
+    """Each segment's fitted function (and its band), or its mean; returns the fit, (T,)."""
+    if band is not None and not 0.0 < float(band) < 1.0:
+        raise ValueError(f"band must be in (0, 1) or None, got {band!r}")
+    fit, low, high = result.segment_fit(0.1 if band is None else float(band))
+    n = fit.size
+    labelled = set()
+    for a, b in result.segments:
+        if np.isnan(fit[a]):
+            continue
+        if np.isnan(low[a]) or b - a == 1:  # a level: one horizontal line
+            label = "segment means" if np.isnan(low[a]) else "segment fits (level, trend)"
+            ax.hlines(fit[a], *axis.at([a - 0.5, b - 0.5]), color="tab:orange", lw=2.0,
+                      label=None if label in labelled else label)
+            labelled.add(label)
+            continue
+        at = _fit_positions(a, b, n, columns)
+        x = axis.x[at]
+        if band is not None:
+            label = f"band of the fit (possibility ≥ {float(band):g})"
+            ax.fill_between(x, low[at], high[at], color="tab:orange", alpha=0.25, lw=0,
+                            gid="segment fit band", label=None if label in labelled else label)
+            labelled.add(label)
+        label = "segment fits (level, trend)"
+        ax.plot(x, fit[at], color="tab:orange", lw=2.0, gid="segment fit",
+                label=None if label in labelled else label)
+        labelled.add(label)
+    return fit
+
+
 def _mark_outliers(ax, axis, values, means, outliers, columns, max_marks) -> None:
     outliers = np.asarray(outliers, dtype=np.int64)
     if not outliers.size:
@@ -270,7 +324,7 @@ def _mark_outliers(ax, axis, values, means, outliers, columns, max_marks) -> Non
         # the value itself (the envelope of a long series leaves outliers out)
         ax.plot(axis.x[outliers], values[outliers], ".", ms=2.5, color="0.35")
         return
-    # one mark per column: the outlier farthest from its segment mean stands for the others
+    # one mark per column: the outlier farthest from its segment's fit stands for the others
     starts = _bucket_starts(values.size, columns)
     bucket = np.searchsorted(starts, outliers, side="right") - 1
     far = np.abs(values[outliers] - np.nan_to_num(means[outliers]))
@@ -352,7 +406,8 @@ def plot_run_length(result, ax=None, *, index=None, max_run_length: int | None =
     map_path : bool
         Draw the MAP run length on top.
     colorbar : bool
-        Add the colour bar (``ax.images[-1]`` is the image, for a shared bar).
+        Add the colour bar, in an inset axis just right of ``ax`` (``ax.child_axes``;
+        ``ax.images[-1]`` is the image, for a shared bar).
 
     Returns
     -------
@@ -388,8 +443,9 @@ def plot_run_length(result, ax=None, *, index=None, max_run_length: int | None =
     ax.set_ylim(-0.5, R - 0.5)
     ax.set_ylabel("run length r")
     axis.format(ax)
-    if colorbar:
-        ax.figure.colorbar(im, ax=ax, label="run-length possibility", pad=0.01)
+    if colorbar:  # in an inset just right of the panel: beside it whatever the layout
+        cax = ax.inset_axes((1.01, 0.0, 0.015, 1.0))
+        ax.figure.colorbar(im, cax=cax, label="run-length possibility")
     return ax
 
 
@@ -442,18 +498,25 @@ def plot_run_length_figure(result, path, *, title: str | None = None) -> Path:
     plt = pyplot()
     T = result.y.size
     t = np.arange(T)
-    fig, (top, mid, bottom) = plt.subplots(
-        3, 1, figsize=(12, 8), sharex=True, layout="constrained",
-        gridspec_kw={"height_ratios": [1, 0.45, 1.2]})
+    fig = plt.figure(figsize=(12, 8), layout="constrained")
+    # the colour bar in its own narrow column, next to the heat map only: the three panels
+    # keep one width (they share the time axis)
+    grid = fig.add_gridspec(3, 2, height_ratios=[1, 0.45, 1.2], width_ratios=[1, 0.015])
+    top = fig.add_subplot(grid[0, 0])
+    mid = fig.add_subplot(grid[1, 0], sharex=top)
+    bottom = fig.add_subplot(grid[2, 0], sharex=top)
+    for ax in (top, mid):
+        ax.tick_params(labelbottom=False)
     top.plot(t, result.y, ".", ms=2, color="0.5", label="observations")
     top.plot(t, result.mean, lw=1.0, color="tab:blue", label="estimate E*(θ)")
-    top.set_ylabel("y")
+    name = getattr(result, "name", None)
+    top.set_ylabel("y" if name is None else str(name))
     top.legend(loc="lower left", fontsize=8)
     mid.plot(t, result.map_run_length, lw=1.0, color="tab:red")
     mid.set_ylabel("MAP run\nlength")
     plot_run_length(result, ax=bottom, colorbar=False)
-    fig.colorbar(bottom.images[-1], ax=[top, mid, bottom], pad=0.01, shrink=0.45,
-                 anchor=(0.0, 0.0), label="run-length possibility")
+    fig.colorbar(bottom.images[-1], cax=fig.add_subplot(grid[2, 1]),
+                 label="run-length possibility")
     bottom.set_xlabel("t")
     top.set_title(title or "fourth root of the run-length possibility (bottom)")
     path = Path(path)
