@@ -281,3 +281,30 @@ def test_every_result_type_has_to_frame_and_to_xarray():
                                            method, None))
                           for method in ("to_frame", "to_xarray"))]
     assert not missing, f"result types without to_frame/to_xarray: {missing}"
+
+
+def _kalman_table_by_hand(mean, variance, log_c, disc, names, index):
+    """The Kalman filter's table as it was built before the shared layout."""
+    batch, steps = log_c.shape[:-1], log_c.shape[-1]
+    cols = {name: mean[..., j].reshape(-1) for j, name in enumerate(names)}
+    with np.errstate(invalid="ignore"):
+        cols.update({f"{name}_sd": np.sqrt(variance[..., j]).reshape(-1)
+                     for j, name in enumerate(names)})
+    cols.update(log_consistency=log_c.reshape(-1), consistency=np.exp(log_c).reshape(-1),
+                discount=disc.reshape(-1))
+    index = index if index is not None else pd.RangeIndex(steps, name="step")
+    if batch:
+        index = pd.MultiIndex.from_product(
+            [pd.RangeIndex(int(np.prod(batch)), name="series"), index])
+    return pd.DataFrame(cols, index=index)
+
+
+@pytest.mark.parametrize("ys", [Y, np.random.default_rng(0).normal(size=(2, 3, 6, 1))],
+                         ids=["series", "batch"])
+def test_kalman_tables_unchanged(ys):
+    kf = ps.KalmanFilter(CV)
+    filtered, smoothed = kf.filter(ys), kf.smooth(ys)
+    for res, fr in ((filtered, filtered), (smoothed, smoothed.filtered)):
+        expected = _kalman_table_by_hand(res.mean, res.variance, fr.log_consistency,
+                                         fr.discount, CV.names, fr.index)
+        pd.testing.assert_frame_equal(res.to_frame(), expected, check_exact=True)
