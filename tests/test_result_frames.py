@@ -308,3 +308,12 @@ def test_kalman_tables_unchanged(ys):
         expected = _kalman_table_by_hand(res.mean, res.variance, fr.log_consistency,
                                          fr.discount, CV.names, fr.index)
         pd.testing.assert_frame_equal(res.to_frame(), expected, check_exact=True)
+
+
+def test_changepoint_vector_segment_mean_in_the_dataset():
+    rng = np.random.default_rng(0)
+    data = pd.DataFrame(rng.normal(size=(T, 2)), index=IDX, columns=["a", "b"])
+    res = ps.ChangepointDetector().fit(data)
+    ds = res.to_xarray()
+    assert ds["segment_mean"].dims == ("time", "component") and ds.indexes["time"].equals(IDX)
+    np.testing.assert_array_equal(ds["segment_mean"].values, res.mean)
