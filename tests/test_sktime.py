@@ -155,10 +155,24 @@ def test_multivariate_series_get_mean_and_covariance_segments():
     X = pd.DataFrame(y, columns=["a", "b"])
     det = PossiblyChangepointDetector().fit(X)
     assert det.models_[0].prior[0].tolist() == automatic_vector_prior(y)[0].tolist()
+    # the same model, prior and noise level as the library's detector sets from the series
+    assert det.models_[0] == ps.ChangepointDetector().fit(y).params.models[0]
     got = det.predict(X)["ilocs"].tolist()
     assert got == ps.ChangepointDetector().fit(y).changepoints.tolist()
     assert got == truth.changepoints.tolist()
     assert det.transform(X)["labels"].iloc[[0, -1]].tolist() == [0, 1]
+
+
+def test_a_model_object_is_refused_not_ignored():
+    from possibly.changepoint import PolynomialTrend
+
+    with pytest.raises(ValueError, match="model must be None, 'auto' or 'normal'"):
+        PossiblyChangepointDetector(model=PolynomialTrend(1))
+
+
+def test_a_given_sigma_selects_the_papers_model():
+    det = PossiblyChangepointDetector(sigma=1.0).fit(np.r_[np.zeros(50), np.full(50, 5.0)])
+    assert det.sigma_ == 1.0 and type(det.models_[0]).__name__ == "NormalMean"
 
 
 def test_the_papers_model_refuses_a_multivariate_series():

@@ -329,3 +329,18 @@ def test_positions_and_names_are_not_confused():
     np.testing.assert_array_equal(t.numbers([1])[:, 0], [0.5, 0.7])  # a position
     np.testing.assert_array_equal(t.numbers(["0"])[:, 0], [0.5, 0.7])  # a name
     np.testing.assert_array_equal(t.numbers([0])[:, 0], [0.0, 1.0])
+
+
+def test_a_zero_first_row_above_whole_numbers_is_refused_not_guessed():
+    """``0, 1`` above whole numbers may be pandas' column names or the first row of data
+    (a counter column, counts starting at 0): refused, naming --header, never a row lost."""
+    from possibly.tables import parse_table
+
+    for text in ("0,1\n1,3\n2,5\n3,7\n", "0\n3\nnan\n5\n2\n"):
+        with pytest.raises(ValueError, match="--header yes or --header no"):
+            parse_table(text, "data.csv")
+        table = parse_table(text, "data.csv", header=False)
+        assert len(table.cells) == text.count("\n")
+    # below it, a number with a point: pandas' header of float data
+    table = parse_table("0\n1.5\n2.25\n", "data.csv")
+    assert table.has_header and len(table.cells) == 2

@@ -593,6 +593,12 @@ def _parse_table(text: str, source: str, header: bool | None) -> Table:
     if header is None:
         header = _is_header(first, [r for _, _, r in rows[1:_SAMPLE + 1] if r is not None])
         if not header and len(rows) > 1 and _is_pandas_header(first):
+            below = [r for _, _, r in rows[1:_SAMPLE + 1] if r is not None]
+            if not _unlike_a_counter(first, below):
+                raise ValueError(
+                    f"{source}: line {rows[0][0]} ({_brief(','.join(first))}) may be the column "
+                    "names pandas writes for unnamed columns or a row of whole numbers: give "
+                    "--header yes or --header no")
             header = True
             notes.append(f"{source}: line {rows[0][0]} ({_brief(','.join(first))}) is read "
                          "as a header, the column names pandas writes for unnamed columns "
@@ -626,6 +632,20 @@ def _is_pandas_header(first: list[str]) -> bool:
     while k < len(first) - 1 and first[k] == "":
         k += 1
     return all(cell == str(j) for j, cell in enumerate(first[k:]))
+
+
+_WHOLE_NUMBER = re.compile(r"[+-]?[0-9]+")
+
+
+def _unlike_a_counter(first: list[str], below: list[list[str]]) -> bool:
+    """Whether the rows below a ``0, 1, ...`` first row show it is a header: some cell of those
+    columns is not a whole number (pandas writes floats with a point). Below whole numbers only
+    (counts, or a headerless file starting at 0) it may as well be data."""
+    k = 0
+    while k < len(first) - 1 and first[k] == "":
+        k += 1
+    cells = [c.strip() for row in below for c in row[k:len(first)]]
+    return any(not _WHOLE_NUMBER.fullmatch(c) for c in cells if c.lower() not in MISSING)
 
 
 def _unnamed(j: int, header: list[str]) -> str:

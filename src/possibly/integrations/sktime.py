@@ -37,7 +37,6 @@ from possibly.changepoint import (
     NormalMean,
     SegmentModel,
     automatic_prior,
-    automatic_vector_prior,
     estimate_sigma,
     model_family,
 )
@@ -84,7 +83,7 @@ class _PossiblyDetector(BaseDetector):
         "python_dependencies": "sktime",
     }
 
-    def __init__(self, model="auto", sigma="auto", hazard=2.5e-3, forgetting=None,
+    def __init__(self, model=None, sigma="auto", hazard=2.5e-3, forgetting=None,
                  robust=True, tau=None, outlier_level=None):
         self.model = model
         self.sigma = sigma
@@ -94,6 +93,9 @@ class _PossiblyDetector(BaseDetector):
         self.tau = tau
         self.outlier_level = outlier_level
         super().__init__()
+        if model not in (None, "auto", "normal"):
+            raise ValueError(f"model must be None, 'auto' or 'normal' (the segment models are "
+                             f"learnt by fit), got {model!r}")
         # bad parameters fail here, at the call site (ChangepointDetector checks them all)
         ChangepointDetector(sigma=sigma, model=model, hazard=hazard, forgetting=forgetting,
                             robust=robust, tau=tau, outlier_level=outlier_level)
@@ -121,8 +123,8 @@ class _PossiblyDetector(BaseDetector):
             sigma = estimate_sigma(values) if isinstance(self.sigma, str) else float(self.sigma)
             self.sigma_: float | None = sigma
             return (NormalMean(sigma),)
-        if values.ndim == 2:
-            return (MultivariateNormalSegments(prior=automatic_vector_prior(values)),)
+        if values.ndim == 2:  # the prior and noise level as ChangepointDetector sets them
+            return (MultivariateNormalSegments().resolve(values),)
         return tuple(model_family(prior=automatic_prior(values)))
 
     def _detector(self) -> ChangepointDetector:
@@ -161,8 +163,9 @@ class PossiblyChangepointDetector(_PossiblyDetector):
 
     Parameters
     ----------
-    model : {"auto", "normal"}
-        ``"auto"`` (default): the default models of ``ChangepointDetector()``, constant level,
+    model : {None, "auto", "normal"}
+        None (default): ``"normal"`` when ``sigma`` is a number, else ``"auto"``.
+        ``"auto"``: the default models of ``ChangepointDetector()``, constant level,
         linear and quadratic trend segments with an unknown noise scale (a multivariate series:
         :class:`~possibly.changepoint.MultivariateNormalSegments`), their scale-free priors
         (median, MAD and length of the series) learnt by :meth:`fit`; ``"normal"``: the paper's
