@@ -134,3 +134,20 @@ def test_repr_is_a_short_summary():
     assert lines[3] == ("  outliers (40): [7, 507, 1007, 1507, 2007, ..., 17507, 18007, 18507, "
                         "19007, 19507])")
     assert "array(" not in text
+
+
+def test_stamps_of_another_kind_or_going_back_are_refused():
+    """A number is no stamp of a DatetimeIndex (pandas would make it 1970), and time does not
+    go back; a Series with pandas' default index carries positions, not stamps."""
+    days = pd.date_range("2024-01-01", periods=30, freq="D")
+    det = ps.ChangepointDetector(sigma=1.0)
+    det.fit(pd.Series(np.zeros(30), index=days))
+    det.extend(pd.Series([0.1, 0.2]))  # default index: continues by the frequency
+    assert det.result().index[-2:].tolist() == list(pd.date_range("2024-01-31", periods=2))
+    with pytest.raises(ValueError, match="time must be a date/time stamp"):
+        det.update(0.3, time=5)
+    with pytest.raises(ValueError, match="time must not go back"):
+        det.update(0.3, time=pd.Timestamp("2024-01-05"))
+    det.update(0.3, time="2024-02-10")  # text is read as a stamp of the index's kind
+    assert det.result().index[-1] == pd.Timestamp("2024-02-10")
+    assert det.t == 33 and (np.diff(det.result().index.asi8) > 0).all()

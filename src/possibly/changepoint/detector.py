@@ -197,6 +197,13 @@ def _index_step(index: Any) -> Any:
     return None
 
 
+def _default_positions(index: Any) -> bool:
+    """Whether ``index`` is pandas' default ``RangeIndex(0, n)``: positions, not stamps."""
+    import pandas as pd
+
+    return (isinstance(index, pd.RangeIndex) and index.start == 0 and index.step == 1)
+
+
 def _stamped_index(base: Any, stamps: list[Any]) -> Any:
     """``base`` (the index of fit's input, or None) followed by ``stamps``; None without any
     stamp. The stamps take the base's dtype when they can (e.g. text into a DatetimeIndex)."""
@@ -594,7 +601,7 @@ class ChangepointDetector(SequentialEstimator):
                 raise ValueError("time: the observations so far have no time stamps (fit "
                                  "was given an array): pass fit a pandas Series, or stream "
                                  "with time stamps from the first observation")
-            return list(given)
+            return self._checked_stamps(list(given))
         if not stamped:
             return []
         if self._step is None:  # once per fit: inferring a frequency reads the whole index
@@ -608,6 +615,36 @@ class ChangepointDetector(SequentialEstimator):
                              "a pandas Series")
         last = self._stamps[-1] if self._stamps else self._index[-1]
         return [last + step * k for k in range(1, n + 1)]
+
+    def _checked_stamps(self, given: list[Any]) -> list[Any]:
+        """``given`` as stamps of the stream's kind, after the last one: a number is no stamp
+        of a DatetimeIndex (pandas would read it as nanoseconds since 1970), and time does not
+        run backwards."""
+        import pandas as pd
+
+        base = self._index
+        last = self._stamps[-1] if self._stamps else (
+            base[-1] if base is not None and len(base) else None)
+        if base is not None and base.dtype.kind == "M":
+            if any(isinstance(g, (int, float, np.number)) and not isinstance(g, bool)
+                   for g in given):
+                raise ValueError(f"time must be a date/time stamp like the series' index "
+                                 f"({base.dtype}), got {describe(given[0])}")
+            try:
+                given = list(pd.Index(given, dtype=base.dtype))
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"time must be a date/time stamp like the series' index "
+                                 f"({base.dtype}): {exc}") from None
+        try:
+            backwards = any(b < a for a, b in zip([last, *given][:-1], given, strict=True)
+                            if a is not None)
+        except TypeError:
+            raise ValueError(f"time must be a stamp of the same kind as the series' index, "
+                             f"got {describe(given[0])} after {describe(last)}") from None
+        if backwards:
+            raise ValueError("time must not go back: each stamp is at or after the previous "
+                             f"one (the last was {describe(last)})")
+        return given
 
     def fit(self, y: Any) -> ChangepointResult:
         """Process a whole series from scratch and return the result.
@@ -664,6 +701,8 @@ class ChangepointDetector(SequentialEstimator):
             arr = self._check(values)
             if index is not None and self._index is None and not self._stamps and self.t:
                 index = None  # a positional stream stays positional
+            if _default_positions(index):
+                index = None  # pandas' default index: positions, no stamps
             stamps = self._next_stamps(len(arr), index)
             state, out = self._run(self.state_, arr)
             object.__setattr__(self, "_state", state)
