@@ -24,7 +24,7 @@ import numpy as np
 
 import possibly as ps
 from possibly.plotting import pyplot
-from possibly.plotting.changepoint import _segment_means, plot_changepoints
+from possibly.plotting.changepoint import plot_changepoints
 
 
 def baseline(result, path) -> None:
@@ -34,7 +34,7 @@ def baseline(result, path) -> None:
     fig, ax = plt.subplots(figsize=(11, 4.2))
     ax.plot(t, result.y, ".", ms=2.5, color="0.45", label="observations")
     ax.plot(t, result.mean, lw=1.0, color="tab:blue", alpha=0.8, label="online estimate")
-    ax.plot(t, _segment_means(result), lw=2.0, color="tab:orange", label="segment means")
+    ax.plot(t, result.segment_fit()[0], lw=2.0, color="tab:orange", label="segment fits")
     for i, c in enumerate(result.changepoints):
         ax.axvline(c - 0.5, color="tab:green", lw=1.0, label="change points" if i == 0 else None)
     outs = result.outliers
