@@ -1,4 +1,4 @@
-"""Segment models with unknown noise precision: a level, or a polynomial trend (issue 12).
+"""Segment models with unknown noise precision: a level, or a polynomial trend.
 
 :class:`PolynomialTrend` is a Bayesian linear regression on ``(1, τ, τ²)`` with unknown noise
 precision λ, whose state is shifted forward each step (``level ← level + slope + curvature``,
@@ -439,10 +439,13 @@ class PolynomialTrend(SegmentModel):
         z = (np.asarray(y, dtype=np.float64) - prior.loc) / prior.scale
         n, p = z.size, self.degree + 1
         observed = ~np.isnan(z)
-        w = np.where(observed, np.asarray(weights, dtype=np.float64), 0.0)
-        if z.ndim != 1 or w.shape != z.shape or not ((w >= 0) & (w <= 1)).all():
-            raise ValueError(f"y and weights must be two arrays of shape (n,), weights in "
-                             f"[0, 1] where y is observed, got shapes {z.shape}, {w.shape}")
+        given = np.asarray(weights, dtype=np.float64)
+        if z.ndim != 1 or given.shape != z.shape:
+            raise ValueError(f"y and weights must be two arrays of shape (n,), got shapes "
+                             f"{z.shape}, {given.shape}")
+        w = np.where(observed, given, 0.0)
+        if not ((w >= 0) & (w <= 1)).all():
+            raise ValueError("weights must be in [0, 1] where y is observed")
         if not 0.0 < alpha < 1.0:
             raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
         nan = np.full(n, np.nan)
