@@ -51,23 +51,36 @@ def test_numba_engine_refuses_what_it_cannot_run():
 
 @pytest.mark.parametrize("log_q", [12, 16, 20])
 @pytest.mark.parametrize("options", [{}, {"robust": False}])
-def test_a_diffuse_prediction_on_both_engines(log_q, options):
+def test_a_diffuse_prediction_on_both_engines(log_q, options, monkeypatch):
     """A random walk with Q far above R: the update stays accurate on both engines. With
     ``robust=False`` the scalar update is closed form: the variance after step t is
     ``1 / (1 / (P_{t-1} + Q) + 1 / s_{t-1})``, ``s`` the learned noise scale (R₀ = 1) used by
-    the step (it was 0 or negative from cancellation)."""
+    the step (it was 0 or negative from cancellation). Long enough for the compiled loop to
+    take over after the start (checked: it runs)."""
+    from possibly.filters import noise_scale_numba
+
+    calls = []
+    real = noise_scale_numba.run
+
+    def spy(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(noise_scale_numba, "run", spy)
     rng = np.random.default_rng(log_q)
-    ys = np.cumsum(rng.normal(size=(2, 30, 1)), axis=1) * 1e4
+    ys = np.cumsum(rng.normal(size=(2, 150, 1)), axis=1) * 1e4
     q = 10.0 ** log_q
     kf = NoiseScaleKalmanFilter(np.eye(1), [[q]], [[1.0]], [[1.0]], **options)
-    a, b = kf.fit(ys, engine="numba"), kf.fit(ys, engine="numpy")
+    a = kf.fit(ys, engine="numba")
+    assert calls, "the compiled loop did not run"
+    b = kf.fit(ys, engine="numpy")
     for f in FIELDS:
         np.testing.assert_allclose(getattr(a, f), getattr(b, f), rtol=1e-9, equal_nan=True,
                                    err_msg=f)
     var, scale = b.covariance[..., 0, 0], b.noise_scale
     assert (var[:, 1:] > 0).all()
     if options:
-        t = np.arange(15, 30)  # after the robust start's window
+        t = np.arange(120, 150)  # after the start windows
         p = var[:, t - 1] + q
         np.testing.assert_allclose(var[:, t], p * scale[:, t - 1] / (p + scale[:, t - 1]),
                                    rtol=1e-9)
