@@ -84,3 +84,18 @@ def test_a_diffuse_prediction_on_both_engines(log_q, options, monkeypatch):
         p = var[:, t - 1] + q
         np.testing.assert_allclose(var[:, t], p * scale[:, t - 1] / (p + scale[:, t - 1]),
                                    rtol=1e-9)
+
+
+@pytest.mark.parametrize("log_q", [20, 40])
+def test_a_diffuse_square_model_on_both_engines(log_q):
+    """Two states, both observed (square H), Q far above R: the compiled loop takes the
+    information form where the numpy step does, so the engines agree (they differed by a
+    factor 1e10 and more at Q = 1e20 with the Joseph form alone)."""
+    rng = np.random.default_rng(log_q)
+    ys = np.cumsum(rng.normal(size=(2, 150, 2)), axis=1) * 1e4
+    kf = NoiseScaleKalmanFilter(np.eye(2), 10.0 ** log_q * np.eye(2), np.eye(2), np.eye(2))
+    a, b = kf.fit(ys, engine="numba"), kf.fit(ys, engine="numpy")
+    for f in FIELDS:
+        np.testing.assert_allclose(getattr(a, f), getattr(b, f), rtol=1e-9, equal_nan=True,
+                                   err_msg=f)
+    assert (np.linalg.eigvalsh(b.covariance[:, 10:]) > 0).all()  # once informed

@@ -45,6 +45,19 @@ def _kappa(alpha, m, scale_dim, tau, grid, values, nodes_x, nodes_w):  # pragma:
 
 
 @numba.njit(cache=True, nogil=True)
+def _information_form(pk, P, H, R, hph, s):  # pragma: no cover - compiled
+    """``(P⁻¹ + s Hᵀ R⁻¹ H)⁻¹`` where ``s H P Hᵀ ≻ 10⁴ R`` in every direction of a square
+    ``H`` (as possibly.filters.kalman._information_update), else ``pk`` unchanged."""
+    L = np.linalg.cholesky(R)
+    a = np.linalg.solve(L, s * hph)
+    w = np.linalg.solve(L, a.T)
+    if not np.linalg.eigvalsh(0.5 * (w + w.T))[0] > _DIFFUSE:
+        return pk
+    out = np.linalg.inv(np.linalg.inv(P) + s * (H.T @ np.linalg.solve(R, H)))
+    return 0.5 * (out + out.T)
+
+
+@numba.njit(cache=True, nogil=True)
 def run(ys, t0, mean, cov, alpha, beta, F, Q, H, R, robust, dim, scale_dim, tau, chi2_p, omega,
         grid, values, nodes_x, nodes_w,
         o_mean, o_cov, o_logc, o_disc, o_scale):  # pragma: no cover - compiled
@@ -96,9 +109,14 @@ def run(ys, t0, mean, cov, alpha, beta, F, Q, H, R, robust, dim, scale_dim, tau,
                     for i in range(m):
                         if s * hph[i, i] > _DIFFUSE * R[i, i]:
                             diffuse = True
-                    if diffuse:  # Joseph form, as possibly.filters.kalman._joseph
-                        a_ = np.eye(x.shape[0]) - gain @ H
+                    n = x.shape[0]
+                    if diffuse and m == 1 and n == 1:  # P r / (s h² P + r), as the numpy step
+                        pk = P * (R[0, 0] / (s * hph[0, 0] + R[0, 0]))
+                    elif diffuse:  # Joseph form, as possibly.filters.kalman._joseph
+                        a_ = np.eye(n) - gain @ H
                         pk = a_ @ P @ a_.T + (gain @ R @ gain.T) / s
+                        if m == n and m > 1:
+                            pk = _information_form(pk, P, H, R, hph, s)
                     else:
                         pk = P - gain @ hp
                     P = 0.5 * (pk + pk.T)
