@@ -238,3 +238,14 @@ def test_other_filters_warn_too():
         warnings.simplefilter("error", ps.MostlyDiscountedWarning)
         learned = ps.KalmanFilter(F, Q, H, R, learn_noise_scale=True).fit(ys)
     assert learned.discounted_fraction < 0.5
+
+
+def test_a_constant_axis_does_not_pull_the_noise_scales_to_zero():
+    """A 2-D track whose second coordinate never moves: the scales come from the moving axis
+    (pooling the axes' differences gave a median of 0 and discounted most observations)."""
+    rng = np.random.default_rng(3)
+    moving = np.arange(300.0) + rng.normal(0.0, 1.0, 300)
+    accel_1d, obs_1d = ps.models.constant_velocity_noise(moving)
+    accel_2d, obs_2d = ps.models.constant_velocity_noise(np.c_[moving, np.zeros(300)])
+    assert obs_2d == pytest.approx(obs_1d) and accel_2d == pytest.approx(accel_1d)
+    assert 0.8 < obs_2d < 1.25  # the truth: 1

@@ -346,6 +346,15 @@ def _lags(n: int) -> list[int]:
     return lags
 
 
+def _robust_square(d: np.ndarray) -> float:
+    """``(1.4826 · median |d|)²``, or the mean square where more than half of ``d`` is 0
+    (ties); 0 for fewer than 3 values."""
+    if d.size < 3:
+        return 0.0
+    v = (_MAD_NORMAL * float(np.median(np.abs(d)))) ** 2
+    return v if v > 0 else float(np.mean(d * d))
+
+
 def constant_velocity_noise(ys: Any, dt: float = 1.0, *, accel_sd: float | None = None,
                             obs_sd: float | None = None) -> tuple[float, float]:
     """Robust estimates of the noise scales of :func:`constant_velocity` from a track.
@@ -373,8 +382,9 @@ def constant_velocity_noise(ys: Any, dt: float = 1.0, *, accel_sd: float | None 
     Parameters
     ----------
     ys : array_like, shape (T,) or (T, ndim)
-        Observed positions (NaN = missing); the axes of a multi-dimensional track are pooled
-        (the model's noise is the same on every axis).
+        Observed positions (NaN = missing). The model's noise is the same on every axis:
+        each lag's variance is the mean of the axes' robust variances, over the axes that
+        move (a constant coordinate says nothing of the noise of the others).
     dt : float > 0
         Time step.
     accel_sd, obs_sd : float > 0, optional
@@ -431,17 +441,20 @@ def constant_velocity_noise(ys: Any, dt: float = 1.0, *, accel_sd: float | None 
     a_known, s_known = known["accel_sd"], known["obs_sd"]
     used = []  # (k, c_k, n_k, V_k) of the lags with a nonzero variance
     for k in _lags(y.shape[0]):
-        d = (z[2 * k:] - 2.0 * z[k:-k] + z[:-2 * k]).ravel()
-        d = d[~np.isnan(d)]
-        if k == 1 and d.size < 3:  # too short to tell: follow the observations
+        diffs = z[2 * k:] - 2.0 * z[k:-k] + z[:-2 * k]
+        count = int(np.sum(~np.isnan(diffs)))
+        if k == 1 and count < 3:  # too short to tell: follow the observations
             return a_known or base / dt**2, s_known or 1e-3 * base
-        if d.size < 3:
+        if count < 3:
             break
-        v = (_MAD_NORMAL * float(np.median(np.abs(d)))) ** 2
-        if not v > 0:  # more than half the differences are 0 (ties): their mean square
-            v = float(np.mean(d * d))
-        if v > 0:
-            used.append((k, k * (4.0 * k * k - 1.0) / 6.0, d.size, v))
+        # each axis on its own scale, then the mean over the axes that move: pooling the
+        # differences would let a quiet axis (a constant coordinate) pull the median to 0
+        per_axis = [(v, d.size) for v, d in
+                    ((_robust_square(d), d) for d in (c[~np.isnan(c)] for c in diffs.T))
+                    if v > 0]
+        if per_axis:
+            v_k = float(np.mean([v for v, _ in per_axis]))
+            used.append((k, k * (4.0 * k * k - 1.0) / 6.0, sum(n for _, n in per_axis), v_k))
     if not used:  # no noise at all: an exact line
         small = 1e-3 * base
         return a_known or small / dt**2, s_known or small
