@@ -174,6 +174,9 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.flush()
         if plot is not None:
             print(f"plot written to {plot}", file=sys.stderr)
+        noise = _noise_note(model, args)
+        if noise:  # on standard error: standard output is the table
+            print(f"possibly kalman: note: {noise}", file=sys.stderr)
     warning = _discounted_note(fr)
     if warning:  # on standard error: standard output may be the table
         print(f"possibly kalman: {warning}", file=sys.stderr)
