@@ -336,7 +336,14 @@ def test_more_sensors_than_states_against_exact_arithmetic(model, robust):
 
     H, R, P, mean, y = model
     post, info = update(KalmanState(mean, P), y, H, R, robust=robust, coverage=None)
-    exact = _exact_update(mean, P, y, H, R, float(info.discount))
+    # the discount from the exact consistency (the paper's γ = c^(1/d), d = n), not the code's
+    log_c = _exact_update(mean, P, y, H, R)[2]
+    rho = np.exp(log_c / H.shape[1]) if robust else 1.0
+    assert float(info.discount) == pytest.approx(rho, rel=1e-8, abs=1e-300)
+    if rho == 0.0:  # the observation is ignored: the prior stands
+        np.testing.assert_allclose(post.mean, mean, rtol=1e-12)
+        return
+    exact = _exact_update(mean, P, y, H, R, rho)
     _assert_matches_exact(post.mean, post.covariance, float(info.log_consistency), exact, 1e-9)
 
 
