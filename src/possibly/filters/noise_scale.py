@@ -75,7 +75,7 @@ from possibly.filters.kalman import (
     warn_if_mostly_discounted,
 )
 from possibly.filters.nonlinear import NonlinearFilterResult
-from possibly.filters.robust_start import KalmanStartState, start_init, start_step
+from possibly.filters.robust_start import KalmanStartState, start_init, start_step, ties
 from possibly.frames import time_labels
 from possibly.inference import discount, inlier_log_consistency, relative_log_consistency
 from possibly.robust_start import tree_take
@@ -191,10 +191,7 @@ def _scale_score(evidence: np.ndarray) -> np.ndarray:
 def _scale_leader(score: np.ndarray) -> np.ndarray:
     """The largest score up to rounding, ties going to the first in ``_SCALE_FACTORS`` (the
     prior's own scale, then the nearest): a tie has no evidence to break it."""
-    top = score.max(-1, keepdims=True)
-    with np.errstate(invalid="ignore"):  # -inf everywhere: every hypothesis ties
-        tied = score >= top - 1e-9 * (1.0 + np.abs(top))
-    return np.argmax(tied | np.isneginf(top), axis=-1)
+    return np.argmax(ties(score), axis=-1)
 
 
 @dataclass(frozen=True)

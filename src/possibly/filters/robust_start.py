@@ -73,7 +73,7 @@ import numpy as np
 from possibly.inference import inlier_log_consistency
 from possibly.robust_start import tree_expand, tree_map, tree_take
 
-__all__ = ["KalmanStartState", "start_hypotheses"]
+__all__ = ["KalmanStartState", "start_hypotheses", "ties"]
 
 #: defaults: the first K observations may hold MAX_OUTLIERS outliers; collapse after K + WINDOW
 K, MAX_OUTLIERS, WINDOW = 4, 2, 10
@@ -90,6 +90,21 @@ def _hypotheses(k: int, max_outliers: int) -> np.ndarray:
     out = start_hypotheses(k, max_outliers)
     out.setflags(write=False)
     return out
+
+
+def ties(score: np.ndarray) -> np.ndarray:
+    """Which hypotheses (last axis) share the largest score up to rounding (relative 1e-9):
+    a tie has no evidence to break it; every hypothesis ties where all scores are -inf.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> ties(np.array([-5.4, -5.4 - 1e-15, -20.0])).tolist()
+    [True, True, False]
+    """
+    top = score.max(-1, keepdims=True)
+    with np.errstate(invalid="ignore"):  # -inf everywhere: every hypothesis ties
+        return (score >= top - 1e-9 * (1.0 + np.abs(top))) | np.isneginf(top)
 
 
 def leader(score: np.ndarray, k: int = K, max_outliers: int = MAX_OUTLIERS) -> np.ndarray:
@@ -111,9 +126,7 @@ def leader(score: np.ndarray, k: int = K, max_outliers: int = MAX_OUTLIERS) -> n
     >>> start_hypotheses(4, 1)[leader(score, 4, 1)].astype(int)       # keep y0: drop y3
     array([0, 0, 0, 1])
     """
-    top = score.max(-1, keepdims=True)
-    with np.errstate(invalid="ignore"):  # -inf everywhere: every hypothesis ties
-        tied = score >= top - 1e-9 * (1.0 + np.abs(top))
+    tied = ties(score)
     rank = _tie_rank(k, max_outliers)
     return np.argmin(np.where(tied, rank, rank.size), axis=-1)
 
