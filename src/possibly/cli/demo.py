@@ -127,8 +127,8 @@ def run_changepoint(args: argparse.Namespace) -> int:
               f"{flagged.size - caught} other observations flagged")
     print("which to pick: the default for a series of unknown shape (trends, changes of "
           "variance, any scale);\n  the paper's model (sigma=...) for piecewise-constant "
-          "levels with a known noise scale, streaming from the first value, or the paper's "
-          "results")
+          "levels with a known noise scale or streaming from the first value; its exact "
+          "recursion,\n  NormalMean(sigma, outliers='paper'), for the paper's results")
     if plot is not None:
         from possibly.plotting.changepoint import plot_changepoints
 
