@@ -395,3 +395,18 @@ def test_the_learned_scale_does_not_depend_on_the_units():
     res = [NoiseScaleKalmanFilter([[1.0]], [[s * s * 1469.0]], [[1.0]], [[s * s * 1.5]])
            .fit(s * y + off).noise_scale for s, off in ((1.0, 0.0), (a, b))]
     np.testing.assert_allclose(res[1], res[0], rtol=1e-6)
+
+
+def test_a_dropped_observation_is_an_outlier_by_force_even_when_its_stand_in_fits():
+    """The robust start drops y (NaN here); its stand-in fits the prediction exactly (prior
+    mean 0, q = 0). The scale's hypotheses must still count it as an outlier by force, as
+    docs/math.md §8 says, not as a step nobody judges (all zeros)."""
+    from possibly.filters.kalman import KalmanState
+    from possibly.filters.noise_scale import NoiseScaleState
+
+    kf = NoiseScaleKalmanFilter(np.eye(1), [[1.0]], [[1.0]], [[1.0]])
+    state = NoiseScaleState(KalmanState(np.zeros(1), np.eye(1)), np.array(1.0), np.array(1.0))
+    evidence, info, _ = kf._plain_step(state, np.array([np.nan]))
+    # (density at q = 0 + log ε, outlier gain 0, counts, outlier by force, judged)
+    assert evidence[1:].tolist() == [0.0, 1.0, 1.0, 1.0] and np.isfinite(evidence[0])
+    assert np.isnan(info.discount)  # reported as missing

@@ -421,8 +421,10 @@ class NoiseScaleKalmanFilter(SequentialEstimator):
         q = np.minimum(q, 1e300)  # a gross outlier gives inf
         dof = _residual_dof(ks, H, R0, self._rank_h)
         # q = 0 exactly: y fitted exactly, nothing on λ (k = 0); the information form's probe
-        # gives it at an extreme λ̂, where it would put the data's scale at 0
-        dof = np.where(q > 0, dof, 0)
+        # gives it at an extreme λ̂, where it would put the data's scale at 0. A y the robust
+        # start drops keeps its k: it is not used, and the scale's hypotheses count it as an
+        # outlier by force (_evidence), whatever its stand-in's q
+        dof = np.where((q > 0) | missing, dof, 0)
         log_c = self._log_consistency(a, b, q, dof)
         # θ's relative discount: log c₀ is log c at the coverage quantile of an inlier's q
         # (λ̂ q ~ χ²_k), i.e. q / 2β = χ²_k(p) / 2α (docs/math.md §7, §8); 0 with coverage=None
