@@ -4,21 +4,31 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` (UTF-8) to a temporary file next to ``path`` and rename it over ``path``:
-    a reader sees the old file or the new one, never a truncated one."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+def replace_file(path: str | os.PathLike, write: Callable[[str], Any]) -> None:
+    """``write(name)`` a temporary file next to ``path``, then rename it to ``path``: a reader
+    sees the old file or the new one, never a truncated one; a link or file at ``path`` is
+    replaced (never written through), and a failed write leaves no file."""
+    folder, name = os.path.split(os.fspath(path))
+    while True:  # a fresh name, created here (O_EXCL: never through a link), umask applied
+        tmp = os.path.join(folder, f".{name}.{os.urandom(6).hex()}.tmp")
+        try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+            break
+        except FileExistsError:
+            continue
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        mask = os.umask(0)
-        os.umask(mask)
-        os.chmod(tmp, 0o666 & ~mask)  # the permissions of a file written directly
+        write(tmp)
         os.replace(tmp, path)
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` through :func:`replace_file`."""
+    replace_file(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))

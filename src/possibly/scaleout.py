@@ -113,7 +113,7 @@ from urllib.parse import quote
 
 import numpy as np
 
-from possibly._common import write_text_atomic
+from possibly._common import replace_file, write_text_atomic
 
 __all__ = ["ManyResult", "changepoints_many", "kalman_many", "series_path"]
 
@@ -680,31 +680,11 @@ def _plan_files(out: _Out | None, tables: Sequence[str], ids: list) -> None:
                     complete=False)
 
 
-def _replace_file(path: str | os.PathLike, write: Callable[[str], Any]) -> None:
-    """``write(name)`` a temporary file next to ``path``, then rename it to ``path``: a link
-    or file at ``path`` is replaced (never written through), and a failed write leaves no
-    file."""
-    folder, name = os.path.split(os.fspath(path))
-    while True:  # a fresh name, created here (O_EXCL: never through a link), umask applied
-        tmp = os.path.join(folder, f".{name}.{os.urandom(6).hex()}.tmp")
-        try:
-            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
-            break
-        except FileExistsError:
-            continue
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-
-
 def _finish_out(out: _Out, tables: dict[str, Any], files: Sequence[str]) -> None:
     """Write the tables, remove the previous run's files that this run did not write again
     (only regular files still where that run wrote them), and complete the manifest."""
     for name, frame in tables.items():
-        _replace_file(out.path / name, functools.partial(frame.to_parquet, index=False))
+        replace_file(out.path / name, functools.partial(frame.to_parquet, index=False))
     written = {*tables, *files}
     for rel in sorted(out.previous - written):
         if _own_file(out.path, rel):
@@ -737,7 +717,7 @@ def _write_series(frame: Any, series_dir: str, key: Any, schema: Any = None) -> 
     except FileExistsError:  # left by the user in a directory of ours: never written through
         if os.path.islink(part) or not os.path.isdir(part):
             raise
-    _replace_file(os.path.join(series_dir, name),
+    replace_file(os.path.join(series_dir, name),
                   functools.partial(frame.to_parquet, index=False, schema=schema))
     return f"series/{name}"
 
@@ -955,6 +935,13 @@ def _track_filter(model: Callable, options: dict, ys: np.ndarray) -> Any:
     return KalmanFilter(LinearGaussianModel.of(model(ys)), **options)
 
 
+def _failed_track(key: Any, n_steps: int, exc: Exception) -> dict[str, Any]:
+    """The summary row of a track that could not be filtered."""
+    return {"id": key, "n_steps": n_steps, "n_missing": -1, "n_discounted": -1,
+            "min_discount": math.nan, "discounted_fraction": math.nan, "file": None,
+            "error": str(exc)}
+
+
 def _kalman_task(df: Any, id_column: str, value_columns: list[str], kf: Any,
                  state_names: list[str] | None, outlier_level: float,
                  series_dir: str | None, keep_states: bool, time_column: str | None = None
@@ -975,10 +962,7 @@ def _kalman_task(df: Any, id_column: str, value_columns: list[str], kf: Any,
         try:
             g, resorted = _in_time_order(g, key, time_column)
         except ValueError as exc:  # that track fails, the others still run
-            unordered.append({"id": key, "n_steps": len(g), "n_missing": -1,
-                              "n_discounted": -1, "min_discount": math.nan,
-                              "discounted_fraction": math.nan, "file": None,
-                              "error": str(exc)})
+            unordered.append(_failed_track(key, len(g), exc))
             continue
         groups.append((key, g))
         if resorted:
@@ -999,9 +983,7 @@ def _kalman_task(df: Any, id_column: str, value_columns: list[str], kf: Any,
                 res = filt.filter(np.stack([tracks[i][1] for i in idx]), keep=("mean",))
         except ValueError as exc:  # reported per track, the others still run
             for i in idx:
-                rows[i] = {"id": tracks[i][0], "n_steps": tracks[i][1].shape[0],
-                           "n_missing": -1, "n_discounted": -1, "min_discount": math.nan,
-                           "discounted_fraction": math.nan, "file": None, "error": str(exc)}
+                rows[i] = _failed_track(tracks[i][0], tracks[i][1].shape[0], exc)
             continue
         names = state_names or list(filt.model.names)
         for b, i in enumerate(idx):
