@@ -102,6 +102,7 @@ from possibly.filters.state_space import (
     _sym,
     _Transition,
 )
+from possibly.frames import time_labels
 from possibly.inference import discount, inlier_log_consistency, relative_log_consistency
 from possibly.sequential import Info, SequentialEstimator
 from possibly.validation import (
@@ -1063,9 +1064,7 @@ class KalmanFilter(SequentialEstimator):
         return _predict(state, self.model._transition(max(state.t - 1, 0)))
 
     def _observations(self, ys) -> tuple[np.ndarray, tuple[int, ...], Any]:
-        index = getattr(ys, "index", None)
-        if index is not None and not hasattr(ys, "to_numpy"):
-            index = None
+        index = time_labels(ys, 0)
         ys = _check_observation_values(ys, "ys")
         m = self.obs_dim
         if ys.ndim == 1 and m == 1:
