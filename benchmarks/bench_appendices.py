@@ -29,7 +29,9 @@ import numpy as np
 from timing import best_of
 
 import possibly as ps
-from possibly.experiments import normal, normal_mmd, soft_uniform
+from possibly.experiments import normal_mmd_study as normal_mmd
+from possibly.experiments import normal_study as normal
+from possibly.experiments import soft_uniform_study as soft_uniform
 from possibly.experiments.baselines.mmd import mmd_location
 
 SERIES, T = 1000, 100

@@ -4,9 +4,10 @@ Run as ``python benchmarks/bench_changepoint_quality.py [--seeds N] [--scenario 
 
 Per scenario of :data:`possibly.datasets.SYNTHETIC_SUITE` and per seed, every method gets the
 raw series (nothing is standardised for it) and its change points are scored with
-:func:`possibly.metrics.f1_score` and :func:`possibly.metrics.covering` (van den Burg &
-Williams, 2020). The table shows the mean over seeds and, in brackets, the standard error of
-that mean; the time is the median over seeds of one fit (seconds, same process).
+:func:`possibly.changepoint.metrics.f1_score` and :func:`possibly.changepoint.metrics.covering`
+(van den Burg & Williams, 2020). The table shows the mean over seeds and, in brackets, the
+standard error of that mean; the time is the median over seeds of one fit (seconds, same
+process).
 
 Methods (each with its package's defaults, as a new user would call it):
 
@@ -54,7 +55,7 @@ from possibly.changepoint import (
     NormalMeanVariance,
     model_family,
 )
-from possibly.metrics import covering, f1_score
+from possibly.changepoint.metrics import covering, f1_score
 
 MARGIN = 5
 
@@ -186,7 +187,7 @@ def well_log_table(repeats: int) -> None:
     well log, with the ratio to the paper's level-only model (``possibly paper``)."""
     from timing import best_of
 
-    from possibly.experiments.changepoint import RAPID_EVENTS
+    from possibly.experiments.changepoint_study import RAPID_EVENTS
 
     y = datasets.well_log()
     rows = {m: METHODS[m][0] for m in METHODS if not m.startswith("bocpd")}  # O(n²) memory

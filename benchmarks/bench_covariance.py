@@ -6,7 +6,7 @@ d = 50 (n = 125). Ratios are per run, against a baseline timed in this process: 
 path ``ps.update_sequence(prior, ps.likelihood.mvn_batch(Y))`` on one run at d = 10. The data
 are the §5.1 scenario (Σ ~ IW(I, d√d), 2% of the batches drawn from N(0, 3Σ)). Also timed once
 each: the error study (1000 repeats, 4 methods) and the ordering study (1000 permutations) of
-``possibly.experiments.feature``.
+``possibly.experiments.feature_study``.
 
 Run: .venv/bin/python benchmarks/bench_covariance.py [--runs 100] [--steps 500] [--repeats 5]
 """
@@ -21,8 +21,8 @@ import numpy as np
 from timing import best_of
 
 import possibly as ps
-from possibly.experiments import feature
-from possibly.experiments.feature import sample_covariances, simulate_batches
+from possibly.experiments import feature_study as feature
+from possibly.experiments.feature_study import sample_covariances, simulate_batches
 
 
 def simulate(runs: int, dim: int, n: int, steps: int, seed: int) -> np.ndarray:
@@ -108,7 +108,7 @@ def main(argv=None) -> int:
     if args.study_repeats > 0:
         k = args.study_repeats
         print()
-        print(f"feature studies (possibly.experiments.feature, T = {T}), one run each:")
+        print(f"feature studies (possibly.experiments.feature_study, T = {T}), one run each:")
         start = time.perf_counter()
         feature.error_study(k, 0, steps=T)
         print(f"  error study, {k} repeats vectorised, 4 methods: "

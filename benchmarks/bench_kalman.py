@@ -27,7 +27,7 @@ import numpy as np
 from timing import best_of
 
 import possibly as ps
-from possibly.experiments.kalman import simulate
+from possibly.experiments.kalman_study import simulate
 
 
 def filterpy_loop(ys: np.ndarray, model, x0: np.ndarray, P0: np.ndarray) -> np.ndarray:
@@ -140,7 +140,7 @@ def main(argv=None) -> int:
     parser.add_argument("--skip", choices=["batched", "single", "memory"], action="append",
                         default=[])
     args = parser.parse_args(argv)
-    model = ps.models.constant_velocity(dt=1.0, accel_sd=0.05, obs_sd=1.0)
+    model = ps.filters.constant_velocity(dt=1.0, accel_sd=0.05, obs_sd=1.0)
     _, ys, _ = simulate(args.series, seed=0, T=args.steps)
     x0, P0 = np.array([0.0, 0.1]), np.diag([1.0, 0.1])
     prior = ps.MultivariateNormal(x0, np.linalg.inv(P0))

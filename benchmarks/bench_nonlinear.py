@@ -1,6 +1,6 @@
 """Range-bearing tracking with outliers: robust EKF and UKF against the robust particle filter.
 
-The scenario and the particle filter are those of ``possibly.experiments.particles`` (study 2:
+The scenario and the particle filter are those of ``possibly.experiments.particle_study`` (study 2:
 a target passes a sensor at the origin, bearing sd 0.05 rad, range sd 1, 10% outliers with 10x
 the noise, T = 60, prior centred on the truth plus a draw of sd (5, 0.2, 5, 0.2)). The EKF and
 the UKF run on the same model (``NonlinearModel``, Jacobians by finite differences for the EKF),
@@ -19,15 +19,15 @@ from functools import partial
 import numpy as np
 
 import possibly as ps
-from possibly.experiments.particles import (
+from possibly.experiments.particle_study import (
     BEARING_SD,
     PRIOR_SD,
     RANGE_SD,
     range_bearing_model,
     simulate_range_bearing,
 )
+from possibly.filters import constant_velocity
 from possibly.filters.nonlinear import NonlinearState, _observation
-from possibly.models import constant_velocity
 
 F, Q, _, _ = constant_velocity(dt=1.0, accel_sd=0.05, obs_sd=1.0, ndim=2)
 

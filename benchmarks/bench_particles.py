@@ -1,6 +1,6 @@
 """Benchmark: robust possibilistic particle filter, cost per step against the Kalman filter.
 
-The linear-Gaussian check of ``possibly.experiments.particles`` (paper §5.2 scenario: NCV
+The linear-Gaussian check of ``possibly.experiments.particle_study`` (paper §5.2 scenario: NCV
 model, 10% outliers, one series, first observation forced to be an inlier): ``ps.ParticleFilter``
 with a ``GaussianNoise`` transition, robust and standard, for N = 250, 500, 1000, 2000
 particles, against ``ps.KalmanFilter`` (robust and standard) on the same series from the same
@@ -21,7 +21,7 @@ import numpy as np
 from timing import best_of
 
 import possibly as ps
-from possibly.experiments.kalman import simulate
+from possibly.experiments.kalman_study import simulate
 
 
 def main(argv=None) -> int:
@@ -31,7 +31,7 @@ def main(argv=None) -> int:
     parser.add_argument("--particles", type=int, nargs="+", default=[250, 500, 1000, 2000])
     args = parser.parse_args(argv)
     T = args.steps
-    model = ps.models.constant_velocity(dt=1.0, accel_sd=0.05, obs_sd=1.0)
+    model = ps.filters.constant_velocity(dt=1.0, accel_sd=0.05, obs_sd=1.0)
     states, ys, outlier = simulate(1, 0, T, first_inliers=1)
     ys1 = ys[0]
     prior = ps.MultivariateNormal(np.zeros(2), np.diag([1 / 10.0**2, 1 / 0.5**2]))

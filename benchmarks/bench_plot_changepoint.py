@@ -24,7 +24,7 @@ import numpy as np
 
 import possibly as ps
 from possibly.plotting import pyplot
-from possibly.plotting.changepoint import plot_changepoints
+from possibly.plotting.changepoint_plots import plot_changepoints
 
 
 def baseline(result, path) -> None:

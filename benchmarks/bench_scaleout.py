@@ -11,9 +11,9 @@ lies in one partition), then runs, in this same script:
   (its start-up time and a warm-up call, which loads the numba inner loop in each worker, are
   reported separately);
 
-and the same for :func:`possibly.scaleout.kalman_many` (robust constant-velocity filter,
-tracks of equal length batched inside each task) on ``--tracks`` tracks (default 2,000 × 2,000:
-its per-step output is gathered in memory twice for the comparison). Both runs of each
+and the same for :func:`possibly.integrations.scaleout.kalman_many` (robust constant-velocity
+filter, tracks of equal length batched inside each task) on ``--tracks`` tracks (default 2,000 ×
+2,000: its per-step output is gathered in memory twice for the comparison). Both runs of each
 pair must give identical tables (checked). Prints throughput in series/s and points/s, the
 speed-up of the cluster over one process, and the CPU seconds used with the cores that this
 amounts to (on a shared machine, other jobs take cores from the workers).
@@ -67,7 +67,7 @@ def main() -> None:
     from distributed import Client, LocalCluster
 
     import possibly as ps
-    from possibly.scaleout import changepoints_many, kalman_many
+    from possibly.integrations.scaleout import changepoints_many, kalman_many
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--series", type=int, default=10_000)
@@ -86,7 +86,7 @@ def main() -> None:
               f"and write), {args.tracks} tracks x {args.points} steps; machine: "
               f"{os.cpu_count()} cores (shared)")
 
-        model = ps.models.constant_velocity(dt=1.0, accel_sd=0.05, obs_sd=1.0)
+        model = ps.filters.constant_velocity(dt=1.0, accel_sd=0.05, obs_sd=1.0)
         runs, cpu = {}, {}
         # one process first, with no cluster alive: a busy main process would starve the
         # in-process scheduler's heartbeats

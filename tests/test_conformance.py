@@ -93,12 +93,12 @@ _track[12] += 40.0
 _track2 = np.cumsum(_frng.normal(size=(30, 2)), axis=0)
 _track2[9] = [35.0, -20.0]
 _track2[20, 1] = np.nan  # a partly missing observation
-_cv = ps.models.constant_velocity()
+_cv = ps.filters.constant_velocity()
 FILTER_CASES: list[Case] = [
     Case("KalmanFilter", lambda: ps.KalmanFilter(_cv), _track, event_ndim=1),
     Case("KalmanFilter standard", lambda: ps.KalmanFilter(_cv, robust=False), _track,
          event_ndim=1),
-    Case("KalmanFilter 2-D tau", lambda: ps.KalmanFilter(ps.models.constant_velocity(ndim=2),
+    Case("KalmanFilter 2-D tau", lambda: ps.KalmanFilter(ps.filters.constant_velocity(ndim=2),
                                                          tau=0.5), _track2, event_ndim=1),
     Case("ParticleFilter", lambda: ps.ParticleFilter.from_model(
         _cv, n_particles=60, prior=ps.MultivariateNormal([0.0, 0.0], np.eye(2)), seed=3),
@@ -145,7 +145,7 @@ FILTER_CASES += [
     Case("robust UKF", _nonlinear(ps.filters.nonlinear.UnscentedKalmanFilter), _bivariate, 1),
     Case("Kalman filter, learned noise scale",
          lambda: ps.filters.noise_scale.NoiseScaleKalmanFilter(
-             *ps.models.constant_velocity(ndim=2), scale_prior=(2.0, 1.0)), _bivariate, 1),
+             *ps.filters.constant_velocity(ndim=2), scale_prior=(2.0, 1.0)), _bivariate, 1),
 ]
 
 CASES = GENERIC_CASES + CHANGEPOINT_CASES + FILTER_CASES + ESTIMATOR_CASES

@@ -221,7 +221,7 @@ def test_grid_possibility(points, log_values, y):
        obs_sd=st.one_of(scalars, magnitudes))
 @example(dt=1.0, accel_sd=0.05, obs_sd=1e300)
 def test_constant_velocity(dt, accel_sd, obs_sd):
-    clean_error_or(lambda: ps.models.constant_velocity(dt, accel_sd, obs_sd),
+    clean_error_or(lambda: ps.filters.constant_velocity(dt, accel_sd, obs_sd),
                    lambda model: finite(*model))
 
 
@@ -229,7 +229,7 @@ def test_constant_velocity(dt, accel_sd, obs_sd):
 @given(y=series(), robust=st.booleans())
 @example(y=np.array([1e155, 1.0, 2.0]), robust=True)
 def test_kalman_filter(y, robust):
-    kf = ps.KalmanFilter(*ps.models.constant_velocity(), robust=robust)
+    kf = ps.KalmanFilter(*ps.filters.constant_velocity(), robust=robust)
     clean_error_or(lambda: kf.filter(y), lambda res: finite(res.mean))
 
 
@@ -344,7 +344,7 @@ def _ekf_fit(y):
 #: entry points taking one series (T,), and the output to compare
 SERIES_CALLS = {
     "ChangepointDetector": (lambda y: ps.ChangepointDetector().fit(y), "mean"),
-    "KalmanFilter": (lambda y: ps.KalmanFilter(*ps.models.constant_velocity()).filter(y),
+    "KalmanFilter": (lambda y: ps.KalmanFilter(*ps.filters.constant_velocity()).filter(y),
                      "mean"),
     "ExtendedKalmanFilter": (_ekf_fit, "mean"),
     "RobustNormalEstimator": (lambda y: ps.RobustNormalEstimator().fit(y), "mean"),

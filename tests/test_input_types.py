@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import possibly as ps
-from possibly import kalman
+from possibly.filters import kalman
 from possibly.filters.noise_scale import NoiseScaleKalmanFilter
 from possibly.filters.nonlinear import ExtendedKalmanFilter, NonlinearModel
 
@@ -33,7 +33,7 @@ def step(n=80, at=40, seed=0):
 
 
 def cv():
-    return ps.KalmanFilter(*ps.models.constant_velocity())
+    return ps.KalmanFilter(*ps.filters.constant_velocity())
 
 
 def ekf():
@@ -47,7 +47,7 @@ def ukf():
 
 
 def noise_scale():
-    model = ps.models.constant_velocity()
+    model = ps.filters.constant_velocity()
     return NoiseScaleKalmanFilter(model.F, model.Q, model.H, model.R)
 
 

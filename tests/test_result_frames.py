@@ -26,14 +26,14 @@ from possibly.filters.nonlinear import (
 )
 from possibly.filters.particles import ParticleFilterState, weighted_mean
 from possibly.frames import per_step_dataset, per_step_frame, time_labels
-from possibly.scaleout import ManyResult
+from possibly.integrations.scaleout import ManyResult
 
 SRC = Path(ps.__file__).parent
 T = 8
 IDX = pd.date_range("2024-03-01", periods=T, freq="h", tz="UTC")
 Y = pd.Series([0.0, 1.0, 2.1, 2.9, 40.0, 5.2, np.nan, 7.0], index=IDX, name="pos")
 POSITIVE = pd.Series([3.0, 1.0, 4.0, 1.5, 5.0, 9.0, 2.6, 5.3], index=IDX)
-CV = ps.models.constant_velocity()
+CV = ps.filters.constant_velocity()
 
 
 def _sd(cov, j):

@@ -95,12 +95,12 @@ USER_SCRIPT = textwrap.dedent('''
     print(again.changepoints, det.changepoints.tolist())
 
     # filtering
-    kf = ps.KalmanFilter(*ps.models.constant_velocity())
+    kf = ps.KalmanFilter(*ps.filters.constant_velocity())
     track = np.cumsum(rng.normal(0.5, 1.0, 100))
     filtered = kf.fit(track)
     print(filtered.discount, filtered.to_frame())
     print(filtered.mean[:, 0])  # always kept: an ndarray for the type checker, no narrowing
-    F, Q, H, R = ps.models.constant_velocity(dt=1.0, accel_sd=0.05, obs_sd=1.0)
+    F, Q, H, R = ps.filters.constant_velocity(dt=1.0, accel_sd=0.05, obs_sd=1.0)
     smoothed = ps.KalmanFilter(F, Q, H, R, robust=True, tau=0.1).smooth(track)
     print(np.sqrt(smoothed.covariance[:, 0, 0]))
     model = ps.LinearGaussianModel(F=[[1.0]], Q=[[0.1]], H=[[1.0]], R=[[1.0]])

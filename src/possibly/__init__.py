@@ -14,7 +14,7 @@ Examples
 (0.9394, 0.2422)
 """
 
-from possibly import changepoint, datasets, estimators, filters, likelihood, metrics, models
+from possibly import changepoint, datasets, estimators, filters, likelihood
 from possibly.changepoint import (
     ChangepointDetector,
     ConjugateModel,
@@ -51,7 +51,6 @@ from possibly.filters import (
     ParticleFilter,
     UnscentedKalmanFilter,
 )
-from possibly.grid import GridPossibility, LogLikelihood
 from possibly.inference import (
     RobustUpdate,
     SequentialResult,
@@ -62,7 +61,8 @@ from possibly.inference import (
     robust_update,
     update_sequence,
 )
-from possibly.particles import ParticlePossibility
+from possibly.pointwise.grid import GridPossibility, LogLikelihood
+from possibly.pointwise.particles import ParticlePossibility
 from possibly.sequential import ConcurrentUseError, Info, SequentialEstimator
 
 __version__ = "0.1.0"
@@ -114,9 +114,7 @@ __all__ = [
     "filters",
     "likelihood",
     "log_consistency",
-    "metrics",
     "model_family",
-    "models",
     "robust_update",
     "update_sequence",
 ]

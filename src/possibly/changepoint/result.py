@@ -354,12 +354,12 @@ class ChangepointResult:
     def plot(self, ax: Any = None, **kwargs: Any) -> Any:
         """Draw the result (needs the ``plot`` extra): shaded segments, outliers, the series.
 
-        A thin wrapper of :func:`possibly.plotting.changepoint.plot_result` (keyword
+        A thin wrapper of :func:`possibly.plotting.changepoint_plots.plot_result` (keyword
         arguments are passed on); the x-axis shows the input's time stamps when it had them,
         the y-axis its name (a pandas Series' ``name``) unless ``ylabel`` is given.
         Returns the Matplotlib Axes.
         """
-        from possibly.plotting.changepoint import plot_result
+        from possibly.plotting.changepoint_plots import plot_result
 
         if self.name is not None and kwargs.get("ylabel") is None:
             kwargs["ylabel"] = str(self.name)

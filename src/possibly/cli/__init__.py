@@ -3,7 +3,7 @@
 Each sub-command module exposes ``register(subparsers)``, which adds its parser and sets
 ``func(args) -> int``. Errors in user input exit with status 2 and one readable line naming
 the argument or the file; Ctrl-C exits with status 130 and one line; a closed standard output
-(``possibly ... | head``) is not an error. Files are read by :mod:`possibly.tables` (one
+(``possibly ... | head``) is not an error. Files are read by :mod:`possibly.cli.tables` (one
 reader, one set of conventions: rows numbered from 0, blank = missing) and written by
 :mod:`possibly.cli.outputs` (checked first, written atomically).
 """
@@ -19,17 +19,17 @@ import sys
 
 import numpy as np
 
-from possibly.tables import display
+from possibly.cli.tables import display
 
 __all__ = ["main"]
 
 #: modules providing sub-commands, in the order of ``possibly --help``
 SUBCOMMANDS = [
-    "possibly.cli.demo",
-    "possibly.cli.kalman",
-    "possibly.cli.changepoint",
-    "possibly.cli.reproduce",
-    "possibly.cli.scaleout",
+    "possibly.cli.demo_command",
+    "possibly.cli.kalman_command",
+    "possibly.cli.changepoint_command",
+    "possibly.cli.reproduce_command",
+    "possibly.cli.many_command",
 ]
 
 

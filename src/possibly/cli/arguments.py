@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
-from possibly.tables import Table, display, read_table
+from possibly.cli.tables import Table, display, read_table
 
 __all__ = ["add_input", "add_robust", "check_finite", "check_robust", "integer", "number",
            "numeric_range", "read_input", "sigma"]
@@ -127,7 +127,7 @@ def read_input(args: argparse.Namespace, columns: Sequence[str] | None, *,
                several: bool = False) -> tuple[Table, list[int], int | None]:
     """The table of ``args.file``, its value columns and time column (or None).
 
-    The rows are put in time order (:meth:`~possibly.tables.Table.in_time_order`); what the
+    The rows are put in time order (:meth:`~possibly.cli.tables.Table.in_time_order`); what the
     reader decided for the user (a numeric header, a sort) is printed on standard error as
     ``possibly COMMAND: note: ...``.
     """

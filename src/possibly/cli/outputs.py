@@ -22,7 +22,7 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from possibly.tables import display
+from possibly.cli.tables import display
 
 __all__ = ["STDOUT", "atomic_path", "check_output", "check_outputs", "check_plot", "save_plot",
            "write_text"]

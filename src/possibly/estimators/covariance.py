@@ -41,12 +41,12 @@ from typing import Any, cast
 
 import numpy as np
 
+from possibly._tree import tree_select
 from possibly.families.inverse_wishart import NormalInverseWishart
 from possibly.frames import per_step_dataset, per_step_frame
 from possibly.inference import combine, robust_update
 from possibly.likelihood import mvn_batch
 from possibly.progress import progress_bar
-from possibly.robust_start import tree_select
 from possibly.sequential import Info, SequentialEstimator, is_missing
 from possibly.validation import (
     as_numbers,

@@ -26,7 +26,8 @@ standard deviation 2.
 
 From the prior ``N̄Ḡ(mu0, 0, 0, beta0)`` the first observation cannot be judged (its
 consistency is always ``sqrt(1 - ω)``), so it is taken whole and an outlier there captures
-the estimate. By default the estimator starts robustly (:mod:`possibly.robust_start`): the
+the estimate. By default the estimator starts robustly
+(:mod:`possibly.estimators.exchangeable_start`): the
 first ``start_size`` observed values are each tried as the start, the hypotheses are scored
 by the product of their consistencies, and the mixture collapses to the best one once the
 others are negligible. ``robust_start=False`` is the paper's recursion.
@@ -39,15 +40,16 @@ from typing import Any, cast
 
 import numpy as np
 
+from possibly._tree import tree_select
 from possibly.estimators._common import (
     check_auto_or_positive,
     needs_number_to_stream,
     robust_spread,
 )
+from possibly.estimators.exchangeable_start import StartState, start_init, start_step
 from possibly.families import NormalGamma
 from possibly.frames import per_step_dataset, per_step_frame, time_labels
 from possibly.inference import robust_update
-from possibly.robust_start import StartState, start_init, start_step, tree_select
 from possibly.sequential import Info, SequentialEstimator, time_first
 from possibly.validation import (
     as_finite,
@@ -238,7 +240,8 @@ class RobustNormalEstimator(SequentialEstimator):
         ``False`` gives the standard (possibilistic) Bayesian update.
     robust_start : bool
         Try each of the first ``start_size`` observed values as the start
-        (:mod:`possibly.robust_start`; default). ``False``: the paper's recursion, which
+        (:mod:`possibly.estimators.exchangeable_start`; default). ``False``: the paper's
+        recursion, which
         assumes that the first observation is an inlier.
     start_size : int >= 1
         Number of start candidates (default 3; the cost of the first steps grows like it).

@@ -35,7 +35,11 @@ from possibly.filters.particles import (
     ParticleInfo,
 )
 from possibly.filters.smoother import SmootherResult, smooth
-from possibly.filters.state_space import LinearGaussianModel, constant_velocity
+from possibly.filters.state_space import (
+    LinearGaussianModel,
+    constant_velocity,
+    constant_velocity_noise,
+)
 
 __all__ = [
     "ExtendedKalmanFilter",
@@ -55,5 +59,6 @@ __all__ = [
     "SmootherResult",
     "UnscentedKalmanFilter",
     "constant_velocity",
+    "constant_velocity_noise",
     "smooth",
 ]

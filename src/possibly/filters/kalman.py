@@ -576,7 +576,7 @@ def predict(state: KalmanState, F, Q) -> KalmanState:
     --------
     >>> import numpy as np, possibly as ps
     >>> from possibly.filters.kalman import KalmanState, predict
-    >>> F, Q, H, R = ps.models.constant_velocity(dt=1.0, accel_sd=0.05, obs_sd=1.0)
+    >>> F, Q, H, R = ps.filters.constant_velocity(dt=1.0, accel_sd=0.05, obs_sd=1.0)
     >>> s = predict(KalmanState(np.zeros(2), np.eye(2)), F, Q)
     >>> s.mean, s.covariance.round(6)
     (array([0., 0.]), array([[2.000625, 1.00125 ],
@@ -670,7 +670,7 @@ class MostlyDiscountedWarning(UserWarning):
     ``dim=1``), and no robust filter can tell inliers from outliers once the outliers are the
     majority; so when more than half of a series is discounted, the usual cause is the noise
     scale ``R`` (e.g. given in other units than the data). Set it from the data
-    (:func:`possibly.models.constant_velocity_noise`) or learn its scale
+    (:func:`possibly.filters.constant_velocity_noise`) or learn its scale
     (``learn_noise_scale=True``). The fraction is ``result.discounted_fraction``.
     """
 
@@ -711,7 +711,7 @@ def warn_if_mostly_discounted(discount: Any, stacklevel: int = 3) -> None:
     if not bad.any():
         return
     fix = ("the model does not fit the data, most likely its noise scale R (in other units "
-           "than the data?): set it from the data (possibly.models.constant_velocity_noise) "
+           "than the data?): set it from the data (possibly.filters.constant_velocity_noise) "
            "or learn its scale (learn_noise_scale=True)")
     if frac.size == 1:
         d = np.asarray(discount, dtype=float).reshape(-1)
@@ -820,7 +820,7 @@ class FilterResult:
         >>> import numpy as np, pandas as pd, possibly as ps
         >>> ys = pd.Series([0.0, 1.1, 1.9, 30.0, 4.1],
         ...                index=pd.date_range("2024-01-01", periods=5, freq="D"))
-        >>> frame = ps.KalmanFilter(ps.models.constant_velocity()).filter(ys).to_frame()
+        >>> frame = ps.KalmanFilter(ps.filters.constant_velocity()).filter(ys).to_frame()
         >>> frame[["position", "velocity", "discount"]].round(2)
                     position  velocity  discount
         2024-01-01      0.00      0.00       1.0
@@ -845,7 +845,7 @@ class FilterResult:
         --------
         >>> import pandas as pd, possibly as ps
         >>> ys = pd.Series([0.0, 1.1, 1.9], index=pd.date_range("2024-01-01", periods=3))
-        >>> ds = ps.KalmanFilter(ps.models.constant_velocity()).filter(ys).to_xarray()
+        >>> ds = ps.KalmanFilter(ps.filters.constant_velocity()).filter(ys).to_xarray()
         >>> dict(ds["mean"].sizes), ds["time"].dt.day.values.tolist()
         ({'time': 3, 'state': 2}, [1, 2, 3])
         """
@@ -930,14 +930,14 @@ class KalmanFilter(SequentialEstimator):
     Examples
     --------
     >>> import numpy as np, possibly as ps
-    >>> kf = ps.KalmanFilter(ps.models.constant_velocity(dt=1.0, accel_sd=0.05, obs_sd=1.0))
+    >>> kf = ps.KalmanFilter(ps.filters.constant_velocity(dt=1.0, accel_sd=0.05, obs_sd=1.0))
     >>> ys = np.array([0.1, 0.3, 0.1, 40.0, 0.6, np.nan, 0.4])   # an outlier, a gap
     >>> res = kf.filter(ys)                                        # uninformative prior
     >>> res.discount                     # inliers taken whole, the outlier ignored
     array([ 1.,  1.,  1.,  0.,  1., nan,  1.])
     >>> res.mean[:, 0].round(2)                                    # filtered positions
     array([0.1 , 0.3 , 0.17, 0.17, 0.53, 0.64, 0.5 ])
-    >>> std = ps.KalmanFilter(*ps.models.constant_velocity(), robust=False).filter(ys)
+    >>> std = ps.KalmanFilter(*ps.filters.constant_velocity(), robust=False).filter(ys)
     >>> round(float(std.mean[3, 0]), 2)                           # the outlier pulls it away
     28.06
     >>> info = kf.update(0.1)                                      # streaming
@@ -1333,7 +1333,7 @@ class KalmanFilter(SequentialEstimator):
         Examples
         --------
         >>> import numpy as np, possibly as ps
-        >>> kf = ps.KalmanFilter(*ps.models.constant_velocity())
+        >>> kf = ps.KalmanFilter(*ps.filters.constant_velocity())
         >>> res = kf.smooth(np.array([0.0, 1.1, 1.9, 3.2, 30.0, 5.0]))
         >>> res.mean[:, 1].round(3)                   # velocities, the outlier ignored
         array([1.004, 1.004, 1.004, 1.004, 1.004, 1.004])

@@ -62,6 +62,7 @@ from typing import Any
 
 import numpy as np
 
+from possibly._tree import tree_take
 from possibly.families.multivariate_normal import MultivariateNormal
 from possibly.filters.kalman import (
     COVERAGE,
@@ -78,7 +79,6 @@ from possibly.filters.nonlinear import NonlinearFilterResult
 from possibly.filters.robust_start import KalmanStartState, start_init, start_step, ties
 from possibly.frames import time_labels
 from possibly.inference import discount, inlier_log_consistency, relative_log_consistency
-from possibly.robust_start import tree_take
 from possibly.sequential import SequentialEstimator
 from possibly.validation import (
     as_numbers,
@@ -211,7 +211,7 @@ class NoiseScaleResult(NonlinearFilterResult):
     >>> import pandas as pd, possibly as ps
     >>> from possibly.filters.noise_scale import NoiseScaleKalmanFilter
     >>> ys = pd.Series([0.0, 1.0, 2.5, 2.9], index=pd.date_range("2024-01-01", periods=4))
-    >>> res = NoiseScaleKalmanFilter(ps.models.constant_velocity()).fit(ys)
+    >>> res = NoiseScaleKalmanFilter(ps.filters.constant_velocity()).fit(ys)
     >>> res.to_frame().columns.tolist()[-2:], res.to_xarray()["noise_scale"].dims
     (['discount', 'noise_scale'], ('time',))
     """
@@ -278,7 +278,7 @@ class NoiseScaleKalmanFilter(SequentialEstimator):
     --------
     >>> import numpy as np, possibly as ps
     >>> from possibly.filters.noise_scale import NoiseScaleKalmanFilter
-    >>> F, Q, H, R = ps.models.constant_velocity(dt=1.0, accel_sd=0.05, obs_sd=1.0)
+    >>> F, Q, H, R = ps.filters.constant_velocity(dt=1.0, accel_sd=0.05, obs_sd=1.0)
     >>> rng = np.random.default_rng(2)          # simulate the model, with R = 4
     >>> acc = 0.05 * rng.standard_normal(1000)
     >>> vel = np.cumsum(acc)

@@ -1,6 +1,6 @@
 """A robust possibilistic particle filter (docs/math.md §1).
 
-The filter's possibility functions are :class:`possibly.particles.ParticlePossibility`
+The filter's possibility functions are :class:`possibly.pointwise.particles.ParticlePossibility`
 (possibility values known at particles). :class:`ParticleFilter` runs the robust update on a
 nonlinear state-space model
 
@@ -51,9 +51,9 @@ import numpy as np
 from possibly.families.multivariate_normal import MultivariateNormal
 from possibly.families.normal import Normal
 from possibly.frames import component_columns, per_step_dataset, per_step_frame, time_labels
-from possibly.grid import LogLikelihood, _times
 from possibly.inference import discount
-from possibly.particles import ParticlePossibility
+from possibly.pointwise.grid import LogLikelihood, log_power
+from possibly.pointwise.particles import ParticlePossibility
 from possibly.sequential import Info, SequentialEstimator
 from possibly.validation import (
     check_bool,
@@ -89,8 +89,8 @@ class GaussianNoise:
     Examples
     --------
     >>> import possibly as ps
-    >>> F, Q, H, R = ps.models.constant_velocity(dt=1.0, accel_sd=0.05, obs_sd=1.0)
-    >>> ps.particles.GaussianNoise(Q).dim
+    >>> F, Q, H, R = ps.filters.constant_velocity(dt=1.0, accel_sd=0.05, obs_sd=1.0)
+    >>> ps.filters.GaussianNoise(Q).dim
     2
     """
 
@@ -202,7 +202,7 @@ class ParticleFilterResult:
         Examples
         --------
         >>> import pandas as pd, possibly as ps
-        >>> pf = ps.ParticleFilter(lambda x: x, ps.particles.GaussianNoise(0.1),
+        >>> pf = ps.ParticleFilter(lambda x: x, ps.filters.GaussianNoise(0.1),
         ...                        lambda x, y: -0.5 * (y - x) ** 2, n_particles=200,
         ...                        loglik_sup=0.0, prior=ps.Normal(0.0, 1.0), seed=1)
         >>> ys = pd.Series([0.1, 30.0, 0.0], index=pd.date_range("2024-01-01", periods=3))
@@ -231,7 +231,7 @@ class ParticleFilterResult:
         Examples
         --------
         >>> import numpy as np, possibly as ps
-        >>> pf = ps.ParticleFilter.from_model(ps.models.constant_velocity(), n_particles=100,
+        >>> pf = ps.ParticleFilter.from_model(ps.filters.constant_velocity(), n_particles=100,
         ...                                   prior=ps.MultivariateNormal([0.0, 1.0], np.eye(2)))
         >>> dict(pf.filter(np.array([0.1, 1.2, 1.9]), seed=0).to_xarray()["mode"].sizes)
         {'time': 3, 'state': 2}
@@ -336,7 +336,7 @@ class ParticleFilter(SequentialEstimator):
     Random walk observed in noise, one gross outlier at t = 3:
 
     >>> import numpy as np, possibly as ps
-    >>> pf = ps.ParticleFilter(lambda x: x, ps.particles.GaussianNoise(0.1),
+    >>> pf = ps.ParticleFilter(lambda x: x, ps.filters.GaussianNoise(0.1),
     ...                        lambda x, y: -0.5 * (y - x) ** 2, n_particles=300,
     ...                        loglik_sup=0.0)
     >>> ys = np.array([0.1, -0.2, 0.0, 30.0, 0.1])
@@ -348,7 +348,7 @@ class ParticleFilter(SequentialEstimator):
 
     From a linear-Gaussian model (the same model object as the Kalman filter):
 
-    >>> model = ps.models.constant_velocity()
+    >>> model = ps.filters.constant_velocity()
     >>> pf = ps.ParticleFilter.from_model(model, n_particles=200,
     ...                                   prior=ps.MultivariateNormal([0.0, 1.0], np.eye(2)))
     >>> res = pf.filter(np.array([0.1, 1.2, 1.9, 40.0, 4.1]), seed=0)
@@ -648,7 +648,7 @@ def update(pf: ParticleFilter, state: ParticleFilterState,
         rho = 1.0
     else:
         rho = gamma if pf.tau is None else float(discount(log_c, dim, pf.tau))
-    step_l = _times(rho, log_l)
+    step_l = log_power(rho, log_l)
     new_lv = lv + step_l
     top = new_lv.max()
     if top == -np.inf:

@@ -31,8 +31,8 @@ drops: discount 0 and the consistency of the observation with the mixture,
 ``max_h w_h c_h``). After ``k + window`` steps
 the mixture collapses to its leader, and the plain recursion goes on.
 
-The location/scale estimators' robust start (``possibly.robust_start``) is the same mixture
-for exchangeable data, whose hypotheses are "which observation comes first"; a time series
+The location/scale estimators' robust start (``possibly.estimators.exchangeable_start``) is the same
+mixture for exchangeable data, whose hypotheses are "which observation comes first"; a time series
 cannot be reordered, so here a hypothesis drops early observations instead of moving them.
 
 Cost
@@ -70,8 +70,8 @@ from typing import Any
 
 import numpy as np
 
+from possibly._tree import tree_expand, tree_map, tree_take
 from possibly.inference import inlier_log_consistency
-from possibly.robust_start import tree_expand, tree_map, tree_take
 
 __all__ = ["KalmanStartState", "start_hypotheses", "ties"]
 

@@ -75,7 +75,7 @@ class SmootherResult:
         --------
         >>> import pandas as pd, possibly as ps
         >>> ys = pd.Series([0.0, 1.1, 1.9], index=pd.date_range("2024-01-01", periods=3))
-        >>> ds = ps.KalmanFilter(ps.models.constant_velocity()).smooth(ys).to_xarray()
+        >>> ds = ps.KalmanFilter(ps.filters.constant_velocity()).smooth(ys).to_xarray()
         >>> ds["mean"].sel(state="velocity").values.round(2)
         array([0.95, 0.95, 0.95])
         """
@@ -102,7 +102,7 @@ def smooth(model: LinearGaussianModel, filtered: FilterResult) -> SmootherResult
     --------
     >>> import numpy as np, possibly as ps
     >>> from possibly.filters import smooth
-    >>> model = ps.models.constant_velocity()
+    >>> model = ps.filters.constant_velocity()
     >>> fr = ps.KalmanFilter(model).filter(np.array([0.0, 1.1, 1.9, 3.2, 30.0, 5.0]))
     >>> smooth(model, fr).mean[:, 0].round(2)
     array([0.03, 1.04, 2.04, 3.04, 4.05, 5.05])

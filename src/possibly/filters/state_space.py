@@ -3,9 +3,9 @@
 A model is ``θ_t = F_t θ_{t-1} + u_t``, ``u_t ~ N(0, Q_t)`` and ``y_t = H θ_t + v_t``,
 ``v_t ~ N(0, R)`` (docs/math.md §2). :class:`LinearGaussianModel` holds it once, validated,
 and is what :class:`possibly.KalmanFilter`, :meth:`possibly.ParticleFilter.from_model` and
-:func:`possibly.scaleout.kalman_many` take. It unpacks like the tuple ``(F, Q, H, R)`` it
-replaces, so ``F, Q, H, R = constant_velocity()`` and ``KalmanFilter(*constant_velocity())``
-keep working.
+:func:`possibly.integrations.scaleout.kalman_many` take. It unpacks like the tuple
+``(F, Q, H, R)`` it replaces, so ``F, Q, H, R = constant_velocity()`` and
+``KalmanFilter(*constant_velocity())`` keep working.
 """
 
 from __future__ import annotations
@@ -153,8 +153,8 @@ class LinearGaussianModel:
     >>> model = ps.LinearGaussianModel(F=[[1.0]], Q=[[0.1]], H=[[1.0]], R=[[1.0]])
     >>> model.state_dim, model.obs_dim, model.time_varying
     (1, 1, False)
-    >>> F, Q, H, R = ps.models.constant_velocity()                # unpacks like a tuple
-    >>> ps.models.constant_velocity().state_names
+    >>> F, Q, H, R = ps.filters.constant_velocity()                # unpacks like a tuple
+    >>> ps.filters.constant_velocity().state_names
     ('position', 'velocity')
     >>> steps = ps.LinearGaussianModel(F=np.stack([np.eye(1)] * 9), Q=[[0.1]], H=[[1.0]],
     ...                                R=[[1.0]])
@@ -301,7 +301,7 @@ def constant_velocity(dt: float = 1.0, accel_sd: float = 0.05, obs_sd: float = 1
     Examples
     --------
     >>> import possibly as ps
-    >>> F, Q, H, R = ps.models.constant_velocity(dt=1.0, accel_sd=0.05, obs_sd=1.0)
+    >>> F, Q, H, R = ps.filters.constant_velocity(dt=1.0, accel_sd=0.05, obs_sd=1.0)
     >>> F
     array([[1., 1.],
            [0., 1.]])

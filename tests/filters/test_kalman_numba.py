@@ -1,0 +1,226 @@
+"""The compiled Kalman loop (issue #13 item 4) gives the numpy path's numbers."""
+
+import numpy as np
+import pytest
+
+import possibly as ps
+from possibly.filters import LinearGaussianModel
+from possibly.filters.robust_start import WINDOW, K
+
+pytest.importorskip("numba")
+
+CV = ps.filters.constant_velocity()
+CV2 = ps.filters.constant_velocity(ndim=2, obs_sd=0.7)
+FIELDS = ("mean", "variance", "covariance", "predicted_mean", "predicted_covariance",
+          "log_consistency", "discount", "gamma")
+
+
+def _track(seed, T=120, m=1):
+    rng = np.random.default_rng(seed)
+    ys = np.cumsum(rng.normal(size=(T, m)), axis=0) + rng.normal(size=(T, m))
+    ys[T // 4] += 50.0
+    ys[T // 3] = np.nan
+    if m > 1:
+        ys[T // 2, 0] = np.nan  # partly missing
+    ys[T - 10] = 1e250  # a huge outlier: scaled quadratic forms
+    return ys
+
+
+def _same(a, b, rtol=1e-10):
+    for f in FIELDS:
+        x, y = getattr(a, f), getattr(b, f)
+        np.testing.assert_allclose(x, y, rtol=rtol, atol=1e-12, equal_nan=True, err_msg=f)
+    np.testing.assert_allclose(a.final.mean, b.final.mean, rtol=rtol)
+    for f in ("covariance", "precision"):  # the same form, and the same matrices
+        x, y = getattr(a.final, f), getattr(b.final, f)
+        assert (x is None) == (y is None), f
+        if x is not None:
+            np.testing.assert_allclose(x, y, rtol=rtol, err_msg=f)
+
+
+@pytest.mark.parametrize("options", [{}, {"robust": False}, {"tau": 0.2}, {"dim": 1}])
+@pytest.mark.parametrize("model, m", [(CV, 1), (CV2, 2)])
+def test_numba_equals_numpy(model, m, options):
+    ys = _track(m, m=m)
+    kf = ps.KalmanFilter(model, **options)
+    _same(kf.filter(ys, engine="numba"), kf.filter(ys, engine="numpy"))
+
+
+def test_numba_equals_numpy_with_a_proper_prior_and_a_batch():
+    ys = np.stack([_track(s) for s in range(3)])
+    prior = ps.MultivariateNormal([0.0, 0.5], np.diag([0.5, 2.0]))
+    kf = ps.KalmanFilter(CV, prior=prior)
+    _same(kf.filter(ys, engine="numba"), kf.filter(ys, engine="numpy"))
+    # smoothing from either forward pass agrees too
+    a = ps.filters.smooth(CV, kf.filter(ys, engine="numba"))
+    b = ps.filters.smooth(CV, kf.filter(ys, engine="numpy"))
+    np.testing.assert_allclose(a.mean, b.mean, rtol=1e-9)
+
+
+def test_numba_with_keep_means_only():
+    ys = _track(4)
+    kf = ps.KalmanFilter(CV)
+    a = kf.filter(ys, engine="numba", keep=("mean", "variance"))
+    b = kf.filter(ys, engine="numpy")
+    np.testing.assert_allclose(a.mean, b.mean, rtol=1e-10)
+    np.testing.assert_allclose(a.variance[2:], np.diagonal(b.covariance, axis1=-2,
+                                                           axis2=-1)[2:], rtol=1e-10)
+    assert a.covariance is None and a.predicted_mean is None
+
+
+def test_auto_uses_the_compiled_loop_for_one_series_and_for_big_batches():
+    ys = _track(5)
+    kf = ps.KalmanFilter(CV)
+    auto, numba_ = kf.filter(ys), kf.filter(ys, engine="numba")
+    np.testing.assert_array_equal(auto.mean, numba_.mean)
+    big = np.stack([ys] * 17)
+    np.testing.assert_array_equal(kf.filter(big).mean, kf.filter(big, engine="numba").mean)
+
+
+def test_numba_engine_refuses_what_it_cannot_run():
+    steps = LinearGaussianModel(np.stack([CV.F] * 5), CV.Q, CV.H, CV.R)
+    with pytest.raises(ValueError, match="time-invariant"):
+        ps.KalmanFilter(steps).filter(np.zeros(4), engine="numba")
+    with pytest.raises(ValueError, match="engine must be"):
+        ps.KalmanFilter(CV).filter(np.zeros(4), engine="fast")
+    # auto falls back to numpy where the compiled loop does not apply
+    res = ps.KalmanFilter(steps).filter(np.arange(4.0))
+    np.testing.assert_allclose(res.mean[:, 0], np.arange(4.0), atol=1e-9)
+
+
+def _random_model(rng, n, m):
+    """A random time-invariant model: F with spectral radius 0.98 (an unstable F amplifies
+    rounding, which would test the problem's conditioning, not the engines), SPD Q and R (R
+    with correlations), H of full row rank."""
+    F = np.eye(n) + 0.3 * rng.normal(size=(n, n)) / np.sqrt(n)
+    F *= 0.98 / np.abs(np.linalg.eigvals(F)).max()
+    a = rng.normal(size=(n, n))
+    Q = 0.1 * (a @ a.T / n + 0.1 * np.eye(n))
+    H = rng.normal(size=(m, n))
+    b = rng.normal(size=(m, m))
+    R = b @ b.T / m + 0.5 * np.eye(m)
+    return LinearGaussianModel(F, Q, H, R)
+
+
+def _random_data(rng, model, batch, T):
+    n, m = model.F.shape[0], model.H.shape[0]
+    x = np.zeros((batch, n))
+    ys = np.empty((batch, T, m))
+    for t in range(T):
+        x = x @ model.F.T + rng.multivariate_normal(np.zeros(n), model.Q, size=batch)
+        ys[:, t] = x @ model.H.T + rng.multivariate_normal(np.zeros(m), model.R, size=batch)
+    ys[rng.uniform(size=ys.shape[:2]) < 0.05] += 30.0  # outliers
+    ys[rng.uniform(size=ys.shape[:2]) < 0.05] = np.nan  # missing steps
+    if m > 1:
+        ys[rng.uniform(size=ys.shape) < 0.05] = np.nan  # missing components
+    ys[:, T - 7] = 1e250  # huge innovations: the power-of-two scaling
+    ys[0, T - 5, 0] = -1e200
+    return ys
+
+
+@pytest.mark.parametrize("options", [{}, {"robust": False}, {"tau": 0.3}, {"dim": 1.5}])
+@pytest.mark.parametrize("n, m", [(3, 1), (4, 2), (5, 3)])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_numba_equals_numpy_on_random_models(n, m, options, seed):
+    rng = np.random.default_rng(100 * n + 10 * m + seed)
+    model = _random_model(rng, n, m)
+    ys = _random_data(rng, model, batch=5, T=80)
+    prior = ps.MultivariateNormal(rng.normal(size=n), np.eye(n))
+    kf = ps.KalmanFilter(model, **options)
+    _same(kf.filter(ys, prior, engine="numba"), kf.filter(ys, prior, engine="numpy"))
+    # from the uninformative prior (robust start or information form first, then compiled)
+    _same(kf.filter(ys, engine="numba"), kf.filter(ys, engine="numpy"))
+
+
+def _tracking(seed, batch, T):
+    """WoLF's 2-D tracking model and Student-t data (ν = 2.01), outliers at the start; the
+    first ``T`` steps of 40."""
+    rng = np.random.default_rng(seed)
+    F = np.eye(4)
+    F[0, 2] = F[1, 3] = 0.1
+    model = LinearGaussianModel(F, 0.1 * np.eye(4), np.eye(2, 4), 10.0 * np.eye(2))
+    z = np.cumsum(rng.normal(size=(batch, 40, 4)) * 0.3, axis=1)
+    e = rng.normal(size=(batch, 40, 2)) * np.sqrt(10.0)
+    ys = z[..., :2] + e / np.sqrt(rng.gamma(1.005, 1 / 1.005, size=(batch, 40, 1)))
+    ys[0, 1] += 300.0  # outliers among the first observations: hypotheses that drop them
+    ys[1, 0] -= 200.0
+    ys[1, 3] += 150.0
+    ys[2, 2] = np.nan  # missing steps and components during the start
+    ys[3, 5, 1] = np.nan
+    ys[4, 9] = 1e250
+    return model, ys[:, :T]
+
+
+@pytest.mark.parametrize("T", [3, 6, 14, 15, 40])
+@pytest.mark.parametrize("options", [{}, {"tau": 0.3}, {"dim": 1}])
+def test_robust_start_in_the_compiled_loop_equals_numpy(T, options):
+    """The robust start's hypotheses run as extra rows of the compiled loop once they are in
+    covariance form; the mixture then gives the numpy path's leader and numbers."""
+    model, ys = _tracking(T, batch=6, T=T)
+    kf = ps.KalmanFilter(model, **options)
+    a, b = kf.filter(ys, engine="numba"), kf.filter(ys, engine="numpy")
+    _same(a, b)
+    assert a.final.t == b.final.t == T
+    if T > K + WINDOW:  # the mixture settled on hypotheses that drop the early outliers
+        plain = ps.KalmanFilter(model, robust_start=False, **options).filter(ys[:2])
+        assert (np.abs(plain.mean[:, -1] - b.mean[:2, -1]) > 1e-3).all()
+    for keep in (("mean",), ("mean", "variance")):
+        c = kf.filter(ys, engine="numba", keep=keep)
+        np.testing.assert_allclose(c.mean, b.mean, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(c.discount, b.discount, rtol=1e-10, atol=1e-12)
+
+
+def test_small_solver_against_numpy():
+    from possibly.filters.kalman_numba import _solve
+
+    rng = np.random.default_rng(7)
+    for m in (1, 2, 3, 5):
+        a = rng.normal(size=(m, m))
+        if m > 1:
+            a[0, 0] = 0.0  # a zero leading pivot: row exchange needed
+        rhs = rng.normal(size=(m, 4))
+        ref = np.linalg.solve(a, rhs[:, :3])
+        work = rhs.copy()
+        assert _solve(a.copy(), work, 3)
+        np.testing.assert_allclose(work[:, :3], ref, rtol=1e-10, atol=1e-12)
+        np.testing.assert_array_equal(work[:, 3], rhs[:, 3])  # columns past k untouched
+    assert not _solve(np.ones((2, 2)), np.ones((2, 1)), 1)  # singular: refused
+    assert not _solve(np.full((2, 2), np.nan), np.ones((2, 1)), 1)
+
+
+def test_singular_by_rounding_falls_back_to_numpy():
+    """``H P Hᵀ + R`` exactly singular in floating point (two nearly equal rows of H, a huge
+    P): the compiled loop refuses it and the numpy path's steps run from there."""
+    from possibly.filters.kalman_numba import _solve
+
+    H = np.array([[1.0, 0.0], [1.0, 1e-12]])
+    model = LinearGaussianModel(np.eye(2), 0.01 * np.eye(2), H, np.eye(2))
+    assert not _solve(H @ (1e30 * np.eye(2)) @ H.T + model.R, np.ones((2, 1)), 1)
+    ys = np.cumsum(np.ones((6, 2)), axis=0)
+    kf = ps.KalmanFilter(model, prior=ps.MultivariateNormal(np.zeros(2), 1e-30 * np.eye(2)))
+    a, b = kf.filter(ys, engine="numba"), kf.filter(ys, engine="numpy")
+    _same(a, b)
+    assert np.isfinite(a.mean).all()
+
+
+def test_a_refusal_of_the_compiled_loop_falls_back_to_numpy(monkeypatch):
+    """When the compiled loop reports a singular matrix (``run`` returns False), ``filter``
+    runs numpy's steps (with their pseudo-inverse fallbacks) from that step on."""
+    from possibly.filters import kalman_numba
+
+    ys = _track(3, m=2)
+    kf = ps.KalmanFilter(CV2)
+    ref = kf.filter(ys, engine="numpy")
+    calls = []
+
+    def refuse(*args):
+        calls.append(args[1])
+        return False
+
+    prior = ps.MultivariateNormal(np.zeros(4), np.eye(4))
+    plain = ps.KalmanFilter(CV2, robust_start=False)
+    ref_prior = plain.filter(ys, prior, engine="numpy")
+    monkeypatch.setattr(kalman_numba, "run", refuse)
+    _same(kf.filter(ys, engine="numba"), ref)  # refused in the robust start
+    _same(plain.filter(ys, prior, engine="numba"), ref_prior)  # refused at step 0
+    assert calls == [calls[0], 0] and calls[0] > 0  # the compiled loop was tried first
