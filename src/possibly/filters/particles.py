@@ -43,8 +43,8 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from dataclasses import KW_ONLY, dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
@@ -78,6 +78,10 @@ __all__ = [
 #: at most this many pairwise terms are held in memory at once
 _CHUNK = 2**22
 
+#: ``kernel(rows)``: the block ``K[rows, :]`` of the log transition possibilities ``K[j, i]``
+#: from the previous particles ``i`` to the new particles ``j`` (computed in row chunks)
+_Kernel = Callable[[slice], np.ndarray]
+
 
 @dataclass(frozen=True, eq=False)
 class GaussianNoise:
@@ -106,7 +110,8 @@ class GaussianNoise:
         return self.cov.shape[0]
 
 
-class ParticleFilterState(NamedTuple):
+@dataclass(frozen=True, eq=False)
+class ParticleFilterState:
     """Particles, their possibility values and their sampling weights.
 
     Attributes
@@ -118,7 +123,7 @@ class ParticleFilterState(NamedTuple):
         Log importance weight ``log f - log q`` (up to a constant): where to explore next.
     rng : numpy.random.Generator or None
         The random stream of the next prediction (copied, never advanced in place, by
-        :meth:`ParticleFilter.step`).
+        :meth:`ParticleFilter.step` and :meth:`ParticleFilter.predict`).
     t : int
         Number of observations absorbed so far.
     """
@@ -130,6 +135,7 @@ class ParticleFilterState(NamedTuple):
     t: int = 0
 
     def possibility(self) -> ParticlePossibility:
+        """The possibility function the particles represent."""
         return ParticlePossibility(self.particles, self.log_values)
 
 
@@ -153,21 +159,54 @@ class ParticleInfo(Info):
     mode: np.ndarray
 
 
+def _estimate_columns(mean: np.ndarray, mode: np.ndarray) -> tuple[dict[str, np.ndarray],
+                                                                   list[str]]:
+    """``mean`` and ``mode`` as ``(T, d)``, and the state names ``x0, x1, ...``."""
+    states = {name: value.reshape(value.shape[0], -1)
+              for name, value in (("mean", mean), ("mode", mode))}
+    return states, [f"x{j}" for j in range(states["mean"].shape[-1])]
+
+
+def _estimates_frame(mean: np.ndarray, mode: np.ndarray, filtered: ParticleFilterResult) -> Any:
+    """The table of :meth:`ParticleFilterResult.to_frame` for these estimates."""
+    states, names = _estimate_columns(mean, mode)
+    cols = component_columns(states["mean"], names)
+    cols.update(component_columns(states["mode"], names, "_mode"))
+    cols.update(log_consistency=filtered.log_consistency, consistency=filtered.consistency,
+                gamma=filtered.gamma, discount=filtered.discount)
+    return per_step_frame(cols, filtered.index)
+
+
+def _estimates_dataset(mean: np.ndarray, mode: np.ndarray,
+                      filtered: ParticleFilterResult) -> Any:
+    """The Dataset of :meth:`ParticleFilterResult.to_xarray` for these estimates."""
+    states, names = _estimate_columns(mean, mode)
+    data: dict[str, tuple[np.ndarray, tuple[str, ...]]] = {
+        name: (value, ("state",)) for name, value in states.items()}
+    data.update(log_consistency=(filtered.log_consistency, ()), gamma=(filtered.gamma, ()),
+                discount=(filtered.discount, ()))
+    return per_step_dataset(data, filtered.index, {"state": names})
+
+
 @dataclass(frozen=True)
 class ParticleFilterResult:
     """Output of :meth:`ParticleFilter.filter`, one entry per observation.
 
+    The two point estimates summarise the filtered possibility function ``f_t`` of each step
+    (known at the particles) in two ways.
+
     Attributes
     ----------
     mode : ndarray, shape (T,) or (T, d)
-        E* of the filtered state: the particle of highest possibility (``argmax f``).
+        E* of the filtered state, ``argmax f_t``: the particle of highest possibility.
     mean : ndarray, shape (T,) or (T, d)
-        Mean of the probability density proportional to the filtered possibility function
-        ``f``, estimated with the particles' sampling weights ``f / q`` (self-normalised
-        importance sampling). For a normal ``f`` (a linear-Gaussian model) it estimates E*,
-        the Kalman filter's mean, as ``mode`` does (with a Monte Carlo error of the same
-        order); for a skewed or multimodal ``f`` it is another summary than E* (``mode``,
-        the possibilistic expected value).
+        The mean of the probability density proportional to ``f_t``,
+        ``∫ x f_t(x) dx / ∫ f_t(x) dx``, estimated by self-normalised importance sampling:
+        the particles weighted by their sampling weights ``f_t / q_t`` (``q_t`` the density
+        they were drawn from). For a normal ``f_t`` (a linear-Gaussian model) it equals E*,
+        the Kalman filter's mean, so ``mean`` and ``mode`` estimate the same number (with
+        Monte Carlo errors of the same order); for a skewed or multimodal ``f_t`` it is
+        another summary than E*.
     log_consistency, gamma, discount : ndarray, shape (T,)
     final : ParticlePossibility
         The last filtered possibility function.
@@ -187,11 +226,6 @@ class ParticleFilterResult:
     def consistency(self) -> np.ndarray:
         return np.exp(self.log_consistency)
 
-    def _states(self) -> dict[str, np.ndarray]:
-        """``mean`` and ``mode`` as ``(T, d)``, and the state names ``x0, x1, ...``."""
-        return {name: value.reshape(value.shape[0], -1)
-                for name, value in (("mean", self.mean), ("mode", self.mode))}
-
     def to_frame(self) -> Any:
         """The result as a pandas DataFrame, indexed like a pandas input.
 
@@ -202,7 +236,8 @@ class ParticleFilterResult:
         Examples
         --------
         >>> import pandas as pd, possibly as ps
-        >>> pf = ps.ParticleFilter(lambda x: x, ps.filters.GaussianNoise(0.1),
+        >>> from possibly.filters.particles import GaussianNoise
+        >>> pf = ps.ParticleFilter(lambda x: x, GaussianNoise(0.1),
         ...                        lambda x, y: -0.5 * (y - x) ** 2, n_particles=200,
         ...                        loglik_sup=0.0, prior=ps.Normal(0.0, 1.0), seed=1)
         >>> ys = pd.Series([0.1, 30.0, 0.0], index=pd.date_range("2024-01-01", periods=3))
@@ -215,13 +250,7 @@ class ParticleFilterResult:
         2024-01-03    1.0
         Freq: D, Name: discount, dtype: float64
         """
-        states = self._states()
-        names = [f"x{j}" for j in range(states["mean"].shape[-1])]
-        cols = component_columns(states["mean"], names)
-        cols.update(component_columns(states["mode"], names, "_mode"))
-        cols.update(log_consistency=self.log_consistency, consistency=self.consistency,
-                    gamma=self.gamma, discount=self.discount)
-        return per_step_frame(cols, self.index)
+        return _estimates_frame(self.mean, self.mode, self)
 
     def to_xarray(self) -> Any:
         """The result as an xarray Dataset: ``mean`` and ``mode`` over ``(time, state)``,
@@ -231,18 +260,74 @@ class ParticleFilterResult:
         Examples
         --------
         >>> import numpy as np, possibly as ps
-        >>> pf = ps.ParticleFilter.from_model(ps.filters.constant_velocity(), n_particles=100,
+        >>> from possibly.filters.state_space import constant_velocity
+        >>> pf = ps.ParticleFilter.from_model(constant_velocity(), n_particles=100,
         ...                                   prior=ps.MultivariateNormal([0.0, 1.0], np.eye(2)))
         >>> dict(pf.filter(np.array([0.1, 1.2, 1.9]), seed=0).to_xarray()["mode"].sizes)
         {'time': 3, 'state': 2}
         """
-        states = self._states()
-        names = [f"x{j}" for j in range(states["mean"].shape[-1])]
-        data: dict[str, tuple[np.ndarray, tuple[str, ...]]] = {
-            name: (value, ("state",)) for name, value in states.items()}
-        data.update(log_consistency=(self.log_consistency, ()), gamma=(self.gamma, ()),
-                    discount=(self.discount, ()))
-        return per_step_dataset(data, self.index, {"state": names})
+        return _estimates_dataset(self.mean, self.mode, self)
+
+
+@dataclass(frozen=True)
+class ParticleSmootherResult:
+    """Output of :meth:`ParticleFilter.smooth`: the possibilistic particle smoother.
+
+    The smoothed possibility function of step ``t`` is the max-marginal of the states' joint
+    possibility given all ``T`` observations, ``f_{t|T}(x_t) = sup f(x_0, ..., x_{T-1} | y)``
+    over the other states, known at the forward pass's particles; the observations keep the
+    discounts of the forward pass (see :meth:`ParticleFilter.smooth`).
+
+    Attributes
+    ----------
+    mode : ndarray, shape (T,) or (T, d)
+        E* of the smoothed state, ``argmax f_{t|T}``: the particle of highest smoothed
+        possibility.
+    mean : ndarray, shape (T,) or (T, d)
+        The mean of the probability density proportional to ``f_{t|T}``, estimated with the
+        particles weighted by ``f_{t|T} / q_t`` (as :attr:`ParticleFilterResult.mean`).
+    possibilities : tuple of ParticlePossibility
+        The smoothed possibility function of each step.
+    filtered : ParticleFilterResult
+        The forward pass, whose discounts the smoother keeps.
+    """
+
+    mode: np.ndarray
+    mean: np.ndarray
+    possibilities: tuple[ParticlePossibility, ...] = field(repr=False)
+    filtered: ParticleFilterResult = field(repr=False)
+
+    @property
+    def log_consistency(self) -> np.ndarray:
+        return self.filtered.log_consistency
+
+    @property
+    def consistency(self) -> np.ndarray:
+        return self.filtered.consistency
+
+    @property
+    def gamma(self) -> np.ndarray:
+        return self.filtered.gamma
+
+    @property
+    def discount(self) -> np.ndarray:
+        return self.filtered.discount
+
+    @property
+    def index(self) -> Any:
+        return self.filtered.index
+
+    def to_frame(self) -> Any:
+        """The smoothed ``mean`` and ``mode`` per step as a pandas DataFrame, indexed like a
+        pandas input, with the forward pass's consistency and discount (the columns of
+        :meth:`ParticleFilterResult.to_frame`)."""
+        return _estimates_frame(self.mean, self.mode, self.filtered)
+
+    def to_xarray(self) -> Any:
+        """The smoothed ``mean`` and ``mode`` as an xarray Dataset, with the forward pass's
+        log-consistency, gamma and discount (the layout of
+        :meth:`ParticleFilterResult.to_xarray`)."""
+        return _estimates_dataset(self.mean, self.mode, self.filtered)
 
 
 @dataclass(frozen=True, eq=False)
@@ -286,7 +371,7 @@ def _is_missing(y: Any) -> bool:
 
 @dataclass(frozen=True, eq=False)
 class ParticleFilter(SequentialEstimator):
-    """Robust possibilistic particle filter for nonlinear state-space models.
+    """Robust possibilistic particle filter (and smoother) for nonlinear state-space models.
 
     Parameters
     ----------
@@ -302,7 +387,8 @@ class ParticleFilter(SequentialEstimator):
     loglik : callable
         ``loglik(x, y)``: log-likelihood of observation ``y`` at each of the ``n`` particles.
     n_particles : int
-        Number of particles N (cost O(N²) per step).
+        Number of particles N (cost O(N²) per step). This and the following arguments are
+        keyword-only.
     robust : bool
         Discount each observation by its consistency (default) or use it whole.
     tau : float in (0, 1], optional
@@ -316,27 +402,30 @@ class ParticleFilter(SequentialEstimator):
         ``h²`` of the kernel interpolation (GaussianNoise transitions only); default
         Silverman's ``(4 / ((d + 2) N)) ** (2 / (d + 4))``.
     prior : Normal, MultivariateNormal or ParticlePossibility, optional
-        Default possibility function of the first state for :meth:`init`, :meth:`filter` and
-        streaming :meth:`update` (particles cannot represent the uninformative prior).
+        Default possibility function of the first state for :meth:`init`, :meth:`filter`,
+        :meth:`smooth` and streaming :meth:`update` (particles cannot represent the
+        uninformative prior).
     seed : int, optional
-        Default seed of :meth:`init` and :meth:`filter`.
+        Default seed of :meth:`init`, :meth:`filter` and :meth:`smooth`.
 
     Notes
     -----
     The protocol of :mod:`possibly.sequential`: ``init()`` samples the prior, ``step(state,
     y)`` predicts (after the first observation) and updates; a ``y`` containing NaN is
-    missing (predict only). The random stream lives in the state, so ``step`` is pure and a
-    pickled filter resumes identically. Series are not batched (``fit`` takes one series).
-    Thread safety: ``init``, ``step`` and ``filter``/``fit`` do not change the instance;
-    streaming ``update`` raises :class:`~possibly.sequential.ConcurrentUseError` when used from
-    two threads at once.
+    missing (predict only). The random stream lives in the state, so ``step`` and
+    ``predict`` are pure and a pickled filter resumes identically. Series are not batched
+    (``fit`` takes one series). Thread safety: ``init``, ``step``, ``predict``,
+    ``filter``/``fit`` and ``smooth`` do not change the instance; streaming
+    ``update``/``reset`` raise :class:`~possibly.sequential.ConcurrentUseError` when used
+    from two threads at once.
 
     Examples
     --------
     Random walk observed in noise, one gross outlier at t = 3:
 
     >>> import numpy as np, possibly as ps
-    >>> pf = ps.ParticleFilter(lambda x: x, ps.filters.GaussianNoise(0.1),
+    >>> from possibly.filters.particles import GaussianNoise
+    >>> pf = ps.ParticleFilter(lambda x: x, GaussianNoise(0.1),
     ...                        lambda x, y: -0.5 * (y - x) ** 2, n_particles=300,
     ...                        loglik_sup=0.0)
     >>> ys = np.array([0.1, -0.2, 0.0, 30.0, 0.1])
@@ -348,8 +437,8 @@ class ParticleFilter(SequentialEstimator):
 
     From a linear-Gaussian model (the same model object as the Kalman filter):
 
-    >>> model = ps.filters.constant_velocity()
-    >>> pf = ps.ParticleFilter.from_model(model, n_particles=200,
+    >>> from possibly.filters.state_space import constant_velocity
+    >>> pf = ps.ParticleFilter.from_model(constant_velocity(), n_particles=200,
     ...                                   prior=ps.MultivariateNormal([0.0, 1.0], np.eye(2)))
     >>> res = pf.filter(np.array([0.1, 1.2, 1.9, 40.0, 4.1]), seed=0)
     >>> res.discount.round(2)
@@ -359,6 +448,7 @@ class ParticleFilter(SequentialEstimator):
     transition: Callable
     transition_logpossibility: GaussianNoise | Callable
     loglik: Callable
+    _: KW_ONLY
     n_particles: int = 1000
     robust: bool = True
     tau: float | None = None
@@ -388,7 +478,8 @@ class ParticleFilter(SequentialEstimator):
             check_unit_interval("bandwidth", self.bandwidth, low_open=False, high_open=True)
 
     @classmethod
-    def from_model(cls, model: Any, n_particles: int = 1000, **options: Any) -> ParticleFilter:
+    def from_model(cls, model: Any, *, n_particles: int = 1000,
+                   **options: Any) -> ParticleFilter:
         """The particle filter of a time-invariant linear-Gaussian model.
 
         Parameters
@@ -410,7 +501,7 @@ class ParticleFilter(SequentialEstimator):
                    n_particles=n_particles, loglik_sup=loglik.sup, **options)
 
     # -- the protocol -----------------------------------------------------------------------
-    def init(self, batch_shape: tuple[int, ...] = (), prior: Any = None,
+    def init(self, batch_shape: tuple[int, ...] = (), prior: Any = None, *,
              seed: Any = None) -> ParticleFilterState:
         """Particles sampled from ``prior`` (default: the filter's), see :func:`sample_prior`.
 
@@ -424,36 +515,51 @@ class ParticleFilter(SequentialEstimator):
             raise ValueError("prior must be given (here or to ParticleFilter): particles "
                              "cannot represent the uninformative prior")
         rng = np.random.default_rng(self.seed if seed is None else seed)
-        return sample_prior(self, prior, rng)._replace(rng=rng)
+        return replace(sample_prior(self, prior, rng), rng=rng)
+
+    def _advance(self, state: ParticleFilterState, y: Any
+                 ) -> tuple[ParticleFilterState, ParticleInfo, _Kernel | None, np.ndarray]:
+        """One step: the new state, its Info, the transition kernel from the previous
+        particles (None at the first step) and the predicted log values."""
+        rng = _stream_copy(state)
+        kernel = None
+        if state.t:
+            state, kernel = _propagate(self, state, rng)
+        predicted = state.log_values
+        if _is_missing(y):
+            best = state.particles[int(np.argmax(state.log_values))]
+            return (replace(state, rng=rng, t=state.t + 1),
+                    ParticleInfo(math.nan, math.nan, gamma=math.nan, mode=best), kernel,
+                    predicted)
+        state, info = update(self, state, y)
+        return replace(state, rng=rng, t=state.t + 1), info, kernel, predicted
 
     def step(self, state: ParticleFilterState,
              y: Any) -> tuple[ParticleFilterState, ParticleInfo]:
         """Predict (after the first observation), then update with ``y``; pure."""
-        if not isinstance(state, ParticleFilterState) or state.rng is None:
-            raise ValueError("state must be a ParticleFilterState from init()")
-        rng = copy.deepcopy(state.rng)
-        if state.t:
-            state = predict(self, state, rng)
-        if _is_missing(y):
-            best = state.particles[int(np.argmax(state.log_values))]
-            return (state._replace(rng=rng, t=state.t + 1),
-                    ParticleInfo(math.nan, math.nan, gamma=math.nan, mode=best))
-        state, info = update(self, state, y)
-        return state._replace(rng=rng, t=state.t + 1), info
+        new, info, _, _ = self._advance(state, y)
+        return new, info
+
+    def predict(self, state: ParticleFilterState) -> ParticleFilterState:
+        """One predict step (new particles and their predicted values, see :func:`predict`),
+        with the random stream of ``state``; pure (``state`` and its stream are not advanced,
+        the returned state carries the advanced stream)."""
+        rng = _stream_copy(state)
+        return replace(predict(self, state, rng), rng=rng)
 
     def fit(self, y: Any) -> ParticleFilterResult:
         """Filter a whole series from :meth:`init` (same as :meth:`filter`)."""
         return self.filter(y)
 
-    def filter(self, ys: Sequence[Any] | np.ndarray, prior: Any = None, seed: Any = None
+    def filter(self, ys: Sequence[Any] | np.ndarray, prior: Any = None, *, seed: Any = None
                ) -> ParticleFilterResult:
         """Filter the observations ``ys[0], ys[1], ...``.
 
         Parameters
         ----------
-        ys : sequence or ndarray
+        ys : sequence, ndarray, pandas Series or DataFrame
             Observations, each passed as ``y`` to ``loglik`` (a ``y`` containing NaN is
-            missing: predict only).
+            missing: predict only); a DataFrame's rows are the observations.
         prior : Normal, MultivariateNormal or ParticlePossibility, optional
             Possibility function of the first state, before ``ys[0]`` (default: the
             filter's).
@@ -463,15 +569,24 @@ class ParticleFilter(SequentialEstimator):
         -------
         ParticleFilterResult
         """
+        return self._run(ys, prior, seed, None)
+
+    def _run(self, ys: Any, prior: Any, seed: Any,
+             trace: list[tuple[ParticleFilterState, _Kernel | None, np.ndarray]] | None
+             ) -> ParticleFilterResult:
+        """The forward pass; with a ``trace`` list, also appends, per step, what the
+        backward pass needs: the filtered state, the kernel and the predicted log values."""
         index = time_labels(ys, 0)
         if index is not None:
             ys = np.asarray(ys)  # a DataFrame's rows are the observations
         if len(ys) < 1:
             raise ValueError("ys must hold at least one observation")
-        state = self.init((), prior, seed)
+        state = self.init((), prior, seed=seed)
         modes, means, infos = [], [], []
         for y in ys:
-            state, info = self.step(state, y)
+            state, info, kernel, predicted = self._advance(state, y)
+            if trace is not None:
+                trace.append((state, kernel, predicted))
             modes.append(info.mode)
             means.append(weighted_mean(state))
             infos.append(info)
@@ -484,6 +599,59 @@ class ParticleFilter(SequentialEstimator):
             discount=np.array([i.discount for i in infos]),
             final=state.possibility(),
         )
+
+    def smooth(self, ys: Sequence[Any] | np.ndarray, prior: Any = None, *, seed: Any = None
+               ) -> ParticleSmootherResult:
+        """Possibilistic particle smoother: :meth:`filter`, then a backward pass.
+
+        The smoothed possibility function of step ``t`` is the max-marginal of the joint
+        possibility of the states given every observation, with each observation discounted
+        as in the forward pass. On the particles,
+
+            f_{t|T}(i) = f_{t|t}(i) · max_j k_{t+1}(j, i) f_{t+1|T}(j) / f_{t+1|t}(j),
+
+        ``f_{t|t}`` and ``f_{t+1|t}`` the filtered and predicted values, and ``k_{t+1}(j, i)``
+        the transition possibility from particle ``i`` at ``t`` to particle ``j`` at ``t + 1``
+        with which the forward pass predicted (the transition's log-possibility, or with a
+        :class:`GaussianNoise` the kernel of the module docstring), so that the backward pass
+        is exact for the possibility function the forward pass computes. O(N²) per step, as
+        the forward pass; it keeps every step's particles.
+
+        Parameters
+        ----------
+        ys, prior, seed
+            As in :meth:`filter` (the same ``seed`` gives the same forward pass).
+
+        Returns
+        -------
+        ParticleSmootherResult
+
+        Examples
+        --------
+        >>> import numpy as np, possibly as ps
+        >>> from possibly.filters.particles import GaussianNoise
+        >>> pf = ps.ParticleFilter(lambda x: x, GaussianNoise(0.1),
+        ...                        lambda x, y: -0.5 * (y - x) ** 2, n_particles=300,
+        ...                        loglik_sup=0.0, prior=ps.Normal(0.0, 1.0), seed=1)
+        >>> ys = np.array([0.1, -0.2, 0.0, 30.0, 0.1])
+        >>> res = pf.smooth(ys)
+        >>> res.discount.round(2)                     # the forward pass's discounts
+        array([1.  , 0.98, 1.  , 0.  , 0.99])
+        >>> bool(np.all(np.abs(res.mode) < 0.5))      # the outlier is ignored throughout
+        True
+        """
+        trace: list[tuple[ParticleFilterState, _Kernel | None, np.ndarray]] = []
+        filtered = self._run(ys, prior, seed, trace)
+        states = [s for s, _, _ in trace]
+        backs = _backward(states, [k for _, k, _ in trace], [p for _, _, p in trace])
+        modes, means, possibilities = [], [], []
+        for state, back in zip(states, backs, strict=True):
+            f = ParticlePossibility(state.particles, state.log_values + back)
+            modes.append(state.particles[int(np.argmax(f.log_values))])
+            means.append(weighted_mean(replace(state, log_weights=state.log_weights + back)))
+            possibilities.append(f)
+        return ParticleSmootherResult(mode=np.stack(modes), mean=np.stack(means),
+                                      possibilities=tuple(possibilities), filtered=filtered)
 
 
 # -- pure functions -----------------------------------------------------------------------------
@@ -531,6 +699,13 @@ def sample_prior(pf: ParticleFilter, prior, rng: np.random.Generator) -> Particl
                      f"ParticlePossibility, got {type(prior).__name__}")
 
 
+def _stream_copy(state: Any) -> np.random.Generator:
+    """A copy of the random stream of a valid ``state`` (the state's own is never advanced)."""
+    if not isinstance(state, ParticleFilterState) or state.rng is None:
+        raise ValueError("state must be a ParticleFilterState from init()")
+    return copy.deepcopy(state.rng)
+
+
 def _systematic(prob: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
     u = (rng.random() + np.arange(n)) / n
     return np.minimum(np.searchsorted(np.cumsum(prob), u), len(prob) - 1)
@@ -574,9 +749,17 @@ def predict(pf: ParticleFilter, state: ParticleFilterState,
             rng: np.random.Generator) -> ParticleFilterState:
     """Prediction: new particles, their possibility values by a sup over all old particles.
 
-    See the module docstring for the scheme.
+    See the module docstring for the scheme. ``rng`` is advanced; the returned state keeps
+    the stream of ``state``.
     """
-    x, lv, lw = state[:3]
+    return _propagate(pf, state, rng)[0]
+
+
+def _propagate(pf: ParticleFilter, state: ParticleFilterState, rng: np.random.Generator
+               ) -> tuple[ParticleFilterState, _Kernel]:
+    """:func:`predict`, and the log transition possibilities it maximised over (the
+    smoother's backward pass maximises over the same)."""
+    x, lv, lw = state.particles, state.log_values, state.log_weights
     m = len(x)
     n = pf.n_particles
     prob = np.exp(lw - lw.max())
@@ -626,7 +809,38 @@ def predict(pf: ParticleFilter, state: ParticleFilterState,
     top = top - top.max()
     with np.errstate(invalid="ignore"):
         log_w = np.where(top == -np.inf, -np.inf, top - log_q)
-    return ParticleFilterState(new, top, log_w, state.rng, state.t)
+    return ParticleFilterState(new, top, log_w, state.rng, state.t), pair
+
+
+def _backward(states: list[ParticleFilterState], kernels: list[_Kernel | None],
+              predicted: list[np.ndarray]) -> list[np.ndarray]:
+    """The smoother's backward pass: per step ``t``, ``log f_{t|T} - log f_{t|t}`` at the
+    particles (up to a constant), ``max_j K_{t+1}[j, i] + log f_{t+1|T}(j) - log
+    f_{t+1|t}(j)`` (see :meth:`ParticleFilter.smooth`)."""
+    last = np.zeros(len(states[-1].log_values))
+    backs = [last]
+    smoothed = states[-1].log_values
+    for t in range(len(states) - 2, -1, -1):
+        kernel = kernels[t + 1]
+        assert kernel is not None  # every step after the first predicts
+        pred = predicted[t + 1]
+        with np.errstate(invalid="ignore"):  # -inf - -inf: a particle of possibility 0
+            ratio = np.where(pred == -np.inf, -np.inf, smoothed - pred)
+        back = _column_max(kernel, len(pred), len(states[t].log_values), ratio)
+        smoothed = states[t].log_values + back
+        smoothed = smoothed - smoothed.max()
+        backs.append(back)
+    return backs[::-1]
+
+
+def _column_max(kernel: _Kernel, n: int, m: int, add: np.ndarray) -> np.ndarray:
+    """Column-wise ``max_j(K[j, i] + add_j)`` of the ``(n, m)`` kernel, in row chunks."""
+    out = np.full(m, -np.inf)
+    rows = max(1, _CHUNK // max(m, 1))
+    for start in range(0, n, rows):
+        sl = slice(start, min(n, start + rows))
+        np.maximum(out, (kernel(sl) + add[sl, None]).max(axis=0), out=out)
+    return out
 
 
 def _silverman(d: int, n: int) -> float:
@@ -636,7 +850,7 @@ def _silverman(d: int, n: int) -> float:
 def update(pf: ParticleFilter, state: ParticleFilterState,
            y) -> tuple[ParticleFilterState, ParticleInfo]:
     """Robust update with observation ``y``: ``log f + rho log L``, max-normalised."""
-    x, lv, lw = state[:3]
+    x, lv, lw = state.particles, state.log_values, state.log_weights
     lik = LogLikelihood(pf.loglik, y, pf.loglik_sup)
     log_l = lik.log_information(x)
     with np.errstate(invalid="ignore"):
