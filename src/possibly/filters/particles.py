@@ -36,6 +36,10 @@ mixture of normal densities, whose value ``q`` gives the sampling weights. With 
 transition (a sampler and a log-possibility callable) the supremum is taken with the
 transition's own log-possibility, whose normalised exponential is assumed to be the sampler's
 density. Both cost O(N²) per step (a max over N × N pairs).
+
+The smoother (:meth:`ParticleFilter.smooth`) is the max-product backward pass over the same
+pairs, with the transition possibilities the prediction used, so that forward and backward
+passes are exact on the particles (derivation in docs/particles.md).
 """
 
 from __future__ import annotations
@@ -69,6 +73,7 @@ __all__ = [
     "ParticleFilterResult",
     "ParticleFilterState",
     "ParticleInfo",
+    "ParticleSmootherResult",
     "predict",
     "sample_prior",
     "update",
