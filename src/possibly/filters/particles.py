@@ -1,45 +1,22 @@
-"""A robust possibilistic particle filter (docs/math.md §1).
+"""A robust possibilistic particle filter and smoother (docs/particles.md).
 
-The filter's possibility functions are :class:`possibly.pointwise.particles.ParticlePossibility`
-(possibility values known at particles). :class:`ParticleFilter` runs the robust update on a
-nonlinear state-space model
+:class:`ParticleFilter` runs the robust update (docs/math.md §1) on a nonlinear state-space
+model ``x_t | x_{t-1}`` described by ``N̄(x_t; g(x_{t-1}), Q)`` (or a user transition),
+``y_t | x_t`` with log-likelihood ``loglik(x_t, y_t)``; its possibility functions are
+:class:`~possibly.pointwise.particles.ParticlePossibility` values at particles.
 
-    x_t | x_{t-1}  described by  N̄(x_t; g(x_{t-1}), Q)  (or a user transition),
-    y_t | x_t      with log-likelihood  loglik(x_t, y_t),
-
-where the prediction is a supremum, ``f_{t|t-1}(x) = sup_x' f(x | x') f_{t-1}(x')``, and each
-observation is raised to ``rho = c^(1/d)`` with ``c = sup_x f_{t|t-1}(x) L(x | y_t)``.
-
-Design: values and exploration
-------------------------------
-Each particle carries two numbers. Its **possibility value** ``log f(x_i)`` (max-normalised,
-never sum-normalised) gives E* (the best particle), the consistency (the max over particles
-of ``f L``) and the update (``log f + rho log L``). Its **sampling weight** is the importance
-weight ``f(x_i) / q(x_i)`` of the density ``q`` it was drawn from; it decides only where the
-next particles are put. Resampling directly with probabilities ∝ ``f`` would be wrong: the
-particles already crowd where ``f`` is large, so the cloud would shrink (by √2 per step for a
-normal ``f``); with ``f / q`` it follows the density ∝ ``f``, which for a normal possibility
-function is the Kalman density, so the linear-Gaussian case reproduces the (robust) Kalman
-filter.
-
-Prediction evaluates the supremum over *all* previous particles, not just the ancestor, so
-values do not accumulate sampling noise along paths (that noise makes the best particle a poor
-E*). With a :class:`GaussianNoise` transition the function is first interpolated between
-particles by a max of normal kernels, ``f̂(x) = max_j f_j N̄(x; m_j, h² C)``, with the kernel
-centres shrunk towards the weighted mean (``m_j = a x_j + (1 - a) x̄``, ``a = √(1 - h²)``, as in
-Liu & West's kernel filter) so that a normal ``f`` keeps its covariance ``C``; its sup-convolution
-with the transition is ``max_j f_j N̄(x; a g(x_j) + (1 - a) ḡ, h² C_g + Q)`` (``C_g``: weighted
-covariance of the ``g(x_j)``, a statistical linearisation of ``g``). This is exact for a linear
-``g`` and a normal ``f``, keeps the particles diverse (rejuvenation) and works with a singular
-``Q`` (e.g. the nearly-constant-velocity model). New particles are drawn from the matching
-mixture of normal densities, whose value ``q`` gives the sampling weights. With a generic
-transition (a sampler and a log-possibility callable) the supremum is taken with the
-transition's own log-possibility, whose normalised exponential is assumed to be the sampler's
-density. Both cost O(N²) per step (a max over N × N pairs).
+Each particle carries a **possibility value** ``log f(x_i)`` (max-normalised: E*, the
+consistency and the update use only these) and a **sampling weight** ``f / q`` (``q`` the
+density it was drawn from), which decides only where the next particles go, so the cloud
+follows the density ∝ ``f`` (the Kalman density for a linear-Gaussian model) instead of
+shrinking. The prediction ``f_{t|t-1}(x) = sup_x' f(x | x') f_{t-1}(x')`` takes the supremum
+over all previous particles; with a :class:`GaussianNoise` transition ``f`` is first
+interpolated by a max of normal kernels with shrunk centres (Liu & West), which is exact for
+a linear ``g`` and a normal ``f`` and works with a singular ``Q``. O(N²) per step.
 
 The smoother (:meth:`ParticleFilter.smooth`) is the max-product backward pass over the same
-pairs, with the transition possibilities the prediction used, so that forward and backward
-passes are exact on the particles (derivation in docs/particles.md).
+pairs of particles, with the transition possibilities the prediction used, so that the two
+passes are exact on the particles.
 """
 
 from __future__ import annotations
@@ -618,9 +595,12 @@ class ParticleFilter(SequentialEstimator):
         ``f_{t|t}`` and ``f_{t+1|t}`` the filtered and predicted values, and ``k_{t+1}(j, i)``
         the transition possibility from particle ``i`` at ``t`` to particle ``j`` at ``t + 1``
         with which the forward pass predicted (the transition's log-possibility, or with a
-        :class:`GaussianNoise` the kernel of the module docstring), so that the backward pass
-        is exact for the possibility function the forward pass computes. O(N²) per step, as
-        the forward pass; it keeps every step's particles.
+        :class:`GaussianNoise` the interpolation kernel), so that the backward pass is exact
+        for the possibility function the forward pass computes. That kernel couples
+        consecutive states a little more loosely than ``Q`` does, which pulls the smoothed
+        estimates towards the filtered ones by an amount of order ``bandwidth``: choose a
+        small ``bandwidth`` to smooth (derivation and figures: docs/particles.md). O(N²) per
+        step, as the forward pass; it keeps every step's particles.
 
         Parameters
         ----------
@@ -754,7 +734,7 @@ def predict(pf: ParticleFilter, state: ParticleFilterState,
             rng: np.random.Generator) -> ParticleFilterState:
     """Prediction: new particles, their possibility values by a sup over all old particles.
 
-    See the module docstring for the scheme. ``rng`` is advanced; the returned state keeps
+    The scheme: docs/particles.md. ``rng`` is advanced; the returned state keeps
     the stream of ``state``.
     """
     return _propagate(pf, state, rng)[0]
