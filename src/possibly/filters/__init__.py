@@ -33,6 +33,7 @@ from possibly.filters.particles import (
     ParticleFilterResult,
     ParticleFilterState,
     ParticleInfo,
+    ParticleSmootherResult,
 )
 from possibly.filters.smoother import SmootherResult, smooth
 from possibly.filters.state_space import (
@@ -56,6 +57,7 @@ __all__ = [
     "ParticleFilterResult",
     "ParticleFilterState",
     "ParticleInfo",
+    "ParticleSmootherResult",
     "SmootherResult",
     "UnscentedKalmanFilter",
     "constant_velocity",
