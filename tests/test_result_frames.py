@@ -24,7 +24,7 @@ from possibly.filters.nonlinear import (
     NonlinearModel,
     UnscentedKalmanFilter,
 )
-from possibly.filters.particles import ParticleFilterState, weighted_mean
+from possibly.filters.particle_filter import ParticleFilterState, weighted_mean
 from possibly.frames import per_step_dataset, per_step_frame, time_labels
 from possibly.integrations.scaleout import ManyResult
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import possibly as ps
-from possibly.filters import particles as pp
+from possibly.filters import particle_filter as pp
 
 
 def scalar_kalman(ys, m0, p0, q, r, robust):

@@ -26,7 +26,7 @@ import numpy as np
 
 from possibly.families.multivariate_normal import MultivariateNormal
 from possibly.filters.kalman import KalmanFilter
-from possibly.filters.particles import GaussianNoise, ParticleFilter
+from possibly.filters.particle_filter import GaussianNoise, ParticleFilter
 from possibly.filters.state_space import constant_velocity
 from possibly.progress import progress_bar
 

@@ -6,7 +6,7 @@
   ``init``/``step`` kernels, a :class:`~possibly.sequential.SequentialEstimator`);
 * :mod:`~possibly.filters.smoother`: :func:`smooth`, the RTS smoother as a pure function of
   the model and the filtered states;
-* :mod:`~possibly.filters.particles`: the robust :class:`ParticleFilter` (nonlinear models, or
+* :mod:`~possibly.filters.particle_filter`: the robust :class:`ParticleFilter` (nonlinear models, or
   built from a :class:`LinearGaussianModel`).
 * :mod:`~possibly.filters.nonlinear`: :class:`NonlinearModel` and the robust
   :class:`ExtendedKalmanFilter` and :class:`UnscentedKalmanFilter`;
@@ -27,7 +27,7 @@ from possibly.filters.nonlinear import (
     NonlinearModel,
     UnscentedKalmanFilter,
 )
-from possibly.filters.particles import (
+from possibly.filters.particle_filter import (
     GaussianNoise,
     ParticleFilter,
     ParticleFilterResult,

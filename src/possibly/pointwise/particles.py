@@ -3,7 +3,7 @@
 A :class:`ParticlePossibility` is a possibility function known at particles (drawn at random
 or chosen): the operations of :mod:`possibly.pointwise.grid` (combine, consistency, robust
 update, E*, credibility) apply unchanged. The robust particle filter built on it is
-:class:`possibly.filters.particles.ParticleFilter`.
+:class:`possibly.filters.particle_filter.ParticleFilter`.
 """
 
 from __future__ import annotations

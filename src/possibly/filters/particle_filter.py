@@ -218,7 +218,7 @@ class ParticleFilterResult:
         Examples
         --------
         >>> import pandas as pd, possibly as ps
-        >>> from possibly.filters.particles import GaussianNoise
+        >>> from possibly.filters.particle_filter import GaussianNoise
         >>> pf = ps.ParticleFilter(lambda x: x, GaussianNoise(0.1),
         ...                        lambda x, y: -0.5 * (y - x) ** 2, n_particles=200,
         ...                        loglik_sup=0.0, prior=ps.Normal(0.0, 1.0), seed=1)
@@ -406,7 +406,7 @@ class ParticleFilter(SequentialEstimator):
     Random walk observed in noise, one gross outlier at t = 3:
 
     >>> import numpy as np, possibly as ps
-    >>> from possibly.filters.particles import GaussianNoise
+    >>> from possibly.filters.particle_filter import GaussianNoise
     >>> pf = ps.ParticleFilter(lambda x: x, GaussianNoise(0.1),
     ...                        lambda x, y: -0.5 * (y - x) ** 2, n_particles=300,
     ...                        loglik_sup=0.0)
@@ -614,7 +614,7 @@ class ParticleFilter(SequentialEstimator):
         Examples
         --------
         >>> import numpy as np, possibly as ps
-        >>> from possibly.filters.particles import GaussianNoise
+        >>> from possibly.filters.particle_filter import GaussianNoise
         >>> pf = ps.ParticleFilter(lambda x: x, GaussianNoise(0.1),
         ...                        lambda x, y: -0.5 * (y - x) ** 2, n_particles=300,
         ...                        loglik_sup=0.0, prior=ps.Normal(0.0, 1.0), seed=1)

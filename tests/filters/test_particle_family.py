@@ -16,7 +16,7 @@ import pytest
 
 import possibly as ps
 from possibly.filters.kalman import KalmanFilter
-from possibly.filters.particles import (
+from possibly.filters.particle_filter import (
     GaussianNoise,
     ParticleFilter,
     predict,
