@@ -12,6 +12,7 @@ exhaust the memory.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import TypedDict
 
 import numpy as np
@@ -74,6 +75,58 @@ def _short(values: list, limit: int = 12) -> str:
     return "[" + ", ".join(map(str, values[:limit])) + f", ... ({len(values) - limit} more)]"
 
 
+def _demo_plot(path: str) -> Path | None:
+    """The checked plot path, or None (no plot asked, or no matplotlib: the demo runs without
+    its plot)."""
+    if not path:
+        return None
+    try:
+        return check_plot(path)
+    except ImportError as exc:
+        print(f"no plot: {exc}")
+        return None
+
+
+def _print_models(n: int, true_cps: np.ndarray, true_out: np.ndarray, seed: int,
+                  hazard: float, sigma: float | str) -> None:
+    """The demo series and the detectors compared."""
+    print(f"{n} observations: piecewise-constant mean, N(0, 1) noise, {true_cps.size} change "
+          f"points, {true_out.size} outliers of 6-12 sd (seed {seed})")
+    print(f"default: ChangepointDetector(): constant-level, linear- and quadratic-trend "
+          f"segments with unknown noise, priors from the median and MAD, hazard = "
+          f"{hazard:g}")
+    print(f"paper:   ChangepointDetector(model=NormalMean(sigma, outliers='paper')): the "
+          f"paper's constant level and recursion, sigma = {sigma:.3f} (MAD of first "
+          f"differences / sqrt 2), forgetting = 0.9; standard: the same without the robust "
+          f"discount")
+
+
+def _print_changepoints(results: dict, true_cps: np.ndarray, n: int) -> None:
+    """Each detector's change points against the true ones."""
+    print(f"  true change points     {true_cps.tolist()}")
+    for name, res in results.items():
+        found = res.changepoints
+        hits = _match(found, true_cps)
+        n_hit = sum(v is not None for v in hits.values())
+        extra = [int(c) for c in found
+                 if np.min(np.abs(true_cps - c), initial=n) > TOLERANCE]
+        print(f"  {name:8s} found {found.size:3d}  {_short(found.tolist())}")
+        print(f"           {n_hit}/{true_cps.size} true change points found (within "
+              f"{TOLERANCE} steps), {len(extra)} false alarms"
+              + (f" {_short(extra)}" if extra else ""))
+
+
+def _print_outliers(results: dict, true_out: np.ndarray) -> None:
+    """The robust detectors' outliers against the true ones."""
+    print(f"  true outliers          {true_out.tolist()}")
+    for name, res in results.items():
+        flagged = res.outliers
+        caught = np.isin(flagged, true_out).sum()
+        print(f"  {name:8s} outliers      {_short(flagged.tolist(), 30)}")
+        print(f"           {caught}/{true_out.size} true outliers flagged, "
+              f"{flagged.size - caught} other observations flagged")
+
+
 def run_changepoint(args: argparse.Namespace) -> int:
     from possibly.changepoint import ChangepointDetector, NormalMean, estimate_sigma
     from possibly.datasets import piecewise_constant
@@ -84,12 +137,7 @@ def run_changepoint(args: argparse.Namespace) -> int:
     if not 20 * (n_changes + 1) <= n <= MAX_N:
         raise ValueError(f"--n must be in [20 * (--changes + 1), {MAX_N}] = "
                          f"[{20 * (n_changes + 1)}, {MAX_N}], got {n}")
-    plot = None
-    if args.plot:
-        try:
-            plot = check_plot(args.plot)
-        except ImportError as exc:  # the demo runs without matplotlib, minus its plot
-            print(f"no plot: {exc}")
+    plot = _demo_plot(args.plot)
     y, true_cps, is_out = piecewise_constant(n, n_changes, outlier_rate=rate, seed=args.seed)
     default = ChangepointDetector(hazard=args.hazard, tau=args.tau).fit(y)
     # the paper's model and recursion exactly (no evidence floor), sigma estimated as
@@ -98,33 +146,9 @@ def run_changepoint(args: argparse.Namespace) -> int:
     paper = ChangepointDetector(model=paper_model, hazard=args.hazard, tau=args.tau).fit(y)
     standard = ChangepointDetector(model=paper_model, hazard=args.hazard, robust=False).fit(y)
     true_out = np.flatnonzero(is_out)
-    print(f"{n} observations: piecewise-constant mean, N(0, 1) noise, {true_cps.size} change "
-          f"points, {true_out.size} outliers of 6-12 sd (seed {args.seed})")
-    print(f"default: ChangepointDetector(): constant-level, linear- and quadratic-trend "
-          f"segments with unknown noise, priors from the median and MAD, hazard = "
-          f"{args.hazard:g}")
-    print(f"paper:   ChangepointDetector(model=NormalMean(sigma, outliers='paper')): the "
-          f"paper's constant level and recursion, sigma = {paper_model.sigma:.3f} (MAD of first "
-          f"differences / sqrt 2), forgetting = 0.9; standard: the same without the robust "
-          f"discount")
-    print(f"  true change points     {true_cps.tolist()}")
-    for name, res in (("default", default), ("paper", paper), ("standard", standard)):
-        found = res.changepoints
-        hits = _match(found, true_cps)
-        n_hit = sum(v is not None for v in hits.values())
-        extra = [int(c) for c in found
-                 if np.min(np.abs(true_cps - c), initial=n) > TOLERANCE]
-        print(f"  {name:8s} found {found.size:3d}  {_short(found.tolist())}")
-        print(f"           {n_hit}/{true_cps.size} true change points found (within "
-              f"{TOLERANCE} steps), {len(extra)} false alarms"
-              + (f" {_short(extra)}" if extra else ""))
-    print(f"  true outliers          {true_out.tolist()}")
-    for name, res in (("default", default), ("paper", paper)):
-        flagged = res.outliers
-        caught = np.isin(flagged, true_out).sum()
-        print(f"  {name:8s} outliers      {_short(flagged.tolist(), 30)}")
-        print(f"           {caught}/{true_out.size} true outliers flagged, "
-              f"{flagged.size - caught} other observations flagged")
+    _print_models(n, true_cps, true_out, args.seed, args.hazard, paper_model.sigma)
+    _print_changepoints({"default": default, "paper": paper, "standard": standard}, true_cps, n)
+    _print_outliers({"default": default, "paper": paper}, true_out)
     print("which to pick: the default for a series of unknown shape (trends, changes of "
           "variance, any scale);\n  the paper's model (sigma=...) for piecewise-constant "
           "levels with a known noise scale or streaming from the first value; its exact "

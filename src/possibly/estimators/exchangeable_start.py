@@ -118,6 +118,82 @@ def start_init(prior: Any, batch_shape: tuple[int, ...], size: int,
                       history=np.full(shape + (int(horizon),), np.nan), steps=0)
 
 
+def _candidate(state: StartState, y: np.ndarray, create: np.ndarray, step: StartStep,
+               log_floor: float) -> tuple[Any, np.ndarray, dict[str, np.ndarray], np.ndarray]:
+    """The new hypothesis of each stream where ``create``: ``y`` first, then the earlier
+    candidates' values in order. Returns its state, the consistency of ``y`` with the prior,
+    the extras of that first step and the hypothesis' score."""
+    size = state.log_weight.shape[-1]
+    buffer, seen = state.buffer, state.seen
+    cand, c0, new_extras = step(state.prior, np.where(create, y, np.nan))
+    cand_score = np.where(create, np.maximum(c0, log_floor), 0.0)
+    for i in range(size - 1):
+        earlier = np.where(create & (i < seen), buffer[..., i], np.nan)
+        if np.isnan(earlier).all():
+            break
+        cand, c_i, _ = step(cand, earlier)
+        cand_score = cand_score + np.where(np.isnan(earlier), 0.0,
+                                           np.maximum(c_i, log_floor))
+    return cand, c0, new_extras, cand_score
+
+
+def _rescored(state: StartState, y: np.ndarray, steps: int, hyp: Any, log_weight: np.ndarray,
+              score: Callable[[Any, np.ndarray], np.ndarray] | None
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """The history with ``y`` kept (while within the horizon) and the log weights, replaced
+    by ``score``'s where one is given and a stream has not collapsed."""
+    history = state.history
+    horizon = history.shape[-1]
+    if score is not None and horizon and not state.collapsed.all():
+        if steps <= horizon:
+            history = history.copy()
+            history[..., steps - 1] = y
+        alive_now = np.isfinite(log_weight)
+        log_weight = np.where(alive_now, score(hyp, history), -np.inf)
+    return history, log_weight
+
+
+def _max_normalised(log_weight: np.ndarray) -> np.ndarray:
+    """Log weights less their maximum per stream (left as they are where none is finite)."""
+    top = np.max(log_weight, axis=-1, keepdims=True)
+    return np.where(np.isfinite(top), log_weight - np.where(np.isfinite(top), top, 0.0),
+                    log_weight)
+
+
+def _leader_extras(extras: dict[str, np.ndarray], leader: np.ndarray,
+                   new_extras: dict[str, np.ndarray] | None, made: np.ndarray
+                   ) -> dict[str, np.ndarray]:
+    """The ``extras`` of each stream's leader; ``new_extras`` (the new candidate's) where
+    ``made`` (the leader is the candidate just made)."""
+    out = {}
+    for name, value in extras.items():
+        lead = np.take_along_axis(np.asarray(value), leader[..., None], -1)[..., 0]
+        if new_extras is not None:
+            lead = np.where(made, new_extras[name], lead)
+        out[name] = lead
+    return out
+
+
+def _collapsed(state: StartState, hyp: Any, log_weight: np.ndarray, leader: np.ndarray,
+               seen: np.ndarray, steps: int, ratio: float
+               ) -> tuple[Any, np.ndarray, np.ndarray]:
+    """Collapse to the leader the streams whose every candidate exists and whose other
+    hypotheses are negligible (all the streams once the horizon is reached). Returns the
+    hypotheses, their log weights and which streams have collapsed."""
+    size = log_weight.shape[-1]
+    horizon = state.history.shape[-1]
+    others = np.where(np.arange(size) == leader[..., None], -np.inf, log_weight)
+    collapse = ~state.collapsed & (seen >= size) & (others.max(-1) < np.log(ratio))
+    if horizon and steps >= horizon:
+        collapse = ~state.collapsed                  # the horizon is reached: take the leader
+    collapsed = state.collapsed | collapse
+    if collapse.any():
+        lead_state = tree_expand(tree_take(hyp, leader), size, leader.ndim)
+        hyp = tree_select(collapse[..., None] & np.ones(size, dtype=bool), lead_state, hyp)
+        log_weight = np.where(collapse[..., None], 0.0, log_weight)
+    return hyp, log_weight, collapsed
+
+
 def start_step(state: StartState, y: np.ndarray, step: StartStep, *, ratio: float = 1e-3,
                log_floor: float = np.log(0.01),
                score: Callable[[Any, np.ndarray], np.ndarray] | None = None
@@ -167,15 +243,7 @@ def start_step(state: StartState, y: np.ndarray, step: StartStep, *, ratio: floa
     buffer, seen = state.buffer, state.seen
     new_extras = None
     if create.any():
-        cand, c0, new_extras = step(state.prior, np.where(create, y, np.nan))
-        cand_score = np.where(create, np.maximum(c0, log_floor), 0.0)
-        for i in range(size - 1):
-            earlier = np.where(create & (i < seen), buffer[..., i], np.nan)
-            if np.isnan(earlier).all():
-                break
-            cand, c_i, _ = step(cand, earlier)
-            cand_score = cand_score + np.where(np.isnan(earlier), 0.0,
-                                               np.maximum(c_i, log_floor))
+        cand, c0, new_extras, cand_score = _candidate(state, y, create, step, log_floor)
         slot = np.minimum(seen, size - 1)
         here = create[..., None] & (np.arange(size) == slot[..., None])
         hyp = tree_select(here, tree_expand(cand, size, y.ndim), hyp)
@@ -184,36 +252,16 @@ def start_step(state: StartState, y: np.ndarray, step: StartStep, *, ratio: floa
         seen = seen + create
         first = create & (state.seen == 0)
         mix_c = np.where(first, c0, mix_c)
-    history, steps = state.history, state.steps + 1
-    horizon = history.shape[-1]
-    if score is not None and horizon and not state.collapsed.all():
-        if steps <= horizon:
-            history = history.copy()
-            history[..., steps - 1] = y
-        alive_now = np.isfinite(log_weight)
-        log_weight = np.where(alive_now, score(hyp, history), -np.inf)
-    top = np.max(log_weight, axis=-1, keepdims=True)
-    log_weight = np.where(np.isfinite(top), log_weight - np.where(np.isfinite(top), top, 0.0),
-                          log_weight)
+    steps = state.steps + 1
+    history, log_weight = _rescored(state, y, steps, hyp, log_weight, score)
+    log_weight = _max_normalised(log_weight)
     leader = _leader(log_weight)
     # extras of the leader: from the new candidate where it leads and was just made
-    out = {}
-    for name, value in extras.items():
-        lead = np.take_along_axis(np.asarray(value), leader[..., None], -1)[..., 0]
-        if new_extras is not None:
-            made = create & (leader == np.minimum(state.seen, size - 1))
-            lead = np.where(made, new_extras[name], lead)
-        out[name] = lead
+    made = create & (leader == np.minimum(state.seen, size - 1))
+    out = _leader_extras(extras, leader, new_extras, made)
     # 3. collapse once every candidate exists and the others are negligible
-    others = np.where(np.arange(size) == leader[..., None], -np.inf, log_weight)
-    collapse = ~state.collapsed & (seen >= size) & (others.max(-1) < np.log(ratio))
-    if horizon and steps >= horizon:
-        collapse = ~state.collapsed                  # the horizon is reached: take the leader
-    collapsed = state.collapsed | collapse
-    if collapse.any():
-        lead_state = tree_expand(tree_take(hyp, leader), size, y.ndim)
-        hyp = tree_select(collapse[..., None] & np.ones(size, dtype=bool), lead_state, hyp)
-        log_weight = np.where(collapse[..., None], 0.0, log_weight)
+    hyp, log_weight, collapsed = _collapsed(state, hyp, log_weight, leader, seen, steps,
+                                            ratio)
     if size > 1 and collapsed.all():
         # identical hypotheses everywhere: keep one (the leader) and drop the rest
         lead = _leader(log_weight)

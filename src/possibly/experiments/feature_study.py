@@ -133,6 +133,68 @@ def _frobenius_error(sigma: np.ndarray, state: NormalInverseWishart) -> np.ndarr
     return np.linalg.norm(sigma - state.mode[1], axis=(-2, -1))
 
 
+def _update_methods(states: dict, Y: np.ndarray, flags: np.ndarray, reading: str,
+                    dprime: float, tau: float) -> tuple:
+    """One batch ``Y`` for each of the four methods (``states`` updated in place); returns the
+    robust and the threshold rule's step information."""
+    lik = mvn_batch(Y, validate=False)
+    states["standard_all"] = _combine(states["standard_all"], lik)
+    if reading == "batch":
+        states["standard_inliers"] = _combine(
+            states["standard_inliers"], lik.power((~flags).astype(np.float64),
+                                                  validate=False))
+    else:
+        states["standard_inliers"] = _combine(states["standard_inliers"],
+                                              inlier_information(Y, ~flags))
+    states["robust"], info = cov.step(states["robust"], lik, dim=dprime)
+    states["threshold"], info_th = cov.step(states["threshold"], lik, dim=dprime, tau=tau)
+    return info, info_th
+
+
+def _record_errors(sigma: np.ndarray, states: dict, t: int, err_sum: dict,
+                   defined: np.ndarray) -> dict[str, np.ndarray]:
+    """Add step ``t``'s mean error of each method to ``err_sum`` (for inliers-only, over the
+    repeats where it is defined, counted in ``defined``); returns the errors per repeat."""
+    errors = {}
+    for m in METHODS:
+        e = _frobenius_error(sigma, states[m])
+        ok = np.isfinite(e)
+        err_sum[m][t] = e[ok].sum() / max(ok.sum(), 1) if m == "standard_inliers" else e.mean()
+        if m == "standard_inliers":
+            defined[t] = ok.sum()
+        errors[m] = e
+    return errors
+
+
+def _final_errors(final: dict[str, np.ndarray], first_outlier: np.ndarray
+                  ) -> tuple[dict, dict]:
+    """Mean and standard error of each method's final error; its mean over the repeats that
+    start with an inlier."""
+    summary = {}
+    for m in METHODS:
+        e = final[m][np.isfinite(final[m])]
+        summary[m] = {"mean": float(e.mean()), "sem": float(e.std(ddof=1) / np.sqrt(e.size))
+                      if e.size > 1 else float("nan")}
+    good_start = ~first_outlier
+    summary_inlier_first = {m: float(final[m][good_start & np.isfinite(final[m])].mean())
+                            for m in METHODS}
+    return summary, summary_inlier_first
+
+
+def _discounts_by_kind(gammas: np.ndarray, rhos_th: np.ndarray, outlier_batch: np.ndarray,
+                       steps: int) -> dict:
+    """Median robust discount and the threshold rule's share of whole batches kept, for
+    inlier and outlier batches past the first tenth of the steps."""
+    late = slice(steps // 10, None)                  # past the first tenth: prior informative
+    g_in, g_out = gammas[late][~outlier_batch[late]], gammas[late][outlier_batch[late]]
+    r_in, r_out = rhos_th[late][~outlier_batch[late]], rhos_th[late][outlier_batch[late]]
+    return {
+        "gamma_median": {"inlier_batches": _median(g_in), "outlier_batches": _median(g_out)},
+        "threshold_kept_whole": {"inlier_batches": _fraction(r_in == 1.0),
+                                 "outlier_batches": _fraction(r_out == 1.0)},
+    }
+
+
 def error_study(repeats: int, seed, *, dim: int = 10, n: int = 25, steps: int = 500,
                 epsilon: float = 0.02, alpha: float = 3.0, tau: float = 0.25,
                 reading: str = "batch", progress: bool = False) -> dict:
@@ -144,52 +206,26 @@ def error_study(repeats: int, seed, *, dim: int = 10, n: int = 25, steps: int = 
     states = {m: cov.init(dim, (repeats,)) for m in METHODS}
     err_sum = {m: np.zeros(steps) for m in METHODS}
     defined = np.zeros(steps, dtype=int)            # repeats where inliers-only has ν > 0
-    final = {}
+    final: dict[str, np.ndarray] = {}
     gamma_steps: list[np.ndarray] = []
     rho_th_steps: list[np.ndarray] = []
     outlier_steps: list[np.ndarray] = []
     for t in progress_bar(range(steps), enabled=progress, total=steps,
                           desc=f"feature errors ({reading})"):
         Y, flags = simulate_batches(rng, chol, n, epsilon, alpha, reading)
-        lik = mvn_batch(Y, validate=False)
         # shape (B,) with either reading; asarray because numpy types any(-1) as "array or
         # scalar" (a scalar only for 1-D flags, never the case here)
         is_out = np.asarray(flags if reading == "batch" else flags.any(-1))
-        states["standard_all"] = _combine(states["standard_all"], lik)
-        if reading == "batch":
-            states["standard_inliers"] = _combine(
-                states["standard_inliers"], lik.power((~flags).astype(np.float64),
-                                                      validate=False))
-        else:
-            states["standard_inliers"] = _combine(states["standard_inliers"],
-                                                  inlier_information(Y, ~flags))
-        states["robust"], info = cov.step(states["robust"], lik, dim=dprime)
-        states["threshold"], info_th = cov.step(states["threshold"], lik, dim=dprime, tau=tau)
+        info, info_th = _update_methods(states, Y, flags, reading, dprime, tau)
         gamma_steps.append(info.gamma)
         rho_th_steps.append(info_th.discount)
         outlier_steps.append(is_out)
-        for m in METHODS:
-            e = _frobenius_error(sigma, states[m])
-            ok = np.isfinite(e)
-            err_sum[m][t] = e[ok].sum() / max(ok.sum(), 1) if m == "standard_inliers" else e.mean()
-            if m == "standard_inliers":
-                defined[t] = ok.sum()
-            if t == steps - 1:
-                final[m] = e
-    gammas, rhos_th = np.array(gamma_steps), np.array(rho_th_steps)
+        errors = _record_errors(sigma, states, t, err_sum, defined)
+        if t == steps - 1:
+            final = errors
     outlier_batch = np.array(outlier_steps)
     first_outlier = outlier_batch[0]                 # which repeats start with an outlier
-    late = slice(steps // 10, None)                  # past the first tenth: prior informative
-    g_in, g_out = gammas[late][~outlier_batch[late]], gammas[late][outlier_batch[late]]
-    r_in, r_out = rhos_th[late][~outlier_batch[late]], rhos_th[late][outlier_batch[late]]
-    summary = {}
-    for m in METHODS:
-        e = final[m][np.isfinite(final[m])]
-        summary[m] = {"mean": float(e.mean()), "sem": float(e.std(ddof=1) / np.sqrt(e.size))
-                      if e.size > 1 else float("nan")}
-    good_start = ~first_outlier
-    summary_inlier_first = {m: float(final[m][good_start & np.isfinite(final[m])].mean())
-                            for m in METHODS}
+    summary, summary_inlier_first = _final_errors(final, first_outlier)
     return {
         "reading": reading,
         "repeats": repeats,
@@ -200,9 +236,8 @@ def error_study(repeats: int, seed, *, dim: int = 10, n: int = 25, steps: int = 
         "final_error_inlier_first": summary_inlier_first,
         "repeats_with_outlier_first": int(first_outlier.sum()),
         "outlier_fraction": float(outlier_batch.mean()),
-        "gamma_median": {"inlier_batches": _median(g_in), "outlier_batches": _median(g_out)},
-        "threshold_kept_whole": {"inlier_batches": _fraction(r_in == 1.0),
-                                 "outlier_batches": _fraction(r_out == 1.0)},
+        **_discounts_by_kind(np.array(gamma_steps), np.array(rho_th_steps), outlier_batch,
+                             steps),
     }
 
 

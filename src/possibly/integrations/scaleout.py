@@ -686,6 +686,28 @@ def _sorted(frame: Any, by: list[str]) -> Any:
         return frame.reset_index(drop=True)
 
 
+def _run(data: Any, id_column: str, value_columns: list[str], time_column: str | None,
+         task: Callable, task_args: tuple, tables: Sequence[str], desc: str, *, scheduler: Any,
+         n_workers: int | None, out: str | os.PathLike | None, overwrite: bool,
+         progress: bool, connect_timeout: float) -> tuple[list, _Out | None]:
+    """The run shared by :func:`changepoints_many` and :func:`kalman_many` once their own
+    arguments are checked: ``task(frame, id_column, *task_args, series_dir, time_column)`` on
+    every task. Returns the tasks' results and the output directory (None without ``out``)."""
+    _check_cluster(scheduler, n_workers)
+    extra = [] if time_column is None else [_check_name("time_column", time_column)]
+    # bad input fails before any cluster starts
+    ddf = _load(data, id_column, value_columns, extra)
+    out_dir = _prepare_out(out, overwrite, data)
+    series_dir = None if out_dir is None else str((out_dir.path / "series").resolve())
+    ids: list = []
+    with _client(scheduler, n_workers, connect_timeout, data) as client:
+        tasks = _tasks(ddf, id_column, client, task, id_column, *task_args, series_dir,
+                       time_column, ids=ids)
+        _plan_files(out_dir, tables, ids)
+        results = _compute(client, tasks, progress, desc)
+    return results, out_dir
+
+
 # -- change points ---------------------------------------------------------------------------
 def _changepoint_task(df: Any, id_column: str, value_column: str, kwargs: dict,
                       series_dir: str | None, time_column: str | None = None
@@ -818,20 +840,12 @@ def changepoints_many(data: Any, id_column: str, value_column: str, *, scheduler
     id_column = _check_name("id_column", id_column)
     value_column = _check_name("value_column", value_column)
     ChangepointDetector(**detector_kwargs)  # bad parameters fail here, before any work
-    _check_cluster(scheduler, n_workers)
-    extra = [] if time_column is None else [_check_name("time_column", time_column)]
-    # bad input fails before any cluster starts
-    ddf = _load(data, id_column, [value_column], extra)
-    tables = list(_TABLES)
-    out_dir = _prepare_out(out, overwrite, data)
-    series_dir = None if out_dir is None else str((out_dir.path / "series").resolve())
+    results, out_dir = _run(data, id_column, [value_column], time_column, _changepoint_task,
+                            (value_column, detector_kwargs), list(_TABLES), "change points",
+                            scheduler=scheduler, n_workers=n_workers, out=out,
+                            overwrite=overwrite, progress=progress,
+                            connect_timeout=connect_timeout)
     pd = _need("pandas")
-    ids: list = []
-    with _client(scheduler, n_workers, connect_timeout, data) as client:
-        tasks = _tasks(ddf, id_column, client, _changepoint_task, id_column, value_column,
-                       detector_kwargs, series_dir, time_column, ids=ids)
-        _plan_files(out_dir, tables, ids)
-        results = _compute(client, tasks, progress, "change points")
     results = [r for r in results if r[1] is not None]
     _warn_time_order(results, time_column)
     events = _sorted(pd.concat([e for e, _, _ in results], ignore_index=True),
@@ -884,21 +898,10 @@ def _failed_track(key: Any, n_steps: int, exc: Exception) -> dict[str, Any]:
             "error": str(exc)}
 
 
-def _kalman_task(df: Any, id_column: str, value_columns: list[str], kf: Any,
-                 state_names: list[str] | None, outlier_level: float,
-                 series_dir: str | None, keep_states: bool, time_column: str | None = None
-                 ) -> tuple[Any, Any, list]:
-    """Filter every track of one task: tracks of equal length as one batch when ``kf`` is a
-    filter, each with its own filter ``kf(ys)`` otherwise. Returns the states, the summary
-    and the ids of the tracks sorted by time."""
-    import pandas as pd
-
-    from possibly.filters.kalman import (
-        KalmanFilter,
-        MostlyDiscountedWarning,
-        discounted_fraction,
-    )
-
+def _ordered_tracks(df: Any, id_column: str, time_column: str | None
+                    ) -> tuple[list, list, list]:
+    """The tracks of one task, each ``(id, rows)`` in time order; the summary rows of those
+    that could not be put in order; the ids of those that were sorted."""
     groups, unordered, moved = [], [], []
     for key, g in _groups(df, id_column):
         try:
@@ -909,20 +912,93 @@ def _kalman_task(df: Any, id_column: str, value_columns: list[str], kf: Any,
         groups.append((key, g))
         if resorted:
             moved.append(key)
-    tracks = [(key, g[value_columns].to_numpy(dtype=np.float64, na_value=np.nan))
-              for key, g in groups]
-    shared = isinstance(kf, KalmanFilter)
+    return groups, unordered, moved
+
+
+def _batches(tracks: list, shared: bool) -> Iterator[list[int]]:
+    """The positions of the tracks filtered together: those of equal length with a ``shared``
+    filter, each alone otherwise."""
     by_length: dict[int, list[int]] = {}
     for i, (_, ys) in enumerate(tracks):
         by_length.setdefault(ys.shape[0] if shared else i, []).append(i)
+    yield from by_length.values()
+
+
+def _filter_batch(filt: Any, ys: np.ndarray) -> Any:
+    """``filt.filter(ys)`` keeping the means, without its warning (kalman_many warns once,
+    for every track)."""
+    from possibly.filters.kalman import MostlyDiscountedWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MostlyDiscountedWarning)
+        return filt.filter(ys, keep=("mean",))
+
+
+def _track_frame(res: Any, b: int, n_steps: int, names: list[str], g: Any,
+                 time_column: str | None) -> Any:
+    """The states of track ``b`` of the batch result ``res`` (rows ``g`` of the input)."""
+    import pandas as pd
+
+    cols = {"step": np.arange(n_steps, dtype=np.int64)}
+    if time_column is not None:  # each step's stamp, after it
+        cols["time"] = g[time_column].to_numpy()
+    cols.update({f"mean_{s}": res.mean[b, :, j] for j, s in enumerate(names)})
+    cols["consistency"] = res.consistency[b]
+    cols["discount"] = res.discount[b]
+    return pd.DataFrame(cols)
+
+
+def _track_row(key: Any, n_steps: int, disc: np.ndarray, outlier_level: float
+               ) -> dict[str, Any]:
+    """The summary row of a track filtered with the discounts ``disc``."""
+    from possibly.filters.kalman import discounted_fraction
+
+    return {"id": key, "n_steps": n_steps,
+            "n_missing": int(np.isnan(disc).sum()),
+            "n_discounted": int(np.sum(disc < outlier_level)),
+            "min_discount": float(np.nanmin(disc)) if np.isfinite(disc).any()
+            else math.nan, "discounted_fraction": float(discounted_fraction(disc)),
+            "file": None, "error": None}
+
+
+def _store_tracks(tracks: list, frames: list, rows: list, series_dir: str | None) -> Any:
+    """Write each filtered track's states to its file (``series_dir``) and name it in its
+    summary row; without ``series_dir``, return them all as one frame (None if none)."""
+    import pandas as pd
+
+    states = []
+    for i, (key, _) in enumerate(tracks):
+        if frames[i] is None:
+            continue
+        if series_dir is not None:
+            rows[i]["file"] = _write_series(frames[i], series_dir, key)
+        else:
+            states.append(frames[i].assign(id=key))
+    return pd.concat(states, ignore_index=True) if states else None
+
+
+def _kalman_task(df: Any, id_column: str, value_columns: list[str], kf: Any,
+                 state_names: list[str] | None, outlier_level: float,
+                 series_dir: str | None, time_column: str | None = None
+                 ) -> tuple[Any, Any, list]:
+    """Filter every track of one task: tracks of equal length as one batch when ``kf`` is a
+    filter, each with its own filter ``kf(ys)`` otherwise. Returns the states (None with
+    ``series_dir``, where they are written), the summary and the ids of the tracks sorted by
+    time."""
+    import pandas as pd
+
+    from possibly.filters.kalman import KalmanFilter
+
+    groups, unordered, moved = _ordered_tracks(df, id_column, time_column)
+    tracks = [(key, g[value_columns].to_numpy(dtype=np.float64, na_value=np.nan))
+              for key, g in groups]
+    shared = isinstance(kf, KalmanFilter)
     frames: list[Any] = [None] * len(tracks)
     rows: list[Any] = [None] * len(tracks)
-    for idx in by_length.values():
+    for idx in _batches(tracks, shared):
         try:
             filt = kf if shared else kf(tracks[idx[0]][1])
-            with warnings.catch_warnings():  # kalman_many warns once, for every track
-                warnings.simplefilter("ignore", MostlyDiscountedWarning)
-                res = filt.filter(np.stack([tracks[i][1] for i in idx]), keep=("mean",))
+            res = _filter_batch(filt, np.stack([tracks[i][1] for i in idx]))
         except ValueError as exc:  # reported per track, the others still run
             for i in idx:
                 rows[i] = _failed_track(tracks[i][0], tracks[i][1].shape[0], exc)
@@ -930,31 +1006,51 @@ def _kalman_task(df: Any, id_column: str, value_columns: list[str], kf: Any,
         names = state_names or list(filt.model.names)
         for b, i in enumerate(idx):
             key, ys = tracks[i]
-            cols = {"step": np.arange(ys.shape[0], dtype=np.int64)}
-            if time_column is not None:  # each step's stamp, after it
-                cols["time"] = groups[i][1][time_column].to_numpy()
-            cols.update({f"mean_{s}": res.mean[b, :, j] for j, s in enumerate(names)})
-            cols["consistency"] = res.consistency[b]
-            cols["discount"] = res.discount[b]
-            frames[i] = pd.DataFrame(cols)
-            disc = res.discount[b]
-            rows[i] = {"id": key, "n_steps": ys.shape[0],
-                       "n_missing": int(np.isnan(disc).sum()),
-                       "n_discounted": int(np.sum(disc < outlier_level)),
-                       "min_discount": float(np.nanmin(disc)) if np.isfinite(disc).any()
-                       else math.nan, "discounted_fraction": float(discounted_fraction(disc)),
-                       "file": None, "error": None}
-    states = []
-    for i, (key, _) in enumerate(tracks):
-        if frames[i] is None:
-            continue
-        if series_dir is not None:
-            rows[i]["file"] = _write_series(frames[i], series_dir, key)
-        if keep_states:
-            states.append(frames[i].assign(id=key))
-    states_df = pd.concat(states, ignore_index=True) if states else None
+            frames[i] = _track_frame(res, b, ys.shape[0], names, groups[i][1], time_column)
+            rows[i] = _track_row(key, ys.shape[0], res.discount[b], outlier_level)
+    states_df = _store_tracks(tracks, frames, rows, series_dir)
     rows += unordered
     return states_df, (pd.DataFrame(rows) if rows else None), moved
+
+
+def _column_names(value_columns: str | Sequence[str]) -> list[str]:
+    """``value_columns`` as a non-empty list of column names."""
+    if isinstance(value_columns, str):
+        value_columns = [value_columns]
+    value_columns = [_check_name("value_columns", c) for c in value_columns]
+    if not value_columns:
+        raise ValueError("value_columns must name at least one column")
+    return value_columns
+
+
+def _kalman_setup(model: Any, n_columns: int, state_names: Sequence[str] | None,
+                  options: dict[str, Any]) -> tuple[Any, list[str] | None]:
+    """The filter of :func:`kalman_many` (or, for a callable ``model``, the function making
+    a track's filter) and the state names, checked against the ``n_columns`` observed."""
+    from possibly.filters.kalman import KalmanFilter
+    from possibly.filters.state_space import LinearGaussianModel, constant_velocity
+
+    if callable(model):
+        # one model per track: the options are checked now (on a stand-in model), the
+        # model's shapes per track
+        KalmanFilter(constant_velocity(ndim=n_columns), **options)
+        kf: Any = functools.partial(_track_filter, model, options)
+        state_dim = None
+    else:
+        kf = KalmanFilter(LinearGaussianModel.of(model), **options)
+        state_dim = kf.state_dim
+        if kf.obs_dim != n_columns:
+            raise ValueError(f"value_columns has {n_columns} column(s) but the model "
+                             f"observes {kf.obs_dim} value(s) per step")
+        if state_names is None:
+            state_names = list(kf.model.names)
+    if state_names is None:
+        return kf, None
+    names = [str(s) for s in state_names]
+    count = len(names) if state_dim is None else state_dim
+    if len(names) != count or len(set(names)) != count:
+        raise ValueError(f"state_names must be {count} distinct names, got {names}")
+    return kf, names
 
 
 def kalman_many(data: Any, id_column: str, value_columns: str | Sequence[str], model: Any,
@@ -1019,51 +1115,18 @@ def kalman_many(data: Any, id_column: str, value_columns: str | Sequence[str], m
     >>> res.states.query("id == 'a'")["mean_position"].round(2).tolist()
     [0.0, 1.0, 2.0, 3.0, 4.0]
     """
-    from possibly.filters.kalman import KalmanFilter
-    from possibly.filters.state_space import LinearGaussianModel, constant_velocity
-
     id_column = _check_name("id_column", id_column)
-    if isinstance(value_columns, str):
-        value_columns = [value_columns]
-    value_columns = [_check_name("value_columns", c) for c in value_columns]
-    if not value_columns:
-        raise ValueError("value_columns must name at least one column")
+    value_columns = _column_names(value_columns)
     options: dict[str, Any] = {"robust": robust, "tau": tau, "dim": dim, "coverage": coverage}
-    if callable(model):
-        # one model per track: the options are checked now (on a stand-in model), the
-        # model's shapes per track
-        KalmanFilter(constant_velocity(ndim=len(value_columns)), **options)
-        kf: Any = functools.partial(_track_filter, model, options)
-        state_dim = None
-    else:
-        kf = KalmanFilter(LinearGaussianModel.of(model), **options)
-        state_dim = kf.state_dim
-        if kf.obs_dim != len(value_columns):
-            raise ValueError(f"value_columns has {len(value_columns)} column(s) but the model "
-                             f"observes {kf.obs_dim} value(s) per step")
-        if state_names is None:
-            state_names = list(kf.model.names)
-    if state_names is not None:
-        state_names = [str(s) for s in state_names]
-        count = len(state_names) if state_dim is None else state_dim
-        if len(state_names) != count or len(set(state_names)) != count:
-            raise ValueError(f"state_names must be {count} distinct names, got {state_names}")
+    kf, names = _kalman_setup(model, len(value_columns), state_names, options)
     if not 0.0 < float(outlier_level) <= 1.0:
         raise ValueError(f"outlier_level must be in (0, 1], got {outlier_level!r}")
-    _check_cluster(scheduler, n_workers)
-    extra = [] if time_column is None else [_check_name("time_column", time_column)]
-    ddf = _load(data, id_column, value_columns, extra)
-    tables = ["summary.parquet"]
-    out_dir = _prepare_out(out, overwrite, data)
-    series_dir = None if out_dir is None else str((out_dir.path / "series").resolve())
+    results, out_dir = _run(data, id_column, value_columns, time_column, _kalman_task,
+                            (value_columns, kf, names, float(outlier_level)),
+                            ["summary.parquet"], "tracks", scheduler=scheduler,
+                            n_workers=n_workers, out=out, overwrite=overwrite,
+                            progress=progress, connect_timeout=connect_timeout)
     pd = _need("pandas")
-    ids: list = []
-    with _client(scheduler, n_workers, connect_timeout, data) as client:
-        tasks = _tasks(ddf, id_column, client, _kalman_task, id_column, value_columns, kf,
-                       state_names, float(outlier_level), series_dir, out_dir is None,
-                       time_column, ids=ids)
-        _plan_files(out_dir, tables, ids)
-        results = _compute(client, tasks, progress, "tracks")
     _warn_time_order(results, time_column)
     summary = _text_columns(_sorted(pd.concat([s for _, s, _ in results if s is not None],
                                               ignore_index=True), ["id"]))
