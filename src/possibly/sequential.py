@@ -5,9 +5,14 @@ Every application is a pair of pure functions, in the style of blackjax::
     state = init(...)                       # the possibility function before any observation
     state, info = step(state, y)            # one observation: a new state and an Info
 
-and a thin class on top (:class:`SequentialEstimator`) with ``fit(y)`` for a whole series and
-``update(y_t)`` for streaming use. The conventions shared by all of them:
+and a thin class on top, a subclass of the abstract, generic
+``SequentialEstimator[State, Info, Result]``: it implements ``init``, ``step`` and ``fit`` (a
+whole series) and inherits ``update`` (streaming), ``reset`` and ``state``. The conventions
+shared by all of them:
 
+* **state**: a frozen dataclass (immutable; ``step`` returns a new one);
+* **constructor**: at most one positional argument (the model, where there is one); every
+  setting after it is keyword-only;
 * **time axis**: a series has shape ``(..., T, *event)``: leading batch dimensions, then time,
   then the shape of one observation (``()`` for scalars, ``(m,)`` for vectors);
 * **missing data**: an observation containing a NaN is missing; the step only predicts, and
@@ -17,7 +22,8 @@ and a thin class on top (:class:`SequentialEstimator`) with ``fit(y)`` for a who
   ``discount`` (the exponent applied to the likelihood, see
   :func:`possibly.inference.discount`);
 * **results**: ``fit(y)`` returns an object whose ``log_consistency`` and ``discount`` have
-  shape ``(..., T)``;
+  shape ``(..., T)``; consistencies are always stored as ``log_consistency`` (``c``
+  underflows for gross outliers), a ``consistency`` is only ever a property derived from it;
 * **threads**: one instance is not meant to be shared by threads that call ``fit`` or
   ``update`` at the same time; such concurrent use is detected and raises
   :class:`ConcurrentUseError` (a ``RuntimeError``) instead of giving silently wrong results.
@@ -27,17 +33,21 @@ and a thin class on top (:class:`SequentialEstimator`) with ``fit(y)`` for a who
 from __future__ import annotations
 
 import threading
+from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
 __all__ = [
     "ConcurrentUseError",
     "Info",
+    "InfoT",
+    "ResultT",
     "SequentialEstimator",
+    "StateT",
     "is_missing",
     "time_first",
 ]
@@ -84,34 +94,66 @@ def time_first(y: np.ndarray, event_ndim: int) -> np.ndarray:
     return np.moveaxis(np.asarray(y), -1 - event_ndim, 0)
 
 
-class SequentialEstimator:
-    """Base class of the thin stateful wrappers around a pure ``init``/``step`` pair.
+#: The type of an estimator's state (a frozen dataclass).
+StateT = TypeVar("StateT")
+#: The type of the :class:`Info` one step returns.
+InfoT = TypeVar("InfoT", bound=Info)
+#: The type of the result of ``fit``.
+ResultT = TypeVar("ResultT")
 
-    Subclasses implement :meth:`init`, :meth:`step` and :meth:`fit`; this class supplies the
-    streaming :meth:`update`, :meth:`reset`, the current :attr:`state` and the guard against
-    concurrent use (see the module docstring).
+_E = TypeVar("_E", bound="SequentialEstimator[Any, Any, Any]")
+
+
+class SequentialEstimator(ABC, Generic[StateT, InfoT, ResultT]):
+    """Abstract base of the thin stateful wrappers around a pure ``init``/``step`` pair.
+
+    Subclasses name their types, ``class MyFilter(SequentialEstimator[MyState, MyInfo,
+    MyResult])``, and implement :meth:`init`, :meth:`step` and :meth:`fit`; this class
+    supplies the streaming :meth:`update`, :meth:`reset`, the current :attr:`state`, the
+    guard against concurrent use (see the module docstring) and pickling (the guard's lock
+    is not pickled; a fresh one is made on first use).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dataclasses import dataclass
+    >>> @dataclass(frozen=True)
+    ... class Count:
+    ...     n: np.ndarray
+    >>> class Counter(SequentialEstimator[Count, Info, np.ndarray]):
+    ...     def init(self, batch_shape=()):
+    ...         return Count(np.zeros(batch_shape))
+    ...     def step(self, state, y):
+    ...         return Count(state.n + 1), Info(log_consistency=0.0, discount=1.0)
+    ...     def fit(self, y):
+    ...         return np.arange(1.0, np.shape(y)[-1] + 1)
+    >>> est = Counter()
+    >>> info = est.update(3.0)
+    >>> info = est.update(4.0)
+    >>> float(est.state.n), est.reset().state
+    (2.0, None)
     """
 
-    _state: Any = None
+    _state: StateT | None = None
 
-    def init(self, batch_shape: tuple[int, ...] = ()) -> Any:  # pragma: no cover - abstract
-        """The state before any observation."""
-        raise NotImplementedError
+    @abstractmethod
+    def init(self, batch_shape: tuple[int, ...] = ()) -> StateT:
+        """The state before any observation, for ``batch_shape`` independent series."""
 
-    def step(self, state: Any, y: Any) -> tuple[Any, Info]:  # pragma: no cover - abstract
+    @abstractmethod
+    def step(self, state: StateT, y: Any) -> tuple[StateT, InfoT]:
         """One observation: ``(new_state, info)``; pure, ``state`` is not modified."""
-        raise NotImplementedError
 
-    def fit(self, y: Any) -> Any:  # pragma: no cover - abstract
+    @abstractmethod
+    def fit(self, y: Any) -> ResultT:
         """Process a whole series ``(..., T, *event)`` from :meth:`init`."""
-        raise NotImplementedError
 
     @property
-    def state(self) -> Any:
+    def state(self) -> StateT | None:
         """The state after the observations given to :meth:`update` so far (None before)."""
         return self._state
 
-    def update(self, y: Any) -> Info:
+    def update(self, y: Any) -> InfoT:
         """Process one observation from the current state (streaming); returns its Info."""
         with self._exclusive():
             state = self.init() if self._state is None else self._state
@@ -119,12 +161,11 @@ class SequentialEstimator:
             object.__setattr__(self, "_state", state)  # also on frozen dataclasses
             return info
 
-    def reset(self) -> SequentialEstimator:
+    def reset(self: _E) -> _E:
         """Forget the streamed observations; returns ``self``."""
         with self._exclusive():
             object.__setattr__(self, "_state", None)
         return self
-
     @contextmanager
     def _exclusive(self) -> Iterator[None]:
         lock = self.__dict__.get("_busy")

@@ -88,7 +88,8 @@ def _random_spd(rng, d, scale=1.0):
 def test_consistency_equals_numerical_sup(rng, d, n, shift):
     prior = ps.NormalInverseWishart(rng.normal(size=d), 3.0, _random_spd(rng, d, 4.0), 6.0)
     Y = shift + rng.multivariate_normal(np.zeros(d), 2.0 * np.eye(d), size=n)
-    _, info = cov.step(prior, ps.likelihood.mvn_batch(Y, validate=False), dim=d + d * (d + 1) / 2)
+    _, info = cov.step(cov.CovarianceState(prior), ps.likelihood.mvn_batch(Y, validate=False),
+                       dim=d + d * (d + 1) / 2)
     brute, _ = _brute_force_log_consistency(Y, prior)
     assert float(info.log_consistency) == pytest.approx(brute, abs=1e-6)
     # and the MATH.md closed form 2 log c = n log|S/n| + ν log|Ψ/ν| - ν' log|Ψ'/ν'|
@@ -104,7 +105,9 @@ def test_discounted_posterior_mode_is_numerical_argmax(rng):
     d, n = 2, 6
     prior = ps.NormalInverseWishart(np.array([0.5, -0.5]), 4.0, _random_spd(rng, d, 3.0), 8.0)
     Y = 2.0 + rng.multivariate_normal(np.zeros(d), np.eye(d), size=n)
-    post, info = cov.step(prior, ps.likelihood.mvn_batch(Y, validate=False), dim=5.0)
+    state, info = cov.step(cov.CovarianceState(prior), ps.likelihood.mvn_batch(Y, validate=False),
+                           dim=5.0)
+    post = state.posterior
     rho = float(info.discount)
     assert 0.0 < rho < 0.9                            # the batch really is discounted
     best, (mu, sigma) = _brute_force_log_consistency(Y, prior, rho=rho)
@@ -115,7 +118,8 @@ def test_discounted_posterior_mode_is_numerical_argmax(rng):
 
 def test_first_batch_with_uninformative_prior_is_fully_consistent(rng):
     Y = rng.normal(size=(5, 3))
-    post, info = cov.step(cov.init(3), ps.likelihood.mvn_batch(Y, validate=False), dim=9.0)
+    state, info = cov.step(cov.init(3), ps.likelihood.mvn_batch(Y, validate=False), dim=9.0)
+    post = state.posterior
     assert float(info.log_consistency) == 0.0 and float(info.discount) == 1.0
     np.testing.assert_allclose(post.mode[0], Y.mean(0))
     np.testing.assert_allclose(post.mode[1], np.cov(Y.T, bias=True))
@@ -127,7 +131,9 @@ def test_omega_split_consistency_equals_numerical_sup(rng):
     m, lam, psi, nu = rng.normal(size=d), 5.0, _random_spd(rng, d, 5.0), 10.0
     prior = ps.NormalInverseWishart(m, lam, psi, nu)
     Y = rng.normal(size=(n, d)) + 1.0
-    post, info = cov.step(prior, ps.likelihood.mvn_batch(Y, validate=False), dim=5.0, omega=omega)
+    state, info = cov.step(cov.CovarianceState(prior), ps.likelihood.mvn_batch(Y, validate=False),
+                           dim=5.0, omega=omega)
+    post = state.posterior
 
     def lent(x):
         mu, sigma = _unpack(x, d)
@@ -249,7 +255,7 @@ def test_step_method_matches_fit(rng):
     for t in range(8):
         state, info = est.step(state, batches[t])
         assert float(info.discount) == pytest.approx(fit.discount[t], rel=1e-12)
-    np.testing.assert_allclose(state.psi, fit.posterior.psi, rtol=1e-12)
+    np.testing.assert_allclose(state.posterior.psi, fit.posterior.psi, rtol=1e-12)
 
 
 def test_batched_prior(rng):

@@ -27,7 +27,8 @@ likelihood: ``log c = S(ω η + (η_t + (1-ω) η)) - S(ω η) - S(η_t + (1-ω)
 is ``ω η + ρ (η_t + (1-ω) η)``. This needs a posterior with a positive definite ``Ψ`` at every
 step, so an informative prior when the first batch has ``n <= d``.
 
-The pure functions :func:`init` and :func:`step` return new objects;
+The pure functions :func:`init` and :func:`step` return new states (a frozen
+:class:`CovarianceState` holding the posterior);
 :class:`RobustCovarianceEstimator` (a :class:`~possibly.sequential.SequentialEstimator`) runs
 them over a sequence of batches: its data have shape ``(..., T, n, d)`` (leading runs, time,
 then the event: one batch of ``n`` vectors of dimension ``d``), and a batch containing a NaN
@@ -59,6 +60,7 @@ from possibly.validation import (
 __all__ = [
     "CovarianceFit",
     "CovarianceInfo",
+    "CovarianceState",
     "RobustCovarianceEstimator",
     "check_batches",
     "init",
@@ -81,6 +83,29 @@ class CovarianceInfo(Info):
     """
 
     gamma: Any = None
+
+
+@dataclass(frozen=True)
+class CovarianceState:
+    """The state of the robust covariance recursion: the current posterior.
+
+    Attributes
+    ----------
+    posterior : NormalInverseWishart
+        ``N̄IW̄(μ_t, λ_t, Ψ_t, ν_t)`` after the batches so far, batch shape ``(...)`` (the runs).
+    """
+
+    posterior: NormalInverseWishart
+
+    @property
+    def dim(self) -> int:
+        """The dimension ``d`` of the vectors."""
+        return self.posterior.dim
+
+    @property
+    def batch_shape(self) -> tuple[int, ...]:
+        """The runs' batch shape."""
+        return self.posterior.batch_shape
 
 
 def check_batches(batches, *, allow_small: bool = False, min_ndim: int = 3,
@@ -136,37 +161,37 @@ def check_batches(batches, *, allow_small: bool = False, min_ndim: int = 3,
 
 
 def init(dim: int, batch_shape: tuple[int, ...] = (),
-         prior: NormalInverseWishart | None = None) -> NormalInverseWishart:
+         prior: NormalInverseWishart | None = None) -> CovarianceState:
     """Initial state: ``prior`` (default uninformative, ``f ≡ 1``) broadcast to ``batch_shape``.
 
     Examples
     --------
     >>> state = init(3, (5,))
-    >>> state.batch_shape, state.psi.shape
+    >>> state.batch_shape, state.posterior.psi.shape
     ((5,), (5, 3, 3))
     """
     if isinstance(dim, bool) or int(dim) != dim or dim < 1:
         raise ValueError(f"dim (the dimension d of the vectors) must be an integer >= 1, "
                          f"got {dim!r}")
     if prior is None:
-        return NormalInverseWishart.uninformative(int(dim), batch_shape)
+        return CovarianceState(NormalInverseWishart.uninformative(int(dim), batch_shape))
     _check_prior(prior, dim)
     try:
         shape = np.broadcast_shapes(prior.batch_shape, batch_shape)
     except ValueError:
         raise ValueError(f"prior batch shape {prior.batch_shape} does not broadcast with the "
                          f"runs' batch shape {batch_shape}") from None
-    return prior.power(np.ones(shape), validate=False)
+    return CovarianceState(prior.power(np.ones(shape), validate=False))
 
 
-def step(state: NormalInverseWishart, information: NormalInverseWishart, *, dim: float,
+def step(state: CovarianceState, information: NormalInverseWishart, *, dim: float,
          tau=None, omega=None, robust: bool = True
-         ) -> tuple[NormalInverseWishart, CovarianceInfo]:
+         ) -> tuple[CovarianceState, CovarianceInfo]:
     """One robust normal-inverse-Wishart update (pure: returns a new state).
 
     Parameters
     ----------
-    state : NormalInverseWishart
+    state : CovarianceState
         Current posterior, batch shape ``(...)``.
     information : NormalInverseWishart
         Information in the new batch (see :func:`possibly.likelihood.mvn_batch`), same
@@ -183,7 +208,7 @@ def step(state: NormalInverseWishart, information: NormalInverseWishart, *, dim:
 
     Returns
     -------
-    (NormalInverseWishart, CovarianceInfo)
+    (CovarianceState, CovarianceInfo)
 
     Examples
     --------
@@ -196,14 +221,14 @@ def step(state: NormalInverseWishart, information: NormalInverseWishart, *, dim:
     (0.0, 1.0)
     >>> outlier = mvn_batch(10.0 + 5.0 * rng.normal(size=(10, 2)))
     >>> state2, info = step(state, outlier, dim=5)
-    >>> round(float(info.discount), 5), round(float(state2.nu), 5)    # ν grew by ρ n only
+    >>> round(float(info.discount), 5), round(float(state2.posterior.nu), 5)  # ν grew by ρ n
     (0.00078, 10.00784)
     """
     tau = check_tau(tau)
     if omega is None:
-        kept, lik = state, information
+        kept, lik = state.posterior, information
     else:
-        kept, lent = state.split(omega)                    # docs/math.md §3
+        kept, lent = state.posterior.split(omega)          # docs/math.md §3
         lik = cast(NormalInverseWishart, combine(information, lent, validate=False))
     if not np.all(lik.bounded):
         hint = ("the lent part of the posterior has a singular Psi; use an informative prior"
@@ -212,7 +237,7 @@ def step(state: NormalInverseWishart, information: NormalInverseWishart, *, dim:
                          f"degenerate data): {hint}")
     dim = float(check_positive("dim", dim))
     res = robust_update(kept, lik, dim, tau, robust=robust, validate=False)
-    return (cast(NormalInverseWishart, res.posterior),
+    return (CovarianceState(cast(NormalInverseWishart, res.posterior)),
             CovarianceInfo(log_consistency=res.log_consistency, discount=res.discount,
                            gamma=res.gamma))
 
@@ -289,11 +314,13 @@ class CovarianceFit:
         return per_step_dataset(data, coords={"component": d, "row": d, "column": d})
 
 
-class RobustCovarianceEstimator(SequentialEstimator):
+class RobustCovarianceEstimator(
+        SequentialEstimator[CovarianceState, CovarianceInfo, CovarianceFit]):
     """Robust online estimate of a mean and covariance from batches of vectors (paper §5.1).
 
     Data have shape ``(..., T, n, d)``: leading independent runs, the time axis, and one
     batch of ``n`` vectors of dimension ``d`` per step (the event shape ``(n, d)``).
+    Every argument is keyword-only.
 
     Parameters
     ----------
@@ -337,7 +364,7 @@ class RobustCovarianceEstimator(SequentialEstimator):
     True
     """
 
-    def __init__(self, dim=None, tau=None, prior: NormalInverseWishart | None = None,
+    def __init__(self, *, dim=None, tau=None, prior: NormalInverseWishart | None = None,
                  omega=None, robust: bool = True, d: int | None = None) -> None:
         self.dim = None if dim is None else float(check_positive("dim", dim))
         self.tau = check_tau(tau)
@@ -358,7 +385,7 @@ class RobustCovarianceEstimator(SequentialEstimator):
         return self.dim if self.dim is not None else float(d + d * (d + 1) // 2)
 
     def init(self, batch_shape: tuple[int, ...] = (), d: int | None = None
-             ) -> NormalInverseWishart:
+             ) -> CovarianceState:
         """Initial state for ``batch_shape`` runs of vectors of dimension ``d`` (default: the
         constructor's ``d`` or the prior's)."""
         d = d if d is not None else self.d if self.d is not None else (
@@ -368,8 +395,7 @@ class RobustCovarianceEstimator(SequentialEstimator):
                              "constructor or to init, or give a prior")
         return init(d, tuple(batch_shape), self.prior)
 
-    def step(self, state: NormalInverseWishart, batch) -> tuple[NormalInverseWishart,
-                                                               CovarianceInfo]:
+    def step(self, state: CovarianceState, batch) -> tuple[CovarianceState, CovarianceInfo]:
         """Update ``state`` with one batch of shape ``(..., n, d)``; a batch with a NaN is
         missing (predict only). Pure."""
         arr = check_batches(batch, allow_small=self.omega is not None, min_ndim=2,
@@ -381,8 +407,8 @@ class RobustCovarianceEstimator(SequentialEstimator):
         info = mvn_batch(np.where(missing[..., None, None], 0.0, arr), validate=False)
         return self._step(state, info, missing, self.effective_dim(state.dim))
 
-    def _step(self, state: NormalInverseWishart, info: NormalInverseWishart,
-              missing: np.ndarray, dim: float) -> tuple[NormalInverseWishart, CovarianceInfo]:
+    def _step(self, state: CovarianceState, info: NormalInverseWishart,
+              missing: np.ndarray, dim: float) -> tuple[CovarianceState, CovarianceInfo]:
         """:func:`step`, with missing batches (``missing``, batch shape) predict-only."""
         if not missing.any():
             return step(state, info, dim=dim, tau=self.tau, omega=self.omega,
@@ -392,7 +418,8 @@ class RobustCovarianceEstimator(SequentialEstimator):
         new, out = step(state, info, dim=dim, tau=self.tau, omega=self.omega,
                         robust=self.robust)
         nan = np.where(missing, np.nan, 0.0)
-        return tree_select(missing, state, new), CovarianceInfo(
+        kept = tree_select(missing, state.posterior, new.posterior)
+        return CovarianceState(kept), CovarianceInfo(
             log_consistency=out.log_consistency + nan, discount=out.discount + nan,
             gamma=out.gamma + nan)
 
@@ -404,7 +431,7 @@ class RobustCovarianceEstimator(SequentialEstimator):
                 with self._exclusive():
                     object.__setattr__(self, "_state",
                                        self.init(arr.shape[:-2], d=arr.shape[-1]))
-        return cast(CovarianceInfo, super().update(batch))
+        return super().update(batch)
 
     def fit(self, batches, *, progress: bool = False) -> CovarianceFit:
         """Run over ``batches`` of shape ``(T, n, d)`` or ``(..., T, n, d)`` (``...`` = runs).
@@ -436,7 +463,7 @@ class RobustCovarianceEstimator(SequentialEstimator):
             for t in progress_bar(range(steps), enabled=progress, total=steps,
                                   desc="covariance"):
                 state, info = self._step(state, info_all[t], missing_all[t], dim)
-                mean, cov = state.mode
+                mean, cov = state.posterior.mode
                 means.append(mean)
                 covs.append(cov)
                 log_cs.append(info.log_consistency)
@@ -444,7 +471,7 @@ class RobustCovarianceEstimator(SequentialEstimator):
                 rhos.append(info.discount)
         axis = len(runs)
         log_c = np.stack(log_cs, axis)
-        return CovarianceFit(posterior=state, mean=np.stack(means, axis),
+        return CovarianceFit(posterior=state.posterior, mean=np.stack(means, axis),
                              covariance=np.stack(covs, axis), log_consistency=log_c,
                              gamma=np.stack(gammas, axis),
                              discount=np.stack(rhos, axis))

@@ -122,15 +122,16 @@ def inlier_information(batches: np.ndarray, keep: np.ndarray) -> NormalInverseWi
     return mvn_batch(batches, keep=keep, validate=False)
 
 
-def _combine(prior: NormalInverseWishart, likelihood: NormalInverseWishart
-             ) -> NormalInverseWishart:
-    """Unchecked :func:`possibly.combine` of two N̄IW̄ functions: the family is closed under
-    it (``NormalInverseWishart._add``), so the result is one."""
-    return cast(NormalInverseWishart, combine(prior, likelihood, validate=False))
+def _combine(state: cov.CovarianceState, likelihood: NormalInverseWishart
+             ) -> cov.CovarianceState:
+    """The standard update: unchecked :func:`possibly.combine` of two N̄IW̄ functions (the
+    family is closed under it, ``NormalInverseWishart._add``, so the result is one)."""
+    return cov.CovarianceState(cast(NormalInverseWishart, combine(state.posterior, likelihood,
+                                                                  validate=False)))
 
 
-def _frobenius_error(sigma: np.ndarray, state: NormalInverseWishart) -> np.ndarray:
-    return np.linalg.norm(sigma - state.mode[1], axis=(-2, -1))
+def _frobenius_error(sigma: np.ndarray, state: cov.CovarianceState) -> np.ndarray:
+    return np.linalg.norm(sigma - state.posterior.mode[1], axis=(-2, -1))
 
 
 def _update_methods(states: dict, Y: np.ndarray, flags: np.ndarray, reading: str,
