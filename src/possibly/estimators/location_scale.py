@@ -212,12 +212,13 @@ class LocationScaleFit:
         return self.trajectory[..., -1]
 
 
-@dataclass(frozen=True, eq=False)
-class RobustNormalEstimator(SequentialEstimator):
+@dataclass(frozen=True, eq=False, kw_only=True)
+class RobustNormalEstimator(SequentialEstimator[StartState, LocationScaleInfo, LocationScaleFit]):
     """Robust sequential estimation of the mean and precision of a normal stream.
 
     Starts from ``N̄Ḡ(mu0, 0, 0, beta0)`` and applies the robust ω-split update to each
-    observation in turn (the order matters once observations are discounted).
+    observation in turn (the order matters once observations are discounted). Every argument is
+    keyword-only.
 
     Parameters
     ----------

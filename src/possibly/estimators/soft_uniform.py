@@ -39,7 +39,7 @@ brute-force recursion on a fine grid gives the same estimates), not a search err
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -152,7 +152,8 @@ def soft_uniform_log_likelihood(theta, y, decay) -> np.ndarray:
     return np.log(y) + _g(theta, y, decay)
 
 
-class SoftUniformState(NamedTuple):
+@dataclass(frozen=True)
+class SoftUniformState:
     """Exact robust posterior after ``filled`` steps, for a batch of streams.
 
     ``points[..., i]``, ``weights[..., i]`` are the observations and their discounts (slots
@@ -247,23 +248,32 @@ def soft_uniform_step(state: SoftUniformState, y, *, decay, robust: bool = True,
         rho = np.where(skip, 0.0, discount(log_c, 1.0, tau, robust, validate=False))
         values = state.values + _weighted(rho[..., None], g_old)
         new_value = v_new + _weighted(rho, g_self)
+    new, mode = _append(state, np.where(skip, np.nan, y), rho,
+                        values, np.where(skip, -np.inf, new_value))
+    nan = np.where(skip, np.nan, 0.0)
+    info = SoftUniformInfo(log_consistency=log_c + nan, discount=rho + nan, mode=mode)
+    return new, info
+
+
+def _append(state: SoftUniformState, point: np.ndarray, weight: np.ndarray,
+            values: np.ndarray, value: np.ndarray) -> tuple[SoftUniformState, np.ndarray]:
+    """``state`` with the observation ``point`` (NaN: skipped), its discount ``weight`` and
+    ``log f̃`` at it (``value``) in the next slot, ``values`` at the stored points already
+    updated; and the new mode ``E*(θ)`` (NaN before any observation)."""
     i = state.filled
     points = state.points.copy()
     weights = state.weights.copy()
-    points[..., i] = np.where(skip, np.nan, y)
-    weights[..., i] = rho
-    values[..., i] = np.where(skip, -np.inf, new_value)
+    points[..., i] = point
+    weights[..., i] = weight
+    values[..., i] = value
     log_norm = values.max(-1)
     any_used = np.isfinite(log_norm)
     log_norm = np.where(any_used, log_norm, 0.0)
     best = np.argmax(values, axis=-1)
     mode = np.where(any_used, np.take_along_axis(np.where(np.isnan(points), 0.0, points),
                                                  best[..., None], -1)[..., 0], np.nan)
-    new = SoftUniformState(points=points, weights=weights, values=values, log_norm=log_norm,
-                           filled=i + 1)
-    nan = np.where(skip, np.nan, 0.0)
-    info = SoftUniformInfo(log_consistency=log_c + nan, discount=rho + nan, mode=mode)
-    return new, info
+    return SoftUniformState(points=points, weights=weights, values=values, log_norm=log_norm,
+                            filled=i + 1), mode
 
 
 def _grow(state: SoftUniformState) -> SoftUniformState:
@@ -390,10 +400,11 @@ class SoftUniformFit:
         return soft_uniform_log_possibility(self.state, theta, decay=self.decay)
 
 
-@dataclass(frozen=True, eq=False)
-class SoftUniformEstimator(SequentialEstimator):
+@dataclass(frozen=True, eq=False, kw_only=True)
+class SoftUniformEstimator(SequentialEstimator[SoftUniformState, SoftUniformInfo,
+                                               SoftUniformFit]):
     """Robust estimation of the upper end θ of a uniform ``U(0, θ)`` with the soft-uniform
-    likelihood (paper appendix B).
+    likelihood (paper appendix B). Every argument is keyword-only.
 
     Parameters
     ----------
