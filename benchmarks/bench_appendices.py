@@ -73,7 +73,7 @@ def median_mad(y: np.ndarray):
 def generic_location_scale(y: np.ndarray, tau=normal.TAU):
     """The generic algebra on the normal-gamma (time along the last axis of ``y``)."""
     return ps.update_sequence(ps.NormalGamma(0.0, 0.0, 0.0, normal.BETA0),
-                              ps.likelihood.normal_unknown(np.moveaxis(y, -1, 0)),
+                              ps.likelihood.normal_unknown(y),
                               omega=normal.OMEGA, lend="precision", tau=tau)
 
 
@@ -117,8 +117,8 @@ def main(argv=None) -> int:
     start = ps.RobustNormalEstimator(beta0=normal.BETA0)
     std = ps.RobustNormalEstimator(beta0=normal.BETA0, robust=False)
     fit, res = est.fit(y), generic_location_scale(y)
-    assert np.allclose(fit.mean, res.trajectory.mode[0].T, rtol=1e-9, atol=1e-12)
-    assert np.allclose(fit.discount, res.discount.T, rtol=1e-9, atol=1e-300)
+    assert np.allclose(fit.mean, res.trajectory.mode[0], rtol=1e-9, atol=1e-12)
+    assert np.allclose(fit.discount, res.discount, rtol=1e-9, atol=1e-300)
     base = f"generic update_sequence, {SERIES} series (baseline)"
     rows = {
         base: (SERIES, lambda: generic_location_scale(y)),

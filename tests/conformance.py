@@ -1,12 +1,16 @@
 """Checks every sequential estimator must pass (the protocol of :mod:`possibly.sequential`).
 
 ``tests/test_conformance.py`` drives these over every sequential class; a new class only
-needs a :class:`Case` there.
+needs a :class:`Case` there (and a :class:`FilterCase` for a state-space filter).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
+import inspect
 import pickle
+import pkgutil
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -14,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+import possibly
 from possibly.sequential import ConcurrentUseError, Info, SequentialEstimator
 
 
@@ -132,3 +137,113 @@ def check_threads(case: Case, n_threads: int = 8) -> None:
 
 ALL_CHECKS = [check_protocol, check_update_equals_fit, check_pickle_resume,
               check_missing_is_predict_only, check_batch_equals_loop, check_threads]
+
+
+# -- the typed protocol ----------------------------------------------------------------------
+def _frozen_dataclass_problems(value: Any, where: str) -> list[str]:
+    """Why ``value`` (a state, or a part of one) breaks the state convention: a state is a
+    frozen dataclass, and so is every dataclass or named tuple inside it."""
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        return [f"{where} is a NamedTuple ({type(value).__name__}), not a frozen dataclass"]
+    if isinstance(value, (tuple, list)):
+        return [p for i, v in enumerate(value)
+                for p in _frozen_dataclass_problems(v, f"{where}[{i}]")]
+    if not dataclasses.is_dataclass(value) or isinstance(value, type):
+        return []
+    if not type(value).__dataclass_params__.frozen:
+        return [f"{where} ({type(value).__name__}) is a dataclass that is not frozen"]
+    return [p for f in dataclasses.fields(value)
+            for p in _frozen_dataclass_problems(getattr(value, f.name), f"{where}.{f.name}")]
+
+
+def check_state_is_frozen_dataclass(case: Case) -> None:
+    """The state before and after a step is a frozen dataclass (one convention)."""
+    est = case.make()
+    state = est.init()
+    new, _ = est.step(state, case.series[0])
+    for name, value in (("init()", state), ("step(...)[0]", new)):
+        assert dataclasses.is_dataclass(value) and not isinstance(value, type), (
+            f"{case.name}: the state {name} is a {type(value).__name__}, not a frozen "
+            "dataclass")
+        problems = _frozen_dataclass_problems(value, f"the state {name}")
+        assert not problems, f"{case.name}: " + "; ".join(problems)
+
+
+ALL_CHECKS.append(check_state_is_frozen_dataclass)
+
+
+def sequential_classes() -> list[type[SequentialEstimator]]:
+    """Every concrete :class:`SequentialEstimator` subclass defined in the library.
+
+    Imports every module of :mod:`possibly` first (but ``__main__``), so that a class is
+    found wherever it lives.
+    """
+    for module in pkgutil.walk_packages(possibly.__path__, "possibly."):
+        if module.name.rsplit(".", 1)[-1] != "__main__":
+            importlib.import_module(module.name)
+    found: dict[str, type[SequentialEstimator]] = {}
+    stack: list[type] = [SequentialEstimator]
+    while stack:
+        for sub in stack.pop().__subclasses__():
+            stack.append(sub)
+            if sub.__module__.startswith("possibly.") and not inspect.isabstract(sub):
+                found[f"{sub.__module__}.{sub.__qualname__}"] = sub
+    return [found[name] for name in sorted(found)]
+
+
+def check_constructor_keywords(cls: type) -> None:
+    """At most one positional parameter (the model): every setting after it is keyword-only.
+
+    The signature is the one a call sees (``inspect.signature`` of the class: ``__new__`` if
+    the class defines one, else ``__init__``), so ``*args`` counts as positional.
+    """
+    params = inspect.signature(cls).parameters.values()
+    positional = [p.name for p in params if p.kind in (
+        p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)]
+    assert len(positional) <= 1 and not any(
+        p.kind is p.VAR_POSITIONAL for p in params), (
+        f"{cls.__module__}.{cls.__qualname__} takes {positional} positionally: at most one "
+        "positional parameter (the model) is allowed, the others must be keyword-only")
+
+
+# -- state-space filters ---------------------------------------------------------------------
+#: The verbs every state-space filter has.
+FILTER_VERBS = ("fit", "filter", "smooth", "update", "step", "predict", "reset", "init")
+
+
+@dataclass
+class FilterCase:
+    """One state-space filter under test: ``make()`` builds it, ``frame`` is a pandas
+    DataFrame (rows: time, with a DatetimeIndex; columns: the observation's components)."""
+
+    name: str
+    make: Callable[[], Any]
+    frame: Any
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def check_filter_verbs(case: FilterCase) -> None:
+    """A SequentialEstimator with every verb of :data:`FILTER_VERBS`."""
+    est = case.make()
+    assert isinstance(est, SequentialEstimator)
+    missing = [verb for verb in FILTER_VERBS if not callable(getattr(est, verb, None))]
+    assert not missing, f"{case.name} ({type(est).__name__}) has no {', '.join(missing)}"
+
+
+def check_filter_frame_keeps_index(case: FilterCase) -> None:
+    """``filter(frame).to_frame()`` has one row per time, indexed by the input's index."""
+    import pandas as pd
+
+    res = case.make().filter(case.frame)
+    assert callable(getattr(res, "to_frame", None)), (
+        f"{case.name}: {type(res).__name__} has no to_frame")
+    out = res.to_frame()
+    assert isinstance(out.index, pd.DatetimeIndex), (
+        f"{case.name}: to_frame() lost the DatetimeIndex (got {type(out.index).__name__})")
+    assert out.index.equals(case.frame.index)
+    assert np.shape(res.log_consistency)[-1] == len(case.frame)
+
+
+FILTER_CHECKS = [check_filter_verbs, check_filter_frame_keeps_index]

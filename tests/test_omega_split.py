@@ -207,13 +207,13 @@ def test_fast_recursion_matches_generic_path(rng, tau):
     y = np.where(eps, rng.standard_cauchy(size=(4, 40)), rng.normal(2.0, 2.0, size=(4, 40)))
     fit = ps.RobustNormalEstimator(beta0=1.0, omega=0.99, tau=tau, robust_start=False).fit(y)
     res = ps.update_sequence(ps.NormalGamma(0.0, 0.0, 0.0, 1.0),
-                             ps.likelihood.normal_unknown(y.T), omega=0.99, lend="precision",
-                             tau=tau)
-    np.testing.assert_allclose(fit.consistency, res.consistency.T, rtol=1e-9, atol=1e-300)
-    np.testing.assert_allclose(fit.discount, res.discount.T, rtol=1e-9, atol=1e-300)
+                             ps.likelihood.normal_unknown(y), omega=0.99, lend="precision",
+                             tau=tau)  # time on the last axis, as in the estimator
+    np.testing.assert_allclose(fit.log_consistency, res.log_consistency, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(fit.discount, res.discount, rtol=1e-9, atol=1e-300)
     mean, lam = res.trajectory.mode
-    np.testing.assert_allclose(fit.mean, mean.T, rtol=1e-9, atol=1e-12)
-    np.testing.assert_allclose(fit.precision, lam.T, rtol=1e-9)
+    np.testing.assert_allclose(fit.mean, mean, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(fit.precision, lam, rtol=1e-9)
 
 
 def test_generic_split_needs_bounded_lend():

@@ -177,15 +177,16 @@ def test_batch_rows_are_series_then_step():
 
 
 def test_sequential_result_rows_are_steps():
-    y = np.array([[0.1, 0.3], [-0.3, 0.0], [25.0, 0.2]])  # T = 3, batch of 2
+    y = np.array([[0.1, -0.3, 25.0], [0.3, 0.0, 0.2]])  # 2 series, T = 3 (time last)
     res = ps.update_sequence(ps.Normal(0.0, 0.0), ps.likelihood.normal(y, sd=1.0))
     frame = res.to_frame()
     assert frame.index.names == ["series", "step"]
-    np.testing.assert_array_equal(frame.loc[1, "mean"], res.trajectory.mean[:, 1])
-    np.testing.assert_array_equal(frame.loc[0, "discount"], res.discount[:, 0])
+    np.testing.assert_array_equal(frame.loc[1, "mean"], res.trajectory.mean[1])
+    np.testing.assert_array_equal(frame.loc[0, "discount"], res.discount[0])
+    np.testing.assert_array_equal(frame.loc[0, "log_consistency"], res.log_consistency[0])
     ds = res.to_xarray()
     np.testing.assert_array_equal(ds["time"], np.arange(3))
-    np.testing.assert_array_equal(ds["precision"].sel(series_0=1), res.trajectory.precision[:, 1])
+    np.testing.assert_array_equal(ds["precision"].sel(series_0=1), res.trajectory.precision[1])
 
 
 def test_sequential_result_vector_and_matrix_parameters():

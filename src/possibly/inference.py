@@ -360,34 +360,48 @@ def _check_pair(prior: Possibility, likelihood: Possibility) -> None:
 class SequentialResult:
     """Result of :func:`update_sequence`: the final posterior and the per-step history.
 
-    ``trajectory[t]`` is the posterior after observation ``t``; ``consistency`` and
-    ``discount`` have shape ``(T,) + batch_shape``.
+    Time is the last batch axis, as in the likelihoods: ``trajectory[..., t]`` is the
+    posterior after observation ``t`` (for functions on points, which are not batched,
+    ``trajectory`` is the tuple of the posteriors and ``trajectory[t]`` the one after ``t``).
+
+    Attributes
+    ----------
+    posterior : Possibility
+        The posterior after the last observation, batch shape ``(...)``.
+    trajectory : Possibility or tuple of Possibility
+        The posterior after each observation, batch shape ``(..., T)``.
+    log_consistency, discount : ndarray, shape (..., T)
+        ``log c`` of each observation with the posterior before it, and the exponent applied
+        to its likelihood.
     """
 
     posterior: Possibility
     trajectory: Possibility | tuple[Possibility, ...]
-    consistency: np.ndarray
+    log_consistency: np.ndarray
     discount: np.ndarray
+
+    @property
+    def consistency(self) -> np.ndarray:
+        """``c = exp(log_consistency)`` in ``[0, 1]``."""
+        return np.exp(self.log_consistency)
 
     def _per_step(self) -> dict[str, tuple[np.ndarray, tuple[str, ...]]]:
         """The posterior's parameters after each step and the step's consistency and
-        discount, time moved after the batch axes: ``(*batch, T, *event)``."""
+        discount, each ``(*batch, T, *event)``, with the names of the event axes."""
         out: dict[str, tuple[np.ndarray, tuple[str, ...]]] = {}
         traj = self.trajectory
-        nb = np.ndim(self.consistency) - 1
         if not isinstance(traj, tuple):  # a tuple: functions on points, no parameters
             events = {0: (), 1: ("component",), 2: ("row", "column")}
             for name, value in traj.fields().items():
-                ev = value.ndim - len(traj.batch_shape)
-                out[name] = (np.moveaxis(value, 0, nb), events[ev])
-        for name in ("consistency", "discount"):
-            out[name] = (np.moveaxis(np.asarray(getattr(self, name)), 0, -1), ())
+                out[name] = (value, events[value.ndim - len(traj.batch_shape)])
+        for name in ("log_consistency", "consistency", "discount"):
+            out[name] = (np.asarray(getattr(self, name)), ())
         return out
 
     def to_frame(self) -> Any:
         """One row per observation as a pandas DataFrame: the posterior's parameters after
         it (named as in the family; a vector's entries ``name_i``, a matrix's ``name_i_j``)
-        and its ``consistency`` and ``discount``.
+        and its ``log_consistency``, ``consistency`` and ``discount``.
 
         Index: a RangeIndex ``step``; a batch gets a leading ``series`` level (flattened
         batch position).
@@ -398,11 +412,11 @@ class SequentialResult:
         >>> y = np.array([0.1, -0.3, 25.0])
         >>> res = ps.update_sequence(ps.Normal(0.0, 0.0), ps.likelihood.normal(y, sd=1.0))
         >>> res.to_frame().round(3)  # doctest: +NORMALIZE_WHITESPACE
-               mean  precision  consistency  discount
+               mean  precision  log_consistency  consistency  discount
         step
-        0     0.100      1.000        1.000     1.000
-        1    -0.096      1.961        0.961     0.961
-        2    -0.096      1.961        0.000     0.000
+        0     0.100      1.000            0.000        1.000     1.000
+        1    -0.096      1.961           -0.040        0.961     0.961
+        2    -0.096      1.961         -208.546        0.000     0.000
         """
         cols: dict[str, np.ndarray] = {}
         for name, (value, event) in self._per_step().items():
@@ -421,7 +435,7 @@ class SequentialResult:
         Examples
         --------
         >>> import numpy as np, possibly as ps
-        >>> lik = ps.likelihood.normal(np.zeros((4, 3)), sd=1.0)       # T = 4, batch of 3
+        >>> lik = ps.likelihood.normal(np.zeros((3, 4)), sd=1.0)       # 3 series, T = 4
         >>> ds = ps.update_sequence(ps.Normal(0.0, 0.0), lik).to_xarray()
         >>> dict(ds["mean"].sizes)
         {'series_0': 3, 'time': 4}
@@ -431,20 +445,29 @@ class SequentialResult:
 
 def update_sequence(prior: Possibility, likelihoods: Possibility, *, robust: bool = True,
                     dim=None, tau=None, omega=None, lend: str = "all") -> SequentialResult:
-    """Update ``prior`` with the likelihoods ``likelihoods[0], likelihoods[1], ...`` in turn.
+    """Update ``prior`` with the likelihoods ``likelihoods[..., 0], likelihoods[..., 1], ...``
+    in turn.
 
-    The robust update depends on the order of the observations (paper §4.1); the standard
-    one (``robust=False``) does not.
+    Time is the last batch axis, as everywhere in the library (a series has shape
+    ``(..., T, *event)``): likelihoods of batch shape ``(..., T)`` are ``T`` observations of
+    each of the independent series ``(...)``. The robust update depends on the order of the
+    observations (paper §4.1); the standard one (``robust=False``) does not.
 
     Parameters
     ----------
     prior : Possibility
+        Batch shape broadcasting with ``(...)``.
     likelihoods : Possibility
-        One family, batched along a leading time axis of length T.
+        One family, batch shape ``(..., T)``: time on the last batch axis.
     robust : bool
         Discount each observation by its consistency (default), or apply standard updates.
     dim, tau, omega, lend
         As in :func:`robust_update`.
+
+    Returns
+    -------
+    SequentialResult
+        ``log_consistency`` and ``discount`` of shape ``(..., T)``.
 
     Examples
     --------
@@ -455,19 +478,26 @@ def update_sequence(prior: Possibility, likelihoods: Possibility, *, robust: boo
     array([1.   , 0.961, 0.   , 0.971])
     >>> round(float(res.posterior.mean), 3)
     0.002
+
+    Two series of three observations each (batch shape ``(2, 3)``):
+
+    >>> y = np.array([[0.1, -0.3, 25.0], [1.0, 1.2, 0.9]])
+    >>> res = ps.update_sequence(ps.Normal(0.0, 0.0), ps.likelihood.normal(y, sd=1.0))
+    >>> res.log_consistency.shape, res.trajectory.batch_shape, res.posterior.batch_shape
+    ((2, 3), (2, 3), (2,))
     """
     if not likelihoods.batch_shape:
-        raise ValueError("likelihoods must have a leading time axis")
-    steps = likelihoods.batch_shape[0]
+        raise ValueError("likelihoods must have a time axis: their last batch axis (batch "
+                         "shape (..., T))")
     post = prior
-    history, cons, disc = [], [], []
-    for t in range(steps):
-        lik = likelihoods[t]
-        res = robust_update(post, lik, dim=dim, tau=tau, omega=omega, lend=lend,
-                            robust=robust)
-        post, c, g = res.posterior, res.consistency, res.discount
+    history, log_cs, disc = [], [], []
+    for t in range(likelihoods.batch_shape[-1]):
+        res = robust_update(post, likelihoods[..., t], dim=dim, tau=tau, omega=omega,
+                            lend=lend, robust=robust)
+        post = res.posterior
         history.append(post)
-        cons.append(c)
-        disc.append(g)
-    return SequentialResult(posterior=post, trajectory=type(post).stack(history),
-                            consistency=np.stack(cons), discount=np.stack(disc))
+        log_cs.append(res.log_consistency)
+        disc.append(res.discount)
+    return SequentialResult(posterior=post, trajectory=type(post).stack(history, axis=-1),
+                            log_consistency=np.stack(log_cs, axis=-1),
+                            discount=np.stack(disc, axis=-1))
