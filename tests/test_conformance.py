@@ -201,6 +201,26 @@ def test_constructor_takes_at_most_the_model_positionally(cls):
     check_constructor_keywords(cls)
 
 
+def test_sequential_estimator_is_abstract():
+    """A subclass must implement init, step and fit; update, reset and state come with it."""
+    class NoStep(SequentialEstimator[_MeanState, Info, Info]):
+        def init(self, batch_shape=()):
+            return _MeanState(ps.Normal.uninformative(batch_shape))
+
+        def fit(self, y):
+            return Info(0.0, 1.0)
+
+    with pytest.raises(TypeError, match="abstract.*step"):
+        NoStep()
+    with pytest.raises(TypeError, match="abstract"):
+        SequentialEstimator()
+    est = _RobustMean()
+    assert est.state is None
+    est.update(1.0)
+    assert isinstance(est.state, _MeanState)
+    assert est.reset() is est and est.state is None
+
+
 def test_constructor_check_sees_positional_settings():
     """The check itself: a second positional parameter, or ``*args``, is refused."""
     class TwoPositional(_RobustMean):

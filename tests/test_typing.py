@@ -17,10 +17,13 @@ ROOT = Path(__file__).resolve().parents[1]
 pytest.importorskip("mypy", reason="mypy (the dev extra) type-checks the user script")
 
 USER_SCRIPT = textwrap.dedent('''
+    from typing import Any
+
     import numpy as np
     import pandas as pd
 
     import possibly as ps
+    from possibly.estimators.covariance import CovarianceInfo, CovarianceState
 
     # families from plain numbers, lists and arrays
     prior = ps.Normal(0.0, 1.0)
@@ -112,6 +115,17 @@ USER_SCRIPT = textwrap.dedent('''
     print(ps.RobustNormalEstimator(robust=False).fit(list(y)).discount)
     print(ps.SoftUniformEstimator(decay=10.0).fit(y[:20]).mode)
     print(ps.RobustCovarianceEstimator(dim=2.0, tau=0.1).fit([rng.normal(size=(10, 2))]))
+
+    # the typed protocol: a function over any estimator, states and infos typed per class
+    def stream(est: ps.SequentialEstimator[Any, ps.Info, Any], values: np.ndarray) -> float:
+        return sum(float(est.update(v).discount) for v in values)
+
+    print(stream(ps.RobustNormalEstimator(beta0=1.0), y[:5]), stream(ps.SoftUniformEstimator(
+        decay=10.0), np.abs(y[:5])))
+    cov_est = ps.RobustCovarianceEstimator(d=2)
+    cov_info: CovarianceInfo = cov_est.update(rng.normal(size=(10, 2)))
+    cov_state: CovarianceState | None = cov_est.state
+    print(cov_info.gamma, None if cov_state is None else cov_state.posterior.psi)
 ''')
 
 

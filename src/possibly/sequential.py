@@ -96,10 +96,11 @@ def time_first(y: np.ndarray, event_ndim: int) -> np.ndarray:
 
 #: The type of an estimator's state (a frozen dataclass).
 StateT = TypeVar("StateT")
-#: The type of the :class:`Info` one step returns.
-InfoT = TypeVar("InfoT", bound=Info)
-#: The type of the result of ``fit``.
-ResultT = TypeVar("ResultT")
+#: The type of the :class:`Info` one step returns (covariant: an estimator whose steps return
+#: a subclass of :class:`Info` is a ``SequentialEstimator[..., Info, ...]``).
+InfoT = TypeVar("InfoT", bound=Info, covariant=True)
+#: The type of the result of ``fit`` (covariant).
+ResultT = TypeVar("ResultT", covariant=True)
 
 _E = TypeVar("_E", bound="SequentialEstimator[Any, Any, Any]")
 
