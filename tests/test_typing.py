@@ -24,6 +24,7 @@ USER_SCRIPT = textwrap.dedent('''
 
     import possibly as ps
     from possibly.estimators.covariance import CovarianceInfo, CovarianceState
+    from possibly.sequential import Info, SequentialEstimator
 
     # families from plain numbers, lists and arrays
     prior = ps.Normal(0.0, 1.0)
@@ -117,7 +118,7 @@ USER_SCRIPT = textwrap.dedent('''
     print(ps.RobustCovarianceEstimator(dim=2.0, tau=0.1).fit([rng.normal(size=(10, 2))]))
 
     # the typed protocol: a function over any estimator, states and infos typed per class
-    def stream(est: ps.SequentialEstimator[Any, ps.Info, Any], values: np.ndarray) -> float:
+    def stream(est: SequentialEstimator[Any, Info, Any], values: np.ndarray) -> float:
         return sum(float(est.update(v).discount) for v in values)
 
     print(stream(ps.RobustNormalEstimator(beta0=1.0), y[:5]), stream(ps.SoftUniformEstimator(
