@@ -1,33 +1,25 @@
-"""One protocol for every sequential application (change points, filters, estimators).
+"""One typed protocol for every sequential application (change points, filters, estimators).
 
-Every application is a pair of pure functions, in the style of blackjax::
+Each application is a pure pair, in the style of blackjax, ``state = init(batch_shape)`` and
+``state, info = step(state, y)``, under a thin class: a subclass of the abstract, generic
+``SequentialEstimator[State, Info, Result]`` implements ``init``, ``step`` and ``fit`` and
+inherits ``update`` (streaming), ``reset`` and ``state``. The conventions shared by all:
 
-    state = init(...)                       # the possibility function before any observation
-    state, info = step(state, y)            # one observation: a new state and an Info
-
-and a thin class on top, a subclass of the abstract, generic
-``SequentialEstimator[State, Info, Result]``: it implements ``init``, ``step`` and ``fit`` (a
-whole series) and inherits ``update`` (streaming), ``reset`` and ``state``. The conventions
-shared by all of them:
-
-* **state**: a frozen dataclass (immutable; ``step`` returns a new one);
-* **constructor**: at most one positional argument (the model, where there is one); every
-  setting after it is keyword-only;
-* **time axis**: a series has shape ``(..., T, *event)``: leading batch dimensions, then time,
-  then the shape of one observation (``()`` for scalars, ``(m,)`` for vectors);
-* **missing data**: an observation containing a NaN is missing; the step only predicts, and
+* **state**: a frozen dataclass; ``step`` returns a new one;
+* **constructor**: at most one positional argument (the model, if any), then keywords only;
+* **time axis**: a series has shape ``(..., T, *event)``: batch dimensions, time, then the
+  shape of one observation (``()`` for scalars, ``(m,)`` for vectors);
+* **missing data**: an observation containing a NaN is missing; the step only predicts and
   its ``Info`` has ``log_consistency`` and ``discount`` NaN;
-* **Info**: every step returns an :class:`Info` (or a subclass adding application fields)
-  with ``log_consistency`` (``log c`` of the observation with the prediction) and
-  ``discount`` (the exponent applied to the likelihood, see
-  :func:`possibly.inference.discount`);
-* **results**: ``fit(y)`` returns an object whose ``log_consistency`` and ``discount`` have
-  shape ``(..., T)``; consistencies are always stored as ``log_consistency`` (``c``
-  underflows for gross outliers), a ``consistency`` is only ever a property derived from it;
-* **threads**: one instance is not meant to be shared by threads that call ``fit`` or
-  ``update`` at the same time; such concurrent use is detected and raises
-  :class:`ConcurrentUseError` (a ``RuntimeError``) instead of giving silently wrong results.
-  The pure ``init``/``step`` functions are safe to call from any thread.
+* **Info**: every step returns an :class:`Info` (or a subclass) with ``log_consistency``
+  (``log c`` of the observation with the prediction) and ``discount`` (the exponent applied
+  to the likelihood, :func:`possibly.inference.discount`);
+* **results**: ``fit(y)`` returns ``log_consistency`` and ``discount`` of shape ``(..., T)``;
+  ``c`` underflows for gross outliers, so a ``consistency`` is only a property derived from
+  ``log_consistency``;
+* **threads**: an instance used by ``fit`` or ``update`` from two threads at once raises
+  :class:`ConcurrentUseError` (a ``RuntimeError``) instead of giving silently wrong results;
+  the pure ``init``/``step`` are safe from any thread.
 """
 
 from __future__ import annotations

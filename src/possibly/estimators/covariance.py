@@ -1,38 +1,23 @@
 """Robust streaming estimation of a mean and a full covariance matrix (paper §5.1).
 
 A batch ``Y_t`` of ``n > d`` vectors ``y ~ N(μ, Σ)`` carries the information
-``L(μ, Σ | Y_t) = N̄IW̄(ȳ_t, n, S_t, n)`` with ``S_t = Σᵢ (yᵢ - ȳ_t)(yᵢ - ȳ_t)ᵀ`` (docs/math.md §2).
-The state is the normal-inverse-Wishart posterior ``N̄IW̄(μ_t, λ_t, Ψ_t, ν_t)``; each step is
-the robust update of the algebra,
+``L(μ, Σ | Y_t) = N̄IW̄(ȳ_t, n, S_t, n)`` with ``S_t = Σᵢ (yᵢ - ȳ_t)(yᵢ - ȳ_t)ᵀ`` (docs/math.md §2,
+:func:`possibly.likelihood.mvn_batch`). The state (:class:`CovarianceState`) holds the
+normal-inverse-Wishart posterior ``N̄IW̄(μ_t, λ_t, Ψ_t, ν_t)``; each step is the robust update
+of the core algebra on its fast path (``validate=False``), so that ``log c`` stays in log space
+(the formulas are in :func:`step`). E* of the covariance is ``Ψ_t / ν_t``; determinants use
+``slogdet`` and nothing is inverted.
 
-* ``log c_t = S(η_{t-1} + η_t) - S(η_{t-1}) - S(η_t)`` with ``S = -(ν/2) log|Ψ/ν| - dν/2``,
-  i.e. ``2 log c_t = n log|S_t/n| + ν_{t-1} log|Ψ_{t-1}/ν_{t-1}| - ν' log|Ψ'/ν'|`` where
-  ``Ψ', ν'`` is the undiscounted update;
-* ``γ_t = c_t ** (1/d')`` with ``d' = d + d(d+1)/2`` by default, and the exponent
-  ``ρ_t = γ_t`` (or, with a threshold ``τ``, ``ρ_t = γ_t`` if ``γ_t <= τ`` else 1);
-* ``η_t^post = η_{t-1} + ρ_t η_t``, which in usual parameters is the paper's update with the
-  cross term ``λ ρn / (λ + ρn) (μ - ȳ)(μ - ȳ)ᵀ`` (an outer product; the paper prints an inner
-  product, docs/math.md §4).
+With ``n <= d`` the batch likelihood is unbounded (``S_t`` is singular). The ω split (paper
+§4.3, docs/math.md §3) then lends a fraction ``1 - ω`` of the current posterior to the
+likelihood; this needs a posterior with a positive definite ``Ψ`` at every step, so an
+informative prior when the first batch has ``n <= d``.
 
-Each step is the robust update of the core algebra, composed from its fast path
-(``log_consistency``, ``discount``, ``combine``, ``power`` with ``validate=False``) so that
-``log c`` stays in log space; the batch information is :func:`possibly.likelihood.mvn_batch`.
-
-E* of the covariance is ``Ψ_t / ν_t``. Determinants use ``slogdet`` on the foundation's
-:class:`~possibly.NormalInverseWishart`; nothing is inverted.
-
-With ``n <= d`` the batch likelihood is unbounded (``S_t`` is singular). The ω split
-(paper §4.3, docs/math.md §3) then lends a fraction ``1 - ω`` of the current posterior to the
-likelihood: ``log c = S(ω η + (η_t + (1-ω) η)) - S(ω η) - S(η_t + (1-ω) η)`` and the posterior
-is ``ω η + ρ (η_t + (1-ω) η)``. This needs a posterior with a positive definite ``Ψ`` at every
-step, so an informative prior when the first batch has ``n <= d``.
-
-The pure functions :func:`init` and :func:`step` return new states (a frozen
-:class:`CovarianceState` holding the posterior);
+The pure functions :func:`init` and :func:`step` return new states;
 :class:`RobustCovarianceEstimator` (a :class:`~possibly.sequential.SequentialEstimator`) runs
-them over a sequence of batches: its data have shape ``(..., T, n, d)`` (leading runs, time,
-then the event: one batch of ``n`` vectors of dimension ``d``), and a batch containing a NaN
-is missing (predict only: the posterior is carried over, ``log c`` and the discount are NaN).
+them over batches of shape ``(..., T, n, d)`` (runs, time, then one batch of ``n`` vectors of
+dimension ``d``); a batch containing a NaN is missing (predict only: the posterior is carried
+over, ``log c`` and the discount are NaN).
 """
 
 from __future__ import annotations
@@ -209,6 +194,22 @@ def step(state: CovarianceState, information: NormalInverseWishart, *, dim: floa
     Returns
     -------
     (CovarianceState, CovarianceInfo)
+
+    Notes
+    -----
+    With ``η_{t-1}`` the posterior and ``η_t`` the batch information:
+
+    * ``log c_t = S(η_{t-1} + η_t) - S(η_{t-1}) - S(η_t)`` with ``S = -(ν/2) log|Ψ/ν| - dν/2``,
+      i.e. ``2 log c_t = n log|S_t/n| + ν_{t-1} log|Ψ_{t-1}/ν_{t-1}| - ν' log|Ψ'/ν'|`` where
+      ``Ψ', ν'`` is the undiscounted update;
+    * ``γ_t = c_t ** (1/d')`` (``d' = dim``, usually ``d + d(d+1)/2``), and the exponent
+      ``ρ_t = γ_t`` (or, with a threshold ``τ``, ``ρ_t = γ_t`` if ``γ_t <= τ`` else 1);
+    * ``η_t^post = η_{t-1} + ρ_t η_t``, which in usual parameters is the paper's update with
+      the cross term ``λ ρn / (λ + ρn) (μ - ȳ)(μ - ȳ)ᵀ`` (an outer product; the paper prints an
+      inner product, docs/math.md §4).
+
+    With ``omega``: ``log c = S(ω η + (η_t + (1-ω) η)) - S(ω η) - S(η_t + (1-ω) η)`` and the
+    posterior is ``ω η + ρ (η_t + (1-ω) η)``.
 
     Examples
     --------

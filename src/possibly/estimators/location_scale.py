@@ -5,32 +5,20 @@ One observation ``y ~ N(μ, 1/λ)`` with both parameters unknown has an unbounde
 (docs/math.md §3) lends a fraction ``1 - ω`` of the precision part of the current
 normal-gamma posterior ``N̄Ḡ(m, k, a, b)`` to the likelihood; one step is
 ``robust_update(posterior, likelihood.normal_unknown(y), omega=ω, lend="precision")`` of the
-core algebra, called here on its unchecked fast path. Written out (for reference; the code
-does not repeat it), with ``γ = c ** (1/2)`` and the exponent ``ρ`` (``γ``, or 1 above the
-threshold ``τ``)::
+core algebra, called on its unchecked fast path (written out in
+:class:`RobustNormalEstimator`'s notes).
 
-    log c = S(a + 1/2, b̂) - S(ω a, ω b) - S((1-ω) a + 1/2, (1-ω) b),   S(α, β) = α log(α/β) - α
-    b̂     = b + k (m - y)² / (2 (k + 1))
-    m'    = (k m + ρ y) / (k + ρ)              k' = k + ρ
-    a'    = ω a + ρ ((1-ω) a + 1/2)            b' = ω b + ρ ((1-ω) b + k (m - y)² / (2 (k + ρ)))
-
-At ``ρ = 1`` it is the standard normal-gamma update. The paper prints
-``a' = a + ρ((1-ω) a + 1/2)`` and ``b' = b + ρ k (m - y)² / (2 (k + ρ))``, which do not reduce
-to the standard update at ``ρ = 1``; this module uses the algebra's version.
-
-The prior rate ``beta0`` has the units of a variance (the prior ``exp(-beta0 λ)`` weighs the
-precision ``λ``), so by default it is set from the data, ``beta0 = s² / 4`` with ``s`` the
-robust spread of each stream (:func:`automatic_beta0`): the estimates then follow any change
-of units, ``y → a·y + b``. The paper's fixed ``beta0 = 1`` is ``s² / 4`` for its inliers of
-standard deviation 2.
+The prior rate ``beta0`` has the units of a variance, so by default it is set from the data,
+``beta0 = s² / 4`` with ``s`` the robust spread of each stream (:func:`automatic_beta0`): the
+estimates then follow any change of units, ``y → a·y + b``. The paper's fixed ``beta0 = 1``
+is ``s² / 4`` for its inliers of standard deviation 2.
 
 From the prior ``N̄Ḡ(mu0, 0, 0, beta0)`` the first observation cannot be judged (its
-consistency is always ``sqrt(1 - ω)``), so it is taken whole and an outlier there captures
-the estimate. By default the estimator starts robustly
-(:mod:`possibly.estimators.exchangeable_start`): the
-first ``start_size`` observed values are each tried as the start, the hypotheses are scored
-by the product of their consistencies, and the mixture collapses to the best one once the
-others are negligible. ``robust_start=False`` is the paper's recursion.
+consistency is always ``sqrt(1 - ω)``), so an outlier there would capture the estimate. By
+default the estimator starts robustly (:mod:`possibly.estimators.exchangeable_start`): the
+first ``start_size`` observed values are each tried as the start, and the mixture collapses
+to the best hypothesis once the others are negligible. ``robust_start=False`` is the paper's
+recursion.
 """
 
 from __future__ import annotations
@@ -251,6 +239,18 @@ class RobustNormalEstimator(SequentialEstimator[StartState, LocationScaleInfo, L
 
     Notes
     -----
+    One step, written out (the code calls the algebra and does not repeat it), with
+    ``γ = c ** (1/2)`` and the exponent ``ρ`` (``γ``, or 1 above the threshold ``τ``)::
+
+        log c = S(a + 1/2, b̂) - S(ω a, ω b) - S((1-ω) a + 1/2, (1-ω) b),
+                S(α, β) = α log(α/β) - α,     b̂ = b + k (m - y)² / (2 (k + 1))
+        m' = (k m + ρ y) / (k + ρ)              k' = k + ρ
+        a' = ω a + ρ ((1-ω) a + 1/2)            b' = ω b + ρ ((1-ω) b + k (m - y)² / (2 (k + ρ)))
+
+    At ``ρ = 1`` it is the standard normal-gamma update. The paper prints
+    ``a' = a + ρ((1-ω) a + 1/2)`` and ``b' = b + ρ k (m - y)² / (2 (k + ρ))``, which do not
+    reduce to the standard update at ``ρ = 1``; this module uses the algebra's version.
+
     Numeric range: observations must satisfy ``|y| <= 1e100`` (a ``ValueError`` naming ``y``
     otherwise): squared differences must stay finite. With ``beta0="auto"`` the estimates are
     equivariant: ``y → a·y + b`` maps the mean to ``a·m + b``, the precision to ``λ / a²``

@@ -18,22 +18,11 @@ costs ``O(t)`` per step, and the consistency of ``y_t`` is exact:
     c(y_t) = sup_θ L̃(θ | y_t) f(θ | y_{1:t-1})
            = y_t C(y_{1:t}, (γ_{1:t-1}, 1)) / C(y_{1:t-1}, γ_{1:t-1}),
 
-with discount ``γ_t = c(y_t)`` (one parameter). The paper processes the observations in
-increasing order (the consistency then measures the jump of the support); that is the
-default here.
-
-The decay has the units of ``1/θ``; what matters is ``c`` times the gap between neighbouring
-observations (about ``θ/n``). By default it is set from the data, ``c = 12 / g`` with ``g`` the
-median gap of the sorted observations (:func:`automatic_decay`; the paper's ``c = 10`` is
-``12.3 / g`` in its scenario), so that the estimate follows any change of units. Too small a
-``c·g`` lets the soft tails of the first (smallest) observations hold the mode down, and later
-observations, judged against it, are discounted: on ``U(0, 3)`` with ``c = 10`` the estimate
-collapses to one of the smallest observations. The estimate is not monotone in ``c``: with
-the discounts fixed, the mode cannot decrease as ``c`` grows, but the discounts themselves
-change with ``c`` (each observation is judged against the posterior the earlier ones made),
-and the mode then jumps between observations both ways. This is the recursion's behaviour (a
-brute-force recursion on a fine grid gives the same estimates), not a search error
-(docs/math.md §5).
+with discount ``γ_t = c(y_t)``. By default the observations are processed in increasing order,
+as in the paper (the consistency then measures the jump of the support). The decay, in units of
+``1/θ``, is by default set from the data, ``c = 12 / g`` with ``g`` the median gap of the
+sorted observations (:func:`automatic_decay`), so that the estimate follows any change of
+units (its effect on the estimate: :class:`SoftUniformEstimator`).
 """
 
 from __future__ import annotations
@@ -427,6 +416,17 @@ class SoftUniformEstimator(SequentialEstimator[SoftUniformState, SoftUniformInfo
 
     Notes
     -----
+    What matters is ``c`` times the gap ``g`` between neighbouring observations (about
+    ``θ/n``; the paper's ``c = 10`` is ``12.3 / g`` in its scenario). Too small a ``c·g``
+    lets the soft tails of the first (smallest) observations hold the mode down, and later
+    observations, judged against it, are discounted: on ``U(0, 3)`` with ``c = 10`` the
+    estimate collapses to one of the smallest observations. The estimate is not monotone in
+    ``c``: with the discounts fixed, the mode cannot decrease as ``c`` grows, but the
+    discounts themselves change with ``c`` (each observation is judged against the posterior
+    the earlier ones made), and the mode then jumps between observations both ways. This is
+    the recursion's behaviour (a brute-force recursion on a fine grid gives the same
+    estimates), not a search error (docs/math.md §5).
+
     Numeric range: any positive finite observations (up to ``1.8e308``); where
     ``decay · (y - θ)`` overflows the soft likelihood is 0 in double precision and the
     results stay finite. With ``decay="auto"`` the estimate is equivariant: ``y → a·y``
