@@ -159,6 +159,7 @@ class SequentialEstimator(ABC, Generic[StateT, InfoT, ResultT]):
         with self._exclusive():
             object.__setattr__(self, "_state", None)
         return self
+
     @contextmanager
     def _exclusive(self) -> Iterator[None]:
         lock = self.__dict__.get("_busy")

@@ -5,6 +5,8 @@ scipy.optimize (Σ through a Cholesky factor with log-diagonal), scipy's normal 
 pooled sample moments, and the generic ``ps.update_sequence`` path of the foundation.
 """
 
+import dataclasses
+
 import numpy as np
 import pytest
 from scipy import optimize, stats
@@ -245,6 +247,19 @@ def test_batch_of_runs_equals_loop(rng):
             np.testing.assert_allclose(fit.log_consistency[i, j], one.log_consistency,
                                        rtol=1e-12, atol=1e-12)
             np.testing.assert_allclose(fit.posterior.psi[i, j], one.posterior.psi, rtol=1e-12)
+
+
+def test_step_takes_a_covariance_state(rng):
+    """The state is a frozen CovarianceState wrapping the posterior; a bare posterior is
+    refused with a message naming the type to pass."""
+    prior = ps.NormalInverseWishart(np.zeros(2), 1.0, np.eye(2), 4.0)
+    info = ps.likelihood.mvn_batch(rng.normal(size=(6, 2)))
+    with pytest.raises(TypeError, match="state must be a CovarianceState"):
+        cov.step(prior, info, dim=5.0)
+    state, _ = cov.step(cov.CovarianceState(prior), info, dim=5.0)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        state.posterior = prior
+    assert ps.RobustCovarianceEstimator(d=2).init().posterior.dim == 2
 
 
 def test_step_method_matches_fit(rng):

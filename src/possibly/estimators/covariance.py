@@ -225,6 +225,9 @@ def step(state: CovarianceState, information: NormalInverseWishart, *, dim: floa
     >>> round(float(info.discount), 5), round(float(state2.posterior.nu), 5)  # ν grew by ρ n
     (0.00078, 10.00784)
     """
+    if not isinstance(state, CovarianceState):
+        raise TypeError(f"state must be a CovarianceState (from init, or "
+                        f"CovarianceState(posterior)), got {type(state).__name__}")
     tau = check_tau(tau)
     if omega is None:
         kept, lik = state.posterior, information
