@@ -144,7 +144,7 @@ FILTER_CASES += [
     Case("robust EKF", _nonlinear(ps.filters.nonlinear.ExtendedKalmanFilter), _bivariate, 1),
     Case("robust UKF", _nonlinear(ps.filters.nonlinear.UnscentedKalmanFilter), _bivariate, 1),
     Case("Kalman filter, learned noise scale",
-         lambda: ps.filters.noise_scale.NoiseScaleKalmanFilter(
+         lambda: ps.filters.kalman.NoiseScaleKalmanFilter(
              *ps.models.constant_velocity(ndim=2), scale_prior=(2.0, 1.0)), _bivariate, 1),
 ]
 

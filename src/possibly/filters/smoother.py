@@ -14,16 +14,18 @@ from typing import Any
 
 import numpy as np
 
-from possibly.filters._common import state_dataset, state_frame
-from possibly.filters.kalman import (
-    FilterResult,
+from possibly.filters._common import (
     _covariance_or_inf,
     _inverse,
     _mv,
     _scale_exponent,
+    _sym,
     _unscale,
+    state_dataset,
+    state_frame,
 )
-from possibly.filters.state_space import LinearGaussianModel, _sym
+from possibly.filters.result import FilterResult
+from possibly.filters.state_space import LinearGaussianModel
 
 __all__ = ["SmootherResult", "smooth"]
 
