@@ -72,7 +72,8 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable
-from typing import Any, cast, overload
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple, cast, overload
 
 import numpy as np
 
@@ -124,6 +125,7 @@ from possibly.filters.smoother import smooth
 from possibly.filters.state_space import LinearGaussianModel
 from possibly.frames import time_labels
 from possibly.inference import discount, relative_log_consistency
+from possibly.robust_start import tree_map
 from possibly.sequential import SequentialEstimator
 from possibly.validation import check_bool
 
@@ -377,24 +379,7 @@ def _update(state: KalmanState, y: np.ndarray, ob: _Observation, robust: bool, d
     gamma, rho = _discounts(log_c, robust, dim, tau, ref)
 
     if not state.information_form:
-        if robust:
-            # K = ρ P Hᵀ (ρ H P Hᵀ + R)⁻¹: continuous down to ρ = 0
-            r3 = rho[..., None, None]
-            gain = r3 * np.swapaxes(hp, -1, -2) @ _inv(r3 * (s0 - R) + R)
-        else:
-            gain = np.swapaxes(hp, -1, -2) @ s_inv
-        mean = state.mean + _unscale(_mv(gain, vs), k)
-        cov = _sym(P - gain @ hp)
-        rho1 = rho if robust else np.ones(np.shape(log_c))
-        d = np.arange(R.shape[-1])
-        diffuse = (rho1[..., None] * (s0 - R)[..., d, d] > _DIFFUSE * R[..., d, d]).any(-1)
-        if diffuse.any():
-            r3 = rho1[..., None, None]
-            g = np.swapaxes(hp, -1, -2) @ _inv(r3 * (s0 - R) + R)
-            cov = np.where(diffuse[..., None, None], _joseph(P, gain, H, g, r3 * R), cov)
-            if H.shape[-2] == H.shape[-1]:  # (a missing component fails the test inside)
-                cov = _information_update(cov, P, H, R, W, r3, s0 - R)
-        new = KalmanState(mean, cov, None, state.t + 1)
+        new = _covariance_update(state, vs, k, H, R, W, hp, s0, s_inv, rho, robust)
     else:
         prec = _sym(Y + rho[..., None, None] * j)
         step = _mv(np.linalg.pinv(prec, hermitian=True), rho[..., None] * b)
@@ -402,6 +387,34 @@ def _update(state: KalmanState, y: np.ndarray, ob: _Observation, robust: bool, d
                                                  state.t + 1))
     nan = np.where(missing, np.nan, 0.0)
     return new, KalmanInfo(log_consistency=log_c + nan, discount=rho + nan, gamma=gamma + nan)
+
+
+def _covariance_update(state: KalmanState, vs: np.ndarray, k: np.ndarray | None,
+                       H: np.ndarray, R: np.ndarray, W: np.ndarray, hp: np.ndarray,
+                       s0: np.ndarray, s_inv: np.ndarray, rho: np.ndarray, robust: bool
+                       ) -> KalmanState:
+    """The covariance-form update of :func:`_update` with the (scaled) innovation ``vs``,
+    ``hp = H P``, ``s0 = H P Hᵀ + R`` and its inverse, and the discount ``rho`` (applied when
+    ``robust``)."""
+    P = cast(np.ndarray, state.covariance)
+    if robust:
+        # K = ρ P Hᵀ (ρ H P Hᵀ + R)⁻¹: continuous down to ρ = 0
+        r3 = rho[..., None, None]
+        gain = r3 * np.swapaxes(hp, -1, -2) @ _inv(r3 * (s0 - R) + R)
+    else:
+        gain = np.swapaxes(hp, -1, -2) @ s_inv
+    mean = state.mean + _unscale(_mv(gain, vs), k)
+    cov = _sym(P - gain @ hp)
+    rho1 = rho if robust else np.ones(np.shape(rho))
+    d = np.arange(R.shape[-1])
+    diffuse = (rho1[..., None] * (s0 - R)[..., d, d] > _DIFFUSE * R[..., d, d]).any(-1)
+    if diffuse.any():
+        r3 = rho1[..., None, None]
+        g = np.swapaxes(hp, -1, -2) @ _inv(r3 * (s0 - R) + R)
+        cov = np.where(diffuse[..., None, None], _joseph(P, gain, H, g, r3 * R), cov)
+        if H.shape[-2] == H.shape[-1]:  # (a missing component fails the test inside)
+            cov = _information_update(cov, P, H, R, W, r3, s0 - R)
+    return KalmanState(mean, cov, None, state.t + 1)
 
 
 # -- public pure step functions ---------------------------------------------------------------
@@ -507,6 +520,101 @@ def _keep_set(keep: str | Iterable[str]) -> frozenset[str]:
         raise ValueError(f"keep must be 'all' or a tuple of {_KEEP} including 'mean', got "
                          f"{keep!r}")
     return items
+
+
+class _Outputs(NamedTuple):
+    """The time-major output arrays of a run ``(T, B, ...)``, as the compiled loop writes them
+    (:func:`possibly.filters.kalman_numba.run`); those not kept are empty, their flag False."""
+
+    mean: np.ndarray
+    variance: np.ndarray
+    covariance: np.ndarray
+    predicted_mean: np.ndarray
+    predicted_covariance: np.ndarray
+    log_consistency: np.ndarray
+    discount: np.ndarray
+    keep_variance: bool
+    keep_covariance: bool
+    keep_predicted: bool
+
+    @classmethod
+    def allocate(cls, T: int, size: int, n: int, *, variance: bool, covariance: bool,
+                 predicted: bool) -> _Outputs:
+        vector, matrix = np.empty((0, 0, 0)), np.empty((0, 0, 0, 0))
+        return cls(np.empty((T, size, n)),
+                   np.empty((T, size, n)) if variance else vector,
+                   np.empty((T, size, n, n)) if covariance else matrix,
+                   np.empty((T, size, n)) if predicted else vector,
+                   np.empty((T, size, n, n)) if predicted else matrix,
+                   np.empty((T, size)), np.empty((T, size)), variance, covariance, predicted)
+
+
+@dataclass(frozen=True)
+class _Buffer:
+    """What :meth:`KalmanFilter.filter` stores: the output arrays and the precisions of the
+    steps run in information form (filtered, predicted), which the smoother needs where the
+    covariances are ``inf``."""
+
+    arrays: _Outputs
+    filtered_precisions: list[np.ndarray] = field(default_factory=list)
+    predicted_precisions: list[np.ndarray] = field(default_factory=list)
+
+    @classmethod
+    def empty(cls, keep: frozenset[str], T: int, size: int, n: int) -> _Buffer:
+        full = "covariance" in keep
+        return cls(_Outputs.allocate(T, size, n, variance="variance" in keep or full,
+                                     covariance=full, predicted="predicted" in keep))
+
+    def record(self, t: int, predicted: KalmanState, state: KalmanState,
+               info: KalmanInfo) -> None:
+        """Store step ``t`` (the arrays not kept are left alone)."""
+        o = self.arrays
+        if o.keep_predicted:
+            o.predicted_mean[t] = predicted.mean
+            if predicted.precision is not None:
+                self.predicted_precisions.append(predicted.precision)
+                o.predicted_covariance[t] = _covariance_or_inf(predicted.precision)
+            else:
+                o.predicted_covariance[t] = predicted.covariance
+        o.mean[t] = state.mean
+        if o.keep_variance:
+            if state.precision is not None:
+                self.filtered_precisions.append(state.precision)
+                c = _covariance_or_inf(state.precision)
+            else:
+                c = cast(np.ndarray, state.covariance)
+            if o.keep_covariance:
+                o.covariance[t] = c
+            diag = np.arange(c.shape[-1])
+            o.variance[t] = c[..., diag, diag]
+        o.log_consistency[t], o.discount[t] = info.log_consistency, info.discount
+
+    def result(self, batch: tuple[int, ...], final: KalmanState, **fields: Any
+               ) -> FilterResult:
+        """The filter's result, batch-major with the batch shape ``batch``."""
+        o = self.arrays
+        size, n = o.mean.shape[1:]
+
+        def batch_major(a: np.ndarray) -> np.ndarray:
+            a = np.moveaxis(a, 0, 1)
+            return a.reshape(batch + a.shape[1:])
+
+        def kept(a: np.ndarray, flag: bool) -> np.ndarray | None:
+            return batch_major(a) if flag else None
+
+        def prefix(items: list[np.ndarray]) -> np.ndarray:
+            return batch_major(np.stack(items) if items else np.empty((0, size, n, n)))
+
+        information = ((prefix(self.filtered_precisions), prefix(self.predicted_precisions))
+                       if o.keep_covariance and o.keep_predicted else None)
+        return FilterResult(mean=batch_major(o.mean), variance=kept(o.variance, o.keep_variance),
+                            covariance=kept(o.covariance, o.keep_covariance),
+                            log_consistency=batch_major(o.log_consistency),
+                            discount=batch_major(o.discount),
+                            predicted_mean=kept(o.predicted_mean, o.keep_predicted),
+                            predicted_covariance=kept(o.predicted_covariance, o.keep_predicted),
+                            final=tree_map(final, lambda a: a.reshape(batch + a.shape[1:])),
+                            _information=information, **fields)
 
 
 # -- the filter -------------------------------------------------------------------------------
@@ -833,101 +941,81 @@ class KalmanFilter(SequentialEstimator):
         if self._scale is not None:
             _no_prior_override(prior)
             return self._scale.fit(ys, engine=engine, predicted=True)
-        ys, batch, index = self._observations(ys)
-        size, T, _ = ys.shape
+        arr, batch, index = self._observations(ys)
+        size, T, _ = arr.shape
         compiled = self._compiled(engine)
-        n = self.state_dim
         state = self._initial(self.prior if prior is None else prior, batch, size)
         # time-major storage: each step writes contiguous blocks
-        ys_t = np.ascontiguousarray(np.moveaxis(ys, 1, 0))
-        full = "covariance" in keep
-        pred = "predicted" in keep
-        mean = np.empty((T, size, n))
-        var = np.empty((T, size, n)) if "variance" in keep or full else None
-        cov = np.empty((T, size, n, n)) if full else None
-        p_mean = np.empty((T, size, n)) if pred else None
-        p_cov = np.empty((T, size, n, n)) if pred else None
-        log_c = np.empty((T, size))
-        disc = np.empty((T, size))
-        # precisions of the steps run in information form (filtered, predicted)
-        f_prefix: list[np.ndarray] = []
-        p_prefix: list[np.ndarray] = []
-        model, robust, dim, tau = self.model, self.robust, self.dim, self.tau
-        ob = model._observation
-        start = start_init(state, (size,)) if self._starts(prior) else None
-        done = 0  # steps already recorded by the compiled robust start
-        for t in range(T):
-            if t < done:
-                continue
-            if start is not None and compiled is not None and t > 0 \
-                    and not start.hypotheses.information_form:
-                # the rest of the robust start in the compiled loop
+        ys_t = np.ascontiguousarray(np.moveaxis(arr, 1, 0))
+        out = _Buffer.empty(keep, T, size, self.state_dim)
+        t = 0
+        if self._starts(prior):
+            state, t, compiled = self._run_start(start_init(state, (size,)), ys_t, out,
+                                                 compiled)
+        state = self._run_plain(state, ys_t, t, out, compiled)
+        warn_if_mostly_discounted(out.arrays.discount.T)
+        return out.result(batch, state, state_names=self.model.names, dim=self.dim,
+                          index=index)
+
+    def _run_start(self, start: KalmanStartState, ys_t: np.ndarray, out: _Buffer,
+                   compiled: Any) -> tuple[KalmanState, int, Any]:
+        """The robust start's steps of :meth:`filter` (robust_start.py), in numpy, or in the
+        compiled loop once its hypotheses are in covariance form; returns the leader's state
+        at the collapse (or at the end), the next step and the compiled loop (None after a
+        fallback)."""
+        state: Any = None  # ys_t has at least one step
+        for t in range(ys_t.shape[0]):
+            if compiled is not None and t > 0 and not start.hypotheses.information_form:
                 steps = self._compiled_start(compiled, start, ys_t)
-                if steps is None:  # singular by rounding: numpy's fallbacks from step t
-                    compiled = None
-                else:
+                if steps is not None:
                     for s, (predicted, info, state) in enumerate(steps, t):
-                        self._record(s, predicted, state, info, p_mean, p_cov, p_prefix, mean,
-                                     var, cov, f_prefix, log_c, disc)
-                    start, done = None, t + len(steps)
-                    continue
-            if start is not None:  # the robust start: the leader's steps (robust_start.py)
-                start, info, predicted, state = start_step(start, ys_t[t], self._plain_step,
-                                                           self.obs_dim)
-                if not isinstance(start, KalmanStartState):
-                    start = None
-                self._record(t, predicted, state, info, p_mean, p_cov, p_prefix, mean, var,
-                             cov, f_prefix, log_c, disc)
-                continue
+                        out.record(s, predicted, state, info)
+                    return state, t + len(steps), compiled
+                compiled = None  # singular by rounding: numpy's fallbacks from step t
+            new, info, predicted, state = start_step(start, ys_t[t], self._plain_step,
+                                                     self.obs_dim)
+            out.record(t, predicted, state, info)
+            if not isinstance(new, KalmanStartState):
+                return state, t + 1, compiled
+            start = new
+        return state, ys_t.shape[0], compiled
+
+    def _run_plain(self, state: KalmanState, ys_t: np.ndarray, t0: int, out: _Buffer,
+                   compiled: Any) -> KalmanState:
+        """Steps ``t0..T-1`` of :meth:`filter` from ``state``: the compiled loop once the
+        state is in covariance form (numpy's steps, with their fallbacks, where a matrix is
+        singular by rounding); returns the final state."""
+        for t in range(t0, ys_t.shape[0]):
             if compiled is not None and not state.information_form:
-                # the rest of the series in the compiled loop, from the current state
-                assert state.covariance is not None  # covariance form
-                m_c, p_c = state.mean.copy(), state.covariance.copy()
-                empty = np.empty((0, 0, 0))
-                if compiled.run(ys_t, t, m_c, p_c, model.F, model.Q, ob.H, ob.R, robust,
-                                dim, np.nan if tau is None else tau, self._reference_levels(),
-                                *compiled.sizes(n, self.obs_dim), mean,
-                                empty if var is None else var, empty[..., None] if cov is None
-                                else cov, empty if p_mean is None else p_mean,
-                                empty[..., None] if p_cov is None else p_cov, log_c, disc,
-                                var is not None, full, pred):
-                    state = KalmanState(m_c, p_c, None, T)
-                    break
+                final = self._run_compiled(compiled, state, ys_t, t, out.arrays)
+                if final is not None:
+                    return final
                 compiled = None  # singular by rounding: numpy's fallbacks from step t
             predicted, info, state = self._plain_step(state, ys_t[t])
-            self._record(t, predicted, state, info, p_mean, p_cov, p_prefix, mean, var, cov,
-                         f_prefix, log_c, disc)
+            out.record(t, predicted, state, info)
+        return state
 
-        def batch_major(a: np.ndarray) -> np.ndarray:
-            a = np.moveaxis(a, 0, 1)
-            return a.reshape(batch + a.shape[1:])
+    def _run_compiled(self, compiled: Any, state: KalmanState, ys_t: np.ndarray, t: int,
+                      arrays: _Outputs) -> KalmanState | None:
+        """Steps ``t..T-1`` in the compiled loop from ``state`` (covariance form), written
+        into ``arrays``; the final state, or None if a matrix is singular by rounding."""
+        assert state.covariance is not None  # covariance form
+        mean, cov = state.mean.copy(), state.covariance.copy()
+        if compiled.run(ys_t, t, mean, cov, self._kernel_model(), self._kernel_rule(),
+                        *compiled.sizes(self.state_dim, self.obs_dim), arrays):
+            return KalmanState(mean, cov, None, ys_t.shape[0])
+        return None
 
-        def shaped(a: np.ndarray | None) -> np.ndarray | None:
-            return None if a is None else batch_major(a)
+    def _kernel_model(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(F, Q, H, R)`` of the compiled loop (a time-invariant model)."""
+        model = self.model
+        return model.F, model.Q, model._observation.H, model._observation.R
 
-        def prefix(items: list[np.ndarray]) -> np.ndarray:
-            return batch_major(np.stack(items) if items else np.empty((0, size, n, n)))
-
-        information = (prefix(f_prefix), prefix(p_prefix)) if full and pred else None
-
-        def unflat(a: np.ndarray) -> np.ndarray:
-            return a.reshape(batch + a.shape[1:])
-
-        warn_if_mostly_discounted(disc.T)
-        final = KalmanState(unflat(state.mean),
-                            None if state.covariance is None else unflat(state.covariance),
-                            None if state.precision is None else unflat(state.precision),
-                            state.t)
-        return FilterResult(mean=batch_major(mean), variance=shaped(var),
-                            covariance=shaped(cov),
-                            log_consistency=batch_major(log_c), discount=batch_major(disc),
-                            predicted_mean=shaped(p_mean), predicted_covariance=shaped(p_cov),
-                            state_names=model.names, dim=dim,
-                            index=index, final=final, _information=information)
-
-    def _reference_levels(self) -> np.ndarray:
-        """The compiled loop's ``log_c0`` table (zeros: the paper's discount)."""
-        return np.zeros(self.obs_dim + 1) if self._log_c0 is None else self._log_c0
+    def _kernel_rule(self) -> tuple[bool, float, float, np.ndarray]:
+        """``(robust, dim, tau, log_c0)`` of the compiled loop: ``tau`` NaN for none, the
+        ``log_c0`` table zeros for the paper's discount."""
+        levels = np.zeros(self.obs_dim + 1) if self._log_c0 is None else self._log_c0
+        return self.robust, self.dim, np.nan if self.tau is None else self.tau, levels
 
     def _compiled_start(self, compiled: Any, start: KalmanStartState, ys_t: np.ndarray
                         ) -> list[tuple[KalmanState, KalmanInfo, KalmanState]] | None:
@@ -946,55 +1034,26 @@ class KalmanFilter(SequentialEstimator):
         yh = yh.reshape(-1, rows, m)
         mean_r = hyp.mean.reshape(rows, n).copy()
         cov_r = cast(np.ndarray, hyp.covariance).reshape(rows, n, n).copy()
-        L = T - t0 + 1
-        o_mean, o_pmean = np.empty((L, rows, n)), np.empty((L, rows, n))
-        o_cov, o_pcov = np.empty((L, rows, n, n)), np.empty((L, rows, n, n))
-        o_logc, o_disc = np.empty((L, rows)), np.empty((L, rows))
-        model, ob, tau = self.model, self.model._observation, self.tau
-        if not compiled.run(yh, 1, mean_r, cov_r, model.F, model.Q, ob.H, ob.R, self.robust,
-                            self.dim, np.nan if tau is None else tau, self._reference_levels(),
-                            *compiled.sizes(n, m), o_mean,
-                            np.empty((0, 0, 0)), o_cov, o_pmean, o_pcov, o_logc, o_disc,
-                            False, True, True):
+        o = _Outputs.allocate(T - t0 + 1, rows, n, variance=False, covariance=True,
+                              predicted=True)
+        if not compiled.run(yh, 1, mean_r, cov_r, self._kernel_model(), self._kernel_rule(),
+                            *compiled.sizes(n, m), o):
             return None
         score, out = start.score, []
         for i, t in enumerate(range(t0, T), 1):
-            lc = o_logc[i].reshape(size, h)
+            lc = o.log_consistency[i].reshape(size, h)
             observed = ~np.isnan(ys_t[t]).all(-1)
             score, lead, lead_c = mixture_scores(score, lc, observed, t, m)
             row = np.arange(size) * h + lead
             info = KalmanInfo(log_consistency=lead_c,
-                              discount=leader_discount(o_disc[i].reshape(size, h), lead,
+                              discount=leader_discount(o.discount[i].reshape(size, h), lead,
                                                        observed),
                               gamma=leader_discount(discount(lc, self.dim, validate=False),
                                                     lead, observed))
-            out.append((KalmanState(o_pmean[i, row], o_pcov[i, row], None, t), info,
-                        KalmanState(o_mean[i, row], o_cov[i, row], None, t + 1)))
+            out.append((KalmanState(o.predicted_mean[i, row], o.predicted_covariance[i, row],
+                                    None, t), info,
+                        KalmanState(o.mean[i, row], o.covariance[i, row], None, t + 1)))
         return out
-
-    @staticmethod
-    def _record(t, predicted, state, info, p_mean, p_cov, p_prefix, mean, var, cov, f_prefix,
-                log_c, disc) -> None:
-        """Store step ``t`` of :meth:`filter` (arrays not kept are None)."""
-        if p_mean is not None:
-            p_mean[t] = predicted.mean
-            if predicted.information_form:
-                p_prefix.append(predicted.precision)
-                p_cov[t] = _covariance_or_inf(predicted.precision)
-            else:
-                p_cov[t] = predicted.covariance
-        mean[t] = state.mean
-        if var is not None:
-            if state.information_form:
-                f_prefix.append(state.precision)
-                c = _covariance_or_inf(state.precision)
-            else:
-                c = state.covariance
-            if cov is not None:
-                cov[t] = c
-            diag = np.arange(c.shape[-1])
-            var[t] = c[..., diag, diag]
-        log_c[t], disc[t] = info.log_consistency, info.discount
 
     def smooth(self, ys, prior: MultivariateNormal | None = None, *,
                engine: str = "auto") -> Any:

@@ -262,6 +262,44 @@ def _robust_square(d: np.ndarray) -> float:
     return v if v > 0 else float(np.mean(d * d))
 
 
+def _positions(ys: Any) -> np.ndarray:
+    """``ys`` as checked positions of shape (T, ndim) (NaN = missing)."""
+    try:
+        y = np.asarray(ys, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"ys must be numeric positions (NaN = missing), got {ys!r}") from None
+    if y.ndim == 1:
+        y = y[:, None]
+    if y.ndim != 2:
+        raise ValueError(f"ys must have shape (T,) or (T, ndim), got {y.shape}")
+    if np.isinf(y).any():
+        raise ValueError("ys must be finite or NaN (missing), got an infinite value")
+    return y
+
+
+def _lag_variances(z: np.ndarray) -> list[tuple[int, float, int, float]] | None:
+    """``(k, c_k, n_k, V_k)`` of each lag ``k`` of :func:`constant_velocity_noise` with a
+    nonzero robust variance ``V_k`` of the second differences (``n_k`` of them), up to the
+    first lag with fewer than 3; None if lag 1 has fewer than 3 (too short to tell)."""
+    used = []
+    for k in _lags(z.shape[0]):
+        diffs = z[2 * k:] - 2.0 * z[k:-k] + z[:-2 * k]
+        count = int(np.sum(~np.isnan(diffs)))
+        if k == 1 and count < 3:
+            return None
+        if count < 3:
+            break
+        # each axis on its own scale, then the mean over the axes that move: pooling the
+        # differences would let a quiet axis (a constant coordinate) pull the median to 0
+        per_axis = [(v, d.size) for v, d in
+                    ((_robust_square(d), d) for d in (c[~np.isnan(c)] for c in diffs.T))
+                    if v > 0]
+        if per_axis:
+            v_k = float(np.mean([v for v, _ in per_axis]))
+            used.append((k, k * (4.0 * k * k - 1.0) / 6.0, sum(n for _, n in per_axis), v_k))
+    return used
+
+
 def constant_velocity_noise(ys: Any, dt: float = 1.0, *, accel_sd: float | None = None,
                             obs_sd: float | None = None) -> tuple[float, float]:
     """Robust estimates of the noise scales of :func:`constant_velocity` from a track.
@@ -322,16 +360,7 @@ def constant_velocity_noise(ys: Any, dt: float = 1.0, *, accel_sd: float | None 
     ...                                                            1000 * obs_sd)))
     True
     """
-    try:
-        y = np.asarray(ys, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ValueError(f"ys must be numeric positions (NaN = missing), got {ys!r}") from None
-    if y.ndim == 1:
-        y = y[:, None]
-    if y.ndim != 2:
-        raise ValueError(f"ys must have shape (T,) or (T, ndim), got {y.shape}")
-    if np.isinf(y).any():
-        raise ValueError("ys must be finite or NaN (missing), got an infinite value")
+    y = _positions(ys)
     dt = _check_scale("dt", dt, 1e-20, 1e20)
     known = {name: None if v is None else _check_scale(name, v, 1e-100, 1e100)
              for name, v in (("accel_sd", accel_sd), ("obs_sd", obs_sd))}
@@ -346,22 +375,9 @@ def constant_velocity_noise(ys: Any, dt: float = 1.0, *, accel_sd: float | None 
     unit = float(np.ldexp(1.0, int(np.frexp(base)[1])))
     z = y / unit
     a_known, s_known = known["accel_sd"], known["obs_sd"]
-    used = []  # (k, c_k, n_k, V_k) of the lags with a nonzero variance
-    for k in _lags(y.shape[0]):
-        diffs = z[2 * k:] - 2.0 * z[k:-k] + z[:-2 * k]
-        count = int(np.sum(~np.isnan(diffs)))
-        if k == 1 and count < 3:  # too short to tell: follow the observations
-            return a_known or base / dt**2, s_known or 1e-3 * base
-        if count < 3:
-            break
-        # each axis on its own scale, then the mean over the axes that move: pooling the
-        # differences would let a quiet axis (a constant coordinate) pull the median to 0
-        per_axis = [(v, d.size) for v, d in
-                    ((_robust_square(d), d) for d in (c[~np.isnan(c)] for c in diffs.T))
-                    if v > 0]
-        if per_axis:
-            v_k = float(np.mean([v for v, _ in per_axis]))
-            used.append((k, k * (4.0 * k * k - 1.0) / 6.0, sum(n for _, n in per_axis), v_k))
+    used = _lag_variances(z)
+    if used is None:  # too short to tell: follow the observations
+        return a_known or base / dt**2, s_known or 1e-3 * base
     if not used:  # no noise at all: an exact line
         small = 1e-3 * base
         return a_known or small / dt**2, s_known or small
