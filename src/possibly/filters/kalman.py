@@ -55,11 +55,12 @@ streams. Extensions:
 
 * a **robust start** replaces :meth:`KalmanFilter.init` (any :class:`KalmanState`, covariance
   or information form, is a valid start);
-* a **learned noise scale** subclasses :class:`KalmanInfo` (frozen dataclass) with the scale
-  and carries it in the state; the update kernel :func:`_update` takes the prepared
-  observation model (``_Observation``, from
-  :func:`possibly.filters.state_space._prepare_observation`), so a rescaled ``R`` is one new
-  ``_Observation``;
+* a **learned noise scale** (``learn_noise_scale=True``, or :class:`NoiseScaleKalmanFilter`)
+  runs the recursion of :mod:`possibly.filters.noise_scale`, which carries the scale in its
+  state and steps θ with the standard filter of the same model, ``R`` rescaled through the
+  covariance; the update kernel :func:`_update` takes the prepared observation model
+  (``_Observation``, from ``possibly.filters._common``), so a rescaled ``R`` could also be
+  one new ``_Observation``;
 * an **EKF/UKF** linearises per step and calls :func:`_predict` / :func:`_update` with the
   step's prepared ``_Transition`` / ``_Observation`` (``y`` replaced by the linearised
   pseudo-observation); the consistency and discount then come out of the same code.

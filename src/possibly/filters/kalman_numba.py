@@ -34,8 +34,8 @@ from possibly.compiled import discount_scalar
 
 __all__ = ["run", "sizes"]
 
-_BIG = 1e100  # as possibly.filters.kalman._BIG
-_DIFFUSE = 1e4  # as possibly.filters.kalman._DIFFUSE
+_BIG = 1e100  # as possibly.filters._common._BIG
+_DIFFUSE = 1e4  # as possibly.filters.kalman._DIFFUSE (the numpy step)
 
 
 def sizes(n: int, m: int) -> tuple[tuple[int, ...], tuple[int, ...]]:

@@ -159,7 +159,7 @@ class ScaleStartState:
         Batch shape ``B + (J,)``: hypothesis ``j`` starts from the scale prior with its noise
         scale multiplied by ``_SCALE_FACTORS[j]``.
     evidence : ndarray, shape ``B + (J, t + 1, 4)``
-        What each observation said for each hypothesis (``NoiseScaleKalmanFilter._evidence``).
+        What each observation said for each hypothesis (``NoiseScaleEngine._evidence``).
     t : int
         Number of observations processed.
     """
