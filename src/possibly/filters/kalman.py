@@ -830,7 +830,7 @@ class KalmanFilter(SequentialEstimator):
         """Filter a whole series from :meth:`init`: :meth:`filter` (with a learned noise
         scale, without the predicted states, which only the smoother needs)."""
         if self._scale is not None:
-            return self._scale.fit(y, engine=engine)
+            return self._scale.fit(y, engine=engine, stacklevel=4)
         return self.filter(y, engine=engine)
 
     # -- thin wrappers around the pure steps, with this filter's model ---------------------------
@@ -941,7 +941,7 @@ class KalmanFilter(SequentialEstimator):
         keep = _keep_set(keep)
         if self._scale is not None:
             _no_prior_override(prior)
-            return self._scale.fit(ys, engine=engine, predicted=True)
+            return self._scale.fit(ys, engine=engine, predicted=True, stacklevel=4)
         arr, batch, index = self._observations(ys)
         size, T, _ = arr.shape
         compiled = self._compiled(engine)
@@ -1088,7 +1088,7 @@ class KalmanFilter(SequentialEstimator):
         """
         if self._scale is not None:
             _no_prior_override(prior)
-            return self._scale.smooth(ys, engine=engine)
+            return self._scale.smooth(ys, engine=engine, stacklevel=4)
         if self._starts(prior):
             # looking back, the robust start has settled on one hypothesis: smooth the plain
             # recursion in which its outliers are missing (exactly that hypothesis' filter)

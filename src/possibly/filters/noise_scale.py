@@ -506,7 +506,8 @@ class NoiseScaleEngine:
                 kappa[sel] = kappa_direct(a[sel], int(d), self.scale_dim, self.tau)
         return kappa
 
-    def fit(self, y, *, engine: str = "auto", predicted: bool = False) -> NoiseScaleResult:
+    def fit(self, y, *, engine: str = "auto", predicted: bool = False,
+            stacklevel: int = 3) -> NoiseScaleResult:
         """Filter one or a batch of series ``(..., T, m)`` (or ``(T,)`` when m = 1).
 
         ``engine``: ``"numba"`` runs the steps after the start (the robust start and the scale's
@@ -516,21 +517,23 @@ class NoiseScaleEngine:
         (default) as :meth:`possibly.KalmanFilter.filter` chooses (numba when available for
         small batches). Both give the same numbers to ~1e-12. ``predicted``: also keep the
         predicted means and covariances (and the precisions of the steps in information
-        form), what the smoother needs.
+        form), what the smoother needs. ``stacklevel``: that of the
+        :class:`~possibly.filters.result.MostlyDiscountedWarning` (the caller's frame).
         """
         index = time_labels(y, 0)
         ys, batch = self._observations(y)
         run = self._forward(ys, engine)
-        warn_if_mostly_discounted(run.discount.T)
+        warn_if_mostly_discounted(run.discount.T, stacklevel)
         return self._result(run, batch, index, predicted)
 
-    def smooth(self, y, *, engine: str = "auto") -> SmootherResult:
+    def smooth(self, y, *, engine: str = "auto", stacklevel: int = 3) -> SmootherResult:
         """The RTS smoother over the forward pass (:func:`possibly.filters.smoother.smooth`),
         which keeps each step's noise: the exact smoother of the model whose observation noise
         at step ``t`` is ``R₀ s_{t-1} / ρ_t`` (``s_{t-1}`` the scale learned before ``y_t``,
         ``ρ_t`` its discount), i.e. of the filter as it ran. During the start the filtered
         states are those of the hypothesis leading at each step."""
-        return smooth(self.model, self.fit(y, engine=engine, predicted=True))
+        return smooth(self.model, self.fit(y, engine=engine, predicted=True,
+                                           stacklevel=stacklevel + 1))
 
     def predict(self, state: NoiseScaleState) -> NoiseScaleState:
         """One predict step of θ (the scale is unchanged), as
