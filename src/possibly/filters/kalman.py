@@ -733,6 +733,7 @@ class KalmanFilter(SequentialEstimator):
             given = [name for name, value in options.items() if value is not None]
             if given:
                 raise ValueError(f"{given[0]} only applies with learn_noise_scale=True")
+            self.scale_prior = self.omega = self.scale_dim = None
             return None
         engine = NoiseScaleEngine(
             KalmanFilter(self.model, robust=False, prior=self.prior), robust=self.robust,
