@@ -19,7 +19,7 @@ import pytest
 
 import possibly as ps
 from possibly.filters import kalman
-from possibly.filters.noise_scale import NoiseScaleKalmanFilter
+from possibly.filters.kalman import NoiseScaleKalmanFilter
 from possibly.filters.nonlinear import ExtendedKalmanFilter, NonlinearModel
 
 pd = pytest.importorskip("pandas")

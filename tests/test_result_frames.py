@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 import possibly as ps
-from possibly.filters.noise_scale import NoiseScaleKalmanFilter
+from possibly.filters.kalman import NoiseScaleKalmanFilter
 from possibly.filters.nonlinear import (
     ExtendedKalmanFilter,
     NonlinearModel,

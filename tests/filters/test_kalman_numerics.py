@@ -152,7 +152,7 @@ def test_particle_filter_from_model_is_finite_on_huge_observations():
 def test_marginal_variances_against_a_brute_force_minimum():
     """The finite max-marginal sd of an informed component under a singular precision (the
     ``*_sd`` columns of ``possibly kalman`` are these, through FilterResult.variance)."""
-    from possibly.filters.kalman import _marginal_variances
+    from possibly.filters._common import _marginal_variances
 
     rng = np.random.default_rng(0)
     a = rng.normal(size=(3, 2))
@@ -173,7 +173,7 @@ def test_marginal_variances_per_component_scale():
     """Two decoupled axes of very different scales: an informed component of the small-scale
     axis stays informed (it was reported uninformed against the other axis's entries), an
     uninformed one is inf, and an exactly singular block gives inf, not rounding junk."""
-    from possibly.filters.kalman import _marginal_variances
+    from possibly.filters._common import _marginal_variances
 
     big = np.diag([1e4, 1e4])
     small = np.array([[2e-6, 0.0], [0.0, 0.0]])  # position informed, velocity not

@@ -9,7 +9,7 @@ from scipy.integrate import quad
 from scipy.stats import chi2
 
 import possibly as ps
-from possibly.filters.noise_scale import NoiseScaleKalmanFilter
+from possibly.filters.kalman import NoiseScaleKalmanFilter
 
 F, Q, H, R = ps.filters.constant_velocity(dt=1.0, accel_sd=0.05, obs_sd=1.0)
 
@@ -228,7 +228,9 @@ def test_bad_input():
 
 def test_kalman_filter_flag():
     kf = ps.KalmanFilter(F, Q, H, 10 * R, learn_noise_scale=True, scale_prior=(2.0, 1.0))
-    assert isinstance(kf, NoiseScaleKalmanFilter) and kf.scale_prior == (2.0, 1.0)
+    assert isinstance(kf, ps.KalmanFilter) and kf.learn_noise_scale
+    assert kf.scale_prior == (2.0, 1.0)
+    assert isinstance(NoiseScaleKalmanFilter(F, Q, H, R), ps.KalmanFilter)
     assert isinstance(ps.KalmanFilter(F, Q, H, R, learn_noise_scale=False), ps.KalmanFilter)
 
 
@@ -401,12 +403,12 @@ def test_a_dropped_observation_is_an_outlier_by_force_even_when_its_stand_in_fit
     """The robust start drops y (NaN here); its stand-in fits the prediction exactly (prior
     mean 0, q = 0). The scale's hypotheses must still count it as an outlier by force, as
     docs/math.md §8 says, not as a step nobody judges (all zeros)."""
-    from possibly.filters.kalman import KalmanState
+    from possibly.filters.kalman_state import KalmanState
     from possibly.filters.noise_scale import NoiseScaleState
 
     kf = NoiseScaleKalmanFilter(np.eye(1), [[1.0]], [[1.0]], [[1.0]])
     state = NoiseScaleState(KalmanState(np.zeros(1), np.eye(1)), np.array(1.0), np.array(1.0))
-    evidence, info, _ = kf._plain_step(state, np.array([np.nan]))
+    evidence, info, _ = kf._scale._plain_step(state, np.array([np.nan]))
     # (density at q = 0 + log ε, outlier gain 0, counts, outlier by force, judged)
     assert evidence[1:].tolist() == [0.0, 1.0, 1.0, 1.0] and np.isfinite(evidence[0])
     assert np.isnan(info.discount)  # reported as missing

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import possibly as ps
-from possibly.filters.noise_scale import NoiseScaleKalmanFilter
+from possibly.filters.kalman import NoiseScaleKalmanFilter
 
 pytest.importorskip("numba")
 

@@ -55,11 +55,12 @@ streams. Extensions:
 
 * a **robust start** replaces :meth:`KalmanFilter.init` (any :class:`KalmanState`, covariance
   or information form, is a valid start);
-* a **learned noise scale** subclasses :class:`KalmanInfo` (frozen dataclass) with the scale
-  and carries it in the state; the update kernel :func:`_update` takes the prepared
-  observation model (``_Observation``, from
-  :func:`possibly.filters.state_space._prepare_observation`), so a rescaled ``R`` is one new
-  ``_Observation``;
+* a **learned noise scale** (``learn_noise_scale=True``, or :class:`NoiseScaleKalmanFilter`)
+  runs the recursion of :mod:`possibly.filters.noise_scale`, which carries the scale in its
+  state and steps θ with the standard filter of the same model, ``R`` rescaled through the
+  covariance; the update kernel :func:`_update` takes the prepared observation model
+  (``_Observation``, from ``possibly.filters._common``), so a rescaled ``R`` could also be
+  one new ``_Observation``;
 * an **EKF/UKF** linearises per step and calls :func:`_predict` / :func:`_update` with the
   step's prepared ``_Transition`` / ``_Observation`` (``y`` replaced by the linearised
   pseudo-observation); the consistency and discount then come out of the same code.
@@ -71,7 +72,6 @@ filtered states of a :class:`FilterResult`.
 from __future__ import annotations
 
 import dataclasses
-import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, cast, overload
@@ -79,7 +79,38 @@ from typing import Any, NamedTuple, cast, overload
 import numpy as np
 
 from possibly.families.multivariate_normal import MultivariateNormal
-from possibly.filters._common import state_dataset, state_frame
+from possibly.filters._common import (
+    _BIG,
+    COVERAGE,
+    _check_coverage,
+    _check_dim_tau,
+    _check_observation_values,
+    _checked_observation,
+    _checked_transition,
+    _covariance_or_inf,
+    _inverse,
+    _maybe_covariance_form,
+    _mv,
+    _Observation,
+    _prepare_observation,
+    _prepare_transition,
+    _reference_table,
+    _residual_matrix,
+    _scale_exponent,
+    _sym,
+    _Transition,
+    _unscale,
+)
+from possibly.filters.kalman_state import KalmanInfo, KalmanState
+from possibly.filters.noise_scale import NoiseScaleEngine
+from possibly.filters.result import (
+    DISCOUNTED_BELOW,
+    MOSTLY_DISCOUNTED,
+    FilterResult,
+    MostlyDiscountedWarning,
+    discounted_fraction,
+    warn_if_mostly_discounted,
+)
 from possibly.filters.robust_start import (
     WINDOW,
     K,
@@ -91,112 +122,36 @@ from possibly.filters.robust_start import (
     start_observations,
     start_step,
 )
-from possibly.filters.state_space import (
-    LinearGaussianModel,
-    _checked_observation,
-    _checked_transition,
-    _Observation,
-    _prepare_observation,
-    _prepare_transition,
-    _residual_matrix,
-    _sym,
-    _Transition,
-)
+from possibly.filters.smoother import smooth
+from possibly.filters.state_space import LinearGaussianModel
 from possibly.frames import time_labels
-from possibly.inference import discount, inlier_log_consistency, relative_log_consistency
-from possibly.sequential import Info, SequentialEstimator
-from possibly.validation import (
-    as_numbers,
-    check_bool,
-    check_positive,
-    check_tau,
-    check_unit_interval,
-)
+from possibly.inference import discount, relative_log_consistency
+from possibly.estimators.exchangeable_start import tree_map
+from possibly.sequential import SequentialEstimator
+from possibly.validation import check_bool
 
 __all__ = [
+    "COVERAGE",
+    "DISCOUNTED_BELOW",
+    "MOSTLY_DISCOUNTED",
     "FilterResult",
     "KalmanFilter",
     "KalmanInfo",
     "KalmanState",
     "MostlyDiscountedWarning",
     "discounted_fraction",
+    "NoiseScaleKalmanFilter",
     "predict",
     "update",
+    "warn_if_mostly_discounted",
 ]
 
-#: a precision whose condition number is below this is inverted into a covariance
-_MAX_COND = 1e9
-#: innovations larger than this are scaled by a power of two before squaring
-_BIG = 1e100
 #: an update whose prior spread ``ρ H P Hᵀ`` exceeds the noise ``R`` by more than this factor
 #: (on some diagonal entry) takes a stable form (Joseph or information; module docstring):
 #: ``P - K H P`` would lose that many ulps
 _DIFFUSE = 1e4
 #: what ``keep`` can ask for
 _KEEP = ("mean", "variance", "covariance", "predicted")
-
-
-class KalmanState(NamedTuple):
-    """A batch of normal possibility functions ``N̄(θ; mean, ·)`` of the state.
-
-    Exactly one of ``covariance`` and ``precision`` is set: the covariance form is used once
-    every direction of the state is informed, the information form (precision, possibly
-    singular) before that.
-
-    Attributes
-    ----------
-    mean : ndarray, shape (..., n)
-    covariance : ndarray, shape (..., n, n), or None
-    precision : ndarray, shape (..., n, n), or None
-    t : int
-        Number of observations absorbed so far (picks the transition of a time-varying model).
-    """
-
-    mean: np.ndarray
-    covariance: np.ndarray | None = None
-    precision: np.ndarray | None = None
-    t: int = 0
-
-    @classmethod
-    def uninformative(cls, n: int, batch_shape: tuple[int, ...] = ()) -> KalmanState:
-        """The possibility function 1 on ``R^n`` (precision 0)."""
-        return cls(np.zeros(batch_shape + (n,)), None, np.zeros(batch_shape + (n, n)))
-
-    @classmethod
-    def from_possibility(cls, f: MultivariateNormal) -> KalmanState:
-        """Covariance form if every precision is well conditioned, information form otherwise."""
-        if not isinstance(f, MultivariateNormal):
-            raise ValueError(f"prior must be a possibly.MultivariateNormal (or None for the "
-                             f"uninformative prior), got {type(f).__name__}")
-        return _maybe_covariance_form(cls(f.mean, None, f.precision))
-
-    @property
-    def information_form(self) -> bool:
-        return self.precision is not None
-
-    def to_possibility(self) -> MultivariateNormal:
-        """The state as a :class:`possibly.MultivariateNormal` (mean, precision)."""
-        prec = self.precision if self.precision is not None else np.linalg.inv(
-            cast(np.ndarray, self.covariance))
-        return MultivariateNormal(self.mean, _sym(prec))
-
-
-@dataclass(frozen=True)
-class KalmanInfo(Info):
-    """What an update learnt about its observation (NaN where the observation is missing).
-
-    Attributes
-    ----------
-    log_consistency : ndarray
-        ``log c`` (kept in log space: gross outliers underflow ``c``).
-    discount : ndarray
-        The exponent ρ applied to the likelihood (``gamma``, 1 above the threshold, or 1 for
-        the standard filter).
-    gamma : ndarray
-        ``c ** (1 / dim)``.
-    """
-
-    gamma: Any
 
 
 # -- small helpers ----------------------------------------------------------------------------
@@ -210,89 +165,12 @@ def _inv(a: np.ndarray) -> np.ndarray:
         return np.linalg.pinv(a, hermitian=True)
 
 
-def _inverse(a: np.ndarray) -> np.ndarray:
-    try:
-        return np.linalg.inv(a)
-    except np.linalg.LinAlgError:  # a covariance rounded to singular: its limit
-        return np.linalg.pinv(a, hermitian=True)
-
-
-def _mv(a: np.ndarray, x: np.ndarray) -> np.ndarray:
-    return (a @ x[..., None])[..., 0]
-
-
-def _well_conditioned(prec: np.ndarray) -> np.ndarray:
-    if prec.shape[-1] == 0:
-        return np.ones(prec.shape[:-2], dtype=bool)
-    eig = np.linalg.eigvalsh(prec)
-    return eig[..., 0] > eig[..., -1] / _MAX_COND
-
-
-def _maybe_covariance_form(state: KalmanState) -> KalmanState:
-    if state.precision is not None and _well_conditioned(state.precision).all():
-        return KalmanState(state.mean, _sym(np.linalg.inv(state.precision)), None, state.t)
-    return state
-
-
-def _marginal_variances(prec: np.ndarray) -> np.ndarray:
-    """Variance of each component's max-marginal (the sup over the others) from a possibly
-    singular precision: ``1 / (Y_ii - Y_io Y_oo⁺ Y_oi)``, ``inf`` for an uninformed component.
-    """
-    n = prec.shape[-1]
-    # "uninformed" relative to each component's own row: the rounding left in a Schur
-    # complement that is 0 scales with that row; the whole matrix's largest entry would call
-    # an informed component of a small-scale axis uninformed next to a large-scale one
-    scale = np.abs(prec).max(axis=-1)
-    schur = np.empty(prec.shape[:-1])
-    for i in range(n):
-        o = [j for j in range(n) if j != i]
-        s = prec[..., i, i]
-        if o:
-            y_io = prec[..., i, o]
-            pinv = np.linalg.pinv(prec[..., o, :][..., :, o], hermitian=True)
-            s = s - (y_io * _mv(pinv, y_io)).sum(-1)
-        schur[..., i] = s
-    informed = schur > scale / _MAX_COND
-    with np.errstate(divide="ignore"):
-        return np.where(informed, 1.0 / np.where(informed, schur, 1.0), np.inf)
-
-
-def _covariance_or_inf(prec: np.ndarray) -> np.ndarray:
-    """Inverse of each precision; where it is singular (some direction uninformed), ``inf``
-    off the diagonal and the max-marginal variances on it (finite for informed components)."""
-    ok = _well_conditioned(prec)
-    n = prec.shape[-1]
-    safe = np.where(ok[..., None, None], prec, np.eye(n))
-    out = np.where(ok[..., None, None], _sym(np.linalg.inv(safe)), np.inf)
-    if not ok.all():
-        diag = np.arange(n)
-        out[..., diag, diag] = np.where(ok[..., None], out[..., diag, diag],
-                                        _marginal_variances(prec))
-    return out
-
-
-def _scale_exponent(*vs: np.ndarray) -> np.ndarray | None:
-    """Per batch element, ``k`` with ``|v / 2**k| <= 1`` where some ``|v| > _BIG``; else None.
-
-    Scaling by a power of two is exact, so scaled quadratic forms equal the unscaled ones bit
-    for bit whenever the latter do not overflow.
-    """
-    big = np.max([np.abs(v).max(axis=-1) for v in vs], axis=0)
-    if not (big > _BIG).any():
-        return None
-    return np.where(big > _BIG, np.frexp(big)[1], 0)
-
-
 def _scaled_log_c(q: np.ndarray, k: np.ndarray | None) -> np.ndarray:
     """``-½ q 4**k`` for a scaled quadratic form ``q``; ``-inf`` where that overflows."""
     if k is None:
         return -0.5 * q
     with np.errstate(over="ignore"):
         return np.where(q > 0, -0.5 * np.ldexp(q, 2 * k), -0.5 * q)
-
-
-def _unscale(x: np.ndarray, k: np.ndarray | None) -> np.ndarray:
-    return x if k is None else np.ldexp(x, k[..., None])
 
 
 def _right(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -352,16 +230,6 @@ def _discounts(log_c: np.ndarray, robust: bool, dim: float, tau: float | None,
     if robust and tau is None:
         return gamma, gamma
     return gamma, discount(log_c, dim, tau, robust, validate=False)
-
-
-def _reference_table(coverage: float | None, m: int) -> np.ndarray | None:
-    """``log c₀`` of the relative discount for 0..m observed components (index 0 unused:
-    nothing observed), or None for the paper's discount (``coverage=None``)."""
-    if coverage is None:
-        return None
-    table = np.array([0.0] + [inlier_log_consistency(k, coverage) for k in range(1, m + 1)])
-    table.setflags(write=False)
-    return table
 
 
 def _reference(table: np.ndarray | None, y: np.ndarray, H: np.ndarray,
@@ -512,24 +380,7 @@ def _update(state: KalmanState, y: np.ndarray, ob: _Observation, robust: bool, d
     gamma, rho = _discounts(log_c, robust, dim, tau, ref)
 
     if not state.information_form:
-        if robust:
-            # K = ρ P Hᵀ (ρ H P Hᵀ + R)⁻¹: continuous down to ρ = 0
-            r3 = rho[..., None, None]
-            gain = r3 * np.swapaxes(hp, -1, -2) @ _inv(r3 * (s0 - R) + R)
-        else:
-            gain = np.swapaxes(hp, -1, -2) @ s_inv
-        mean = state.mean + _unscale(_mv(gain, vs), k)
-        cov = _sym(P - gain @ hp)
-        rho1 = rho if robust else np.ones(np.shape(log_c))
-        d = np.arange(R.shape[-1])
-        diffuse = (rho1[..., None] * (s0 - R)[..., d, d] > _DIFFUSE * R[..., d, d]).any(-1)
-        if diffuse.any():
-            r3 = rho1[..., None, None]
-            g = np.swapaxes(hp, -1, -2) @ _inv(r3 * (s0 - R) + R)
-            cov = np.where(diffuse[..., None, None], _joseph(P, gain, H, g, r3 * R), cov)
-            if H.shape[-2] == H.shape[-1]:  # (a missing component fails the test inside)
-                cov = _information_update(cov, P, H, R, W, r3, s0 - R)
-        new = KalmanState(mean, cov, None, state.t + 1)
+        new = _covariance_update(state, vs, k, H, R, W, hp, s0, s_inv, rho, robust)
     else:
         prec = _sym(Y + rho[..., None, None] * j)
         step = _mv(np.linalg.pinv(prec, hermitian=True), rho[..., None] * b)
@@ -539,28 +390,40 @@ def _update(state: KalmanState, y: np.ndarray, ob: _Observation, robust: bool, d
     return new, KalmanInfo(log_consistency=log_c + nan, discount=rho + nan, gamma=gamma + nan)
 
 
+def _covariance_update(state: KalmanState, vs: np.ndarray, k: np.ndarray | None,
+                       H: np.ndarray, R: np.ndarray, W: np.ndarray, hp: np.ndarray,
+                       s0: np.ndarray, s_inv: np.ndarray, rho: np.ndarray, robust: bool
+                       ) -> KalmanState:
+    """The covariance-form update of :func:`_update` with the (scaled) innovation ``vs``,
+    ``hp = H P``, ``s0 = H P Hᵀ + R`` and its inverse, and the discount ``rho`` (applied when
+    ``robust``)."""
+    P = cast(np.ndarray, state.covariance)
+    if robust:
+        # K = ρ P Hᵀ (ρ H P Hᵀ + R)⁻¹: continuous down to ρ = 0
+        r3 = rho[..., None, None]
+        gain = r3 * np.swapaxes(hp, -1, -2) @ _inv(r3 * (s0 - R) + R)
+    else:
+        gain = np.swapaxes(hp, -1, -2) @ s_inv
+    mean = state.mean + _unscale(_mv(gain, vs), k)
+    cov = _sym(P - gain @ hp)
+    rho1 = rho if robust else np.ones(np.shape(rho))
+    d = np.arange(R.shape[-1])
+    diffuse = (rho1[..., None] * (s0 - R)[..., d, d] > _DIFFUSE * R[..., d, d]).any(-1)
+    if diffuse.any():
+        r3 = rho1[..., None, None]
+        g = np.swapaxes(hp, -1, -2) @ _inv(r3 * (s0 - R) + R)
+        cov = np.where(diffuse[..., None, None], _joseph(P, gain, H, g, r3 * R), cov)
+        if H.shape[-2] == H.shape[-1]:  # (a missing component fails the test inside)
+            cov = _information_update(cov, P, H, R, W, r3, s0 - R)
+    return KalmanState(mean, cov, None, state.t + 1)
+
+
 # -- public pure step functions ---------------------------------------------------------------
 def _check_state(state: KalmanState, n: int) -> None:
     if not isinstance(state, KalmanState):
         raise ValueError(f"state must be a KalmanState, got {type(state).__name__}")
     if state.mean.shape[-1:] != (n,):
         raise ValueError(f"state.mean must have shape (..., {n}), got {state.mean.shape}")
-
-
-def _check_dim_tau(dim, tau, n: int) -> tuple[float, float | None]:
-    """``(dim, tau)`` checked; ``dim`` defaults to ``n``."""
-    dim = float(n) if dim is None else float(check_positive("dim", dim))
-    return dim, check_tau(tau)
-
-
-def _check_coverage(coverage) -> float | None:
-    if coverage is None:
-        return None
-    return float(check_unit_interval("coverage", coverage, low_open=True, high_open=True))
-
-
-#: default coverage of the relative discount (docs/math.md §7; docs/choosing.md)
-COVERAGE = 0.9
 
 
 def predict(state: KalmanState, F, Q) -> KalmanState:
@@ -644,219 +507,7 @@ def update(state: KalmanState, y, H, R, *, robust: bool = True, dim=None,
                    _reference_table(_check_coverage(coverage), ob.H.shape[0]))
 
 
-def _check_observation_values(y, name: str = "y") -> np.ndarray:
-    arr = as_numbers(name, y)  # masked entries: NaN, missing
-    if np.isinf(arr).any():
-        raise ValueError("observations must be finite or NaN (missing), got an infinite value")
-    if (np.abs(arr) > 1e300).any():
-        raise ValueError("observations must have magnitude at most 1e300 (or be NaN: "
-                         "missing)")
-    return arr
-
-
 # -- results ----------------------------------------------------------------------------------
-#: an observation whose discount is below this is counted as discounted: it keeps less than a
-#: tenth of its weight (the paper's threshold τ, and ``kalman_many``'s ``outlier_level``)
-DISCOUNTED_BELOW = 0.1
-#: more than this fraction of a series' observations discounted draws a warning
-MOSTLY_DISCOUNTED = 0.5
-
-
-class MostlyDiscountedWarning(UserWarning):
-    """Most observations of a series were discounted: the model does not fit the data.
-
-    Under the model an inlier is rarely discounted below 0.1 (probability 5.6e-4 for a 1-D
-    constant-velocity track with the defaults, 0.03 with the paper's ``γ = c^(1/d)`` and
-    ``dim=1``), and no robust filter can tell inliers from outliers once the outliers are the
-    majority; so when more than half of a series is discounted, the usual cause is the noise
-    scale ``R`` (e.g. given in other units than the data). Set it from the data
-    (:func:`possibly.filters.constant_velocity_noise`) or learn its scale
-    (``learn_noise_scale=True``). The fraction is ``result.discounted_fraction``.
-    """
-
-
-def discounted_fraction(discount: Any) -> np.ndarray:
-    """Fraction of the observed steps (discount not NaN) whose discount is below 0.1, along
-    the last (time) axis; 0 for a series with no observation.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from possibly.filters.kalman import discounted_fraction
-    >>> float(discounted_fraction([1.0, 0.0, np.nan, 0.05, 1.0]))
-    0.5
-    """
-    d = np.asarray(discount, dtype=float)
-    observed = (~np.isnan(d)).sum(-1)
-    low = (np.nan_to_num(d, nan=1.0) < DISCOUNTED_BELOW).sum(-1)
-    return np.where(observed > 0, low / np.maximum(observed, 1), 0.0)
-
-
-def warn_if_mostly_discounted(discount: Any, stacklevel: int = 3) -> None:
-    """Emit a :class:`MostlyDiscountedWarning` when some series of ``discount`` (time on the
-    last axis) has more than half its observations discounted below 0.1.
-
-    Examples
-    --------
-    >>> import warnings
-    >>> from possibly.filters.kalman import warn_if_mostly_discounted
-    >>> with warnings.catch_warnings(record=True) as caught:
-    ...     warnings.simplefilter("always")
-    ...     warn_if_mostly_discounted([1.0, 0.0, 0.0, 1e-5])
-    >>> print(caught[0].message)  # doctest: +ELLIPSIS
-    3 of 4 observations (75%) were discounted below 0.1: the model does not fit the data...
-    """
-    frac = np.atleast_1d(discounted_fraction(discount))
-    bad = frac > MOSTLY_DISCOUNTED
-    if not bad.any():
-        return
-    fix = ("the model does not fit the data, most likely its noise scale R (in other units "
-           "than the data?): set it from the data (possibly.filters.constant_velocity_noise) "
-           "or learn its scale (learn_noise_scale=True)")
-    if frac.size == 1:
-        d = np.asarray(discount, dtype=float).reshape(-1)
-        n = int((~np.isnan(d)).sum())
-        what = (f"{round(float(frac[0]) * n)} of {n} observations ({float(frac[0]):.0%}) were "
-                f"discounted below {DISCOUNTED_BELOW:g}")
-    else:
-        what = (f"{int(bad.sum())} of {frac.size} series have most of their observations "
-                f"discounted below {DISCOUNTED_BELOW:g} (up to {float(frac.max()):.0%})")
-    warnings.warn(f"{what}: {fix}", MostlyDiscountedWarning, stacklevel=stacklevel)
-
-
-@dataclass(frozen=True)
-class FilterResult:
-    """Output of :meth:`KalmanFilter.filter`: one entry per time step ``t`` (axis ``-2``/``-3``).
-
-    Fields not asked for with ``keep`` are None; ``mean`` is always kept.
-
-    Attributes
-    ----------
-    mean : ndarray, shape (..., T, n)
-        E* of the filtered possibility function of θ_t given y_1..y_t.
-    variance : ndarray, shape (..., T, n)
-        Diagonal of ``covariance`` (``inf`` for a component not yet informed).
-    covariance : ndarray, shape (..., T, n, n)
-        V*; while some direction is not yet informed, ``inf`` off the diagonal and on it the
-        variance of each component's max-marginal (``inf`` for a component not informed).
-    log_consistency, discount : ndarray, shape (..., T)
-        As in :class:`KalmanInfo`; NaN at missing observations.
-    gamma : ndarray, shape (..., T)
-        ``c ** (1 / dim)`` (a property, computed from ``log_consistency``).
-    predicted_mean : ndarray, shape (..., T, n)
-        E* of θ_t given y_1..y_{t-1} (the prior at t = 0).
-    predicted_covariance : ndarray, shape (..., T, n, n)
-    state_names : tuple of str
-        Names of the state components (from the model).
-    index : pandas.Index or None
-        The index of a pandas input (kept by :meth:`to_frame`).
-    final : KalmanState
-        The state after the last observation (to continue filtering with ``step``).
-    """
-
-    mean: np.ndarray
-    variance: np.ndarray | None
-    covariance: np.ndarray | None
-    log_consistency: np.ndarray
-    discount: np.ndarray
-    predicted_mean: np.ndarray | None
-    predicted_covariance: np.ndarray | None
-    state_names: tuple[str, ...] = ()
-    dim: float = 1.0
-    index: Any = field(default=None, repr=False)
-    final: KalmanState | None = field(default=None, repr=False)
-    # exact precisions of the first steps, run in information form (filtered, predicted),
-    # shape (..., k, n, n) each: what the smoother needs where covariances are inf
-    _information: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
-
-    @property
-    def consistency(self) -> np.ndarray:
-        """``c = exp(log_consistency)`` in [0, 1] (NaN at missing observations)."""
-        return np.exp(self.log_consistency)
-
-    @property
-    def discounted_fraction(self) -> np.ndarray:
-        """Per series (shape ``...``), the fraction of observed steps discounted below 0.1
-        (:func:`discounted_fraction`); above 0.5, :meth:`KalmanFilter.filter` warns
-        (:class:`MostlyDiscountedWarning`)."""
-        return discounted_fraction(self.discount)
-
-    @property
-    def gamma(self) -> np.ndarray:
-        """``γ = c ** (1 / dim)``, the discount before any threshold (NaN where missing)."""
-        return discount(self.log_consistency, self.dim, validate=False)
-
-    @property
-    def precision(self) -> np.ndarray:
-        """Precision of each filtered state (finite also before every direction is informed)."""
-        return _precision(self._need("covariance"), self._information_part(0))
-
-    @property
-    def predicted_precision(self) -> np.ndarray:
-        return _precision(self._need("predicted_covariance"), self._information_part(1))
-
-    def _need(self, name: str) -> np.ndarray:
-        value = getattr(self, name)
-        if value is None:
-            raise ValueError(f"this result does not hold {name}: filter with keep='all'")
-        return value
-
-    def _information_part(self, i: int) -> np.ndarray:
-        if self._information is None:
-            raise ValueError("this result does not hold the precisions: filter with keep='all'")
-        return self._information[i]
-
-    def to_frame(self) -> Any:
-        """The result as a pandas DataFrame, indexed like a pandas input.
-
-        Columns: the filtered mean of each state component (named after the model's state
-        names, e.g. ``position, velocity``), ``<name>_sd`` (when variances were kept),
-        ``log_consistency``, ``consistency`` and ``discount``. Index: that of a pandas input
-        (a DatetimeIndex stays one), else a RangeIndex ``step``; a batch gets a leading
-        ``series`` level (flattened batch position).
-
-        Examples
-        --------
-        >>> import numpy as np, pandas as pd, possibly as ps
-        >>> ys = pd.Series([0.0, 1.1, 1.9, 30.0, 4.1],
-        ...                index=pd.date_range("2024-01-01", periods=5, freq="D"))
-        >>> frame = ps.KalmanFilter(ps.filters.constant_velocity()).filter(ys).to_frame()
-        >>> frame[["position", "velocity", "discount"]].round(2)
-                    position  velocity  discount
-        2024-01-01      0.00      0.00       1.0
-        2024-01-02      1.10      1.10       1.0
-        2024-01-03      1.95      0.95       1.0
-        2024-01-04      2.90      0.95       0.0
-        2024-01-05      4.06      1.01       1.0
-        >>> frame.columns[2:].tolist()
-        ['position_sd', 'velocity_sd', 'log_consistency', 'consistency', 'discount']
-        """
-        return state_frame(self.mean, self.variance, self.log_consistency, self.discount,
-                           self.state_names, self.index)
-
-    def to_xarray(self) -> Any:
-        """The result as an xarray Dataset (needs the ``xarray`` extra).
-
-        Dimensions ``series_0, ...`` (batch), ``time`` (the pandas index if there was one)
-        and ``state`` (the state names); variables ``mean``, ``variance``,
-        ``log_consistency``, ``discount`` (those kept).
-
-        Examples
-        --------
-        >>> import pandas as pd, possibly as ps
-        >>> ys = pd.Series([0.0, 1.1, 1.9], index=pd.date_range("2024-01-01", periods=3))
-        >>> ds = ps.KalmanFilter(ps.filters.constant_velocity()).filter(ys).to_xarray()
-        >>> dict(ds["mean"].sizes), ds["time"].dt.day.values.tolist()
-        ({'time': 3, 'state': 2}, [1, 2, 3])
-        """
-        return state_dataset(self.mean, self.variance, self.log_consistency, self.discount,
-                             self.state_names, self.index)
-
-
-def _precision(cov: np.ndarray, prefix: np.ndarray) -> np.ndarray:
-    k = prefix.shape[-3]
-    rest = _sym(_inverse(cov[..., k:, :, :]))
-    return np.concatenate([prefix, rest], axis=-3)
 
 
 def _keep_set(keep: str | Iterable[str]) -> frozenset[str]:
@@ -870,6 +521,101 @@ def _keep_set(keep: str | Iterable[str]) -> frozenset[str]:
         raise ValueError(f"keep must be 'all' or a tuple of {_KEEP} including 'mean', got "
                          f"{keep!r}")
     return items
+
+
+class _Outputs(NamedTuple):
+    """The time-major output arrays of a run ``(T, B, ...)``, as the compiled loop writes them
+    (:func:`possibly.filters.kalman_numba.run`); those not kept are empty, their flag False."""
+
+    mean: np.ndarray
+    variance: np.ndarray
+    covariance: np.ndarray
+    predicted_mean: np.ndarray
+    predicted_covariance: np.ndarray
+    log_consistency: np.ndarray
+    discount: np.ndarray
+    keep_variance: bool
+    keep_covariance: bool
+    keep_predicted: bool
+
+    @classmethod
+    def allocate(cls, T: int, size: int, n: int, *, variance: bool, covariance: bool,
+                 predicted: bool) -> _Outputs:
+        vector, matrix = np.empty((0, 0, 0)), np.empty((0, 0, 0, 0))
+        return cls(np.empty((T, size, n)),
+                   np.empty((T, size, n)) if variance else vector,
+                   np.empty((T, size, n, n)) if covariance else matrix,
+                   np.empty((T, size, n)) if predicted else vector,
+                   np.empty((T, size, n, n)) if predicted else matrix,
+                   np.empty((T, size)), np.empty((T, size)), variance, covariance, predicted)
+
+
+@dataclass(frozen=True)
+class _Buffer:
+    """What :meth:`KalmanFilter.filter` stores: the output arrays and the precisions of the
+    steps run in information form (filtered, predicted), which the smoother needs where the
+    covariances are ``inf``."""
+
+    arrays: _Outputs
+    filtered_precisions: list[np.ndarray] = field(default_factory=list)
+    predicted_precisions: list[np.ndarray] = field(default_factory=list)
+
+    @classmethod
+    def empty(cls, keep: frozenset[str], T: int, size: int, n: int) -> _Buffer:
+        full = "covariance" in keep
+        return cls(_Outputs.allocate(T, size, n, variance="variance" in keep or full,
+                                     covariance=full, predicted="predicted" in keep))
+
+    def record(self, t: int, predicted: KalmanState, state: KalmanState,
+               info: KalmanInfo) -> None:
+        """Store step ``t`` (the arrays not kept are left alone)."""
+        o = self.arrays
+        if o.keep_predicted:
+            o.predicted_mean[t] = predicted.mean
+            if predicted.precision is not None:
+                self.predicted_precisions.append(predicted.precision)
+                o.predicted_covariance[t] = _covariance_or_inf(predicted.precision)
+            else:
+                o.predicted_covariance[t] = predicted.covariance
+        o.mean[t] = state.mean
+        if o.keep_variance:
+            if state.precision is not None:
+                self.filtered_precisions.append(state.precision)
+                c = _covariance_or_inf(state.precision)
+            else:
+                c = cast(np.ndarray, state.covariance)
+            if o.keep_covariance:
+                o.covariance[t] = c
+            diag = np.arange(c.shape[-1])
+            o.variance[t] = c[..., diag, diag]
+        o.log_consistency[t], o.discount[t] = info.log_consistency, info.discount
+
+    def result(self, batch: tuple[int, ...], final: KalmanState, **fields: Any
+               ) -> FilterResult:
+        """The filter's result, batch-major with the batch shape ``batch``."""
+        o = self.arrays
+        size, n = o.mean.shape[1:]
+
+        def batch_major(a: np.ndarray) -> np.ndarray:
+            a = np.moveaxis(a, 0, 1)
+            return a.reshape(batch + a.shape[1:])
+
+        def kept(a: np.ndarray, flag: bool) -> np.ndarray | None:
+            return batch_major(a) if flag else None
+
+        def prefix(items: list[np.ndarray]) -> np.ndarray:
+            return batch_major(np.stack(items) if items else np.empty((0, size, n, n)))
+
+        information = ((prefix(self.filtered_precisions), prefix(self.predicted_precisions))
+                       if o.keep_covariance and o.keep_predicted else None)
+        return FilterResult(mean=batch_major(o.mean), variance=kept(o.variance, o.keep_variance),
+                            covariance=kept(o.covariance, o.keep_covariance),
+                            log_consistency=batch_major(o.log_consistency),
+                            discount=batch_major(o.discount),
+                            predicted_mean=kept(o.predicted_mean, o.keep_predicted),
+                            predicted_covariance=kept(o.predicted_covariance, o.keep_predicted),
+                            final=tree_map(final, lambda a: a.reshape(batch + a.shape[1:])),
+                            _information=information, **fields)
 
 
 # -- the filter -------------------------------------------------------------------------------
@@ -912,9 +658,20 @@ class KalmanFilter(SequentialEstimator):
         ``False`` gives the plain recursion, which takes an early outlier whole when the prior
         cannot judge it (the flat prior, or a weak one).
     learn_noise_scale : bool
-        ``R`` is known up to a scale, learned online: returns a
-        :class:`~possibly.filters.noise_scale.NoiseScaleKalmanFilter` (keywords ``scale_prior``
-        and ``omega`` are passed on).
+        ``R`` is known up to a scale, learned online (:mod:`possibly.filters.noise_scale`; the
+        same as :class:`NoiseScaleKalmanFilter`): the state carries the scale, results are
+        :class:`~possibly.filters.noise_scale.NoiseScaleResult` with the scale after each
+        step, and ``dim`` defaults to ``n + 1``.
+    scale_prior : (alpha, beta), both > 0
+        With ``learn_noise_scale``: gamma possibility of the precision scale λ (mode
+        ``alpha / beta``); default ``(1, 1)``, which trusts ``R`` as given with the weight of
+        two pseudo-observations.
+    omega : float in (0, 1)
+        With ``learn_noise_scale``: fraction of the scale's gamma kept in the prior when
+        lending to the unbounded likelihood (default 0.99).
+    scale_dim : float > 0
+        With ``learn_noise_scale``: effective dimension of the discount of the scale's update
+        (default 2).
 
     Notes
     -----
@@ -945,31 +702,19 @@ class KalmanFilter(SequentialEstimator):
     1.0
     """
 
-    def __new__(cls, *args: Any, learn_noise_scale: bool = False, **kwargs: Any) -> Any:
-        if learn_noise_scale:  # a different state (θ and the scale): a different class
-            from possibly.filters.noise_scale import NoiseScaleKalmanFilter
-
-            return NoiseScaleKalmanFilter(*args, **kwargs)
-        return super().__new__(cls)
-
-    def __init__(self, model: Any, Q: Any = None, H: Any = None, R: Any = None,
-                 robust: bool = True, tau: float | None = None, dim: float | None = None, *,
+    def __init__(self, model: Any, Q: Any = None, H: Any = None, R: Any = None, *,
+                 robust: bool = True, tau: float | None = None, dim: float | None = None,
                  coverage: float | None = COVERAGE,
                  prior: MultivariateNormal | None = None, robust_start: bool = True,
-                 learn_noise_scale: bool = False) -> None:
-        if isinstance(model, LinearGaussianModel):
-            if Q is not None or H is not None or R is not None:
-                raise TypeError("give either a LinearGaussianModel or the matrices F, Q, H, R, "
-                                "not both")
-        elif Q is None or H is None or R is None:
-            raise TypeError("KalmanFilter needs a LinearGaussianModel or the four matrices "
-                            "F, Q, H, R")
-        else:
-            model = LinearGaussianModel(model, Q, H, R)
+                 learn_noise_scale: bool = False, scale_prior: Any = None,
+                 omega: float | None = None, scale_dim: float | None = None) -> None:
+        model = _model(model, Q, H, R)
         self.model = model
         self.robust = check_bool("robust", robust)
+        self.learn_noise_scale = check_bool("learn_noise_scale", learn_noise_scale)
         n = model.state_dim
-        self.dim, self.tau = _check_dim_tau(dim, tau, n)
+        # the learned scale is one more free parameter of the possibility function
+        self.dim, self.tau = _check_dim_tau(dim, tau, n + 1 if self.learn_noise_scale else n)
         if tau is not None and not robust:
             raise ValueError("tau only applies to the robust filter (robust=True)")
         self.coverage = _check_coverage(coverage) if self.robust else None
@@ -978,6 +723,26 @@ class KalmanFilter(SequentialEstimator):
             self._initial(prior, (), 1)  # validates
         self.prior = prior
         self.robust_start = check_bool("robust_start", robust_start)
+        self._scale = self._scale_engine(scale_prior, omega, scale_dim)
+
+    def _scale_engine(self, scale_prior: Any, omega: float | None,
+                      scale_dim: float | None) -> NoiseScaleEngine | None:
+        """The learned noise scale's recursion (None without ``learn_noise_scale``)."""
+        options = {"scale_prior": scale_prior, "omega": omega, "scale_dim": scale_dim}
+        if not self.learn_noise_scale:
+            given = [name for name, value in options.items() if value is not None]
+            if given:
+                raise ValueError(f"{given[0]} only applies with learn_noise_scale=True")
+            self.scale_prior = self.omega = self.scale_dim = None
+            return None
+        engine = NoiseScaleEngine(
+            KalmanFilter(self.model, robust=False, prior=self.prior), robust=self.robust,
+            tau=self.tau, dim=self.dim, prior=self.prior, robust_start=self.robust_start,
+            coverage=self.coverage,
+            **{name: value for name, value in options.items() if value is not None})
+        self.scale_prior, self.omega, self.scale_dim = (engine.scale_prior, engine.omega,
+                                                        engine.scale_dim)
+        return engine
 
     @property
     def state_dim(self) -> int:
@@ -991,15 +756,23 @@ class KalmanFilter(SequentialEstimator):
         kind = "robust" if self.robust else "standard"
         tau = "" if self.tau is None else f", tau={self.tau:g}"
         cover = "" if self.coverage is None else f", coverage={self.coverage:g}"
-        return (f"KalmanFilter({kind}, n={self.state_dim}, m={self.obs_dim}, "
-                f"dim={self.dim:g}{tau}{cover})")
+        scale = "" if self._scale is None else (
+            f", scale_prior={self.scale_prior}, omega={self.omega:g}, "
+            f"scale_dim={self.scale_dim:g}")
+        return (f"{type(self).__name__}({kind}, n={self.state_dim}, m={self.obs_dim}, "
+                f"dim={self.dim:g}{tau}{cover}{scale})")
 
     # -- the protocol ---------------------------------------------------------------------------
     def init(self, batch_shape: tuple[int, ...] = (),
-             prior: MultivariateNormal | None = None) -> KalmanState | KalmanStartState:
+             prior: MultivariateNormal | None = None) -> Any:
         """The state before any observation: ``prior`` (default: the filter's) or 1; with the
         robust start, the mixture of start hypotheses around it (a
-        :class:`~possibly.filters.robust_start.KalmanStartState`)."""
+        :class:`~possibly.filters.robust_start.KalmanStartState`). With a learned noise scale,
+        a :class:`~possibly.filters.noise_scale.NoiseScaleState` (θ and the scale), or the
+        scale's start hypotheses around it."""
+        if self._scale is not None:
+            _no_prior_override(prior)
+            return self._scale.init(batch_shape)
         batch_shape = tuple(int(b) for b in batch_shape)
         size = int(np.prod(batch_shape))
         state = self._initial(self.prior if prior is None else prior, batch_shape, size)
@@ -1033,12 +806,14 @@ class KalmanFilter(SequentialEstimator):
     def step(self, state: KalmanStartState,
              y: Any) -> tuple[KalmanState | KalmanStartState, KalmanInfo]: ...
 
-    def step(self, state: KalmanState | KalmanStartState,
-             y: Any) -> tuple[KalmanState | KalmanStartState, KalmanInfo]:
+    def step(self, state: Any, y: Any) -> tuple[Any, KalmanInfo]:
         """Predict (after the first observation) and update with ``y`` (shape ``(..., m)``;
         a scalar or shape ``(...,)`` batch when ``m = 1``); pure. During the robust start
         ``state`` is a :class:`~possibly.filters.robust_start.KalmanStartState` (what
-        :meth:`init` returns then), and becomes a KalmanState when the mixture collapses."""
+        :meth:`init` returns then), and becomes a KalmanState when the mixture collapses
+        (with a learned noise scale: the states of :meth:`init`)."""
+        if self._scale is not None:
+            return self._scale.step(state, y)
         if not isinstance(state, KalmanStartState):
             _check_state(state, self.state_dim)
         y = _check_observation_values(y)
@@ -1052,14 +827,20 @@ class KalmanFilter(SequentialEstimator):
         _, info, new = self._plain_step(state, y)
         return new, info
 
-    def fit(self, y: Any) -> FilterResult:
-        """Filter a whole series from :meth:`init` (same as :meth:`filter`)."""
-        return self.filter(y)
+    def fit(self, y: Any, *, engine: str = "auto") -> FilterResult:
+        """Filter a whole series from :meth:`init`: :meth:`filter` (with a learned noise
+        scale, without the predicted states, which only the smoother needs)."""
+        if self._scale is not None:
+            return self._scale.fit(y, engine=engine, stacklevel=4)
+        return self.filter(y, engine=engine)
 
     # -- thin wrappers around the pure steps, with this filter's model ---------------------------
-    def predict(self, state: KalmanState) -> KalmanState:
+    def predict(self, state: Any) -> Any:
         """One predict step with the transition from step ``state.t - 1`` (see
-        :func:`predict`)."""
+        :func:`predict`); with a learned noise scale, of the θ part of a
+        :class:`~possibly.filters.noise_scale.NoiseScaleState` (the scale is unchanged)."""
+        if self._scale is not None:
+            return self._scale.predict(state)
         _check_state(state, self.state_dim)
         return _predict(state, self.model._transition(max(state.t - 1, 0)))
 
@@ -1154,103 +935,89 @@ class KalmanFilter(SequentialEstimator):
         Returns
         -------
         FilterResult
+            A :class:`~possibly.filters.noise_scale.NoiseScaleResult` with a learned noise
+            scale (which keeps every field whatever ``keep``, and takes its ``prior`` from
+            the constructor only).
         """
         keep = _keep_set(keep)
-        ys, batch, index = self._observations(ys)
-        size, T, _ = ys.shape
+        if self._scale is not None:
+            _no_prior_override(prior)
+            return self._scale.fit(ys, engine=engine, predicted=True, stacklevel=4)
+        arr, batch, index = self._observations(ys)
+        size, T, _ = arr.shape
         compiled = self._compiled(engine)
-        n = self.state_dim
         state = self._initial(self.prior if prior is None else prior, batch, size)
         # time-major storage: each step writes contiguous blocks
-        ys_t = np.ascontiguousarray(np.moveaxis(ys, 1, 0))
-        full = "covariance" in keep
-        pred = "predicted" in keep
-        mean = np.empty((T, size, n))
-        var = np.empty((T, size, n)) if "variance" in keep or full else None
-        cov = np.empty((T, size, n, n)) if full else None
-        p_mean = np.empty((T, size, n)) if pred else None
-        p_cov = np.empty((T, size, n, n)) if pred else None
-        log_c = np.empty((T, size))
-        disc = np.empty((T, size))
-        # precisions of the steps run in information form (filtered, predicted)
-        f_prefix: list[np.ndarray] = []
-        p_prefix: list[np.ndarray] = []
-        model, robust, dim, tau = self.model, self.robust, self.dim, self.tau
-        ob = model._observation
-        start = start_init(state, (size,)) if self._starts(prior) else None
-        done = 0  # steps already recorded by the compiled robust start
-        for t in range(T):
-            if t < done:
-                continue
-            if start is not None and compiled is not None and t > 0 \
-                    and not start.hypotheses.information_form:
-                # the rest of the robust start in the compiled loop
+        ys_t = np.ascontiguousarray(np.moveaxis(arr, 1, 0))
+        out = _Buffer.empty(keep, T, size, self.state_dim)
+        t = 0
+        if self._starts(prior):
+            state, t, compiled = self._run_start(start_init(state, (size,)), ys_t, out,
+                                                 compiled)
+        state = self._run_plain(state, ys_t, t, out, compiled)
+        warn_if_mostly_discounted(out.arrays.discount.T)
+        return out.result(batch, state, state_names=self.model.names, dim=self.dim,
+                          index=index)
+
+    def _run_start(self, start: KalmanStartState, ys_t: np.ndarray, out: _Buffer,
+                   compiled: Any) -> tuple[KalmanState, int, Any]:
+        """The robust start's steps of :meth:`filter` (robust_start.py), in numpy, or in the
+        compiled loop once its hypotheses are in covariance form; returns the leader's state
+        at the collapse (or at the end), the next step and the compiled loop (None after a
+        fallback)."""
+        state: Any = None  # ys_t has at least one step
+        for t in range(ys_t.shape[0]):
+            if compiled is not None and t > 0 and not start.hypotheses.information_form:
                 steps = self._compiled_start(compiled, start, ys_t)
-                if steps is None:  # singular by rounding: numpy's fallbacks from step t
-                    compiled = None
-                else:
+                if steps is not None:
                     for s, (predicted, info, state) in enumerate(steps, t):
-                        self._record(s, predicted, state, info, p_mean, p_cov, p_prefix, mean,
-                                     var, cov, f_prefix, log_c, disc)
-                    start, done = None, t + len(steps)
-                    continue
-            if start is not None:  # the robust start: the leader's steps (robust_start.py)
-                start, info, predicted, state = start_step(start, ys_t[t], self._plain_step,
-                                                           self.obs_dim)
-                if not isinstance(start, KalmanStartState):
-                    start = None
-                self._record(t, predicted, state, info, p_mean, p_cov, p_prefix, mean, var,
-                             cov, f_prefix, log_c, disc)
-                continue
+                        out.record(s, predicted, state, info)
+                    return state, t + len(steps), compiled
+                compiled = None  # singular by rounding: numpy's fallbacks from step t
+            new, info, predicted, state = start_step(start, ys_t[t], self._plain_step,
+                                                     self.obs_dim)
+            out.record(t, predicted, state, info)
+            if not isinstance(new, KalmanStartState):
+                return state, t + 1, compiled
+            start = new
+        return state, ys_t.shape[0], compiled
+
+    def _run_plain(self, state: KalmanState, ys_t: np.ndarray, t0: int, out: _Buffer,
+                   compiled: Any) -> KalmanState:
+        """Steps ``t0..T-1`` of :meth:`filter` from ``state``: the compiled loop once the
+        state is in covariance form (numpy's steps, with their fallbacks, where a matrix is
+        singular by rounding); returns the final state."""
+        for t in range(t0, ys_t.shape[0]):
             if compiled is not None and not state.information_form:
-                # the rest of the series in the compiled loop, from the current state
-                assert state.covariance is not None  # covariance form
-                m_c, p_c = state.mean.copy(), state.covariance.copy()
-                empty = np.empty((0, 0, 0))
-                if compiled.run(ys_t, t, m_c, p_c, model.F, model.Q, ob.H, ob.R, robust,
-                                dim, np.nan if tau is None else tau, self._reference_levels(),
-                                *compiled.sizes(n, self.obs_dim), mean,
-                                empty if var is None else var, empty[..., None] if cov is None
-                                else cov, empty if p_mean is None else p_mean,
-                                empty[..., None] if p_cov is None else p_cov, log_c, disc,
-                                var is not None, full, pred):
-                    state = KalmanState(m_c, p_c, None, T)
-                    break
+                final = self._run_compiled(compiled, state, ys_t, t, out.arrays)
+                if final is not None:
+                    return final
                 compiled = None  # singular by rounding: numpy's fallbacks from step t
             predicted, info, state = self._plain_step(state, ys_t[t])
-            self._record(t, predicted, state, info, p_mean, p_cov, p_prefix, mean, var, cov,
-                         f_prefix, log_c, disc)
+            out.record(t, predicted, state, info)
+        return state
 
-        def batch_major(a: np.ndarray) -> np.ndarray:
-            a = np.moveaxis(a, 0, 1)
-            return a.reshape(batch + a.shape[1:])
+    def _run_compiled(self, compiled: Any, state: KalmanState, ys_t: np.ndarray, t: int,
+                      arrays: _Outputs) -> KalmanState | None:
+        """Steps ``t..T-1`` in the compiled loop from ``state`` (covariance form), written
+        into ``arrays``; the final state, or None if a matrix is singular by rounding."""
+        assert state.covariance is not None  # covariance form
+        mean, cov = state.mean.copy(), state.covariance.copy()
+        if compiled.run(ys_t, t, mean, cov, self._kernel_model(), self._kernel_rule(),
+                        *compiled.sizes(self.state_dim, self.obs_dim), arrays):
+            return KalmanState(mean, cov, None, ys_t.shape[0])
+        return None
 
-        def shaped(a: np.ndarray | None) -> np.ndarray | None:
-            return None if a is None else batch_major(a)
+    def _kernel_model(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(F, Q, H, R)`` of the compiled loop (a time-invariant model)."""
+        model = self.model
+        return model.F, model.Q, model._observation.H, model._observation.R
 
-        def prefix(items: list[np.ndarray]) -> np.ndarray:
-            return batch_major(np.stack(items) if items else np.empty((0, size, n, n)))
-
-        information = (prefix(f_prefix), prefix(p_prefix)) if full and pred else None
-
-        def unflat(a: np.ndarray) -> np.ndarray:
-            return a.reshape(batch + a.shape[1:])
-
-        warn_if_mostly_discounted(disc.T)
-        final = KalmanState(unflat(state.mean),
-                            None if state.covariance is None else unflat(state.covariance),
-                            None if state.precision is None else unflat(state.precision),
-                            state.t)
-        return FilterResult(mean=batch_major(mean), variance=shaped(var),
-                            covariance=shaped(cov),
-                            log_consistency=batch_major(log_c), discount=batch_major(disc),
-                            predicted_mean=shaped(p_mean), predicted_covariance=shaped(p_cov),
-                            state_names=model.names, dim=dim,
-                            index=index, final=final, _information=information)
-
-    def _reference_levels(self) -> np.ndarray:
-        """The compiled loop's ``log_c0`` table (zeros: the paper's discount)."""
-        return np.zeros(self.obs_dim + 1) if self._log_c0 is None else self._log_c0
+    def _kernel_rule(self) -> tuple[bool, float, float, np.ndarray]:
+        """``(robust, dim, tau, log_c0)`` of the compiled loop: ``tau`` NaN for none, the
+        ``log_c0`` table zeros for the paper's discount."""
+        levels = np.zeros(self.obs_dim + 1) if self._log_c0 is None else self._log_c0
+        return self.robust, self.dim, np.nan if self.tau is None else self.tau, levels
 
     def _compiled_start(self, compiled: Any, start: KalmanStartState, ys_t: np.ndarray
                         ) -> list[tuple[KalmanState, KalmanInfo, KalmanState]] | None:
@@ -1269,55 +1036,26 @@ class KalmanFilter(SequentialEstimator):
         yh = yh.reshape(-1, rows, m)
         mean_r = hyp.mean.reshape(rows, n).copy()
         cov_r = cast(np.ndarray, hyp.covariance).reshape(rows, n, n).copy()
-        L = T - t0 + 1
-        o_mean, o_pmean = np.empty((L, rows, n)), np.empty((L, rows, n))
-        o_cov, o_pcov = np.empty((L, rows, n, n)), np.empty((L, rows, n, n))
-        o_logc, o_disc = np.empty((L, rows)), np.empty((L, rows))
-        model, ob, tau = self.model, self.model._observation, self.tau
-        if not compiled.run(yh, 1, mean_r, cov_r, model.F, model.Q, ob.H, ob.R, self.robust,
-                            self.dim, np.nan if tau is None else tau, self._reference_levels(),
-                            *compiled.sizes(n, m), o_mean,
-                            np.empty((0, 0, 0)), o_cov, o_pmean, o_pcov, o_logc, o_disc,
-                            False, True, True):
+        o = _Outputs.allocate(T - t0 + 1, rows, n, variance=False, covariance=True,
+                              predicted=True)
+        if not compiled.run(yh, 1, mean_r, cov_r, self._kernel_model(), self._kernel_rule(),
+                            *compiled.sizes(n, m), o):
             return None
         score, out = start.score, []
         for i, t in enumerate(range(t0, T), 1):
-            lc = o_logc[i].reshape(size, h)
+            lc = o.log_consistency[i].reshape(size, h)
             observed = ~np.isnan(ys_t[t]).all(-1)
             score, lead, lead_c = mixture_scores(score, lc, observed, t, m)
             row = np.arange(size) * h + lead
             info = KalmanInfo(log_consistency=lead_c,
-                              discount=leader_discount(o_disc[i].reshape(size, h), lead,
+                              discount=leader_discount(o.discount[i].reshape(size, h), lead,
                                                        observed),
                               gamma=leader_discount(discount(lc, self.dim, validate=False),
                                                     lead, observed))
-            out.append((KalmanState(o_pmean[i, row], o_pcov[i, row], None, t), info,
-                        KalmanState(o_mean[i, row], o_cov[i, row], None, t + 1)))
+            out.append((KalmanState(o.predicted_mean[i, row], o.predicted_covariance[i, row],
+                                    None, t), info,
+                        KalmanState(o.mean[i, row], o.covariance[i, row], None, t + 1)))
         return out
-
-    @staticmethod
-    def _record(t, predicted, state, info, p_mean, p_cov, p_prefix, mean, var, cov, f_prefix,
-                log_c, disc) -> None:
-        """Store step ``t`` of :meth:`filter` (arrays not kept are None)."""
-        if p_mean is not None:
-            p_mean[t] = predicted.mean
-            if predicted.information_form:
-                p_prefix.append(predicted.precision)
-                p_cov[t] = _covariance_or_inf(predicted.precision)
-            else:
-                p_cov[t] = predicted.covariance
-        mean[t] = state.mean
-        if var is not None:
-            if state.information_form:
-                f_prefix.append(state.precision)
-                c = _covariance_or_inf(state.precision)
-            else:
-                c = state.covariance
-            if cov is not None:
-                cov[t] = c
-            diag = np.arange(c.shape[-1])
-            var[t] = c[..., diag, diag]
-        log_c[t], disc[t] = info.log_consistency, info.discount
 
     def smooth(self, ys, prior: MultivariateNormal | None = None, *,
                engine: str = "auto") -> Any:
@@ -1339,9 +1077,19 @@ class KalmanFilter(SequentialEstimator):
         array([1.004, 1.004, 1.004, 1.004, 1.004, 1.004])
         >>> res.discount.round(3)
         array([1., 1., 1., 1., 0., 1.])
-        """
-        from possibly.filters.smoother import smooth
 
+        With a learned noise scale, the smoother of the forward pass with each step's noise
+        (:meth:`~possibly.filters.noise_scale.NoiseScaleEngine.smooth`): the exact RTS
+        smoother of the model whose observation noise at step ``t`` is ``R₀ s_{t-1} / ρ_t``
+        (``s_{t-1}`` the scale learned before ``y_t``, ``ρ_t`` its discount), i.e. of the
+        filter as it ran; during the start, the filtered states are those of the hypothesis
+        leading at each step. (The smoother with the final scale ``s_T`` throughout is that
+        of ``KalmanFilter`` on the model with ``R = s_T R₀``, a different filter: its
+        discounts change with the noise.)
+        """
+        if self._scale is not None:
+            _no_prior_override(prior)
+            return self._scale.smooth(ys, engine=engine, stacklevel=4)
         if self._starts(prior):
             # looking back, the robust start has settled on one hypothesis: smooth the plain
             # recursion in which its outliers are missing (exactly that hypothesis' filter)
@@ -1379,3 +1127,61 @@ class KalmanFilter(SequentialEstimator):
         lc[where], disc[where] = log_c, 0.0
         return dataclasses.replace(res, filtered=dataclasses.replace(fr, log_consistency=lc,
                                                                      discount=disc))
+
+
+class NoiseScaleKalmanFilter(KalmanFilter):
+    """The robust Kalman filter learning the scale of ``R`` online:
+    ``KalmanFilter(..., learn_noise_scale=True)`` (see :mod:`possibly.filters.noise_scale`
+    for the recursion, and :class:`KalmanFilter` for the arguments; ``dim`` defaults to
+    ``n + 1``). It is a :class:`KalmanFilter`, with the same verbs; its results are
+    :class:`~possibly.filters.noise_scale.NoiseScaleResult` (the scale after each step).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from possibly.filters.kalman import NoiseScaleKalmanFilter
+    >>> from possibly.filters.state_space import constant_velocity
+    >>> F, Q, H, R = constant_velocity(dt=1.0, accel_sd=0.05, obs_sd=1.0)
+    >>> rng = np.random.default_rng(2)          # simulate the model, with R = 4
+    >>> acc = 0.05 * rng.standard_normal(1000)
+    >>> vel = np.cumsum(acc)
+    >>> pos = np.cumsum(vel - acc / 2)          # pos_t = pos_t-1 + vel_t-1 + acc_t / 2
+    >>> ys = pos + 2.0 * rng.standard_normal(1000)
+    >>> res = NoiseScaleKalmanFilter(F, Q, H, R).fit(ys)                # told R = 1
+    >>> round(float(res.noise_scale[-1]), 1)                # learned: R ≈ 4.0 (truth 4)
+    4.0
+    >>> res = NoiseScaleKalmanFilter(F, Q, H, 100 * R).fit(ys)          # told R = 100
+    >>> round(float(100 * res.noise_scale[-1]), 1)          # from 25x too large
+    4.0
+    >>> isinstance(NoiseScaleKalmanFilter(F, Q, H, R), KalmanFilter)
+    True
+    """
+
+    def __init__(self, model: Any, Q: Any = None, H: Any = None, R: Any = None, *,
+                 robust: bool = True, tau: float | None = None, dim: float | None = None,
+                 coverage: float | None = COVERAGE,
+                 prior: MultivariateNormal | None = None, robust_start: bool = True,
+                 scale_prior: Any = (1.0, 1.0), omega: float = 0.99,
+                 scale_dim: float = 2.0) -> None:
+        super().__init__(model, Q, H, R, robust=robust, tau=tau, dim=dim, coverage=coverage,
+                         prior=prior, robust_start=robust_start, learn_noise_scale=True,
+                         scale_prior=scale_prior, omega=omega, scale_dim=scale_dim)
+
+
+def _model(model: Any, Q: Any, H: Any, R: Any) -> LinearGaussianModel:
+    """The model from a LinearGaussianModel or the four matrices ``F, Q, H, R``."""
+    if isinstance(model, LinearGaussianModel):
+        if Q is not None or H is not None or R is not None:
+            raise TypeError("give either a LinearGaussianModel or the matrices F, Q, H, R, "
+                            "not both")
+        return model
+    if Q is None or H is None or R is None:
+        raise TypeError("KalmanFilter needs a LinearGaussianModel or the four matrices "
+                        "F, Q, H, R")
+    return LinearGaussianModel(model, Q, H, R)
+
+
+def _no_prior_override(prior: MultivariateNormal | None) -> None:
+    if prior is not None:
+        raise ValueError("prior: with learn_noise_scale=True the prior is the constructor's "
+                         "(KalmanFilter(..., prior=...)); pass prior=None here")

@@ -34,8 +34,8 @@ from possibly.compiled import discount_scalar
 
 __all__ = ["run", "sizes"]
 
-_BIG = 1e100  # as possibly.filters.kalman._BIG
-_DIFFUSE = 1e4  # as possibly.filters.kalman._DIFFUSE
+_BIG = 1e100  # as possibly.filters._common._BIG
+_DIFFUSE = 1e4  # as possibly.filters.kalman._DIFFUSE (the numpy step)
 
 
 def sizes(n: int, m: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -167,21 +167,28 @@ def _information_update(P, H, R, hph, rho, ja, jb, wm, wd, out):  # pragma: no c
 
 
 @numba.njit(cache=True, nogil=True)
-def run(ys, t0, mean, cov, F, Q, H, R, robust, dim, tau, log_c0, n_tup, m_tup,
-        o_mean, o_var, o_cov, o_pmean, o_pcov, o_logc, o_disc,
-        keep_var, keep_cov, keep_pred):  # pragma: no cover - compiled
+def run(ys, t0, mean, cov, model, rule, n_tup, m_tup, out):  # pragma: no cover - compiled
     """Filter steps ``t0..T-1`` of every series, writing the time-major outputs in place.
 
     ``ys`` has shape (T, B, m); ``mean`` (B, n) and ``cov`` (B, n, n) are the state before
     step ``t0`` (predicted first unless ``t0 == 0``) and are overwritten with the final state.
-    ``tau`` is NaN for no threshold; ``log_c0[k]`` is the reference log consistency of the
-    relative discount with ``k`` observed components (zeros: the paper's discount);
-    ``n_tup`` and ``m_tup`` are tuples of ``n`` and ``m``
-    zeros (:func:`sizes`). Outputs not kept may be empty arrays. Returns False if a
+    ``model`` is ``(F, Q, H, R)``; ``rule`` is ``(robust, dim, tau, log_c0)``: ``tau`` NaN for
+    no threshold, ``log_c0[k]`` the reference log consistency of the relative discount with
+    ``k`` observed components (zeros: the paper's discount). ``n_tup`` and ``m_tup`` are
+    tuples of ``n`` and ``m`` zeros (:func:`sizes`). ``out`` is the named tuple of output
+    arrays and flags of :mod:`possibly.filters.kalman` (``mean, variance, covariance,
+    predicted_mean, predicted_covariance, log_consistency, discount, keep_variance,
+    keep_covariance, keep_predicted``; arrays not kept may be empty). Returns False if a
     matrix to invert is singular by rounding (``mean``, ``cov`` and the outputs are then
     partly written): the caller reruns from its own copy of the state with numpy's
     fallbacks.
     """
+    F, Q, H, R = model
+    robust, dim, tau, log_c0 = rule
+    o_mean, o_var, o_cov = out.mean, out.variance, out.covariance
+    o_pmean, o_pcov = out.predicted_mean, out.predicted_covariance
+    o_logc, o_disc = out.log_consistency, out.discount
+    keep_var, keep_cov, keep_pred = out.keep_variance, out.keep_covariance, out.keep_predicted
     T, B, _ = ys.shape
     # n and m as compile-time constants (a tuple's length is part of its numba type): one
     # compiled loop per (n, m), whose fixed-count small loops LLVM unrolls (~40% faster)

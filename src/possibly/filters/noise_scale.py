@@ -56,30 +56,29 @@ robust start's mixture over the first 14.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from possibly._tree import tree_take
 from possibly.families.multivariate_normal import MultivariateNormal
-from possibly.filters.kalman import (
+from possibly.filters._common import (
     COVERAGE,
-    KalmanFilter,
-    KalmanInfo,
-    KalmanState,
     _check_coverage,
     _check_dim_tau,
+    _covariance_or_inf,
     _maybe_covariance_form,
     _reference_table,
-    warn_if_mostly_discounted,
 )
-from possibly.filters.nonlinear import NonlinearFilterResult
+from possibly.filters.kalman_state import KalmanInfo, KalmanState
+from possibly.filters.result import FilterResult, warn_if_mostly_discounted
 from possibly.filters.robust_start import KalmanStartState, start_init, start_step, ties
+from possibly.filters.smoother import SmootherResult, smooth
 from possibly.frames import time_labels
 from possibly.inference import discount, inlier_log_consistency, relative_log_consistency
-from possibly.sequential import SequentialEstimator
+from possibly.estimators.exchangeable_start import tree_map, tree_take
 from possibly.validation import (
     as_numbers,
     check_bool,
@@ -88,7 +87,7 @@ from possibly.validation import (
     check_unit_interval,
 )
 
-__all__ = ["NoiseScaleKalmanFilter", "NoiseScaleResult", "NoiseScaleState", "kappa_direct"]
+__all__ = ["NoiseScaleEngine", "NoiseScaleResult", "NoiseScaleState", "kappa_direct"]
 
 #: engine="auto" runs this filter's compiled loop for batches up to this size (numpy's batched
 #: step wins beyond: benchmarks/bench_noise_scale.py)
@@ -102,6 +101,19 @@ _PRIOR_OUTWEIGHED = 20.0
 #: (ties go to the first)
 _SCALE_FACTORS = 10.0 ** np.array([0, 1, -1, 2, -2, 3, -3, 4, -4])
 _SCALE_WINDOW = 30
+
+
+class _Forward(NamedTuple):
+    """The time-major outputs of a forward pass (each ``(T, B, ...)``), the precisions of its
+    first steps while in information form, and its final state."""
+
+    mean: np.ndarray
+    covariance: np.ndarray
+    log_consistency: np.ndarray
+    discount: np.ndarray
+    noise_scale: np.ndarray
+    information: list[np.ndarray]
+    final: Any
 
 
 def _gamma_support(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -147,7 +159,7 @@ class ScaleStartState:
         Batch shape ``B + (J,)``: hypothesis ``j`` starts from the scale prior with its noise
         scale multiplied by ``_SCALE_FACTORS[j]``.
     evidence : ndarray, shape ``B + (J, t + 1, 4)``
-        What each observation said for each hypothesis (``NoiseScaleKalmanFilter._evidence``).
+        What each observation said for each hypothesis (``NoiseScaleEngine._evidence``).
     t : int
         Number of observations processed.
     """
@@ -195,28 +207,33 @@ def _scale_leader(score: np.ndarray) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class NoiseScaleResult(NonlinearFilterResult):
-    """Output of :meth:`NoiseScaleKalmanFilter.fit` (time axis ``-2`` / ``-3`` / ``-1``).
+class NoiseScaleResult(FilterResult):
+    """Output of a Kalman filter with a learned noise scale: a
+    :class:`~possibly.filters.result.FilterResult` (time axis ``-2`` / ``-3`` / ``-1``) with
+    the scale after each step.
 
     Attributes
     ----------
-    mean : ndarray, shape (..., T, n)
-    covariance : ndarray, shape (..., T, n, n)  (``inf`` while a direction is uninformed)
-    log_consistency, discount : ndarray, shape (..., T)
+    covariance : ndarray, shape (..., T, n, n)
+        ``inf`` while a direction is uninformed (``variance`` too).
     noise_scale : ndarray, shape (..., T)
         Learned multiplier of ``R₀`` after each step.
 
+    The other fields are those of :class:`~possibly.filters.result.FilterResult`; the predicted
+    means and covariances are kept by ``filter`` (and ``smooth``), not by ``fit``.
+
     Examples
     --------
-    >>> import pandas as pd, possibly as ps
-    >>> from possibly.filters.noise_scale import NoiseScaleKalmanFilter
+    >>> import pandas as pd
+    >>> from possibly.filters.kalman import NoiseScaleKalmanFilter
+    >>> from possibly.filters.state_space import constant_velocity
     >>> ys = pd.Series([0.0, 1.0, 2.5, 2.9], index=pd.date_range("2024-01-01", periods=4))
-    >>> res = NoiseScaleKalmanFilter(ps.filters.constant_velocity()).fit(ys)
+    >>> res = NoiseScaleKalmanFilter(constant_velocity()).fit(ys)
     >>> res.to_frame().columns.tolist()[-2:], res.to_xarray()["noise_scale"].dims
     (['discount', 'noise_scale'], ('time',))
     """
 
-    noise_scale: np.ndarray
+    noise_scale: np.ndarray = field(kw_only=True)
 
     def _extra(self) -> dict[str, np.ndarray]:
         """The learned scale after each step, a column of :meth:`to_frame` and
@@ -228,8 +245,8 @@ def _scaled(state: KalmanState, s: np.ndarray) -> KalmanState:
     """The state with its covariance multiplied by ``s`` (per batch element)."""
     s3 = s[..., None, None]
     if state.precision is not None:  # information form
-        return state._replace(precision=state.precision / s3)
-    return state._replace(covariance=_covariance(state) * s3)
+        return dataclasses.replace(state, precision=state.precision / s3)
+    return dataclasses.replace(state, covariance=_covariance(state) * s3)
 
 
 def _covariance(state: KalmanState) -> np.ndarray:
@@ -244,61 +261,22 @@ def _precision(state: KalmanState) -> np.ndarray:
         else np.linalg.inv(_covariance(state))
 
 
-class NoiseScaleKalmanFilter(SequentialEstimator):
-    """Robust Kalman filter learning the scale of ``R`` online (see the module docstring).
+class NoiseScaleEngine:
+    """The recursion of a Kalman filter whose ``R`` is known up to a scale learned online (see
+    the module docstring), run by :class:`possibly.filters.kalman.KalmanFilter` with
+    ``learn_noise_scale=True`` (the class to use; its docstring lists the arguments).
 
-    Parameters
-    ----------
-    model : LinearGaussianModel, or F
-        As for :class:`possibly.KalmanFilter` (with ``Q, H, R`` when ``F`` is given); ``R`` is
-        known up to a scale.
-    scale_prior : (alpha, beta), both > 0
-        Gamma possibility of the precision scale λ (mode ``alpha / beta``); the default
-        ``(1, 1)`` trusts ``R`` as given with the weight of two pseudo-observations.
-    omega : float in (0, 1)
-        Fraction of the gamma kept in the prior when lending to the unbounded likelihood.
-    robust, tau, dim :
-        As for :class:`possibly.KalmanFilter`; ``dim`` defaults to ``n + 1``.
-    prior : MultivariateNormal, optional
-        Possibility function of θ_1; uninformative by default.
-    robust_start : bool
-        The robust start of :mod:`possibly.filters.robust_start`, from any prior, and the
-        scale's start hypotheses (module docstring; default on; robust filter only). False:
-        the plain recursion from the step-by-step update of the scale.
-    scale_dim : float > 0
-        Effective dimension of the discount of the scale's update (default 2; see the module
-        docstring).
-    coverage : float in (0, 1) or None
-        θ's discount is relative to the consistency that this fraction of inliers reach, as
-        in :class:`possibly.KalmanFilter` (default 0.9; docs/math.md §7): ``log c₀`` is
-        ``log c`` at ``λ̂ q = χ²_k(coverage)``. None: the paper's ``c^(1/dim)``. The scale's
-        update keeps ``c^(1/scale_dim)`` (its Fisher-consistency factor κ is computed for it).
-
-    Examples
-    --------
-    >>> import numpy as np, possibly as ps
-    >>> from possibly.filters.noise_scale import NoiseScaleKalmanFilter
-    >>> F, Q, H, R = ps.filters.constant_velocity(dt=1.0, accel_sd=0.05, obs_sd=1.0)
-    >>> rng = np.random.default_rng(2)          # simulate the model, with R = 4
-    >>> acc = 0.05 * rng.standard_normal(1000)
-    >>> vel = np.cumsum(acc)
-    >>> pos = np.cumsum(vel - acc / 2)          # pos_t = pos_t-1 + vel_t-1 + acc_t / 2
-    >>> ys = pos + 2.0 * rng.standard_normal(1000)
-    >>> res = NoiseScaleKalmanFilter(F, Q, H, R).fit(ys)                # told R = 1
-    >>> round(float(res.noise_scale[-1]), 1)                # learned: R ≈ 4.0 (truth 4)
-    4.0
-    >>> res = NoiseScaleKalmanFilter(F, Q, H, 100 * R).fit(ys)          # told R = 100
-    >>> round(float(100 * res.noise_scale[-1]), 1)          # from 25x too large
-    4.0
+    ``standard`` is the standard (not robust) Kalman filter of the model, from ``prior``: its
+    ``init``, ``predict``, ``step`` and engine choice serve for θ (the discount is this
+    class's: it involves the scale).
     """
 
-    def __init__(self, model, Q=None, H=None, R=None, robust: bool = True, tau=None, dim=None,
-                 *, scale_prior=(1.0, 1.0), omega: float = 0.99,
+    def __init__(self, standard: Any, *, robust: bool = True, tau=None, dim=None,
+                 scale_prior=(1.0, 1.0), omega: float = 0.99,
                  prior: MultivariateNormal | None = None, robust_start: bool = True,
                  scale_dim: float = 2.0, coverage: float | None = COVERAGE) -> None:
-        # the standard filter: the discount is this class's (it involves the scale)
-        self._kf = KalmanFilter(model, Q, H, R, robust=False, prior=prior)
-        self.model = self._kf.model
+        self._kf = standard
+        self.model = standard.model
         try:
             a0, b0 = scale_prior
         except (TypeError, ValueError):
@@ -321,11 +299,6 @@ class NoiseScaleKalmanFilter(SequentialEstimator):
         # directions of y that θ explains: the residual's degrees of freedom once informed
         self._rank_h = int(np.linalg.matrix_rank(self.model.H))
         self._floor = inlier_log_consistency(max(self._rank_h, 1), 0.999)
-
-    def __repr__(self) -> str:
-        return (f"NoiseScaleKalmanFilter(n={self._kf.state_dim}, m={self._kf.obs_dim}, "
-                f"scale_prior={self.scale_prior}, omega={self.omega:g}, dim={self.dim:g}, "
-                f"scale_dim={self.scale_dim:g})")
 
     def init(self, batch_shape: tuple[int, ...] = ()
              ) -> NoiseScaleState | KalmanStartState | ScaleStartState:
@@ -402,7 +375,7 @@ class NoiseScaleKalmanFilter(SequentialEstimator):
         kf, omega = self._kf, self.omega
         ks = kf.predict(state.kalman) if state.kalman.t else state.kalman
         t = ks.t
-        ks = ks._replace(t=0)  # kf.step at t = 0 updates without predicting
+        ks = dataclasses.replace(ks, t=0)  # kf.step at t = 0 updates without predicting
         a, b = state.alpha, state.beta
         missing = np.isnan(y).any(-1)
         y0 = np.where(missing[..., None], 0.0, y)
@@ -438,7 +411,7 @@ class NoiseScaleKalmanFilter(SequentialEstimator):
         s_safe = np.where(keep, s, 1.0)
         upd, _ = kf.step(_scaled(ks, s_safe), y0)
         upd = _scaled(upd, 1.0 / s_safe)
-        new_ks = _select(keep, upd, ks)._replace(t=t + 1)
+        new_ks = dataclasses.replace(_select(keep, upd, ks), t=t + 1)
         kappa = self._kappa(a, b, dof)
         # the scale's own discount (docs/math.md §8): one scalar, bounded influence of q
         rl = np.where(missing, 0.0, discount(log_c, self.scale_dim, self.tau, self.robust,
@@ -533,7 +506,8 @@ class NoiseScaleKalmanFilter(SequentialEstimator):
                 kappa[sel] = kappa_direct(a[sel], int(d), self.scale_dim, self.tau)
         return kappa
 
-    def fit(self, y, *, engine: str = "auto") -> NoiseScaleResult:
+    def fit(self, y, *, engine: str = "auto", predicted: bool = False,
+            stacklevel: int = 3) -> NoiseScaleResult:
         """Filter one or a batch of series ``(..., T, m)`` (or ``(T,)`` when m = 1).
 
         ``engine``: ``"numba"`` runs the steps after the start (the robust start and the scale's
@@ -541,45 +515,118 @@ class NoiseScaleKalmanFilter(SequentialEstimator):
         (:mod:`possibly.filters.noise_scale_numba`; needs numba, a time-invariant model and
         ``H`` of full row rank), ``"numpy"`` the batched numpy step throughout, ``"auto"``
         (default) as :meth:`possibly.KalmanFilter.filter` chooses (numba when available for
-        small batches). Both give the same numbers to ~1e-12.
+        small batches). Both give the same numbers to ~1e-12. ``predicted``: also keep the
+        predicted means and covariances (and the precisions of the steps in information
+        form), what the smoother needs. ``stacklevel``: that of the
+        :class:`~possibly.filters.result.MostlyDiscountedWarning` (the caller's frame).
         """
         index = time_labels(y, 0)
+        ys, batch = self._observations(y)
+        run = self._forward(ys, engine)
+        warn_if_mostly_discounted(run.discount.T, stacklevel)
+        return self._result(run, batch, index, predicted)
+
+    def smooth(self, y, *, engine: str = "auto", stacklevel: int = 3) -> SmootherResult:
+        """The RTS smoother over the forward pass (:func:`possibly.filters.smoother.smooth`),
+        which keeps each step's noise: the exact smoother of the model whose observation noise
+        at step ``t`` is ``R₀ s_{t-1} / ρ_t`` (``s_{t-1}`` the scale learned before ``y_t``,
+        ``ρ_t`` its discount), i.e. of the filter as it ran. During the start the filtered
+        states are those of the hypothesis leading at each step."""
+        return smooth(self.model, self.fit(y, engine=engine, predicted=True,
+                                           stacklevel=stacklevel + 1))
+
+    def predict(self, state: NoiseScaleState) -> NoiseScaleState:
+        """One predict step of θ (the scale is unchanged), as
+        :meth:`possibly.filters.kalman.KalmanFilter.predict`."""
+        if not isinstance(state, NoiseScaleState):
+            raise ValueError(f"state must be a NoiseScaleState (the robust start's states "
+                             f"cannot be predicted alone), got {type(state).__name__}")
+        return dataclasses.replace(state, kalman=self._kf.predict(state.kalman))
+
+    def _observations(self, y) -> tuple[np.ndarray, tuple[int, ...]]:
+        """``(ys, batch)``: the checked series time-major ``(T, B, m)`` and its batch shape."""
         y = check_observations("y", y, max_abs=1e300)
-        m, n = self._kf.obs_dim, self._kf.state_dim
+        m = self._kf.obs_dim
         if m == 1 and (y.ndim == 1 or y.shape[-1] != 1):
             y = y[..., None]
         if y.ndim < 2 or y.shape[-1] != m:
             raise ValueError(f"y must have shape (..., T, {m}), got {y.shape}")
         batch, T = y.shape[:-2], y.shape[-2]
-        ys = np.moveaxis(y.reshape((-1, T, m)), 1, 0)  # (T, B, m)
-        size = ys.shape[1]
+        return np.moveaxis(y.reshape((-1, T, m)), 1, 0), batch
+
+    def _forward(self, ys: np.ndarray, engine: str) -> _Forward:
+        """Every step of the time-major ``ys`` (T, B, m), numpy then (where it applies) the
+        compiled loop."""
+        T, size, _ = ys.shape
+        n = self._kf.state_dim
         compiled = self._compiled(engine, size)
-        mean, cov = np.empty((T, size, n)), np.empty((T, size, n, n))
-        log_c, disc, scale = np.empty((T, size)), np.empty((T, size)), np.empty((T, size))
+        run = _Forward(np.empty((T, size, n)), np.empty((T, size, n, n)), np.empty((T, size)),
+                       np.empty((T, size)), np.empty((T, size)), [], None)
         state = self.init((size,))
         for t in range(T):
             if compiled is not None and isinstance(state, NoiseScaleState) \
                     and state.kalman.covariance is not None and state.prior_alpha is None:
-                if self._run_compiled(compiled, ys, t, state, mean, cov, log_c, disc, scale):
-                    break
+                final = self._run_compiled(compiled, ys, t, state, run)
+                if final is not None:
+                    return run._replace(final=final)
                 compiled = None  # singular by rounding: numpy's fallbacks
             state, info = self.step(state, ys[t])
             current: NoiseScaleState = (state.current if isinstance(
                 state, (KalmanStartState, ScaleStartState)) else state)
             ks = current.kalman
-            mean[t] = ks.mean
-            cov[t] = ks.covariance if ks.covariance is not None else np.inf
-            scale[t] = current.noise_scale
-            log_c[t], disc[t] = info.log_consistency, info.discount
+            run.mean[t] = ks.mean
+            run.covariance[t] = ks.covariance if ks.covariance is not None else np.inf
+            if ks.precision is not None:
+                run.information.append(ks.precision)
+            run.noise_scale[t] = current.noise_scale
+            run.log_consistency[t], run.discount[t] = info.log_consistency, info.discount
+        return run._replace(final=state)
 
+    def _result(self, run: _Forward, batch: tuple[int, ...], index: Any,
+                predicted: bool) -> NoiseScaleResult:
+        """The result of a forward pass, batch-major, with the predicted states if asked."""
         def shaped(a: np.ndarray) -> np.ndarray:
             a = np.moveaxis(a, 0, 1)
             return a.reshape(batch + a.shape[1:])
 
-        warn_if_mostly_discounted(disc.T)
-        return NoiseScaleResult(shaped(mean), shaped(cov), shaped(log_c),
-                                shaped(disc), shaped(scale), state_names=self._kf.model.names,
-                                index=index)
+        cov = shaped(run.covariance)
+        size, n = run.mean.shape[1:]
+        f_pre = np.stack(run.information) if run.information else np.empty((0, size, n, n))
+        p_mean = p_cov = p_pre = None
+        if predicted:
+            p_mean, p_cov, p_pre = (shaped(a) for a in self._predicted(run))
+        information = (shaped(f_pre), p_pre)
+        final = tree_map(run.final, lambda a: a.reshape(batch + a.shape[1:]))
+        return NoiseScaleResult(mean=shaped(run.mean), variance=np.diagonal(cov, 0, -2, -1),
+                                covariance=cov, log_consistency=shaped(run.log_consistency),
+                                discount=shaped(run.discount), predicted_mean=p_mean,
+                                predicted_covariance=p_cov, state_names=self.model.names,
+                                dim=self.dim, index=index, final=final,
+                                _information=information, noise_scale=shaped(run.noise_scale))
+
+    def _predicted(self, run: _Forward) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(mean, covariance, precisions)`` (time-major) of the predictions from each
+        recorded filtered state (the prior at step 0); the precisions are those of the steps
+        in information form, whose covariances are ``inf`` off the diagonal (as
+        :meth:`possibly.filters.kalman.KalmanFilter.filter` reports them)."""
+        T, size, n = run.mean.shape
+        p_mean, p_cov = np.empty_like(run.mean), np.empty_like(run.covariance)
+        f_pre, p_pre = run.information, []
+        state = self._kf.init((size,))
+        for t in range(T):
+            if t:
+                k = t - 1
+                state = self._kf.predict(KalmanState(
+                    run.mean[k], run.covariance[k] if k >= len(f_pre) else None,
+                    f_pre[k] if k < len(f_pre) else None, t))
+            p_mean[t] = state.mean
+            if state.precision is not None:
+                p_pre.append(state.precision)
+                p_cov[t] = _covariance_or_inf(state.precision)
+            else:
+                p_cov[t] = state.covariance
+
+        return p_mean, p_cov, np.stack(p_pre) if p_pre else np.empty((0, size, n, n))
 
     def _compiled(self, engine: str, size: int) -> Any:
         """The compiled loop's module if ``engine`` selects it for this call, else None: the
@@ -595,9 +642,10 @@ class NoiseScaleKalmanFilter(SequentialEstimator):
         return noise_scale_numba
 
     def _run_compiled(self, compiled: Any, ys: np.ndarray, t: int, state: NoiseScaleState,
-                      mean, cov, log_c, disc, scale) -> bool:
+                      run: _Forward) -> NoiseScaleState | None:
         """Steps ``t..T-1`` in the compiled loop, from ``state`` (covariance form), written
-        into the time-major outputs; False if a matrix was singular by rounding."""
+        into the time-major outputs of ``run``; the final state, or None if a matrix was
+        singular by rounding."""
         m = self._kf.obs_dim
         tau = np.nan if self.tau is None else self.tau
         if self.robust and self.tau is None:
@@ -613,10 +661,12 @@ class NoiseScaleKalmanFilter(SequentialEstimator):
         try:
             compiled.run(ys, t, *args, model.F, model.Q, model.H, model.R, self.robust,
                          self.dim, self.scale_dim, tau, self._chi2[m], self.omega, grid,
-                         values, nodes_x, nodes_w, mean, cov, log_c, disc, scale)
+                         values, nodes_x, nodes_w, run.mean, run.covariance, run.log_consistency,
+                         run.discount, run.noise_scale)
         except np.linalg.LinAlgError:
-            return False
-        return True
+            return None
+        mean, cov, alpha, beta = args
+        return NoiseScaleState(KalmanState(mean, cov, None, ys.shape[0]), alpha, beta)
 
 
 @lru_cache(maxsize=16)

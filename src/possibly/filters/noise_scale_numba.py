@@ -1,5 +1,5 @@
 """Compiled (numba) loop of the Kalman filter with a learned noise scale, for single series and
-small batches (``NoiseScaleKalmanFilter.fit(engine="numba")``; requires
+small batches (``KalmanFilter(..., learn_noise_scale=True).fit(engine="numba")``; requires
 ``pip install possibly[fast]``).
 
 The same formulas as the numpy step of :mod:`possibly.filters.noise_scale` (docs/math.md §8),
@@ -24,7 +24,7 @@ from possibly.compiled import discount_scalar
 __all__ = ["run"]
 
 _NEGLIGIBLE = 1e-12  # as possibly.filters.noise_scale._NEGLIGIBLE
-_DIFFUSE = 1e4  # as possibly.filters.kalman._DIFFUSE
+_DIFFUSE = 1e4  # as possibly.filters.kalman._DIFFUSE (the numpy step)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -55,6 +55,28 @@ def _information_form(pk, P, H, R, hph, s):  # pragma: no cover - compiled
         return pk
     out = np.linalg.inv(np.linalg.inv(P) + s * (H.T @ np.linalg.solve(R, H)))
     return 0.5 * (out + out.T)
+
+
+@numba.njit(cache=True, nogil=True)
+def _updated_covariance(P, gain, H, R, hp, hph, s):  # pragma: no cover - compiled
+    """The covariance after the update with noise ``R₀ / s`` (``hp = H P``, ``hph = H P Hᵀ``),
+    before symmetrisation: ``P - K H P``, or where the prior is diffuse relative to the noise
+    the stable forms of the numpy step (one state: ``P r / (s h² P + r)``; else Joseph, and
+    the information form for a square ``H``)."""
+    m, n = H.shape
+    diffuse = False
+    for i in range(m):
+        if s * hph[i, i] > _DIFFUSE * R[i, i]:
+            diffuse = True
+    if diffuse and m == 1 and n == 1:  # P r / (s h² P + r), as the numpy step
+        return P * (R[0, 0] / (s * hph[0, 0] + R[0, 0]))
+    if diffuse:  # Joseph form, as possibly.filters.kalman._joseph
+        a_ = np.eye(n) - gain @ H
+        pk = a_ @ P @ a_.T + (gain @ R @ gain.T) / s
+        if m == n and m > 1:
+            pk = _information_form(pk, P, H, R, hph, s)
+        return pk
+    return P - gain @ hp
 
 
 @numba.njit(cache=True, nogil=True)
@@ -105,20 +127,7 @@ def run(ys, t0, mean, cov, alpha, beta, F, Q, H, R, robust, dim, scale_dim, tau,
                     # K = P Hᵀ (H P Hᵀ + R₀/s)⁻¹ = s P Hᵀ (s H P Hᵀ + R₀)⁻¹
                     gain = np.linalg.solve(s * hph + R, s * hp).T
                     x = x + gain @ v
-                    diffuse = False
-                    for i in range(m):
-                        if s * hph[i, i] > _DIFFUSE * R[i, i]:
-                            diffuse = True
-                    n = x.shape[0]
-                    if diffuse and m == 1 and n == 1:  # P r / (s h² P + r), as the numpy step
-                        pk = P * (R[0, 0] / (s * hph[0, 0] + R[0, 0]))
-                    elif diffuse:  # Joseph form, as possibly.filters.kalman._joseph
-                        a_ = np.eye(n) - gain @ H
-                        pk = a_ @ P @ a_.T + (gain @ R @ gain.T) / s
-                        if m == n and m > 1:
-                            pk = _information_form(pk, P, H, R, hph, s)
-                    else:
-                        pk = P - gain @ hp
+                    pk = _updated_covariance(P, gain, H, R, hp, hph, s)
                     P = 0.5 * (pk + pk.T)
                     if robust:
                         kappa = _kappa(a, m, scale_dim, tau, grid, values, nodes_x, nodes_w)

@@ -29,18 +29,18 @@ from typing import Any
 import numpy as np
 
 from possibly.families.multivariate_normal import MultivariateNormal
-from possibly.filters._common import state_dataset, state_frame
-from possibly.filters.kalman import (
+from possibly.filters._common import (
     COVERAGE,
     _check_coverage,
     _check_dim_tau,
     _check_observation_values,
     _mv,
     _reference_table,
-    discounted_fraction,
-    warn_if_mostly_discounted,
+    _sym,
+    state_dataset,
+    state_frame,
 )
-from possibly.filters.state_space import _sym
+from possibly.filters.result import discounted_fraction, warn_if_mostly_discounted
 from possibly.frames import time_labels
 from possibly.inference import discount, relative_log_consistency
 from possibly.sequential import Info, SequentialEstimator, time_first

@@ -14,16 +14,19 @@ from typing import Any
 
 import numpy as np
 
-from possibly.filters._common import state_dataset, state_frame
-from possibly.filters.kalman import (
-    FilterResult,
+from possibly.filters._common import (
     _covariance_or_inf,
     _inverse,
     _mv,
     _scale_exponent,
+    _sym,
+    _Transition,
     _unscale,
+    state_dataset,
+    state_frame,
 )
-from possibly.filters.state_space import LinearGaussianModel, _sym
+from possibly.filters.result import FilterResult
+from possibly.filters.state_space import LinearGaussianModel
 
 __all__ = ["SmootherResult", "smooth"]
 
@@ -135,41 +138,59 @@ def smooth(model: LinearGaussianModel, filtered: FilterResult) -> SmootherResult
     s_prec = f_pre[:, -1] if kf == T else None
     for t in range(T - 2, -1, -1):
         tr = model._transition(t)
-        if t >= kf:  # covariance form: RTS gain G = P_t Fᵀ P_{t+1|t}⁻¹
-            fp = tr.F @ f_cov[:, t]
-            try:
-                gain = np.swapaxes(np.linalg.solve(p_cov[:, t + 1], fp), -1, -2)
-            except np.linalg.LinAlgError:  # a covariance rounded to singular: its limit
-                gain = np.swapaxes(_inverse(p_cov[:, t + 1]) @ fp, -1, -2)
-            k = _scale_exponent(s_mean[:, t + 1], p_mean[:, t + 1])
-            if k is None:
-                s_mean[:, t] = f_mean[:, t] + _mv(gain, s_mean[:, t + 1] - p_mean[:, t + 1])
-            else:  # huge means: the difference in scaled form cannot overflow
-                d = np.ldexp(s_mean[:, t + 1], -k[..., None]) - np.ldexp(p_mean[:, t + 1],
-                                                                        -k[..., None])
-                s_mean[:, t] = f_mean[:, t] + _unscale(_mv(gain, d), k)
-            s_cov[:, t] = _sym(f_cov[:, t] + gain @ (s_cov[:, t + 1] - p_cov[:, t + 1])
-                               @ np.swapaxes(gain, -1, -2))
+        if t >= kf:  # covariance form
+            s_mean[:, t], s_cov[:, t] = _covariance_step(
+                tr, f_mean[:, t], f_cov[:, t], p_mean[:, t + 1], p_cov[:, t + 1],
+                s_mean[:, t + 1], s_cov[:, t + 1])
             continue
         if s_prec is None:  # smoothed t+1 is in covariance form (proper)
             s_prec = _sym(_inverse(s_cov[:, t + 1]))
-        yp = p_pre[:, t + 1]
-        lam = s_prec - yp
-        # the means enter linearly: scaled by a power of two when huge (docs/math.md §2)
-        k = _scale_exponent(s_mean[:, t + 1], p_mean[:, t + 1], f_mean[:, t])
-        sm, pm, fm = (m if k is None else np.ldexp(m, -k[..., None])
-                      for m in (s_mean[:, t + 1], p_mean[:, t + 1], f_mean[:, t]))
-        h = _mv(s_prec, sm) - _mv(yp, pm)
-        if tr.G.shape[1]:  # sup over the process noise in range(Q)
-            lg = lam @ tr.G
-            a = tr.Qg_inv + tr.G.T @ lg
-            h = h - _mv(lg, np.linalg.solve(a, (h @ tr.G)[..., None])[..., 0])
-            lam = lam - lg @ np.linalg.solve(a, np.swapaxes(lg, -1, -2))
-        back = tr.Ft @ lam @ tr.F
-        prec = _sym(f_pre[:, t] + back)
-        rhs = _mv(tr.Ft, h) - _mv(back, fm)
-        s_mean[:, t] = f_mean[:, t] + _unscale(_mv(np.linalg.pinv(prec, hermitian=True), rhs), k)
-        s_cov[:, t] = _covariance_or_inf(prec)
-        s_prec = prec
+        s_mean[:, t], s_prec = _information_step(tr, f_mean[:, t], f_pre[:, t],
+                                                 p_mean[:, t + 1], p_pre[:, t + 1],
+                                                 s_mean[:, t + 1], s_prec)
+        s_cov[:, t] = _covariance_or_inf(s_prec)
     return SmootherResult(mean=s_mean.reshape(batch + (T, n)),
                           covariance=s_cov.reshape(batch + (T, n, n)), filtered=fr)
+
+
+def _covariance_step(tr: _Transition, f_mean: np.ndarray, f_cov: np.ndarray,
+                     p_mean: np.ndarray, p_cov: np.ndarray, s_mean: np.ndarray,
+                     s_cov: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The smoothed mean and covariance at ``t`` from the filtered ones at ``t`` and the
+    predicted and smoothed ones at ``t + 1``, with the RTS gain ``G = P_t Fᵀ P_{t+1|t}⁻¹``."""
+    fp = tr.F @ f_cov
+    try:
+        gain = np.swapaxes(np.linalg.solve(p_cov, fp), -1, -2)
+    except np.linalg.LinAlgError:  # a covariance rounded to singular: its limit
+        gain = np.swapaxes(_inverse(p_cov) @ fp, -1, -2)
+    k = _scale_exponent(s_mean, p_mean)
+    if k is None:
+        mean = f_mean + _mv(gain, s_mean - p_mean)
+    else:  # huge means: the difference in scaled form cannot overflow
+        d = np.ldexp(s_mean, -k[..., None]) - np.ldexp(p_mean, -k[..., None])
+        mean = f_mean + _unscale(_mv(gain, d), k)
+    cov = _sym(f_cov + gain @ (s_cov - p_cov) @ np.swapaxes(gain, -1, -2))
+    return mean, cov
+
+
+def _information_step(tr: _Transition, f_mean: np.ndarray, f_pre: np.ndarray,
+                      p_mean: np.ndarray, p_pre: np.ndarray, s_mean: np.ndarray,
+                      s_prec: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The smoothed mean and precision at ``t`` in natural parameters (the filtered state at
+    ``t`` times the back-propagated ratio of the smoothed and predicted ones at ``t + 1``),
+    exact with a singular ``Q`` and a singular precision."""
+    lam = s_prec - p_pre
+    # the means enter linearly: scaled by a power of two when huge (docs/math.md §2)
+    k = _scale_exponent(s_mean, p_mean, f_mean)
+    sm, pm, fm = (m if k is None else np.ldexp(m, -k[..., None])
+                  for m in (s_mean, p_mean, f_mean))
+    h = _mv(s_prec, sm) - _mv(p_pre, pm)
+    if tr.G.shape[1]:  # sup over the process noise in range(Q)
+        lg = lam @ tr.G
+        a = tr.Qg_inv + tr.G.T @ lg
+        h = h - _mv(lg, np.linalg.solve(a, (h @ tr.G)[..., None])[..., 0])
+        lam = lam - lg @ np.linalg.solve(a, np.swapaxes(lg, -1, -2))
+    back = tr.Ft @ lam @ tr.F
+    prec = _sym(f_pre + back)
+    rhs = _mv(tr.Ft, h) - _mv(back, fm)
+    return f_mean + _unscale(_mv(np.linalg.pinv(prec, hermitian=True), rhs), k), prec

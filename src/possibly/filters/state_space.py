@@ -16,109 +16,16 @@ from typing import Any
 
 import numpy as np
 
-from possibly.validation import as_finite, check_psd
+from possibly.filters._common import (
+    _checked_observation,
+    _checked_transition,
+    _Observation,
+    _prepare_observation,
+    _prepare_transition,
+    _Transition,
+)
 
 __all__ = ["LinearGaussianModel", "constant_velocity", "constant_velocity_noise"]
-
-#: entries of F, Q, H, R are accepted up to this magnitude (and nonzero ones down to its
-#: inverse): products of two such entries and of an entry with an observation up to 1e300
-#: must not overflow in the filter's quadratic forms, which are kept in scaled form.
-MAX_MAGNITUDE = 1e100
-
-
-@dataclass(frozen=True)
-class _Transition:
-    """One transition, prepared for the filter's predict step."""
-
-    F: np.ndarray
-    Ft: np.ndarray
-    Q: np.ndarray
-    F_inv: np.ndarray | None  # None when F is singular (information-form predict impossible)
-    G: np.ndarray  # Q = G Q_g G', G with orthonormal columns spanning range(Q)
-    Qg_inv: np.ndarray
-
-
-@dataclass(frozen=True)
-class _Observation:
-    """The observation model, prepared for the filter's update step."""
-
-    H: np.ndarray
-    Ht: np.ndarray
-    R: np.ndarray
-    W: np.ndarray  # R^-1
-    resid: np.ndarray | None  # y' resid y = min_θ (y - Hθ)' W (y - Hθ); None if H is onto
-
-
-def _sym(a: np.ndarray) -> np.ndarray:
-    return 0.5 * (a + np.swapaxes(a, -1, -2))
-
-
-def _residual_matrix(H: np.ndarray, W: np.ndarray) -> np.ndarray:
-    """``W - W H (Hᵀ W H)⁺ Hᵀ W``: the weighted least-squares residual quadratic form."""
-    wh = W @ H
-    return W - wh @ np.linalg.pinv(np.swapaxes(H, -1, -2) @ wh, hermitian=True) @ \
-        np.swapaxes(wh, -1, -2)
-
-
-def _check_magnitude(name: str, arr: np.ndarray) -> None:
-    big = np.abs(arr).max(initial=0.0)
-    if big > MAX_MAGNITUDE:
-        raise ValueError(f"{name} must have entries of magnitude at most {MAX_MAGNITUDE:g}, got "
-                         f"{float(big):g}")
-    nonzero = np.abs(arr[arr != 0])
-    if nonzero.size and nonzero.min() < 1.0 / MAX_MAGNITUDE:
-        raise ValueError(f"{name} must have nonzero entries of magnitude at least "
-                         f"{1.0 / MAX_MAGNITUDE:g}, got {float(nonzero.min()):g}")
-
-
-def _checked_transition(F: Any, Q: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Validated ``F`` (n, n) or (K, n, n) and ``Q`` of matching shape."""
-    F = as_finite("F", F)
-    if F.ndim not in (2, 3) or F.shape[-1] != F.shape[-2] or F.shape[-1] < 1:
-        raise ValueError(f"F must be a square matrix of shape (n, n), or (K, n, n) per step, "
-                         f"with n >= 1, got shape {F.shape}")
-    n = F.shape[-1]
-    Q = check_psd("Q", Q)
-    if Q.ndim not in (2, 3) or Q.shape[-2:] != (n, n):
-        raise ValueError(f"Q must have shape ({n}, {n}) to match F, or (K, {n}, {n}) per "
-                         f"step, got {Q.shape}")
-    if F.ndim == 3 and Q.ndim == 3 and F.shape[0] != Q.shape[0]:
-        raise ValueError(f"F and Q per step must have the same number of steps, got "
-                         f"{F.shape[0]} and {Q.shape[0]}")
-    _check_magnitude("F", F)
-    _check_magnitude("Q", Q)
-    return F, Q
-
-
-def _checked_observation(H: Any, R: Any, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Validated ``H`` (m, n) and ``R`` (m, m), positive definite."""
-    H = as_finite("H", H)
-    if H.ndim != 2 or H.shape[1] != n or H.shape[0] < 1:
-        raise ValueError(f"H must have shape (m, {n}) with m >= 1 to match F, got {H.shape}")
-    m = H.shape[0]
-    R = check_psd("R", R, definite=True)
-    if R.shape != (m, m):
-        raise ValueError(f"R must have shape ({m}, {m}) to match H, got {R.shape}")
-    _check_magnitude("H", H)
-    _check_magnitude("R", R)
-    return H, R
-
-
-
-def _prepare_transition(F: np.ndarray, Q: np.ndarray) -> _Transition:
-    lam, vec = np.linalg.eigh(Q)
-    keep = lam > 1e-12 * max(lam.max(initial=0.0), 1e-300)
-    n = F.shape[0]
-    f_inv = np.linalg.inv(F) if n and np.linalg.cond(F) < 1e12 else None
-    return _Transition(F=F, Ft=F.T.copy(), Q=Q, F_inv=f_inv, G=vec[:, keep],
-                       Qg_inv=np.diag(1.0 / lam[keep]))
-
-
-def _prepare_observation(H: np.ndarray, R: np.ndarray) -> _Observation:
-    W = np.linalg.inv(R)
-    onto = np.linalg.matrix_rank(H) == H.shape[0]
-    resid = None if onto else _sym(_residual_matrix(H, W))
-    return _Observation(H=H, Ht=H.T.copy(), R=R, W=_sym(W), resid=resid)
 
 
 @dataclass(frozen=True, eq=False)
@@ -355,6 +262,44 @@ def _robust_square(d: np.ndarray) -> float:
     return v if v > 0 else float(np.mean(d * d))
 
 
+def _positions(ys: Any) -> np.ndarray:
+    """``ys`` as checked positions of shape (T, ndim) (NaN = missing)."""
+    try:
+        y = np.asarray(ys, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"ys must be numeric positions (NaN = missing), got {ys!r}") from None
+    if y.ndim == 1:
+        y = y[:, None]
+    if y.ndim != 2:
+        raise ValueError(f"ys must have shape (T,) or (T, ndim), got {y.shape}")
+    if np.isinf(y).any():
+        raise ValueError("ys must be finite or NaN (missing), got an infinite value")
+    return y
+
+
+def _lag_variances(z: np.ndarray) -> list[tuple[int, float, int, float]] | None:
+    """``(k, c_k, n_k, V_k)`` of each lag ``k`` of :func:`constant_velocity_noise` with a
+    nonzero robust variance ``V_k`` of the second differences (``n_k`` of them), up to the
+    first lag with fewer than 3; None if lag 1 has fewer than 3 (too short to tell)."""
+    used = []
+    for k in _lags(z.shape[0]):
+        diffs = z[2 * k:] - 2.0 * z[k:-k] + z[:-2 * k]
+        count = int(np.sum(~np.isnan(diffs)))
+        if k == 1 and count < 3:
+            return None
+        if count < 3:
+            break
+        # each axis on its own scale, then the mean over the axes that move: pooling the
+        # differences would let a quiet axis (a constant coordinate) pull the median to 0
+        per_axis = [(v, d.size) for v, d in
+                    ((_robust_square(d), d) for d in (c[~np.isnan(c)] for c in diffs.T))
+                    if v > 0]
+        if per_axis:
+            v_k = float(np.mean([v for v, _ in per_axis]))
+            used.append((k, k * (4.0 * k * k - 1.0) / 6.0, sum(n for _, n in per_axis), v_k))
+    return used
+
+
 def constant_velocity_noise(ys: Any, dt: float = 1.0, *, accel_sd: float | None = None,
                             obs_sd: float | None = None) -> tuple[float, float]:
     """Robust estimates of the noise scales of :func:`constant_velocity` from a track.
@@ -415,16 +360,7 @@ def constant_velocity_noise(ys: Any, dt: float = 1.0, *, accel_sd: float | None 
     ...                                                            1000 * obs_sd)))
     True
     """
-    try:
-        y = np.asarray(ys, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ValueError(f"ys must be numeric positions (NaN = missing), got {ys!r}") from None
-    if y.ndim == 1:
-        y = y[:, None]
-    if y.ndim != 2:
-        raise ValueError(f"ys must have shape (T,) or (T, ndim), got {y.shape}")
-    if np.isinf(y).any():
-        raise ValueError("ys must be finite or NaN (missing), got an infinite value")
+    y = _positions(ys)
     dt = _check_scale("dt", dt, 1e-20, 1e20)
     known = {name: None if v is None else _check_scale(name, v, 1e-100, 1e100)
              for name, v in (("accel_sd", accel_sd), ("obs_sd", obs_sd))}
@@ -439,22 +375,9 @@ def constant_velocity_noise(ys: Any, dt: float = 1.0, *, accel_sd: float | None 
     unit = float(np.ldexp(1.0, int(np.frexp(base)[1])))
     z = y / unit
     a_known, s_known = known["accel_sd"], known["obs_sd"]
-    used = []  # (k, c_k, n_k, V_k) of the lags with a nonzero variance
-    for k in _lags(y.shape[0]):
-        diffs = z[2 * k:] - 2.0 * z[k:-k] + z[:-2 * k]
-        count = int(np.sum(~np.isnan(diffs)))
-        if k == 1 and count < 3:  # too short to tell: follow the observations
-            return a_known or base / dt**2, s_known or 1e-3 * base
-        if count < 3:
-            break
-        # each axis on its own scale, then the mean over the axes that move: pooling the
-        # differences would let a quiet axis (a constant coordinate) pull the median to 0
-        per_axis = [(v, d.size) for v, d in
-                    ((_robust_square(d), d) for d in (c[~np.isnan(c)] for c in diffs.T))
-                    if v > 0]
-        if per_axis:
-            v_k = float(np.mean([v for v, _ in per_axis]))
-            used.append((k, k * (4.0 * k * k - 1.0) / 6.0, sum(n for _, n in per_axis), v_k))
+    used = _lag_variances(z)
+    if used is None:  # too short to tell: follow the observations
+        return a_known or base / dt**2, s_known or 1e-3 * base
     if not used:  # no noise at all: an exact line
         small = 1e-3 * base
         return a_known or small / dt**2, s_known or small
