@@ -134,7 +134,7 @@ def _nonlinear_model():
 
 
 def _nonlinear(cls):
-    return lambda: cls(_nonlinear_model(), ps.MultivariateNormal([2.0, 0.0], np.eye(2)))
+    return lambda: cls(_nonlinear_model(), prior=ps.MultivariateNormal([2.0, 0.0], np.eye(2)))
 
 
 _bivariate = np.c_[1.0 + 0.3 * _rng.normal(size=30), 0.3 * _rng.normal(size=30)]
