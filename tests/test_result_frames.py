@@ -95,8 +95,8 @@ def _changepoint():
 CASES = {
     "FilterResult": _kalman,
     "SmootherResult": _smoother,
-    "NonlinearFilterResult (EKF)": lambda: _nonlinear(ExtendedKalmanFilter),
-    "NonlinearFilterResult (UKF)": lambda: _nonlinear(UnscentedKalmanFilter),
+    "FilterResult (EKF)": lambda: _nonlinear(ExtendedKalmanFilter),
+    "FilterResult (UKF)": lambda: _nonlinear(UnscentedKalmanFilter),
     "NoiseScaleResult": _noise_scale,
     "ParticleFilterResult": _particles,
     "LocationScaleFit": _location_scale,
@@ -273,7 +273,7 @@ def test_every_result_type_has_to_frame_and_to_xarray():
     found = _result_classes()
     names = {name for _, name in found}
     # the listing finds the known types (it cannot pass by finding nothing)
-    assert {"FilterResult", "SmootherResult", "NonlinearFilterResult", "NoiseScaleResult",
+    assert {"FilterResult", "SmootherResult", "NoiseScaleResult",
             "ParticleFilterResult", "SequentialResult", "CovarianceFit", "LocationScaleFit",
             "SoftUniformFit", "ChangepointResult", "ManyResult"} <= names
     missing = [f"{module}.{name}" for module, name in found

@@ -15,8 +15,30 @@ textbook EKF and UKF (checked against filterpy in the tests).
 The model functions act on the last axis and must accept leading batch axes
 (``f(x)`` with ``x`` of shape ``(..., n)`` returns ``(..., n)``, ``h(x)`` returns ``(..., m)``):
 write ``x[..., 0]``, not ``x[0]``. Jacobians are optional: central finite differences are used
-when they are not given. Unlike the linear :class:`possibly.KalmanFilter`, these filters need a
-proper prior (the linearisation point must exist).
+when they are not given. The filters have the verbs and the result
+(:class:`~possibly.filters.kalman.FilterResult`) of :class:`possibly.KalmanFilter`.
+
+Start from no prior (``prior=None``, the default): as in the linear filter the state runs in
+information form (precision ``Y``, singular while a direction is not informed) with the
+robust start's hypotheses (:mod:`possibly.filters.robust_start`). The mean is the
+linearisation point. In the directions the observations inform, the update relinearises
+``h`` at its own result until it settles: Gauss-Newton for the mode of
+``-½ (θ - μ)ᵀ Y (θ - μ) - ½ ρ (y - h(θ))ᵀ R⁻¹ (y - h(θ))``, so the first observations define
+the state through ``h``'s Jacobian at that mode (``θ = h⁻¹(y_1)`` for an invertible ``h``),
+not at an arbitrary point. In the directions not yet informed the mean stays at
+``initial_guess`` (zeros by default), which only sets where ``h`` and ``f`` are first
+linearised and must lie in the basin of the mode when ``h`` is far from linear. ``ρ`` is that
+of the first linearisation (``c = 1`` in directions that ``Y`` does not inform); ``f``'s
+Jacobian must be invertible in this phase. Once every direction is informed, the usual EKF or
+UKF steps (the UKF's sigma points need a finite covariance: its information phase is the
+EKF's). For a linear model both are the linear filter.
+
+Smoothers: the extended and unscented RTS backward passes (Särkkä, *Bayesian Filtering and
+Smoothing*, §9) over the forward pass's moments, ``G = C P_{t+1|t}⁻¹`` with ``C = P Fᵀ``
+(extended) or the sigma-point cross covariance of θ_t and f(θ_t) (unscented). As the linear
+smoother (:mod:`possibly.filters.smoother`) they keep the forward discounts (the smoother of
+the model with ``R / ρ_t``), and steps in information form take its natural-parameter
+recursion with ``f`` linearised at the filtered mean.
 """
 
 from __future__ import annotations
@@ -382,7 +404,8 @@ class _RobustNonlinearFilter(SequentialEstimator, ABC):
         if prior is None and self.prior is None:  # precision 0 at the linearisation point
             mean = np.broadcast_to(self.initial_guess, batch_shape + (n,)).copy()
             return NonlinearState(mean, None, np.zeros(batch_shape + (n, n)))
-        mean0, cov0 = self._moments0 if prior is None else self._prior_moments(prior)
+        mean0, cov0 = self._prior_moments(prior) if prior is not None \
+            else cast(tuple[np.ndarray, np.ndarray], self._moments0)
         try:
             mean = np.broadcast_to(mean0, batch_shape + (n,)).copy()
             cov = np.broadcast_to(cov0, batch_shape + (n, n)).copy()
@@ -474,7 +497,11 @@ class _RobustNonlinearFilter(SequentialEstimator, ABC):
             htw = np.swapaxes(hj, -1, -2) @ W
             return htw @ hj, _mv(htw, v)
 
-        hj = model.h_jac(m0)
+        try:
+            hj = model.h_jac(m0)
+        except ValueError as err:  # e.g. h not differentiable at initial_guess
+            raise ValueError(f"{err}; with no prior h is first linearised at initial_guess, "
+                             f"so give an initial_guess where h is smooth") from None
         v = np.where(missing[..., None], 0.0, y - model.measurement(m0))
         htw = np.swapaxes(hj, -1, -2) @ W
         j, b = htw @ hj, _mv(htw, v)
@@ -575,8 +602,8 @@ class _RobustNonlinearFilter(SequentialEstimator, ABC):
         >>> model = NonlinearModel(f=lambda x: x, h=lambda x: x ** 3, Q=[[1e-4]], R=[[0.01]])
         >>> ekf = ExtendedKalmanFilter(model, initial_guess=[1.0])      # no prior
         >>> res = ekf.smooth(np.array([1.3, 1.35, 30.0, 1.28]))         # 30 is an outlier
-        >>> res.mean[:, 0].round(3)
-        array([1.093, 1.093, 1.093, 1.093])
+        >>> res.mean[:, 0].round(3)                                     # ∛1.3 = 1.091
+        array([1.095, 1.095, 1.094, 1.093])
         >>> res.discount.round(3)
         array([1., 1., 0., 1.])
         """
@@ -743,13 +770,26 @@ class _Run:
         full, pred = "covariance" in keep, "predicted" in keep
         variance = (np.diagonal(cov, axis1=-2, axis2=-1).copy()
                     if full or "variance" in keep else None)
-        return FilterResult(mean=np.stack(self.mean, ax), variance=variance,
+        mean = np.stack(self.mean, ax)
+
+        def prefix(precs: list[np.ndarray | None]) -> np.ndarray:
+            """The precisions of the first steps, those in information form (a prefix)."""
+            items = [p for p in precs if p is not None]
+            if not items:
+                return np.empty(mean.shape[:-2] + (0,) + mean.shape[-1:] * 2)
+            return np.stack(items, ax)
+
+        # what FilterResult.precision needs where covariances are inf
+        information = (prefix(self.prec), prefix(self.p_prec)) if full and pred else None
+        return FilterResult(mean=mean, variance=variance,
                             covariance=cov if full else None,
                             log_consistency=np.stack(self.log_c, -1),
                             discount=np.stack(self.discount, -1),
                             predicted_mean=np.stack(self.p_mean, ax) if pred else None,
                             predicted_covariance=np.stack(self.p_cov, ax) if pred else None,
-                            state_names=names, dim=dim, index=index, final=self.final)
+                            state_names=names, dim=dim, index=index,
+                            final=cast(Any, self.final),  # the state of this filter
+                            _information=information)
 
 
 def _observation(y, m: int, series: bool = False) -> np.ndarray:
