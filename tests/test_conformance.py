@@ -143,6 +143,10 @@ _bivariate[12] = [25.0, -9.0]
 FILTER_CASES += [
     Case("robust EKF", _nonlinear(ps.filters.nonlinear.ExtendedKalmanFilter), _bivariate, 1),
     Case("robust UKF", _nonlinear(ps.filters.nonlinear.UnscentedKalmanFilter), _bivariate, 1),
+    Case("robust EKF, no prior", lambda: ps.filters.nonlinear.ExtendedKalmanFilter(
+        _nonlinear_model(), initial_guess=[2.0, 0.0]), _bivariate, 1),
+    Case("robust UKF, no prior", lambda: ps.filters.nonlinear.UnscentedKalmanFilter(
+        _nonlinear_model(), initial_guess=[2.0, 0.0]), _bivariate, 1),
     Case("Kalman filter, learned noise scale",
          lambda: ps.filters.noise_scale.NoiseScaleKalmanFilter(
              *ps.models.constant_velocity(ndim=2), scale_prior=(2.0, 1.0)), _bivariate, 1),

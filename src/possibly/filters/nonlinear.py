@@ -513,13 +513,18 @@ class _RobustNonlinearFilter(SequentialEstimator, ABC):
                                               validate=False))
         r3 = rho[..., None, None]
         mean = m0 + _mv(np.linalg.pinv(Y + r3 * j, hermitian=True), rho[..., None] * b)
+        # each batch element stops at the point it settles on (and its Jacobian there), so
+        # that it does not depend on the others
+        settled = np.zeros(mean.shape[:-1], dtype=bool)
         for _ in range(_MAX_ITER):
             j, b = linearised(mean)
             new = m0 + _mv(np.linalg.pinv(Y + r3 * j, hermitian=True), rho[..., None] * b)
-            settled = np.abs(new - mean) <= _SETTLED * (1.0 + np.abs(mean))
-            mean = new
+            settled = settled | (np.abs(new - mean) <= _SETTLED * (1.0 + np.abs(mean))).all(-1)
             if settled.all():
                 break
+            mean = np.where(settled[..., None], mean, new)
+        else:
+            j, _ = linearised(mean)
         prec = _sym(Y + r3 * j)
         t = state.t + 1
         new_state = (NonlinearState(mean, _sym(np.linalg.inv(prec)), None, t)
