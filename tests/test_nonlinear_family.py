@@ -23,11 +23,12 @@ from possibly.filters.nonlinear import (
     UnscentedKalmanFilter,
 )
 from possibly.filters.robust_start import KalmanStartState
+from possibly.filters.state_space import constant_velocity
 
 FILTERS = [ExtendedKalmanFilter, UnscentedKalmanFilter]
 
 # -- a linear model, written as a nonlinear one ------------------------------------------------
-F, Q, H, R = ps.models.constant_velocity(dt=1.0, accel_sd=0.3, obs_sd=1.0)
+F, Q, H, R = constant_velocity(dt=1.0, accel_sd=0.3, obs_sd=1.0)
 
 
 def linear_model() -> NonlinearModel:
@@ -178,17 +179,14 @@ def test_no_prior_range_and_bearing_recover_the_position():
 
 
 DT = 0.5
+F_CV = np.eye(4)
+F_CV[0, 2] = F_CV[1, 3] = DT
 
 
 def f_cv(x):
-    out = np.array(x, dtype=float, copy=True)
-    out[..., 0] += DT * x[..., 2]
-    out[..., 1] += DT * x[..., 3]
-    return out
+    """Constant velocity in 2-D, state (px, py, vx, vy)."""
+    return x @ F_CV.T
 
-
-F_CV = np.eye(4)
-F_CV[0, 2] = F_CV[1, 3] = DT
 Q_CV = 0.01 * np.eye(4)
 R_RB = np.diag([0.1, 0.01])
 M0 = np.array([0.0, 0.0, 1.0, 0.5])

@@ -78,7 +78,6 @@ from possibly.filters.smoother import SmootherResult
 from possibly.filters.state_space import _sym
 from possibly.frames import time_labels
 from possibly.inference import discount, relative_log_consistency
-from possibly.robust_start import tree_map
 from possibly.sequential import SequentialEstimator, time_first
 from possibly.validation import as_finite, check_bool, check_positive, check_psd
 
@@ -623,8 +622,13 @@ class _RobustNonlinearFilter(SequentialEstimator, ABC):
             # recursion in which its outliers are missing (exactly that hypothesis' filter)
             batch = y.shape[:-2]
             size = int(np.prod(batch))
-            first = tree_map(self._initial(prior, batch),
-                             lambda a: a.reshape((size,) + a.shape[len(batch):]))
+            init = self._initial(prior, batch)
+
+            def flat(a: np.ndarray | None) -> Any:
+                return None if a is None else a.reshape((size,) + a.shape[len(batch):])
+
+            first = NonlinearState(flat(init.mean), flat(init.covariance),
+                                   flat(init.precision), init.t)
             masked = start_masked(y.reshape((size,) + y.shape[-2:]), first, self._plain_step,
                                   self.model.obs_dim).reshape(y.shape)
         run = self._run(masked, prior, False)
