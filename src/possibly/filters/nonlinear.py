@@ -52,7 +52,6 @@ from typing import Any, cast
 import numpy as np
 
 from possibly.families.multivariate_normal import MultivariateNormal
-from possibly.filters._common import state_dataset, state_frame
 from possibly.filters.kalman import (
     COVERAGE,
     FilterResult,
@@ -65,7 +64,6 @@ from possibly.filters.kalman import (
     _mv,
     _reference_table,
     _well_conditioned,
-    discounted_fraction,
     warn_if_mostly_discounted,
 )
 from possibly.filters.robust_start import (
@@ -83,7 +81,6 @@ from possibly.validation import as_finite, check_bool, check_positive, check_psd
 
 __all__ = [
     "ExtendedKalmanFilter",
-    "NonlinearFilterResult",
     "NonlinearModel",
     "NonlinearState",
     "UnscentedKalmanFilter",
@@ -237,92 +234,6 @@ class NonlinearState:
     @property
     def information_form(self) -> bool:
         return self.precision is not None
-
-
-@dataclass(frozen=True)
-class NonlinearFilterResult:
-    """Output of ``fit``: filtered E* and V* of θ_t, and what each observation did.
-
-    Attributes
-    ----------
-    mean : ndarray, shape (..., T, n)
-    covariance : ndarray, shape (..., T, n, n)
-    log_consistency, discount : ndarray, shape (..., T)
-        NaN at missing observations.
-    state_names : tuple of str
-        Names of the state components (``x0, x1, ...`` when empty).
-    index : pandas.Index or None
-        The index of a pandas input (kept by :meth:`to_frame` and :meth:`to_xarray`).
-    """
-
-    mean: np.ndarray
-    covariance: np.ndarray
-    log_consistency: np.ndarray
-    discount: np.ndarray
-    state_names: tuple[str, ...] = field(default=(), kw_only=True)
-    index: Any = field(default=None, repr=False, kw_only=True)
-
-    @property
-    def consistency(self) -> np.ndarray:
-        return np.exp(self.log_consistency)
-
-    @property
-    def variance(self) -> np.ndarray:
-        """Diagonal of ``covariance``, shape ``(..., T, n)``."""
-        return np.diagonal(self.covariance, axis1=-2, axis2=-1)
-
-    def _names(self) -> tuple[str, ...]:
-        return self.state_names or tuple(f"x{j}" for j in range(self.mean.shape[-1]))
-
-    def _extra(self) -> dict[str, np.ndarray]:
-        """Further per-step arrays ``(..., T)`` of a subclass, for the tables."""
-        return {}
-
-    def to_frame(self) -> Any:
-        """The result as a pandas DataFrame, indexed like a pandas input.
-
-        Columns as in :meth:`possibly.filters.kalman.FilterResult.to_frame`: the filtered
-        mean of each state component, ``<name>_sd``, ``log_consistency``, ``consistency``,
-        ``discount`` (and ``noise_scale`` for a learned noise scale).
-
-        Examples
-        --------
-        >>> import pandas as pd, possibly as ps
-        >>> from possibly.filters.nonlinear import ExtendedKalmanFilter, NonlinearModel
-        >>> model = NonlinearModel(f=lambda x: x, h=lambda x: x ** 3, Q=[[1e-4]], R=[[0.01]])
-        >>> ekf = ExtendedKalmanFilter(model, ps.MultivariateNormal([1.0], [[100.0]]))
-        >>> y = pd.Series([1.3, 1.35, 30.0], index=pd.date_range("2024-01-01", periods=3))
-        >>> ekf.fit(y).to_frame()[["x0", "discount"]].round(3)
-                       x0  discount
-        2024-01-01  1.090       1.0
-        2024-01-02  1.099       1.0
-        2024-01-03  1.099       0.0
-        """
-        return state_frame(self.mean, self.variance, self.log_consistency, self.discount,
-                           self._names(), self.index, self._extra())
-
-    def to_xarray(self) -> Any:
-        """The result as an xarray Dataset (the layout of
-        :meth:`possibly.filters.kalman.FilterResult.to_xarray`, plus ``noise_scale`` for a
-        learned noise scale).
-
-        Examples
-        --------
-        >>> import numpy as np, possibly as ps
-        >>> from possibly.filters.nonlinear import UnscentedKalmanFilter, NonlinearModel
-        >>> model = NonlinearModel(f=lambda x: x, h=lambda x: x, Q=[[0.01]], R=[[1.0]])
-        >>> ukf = UnscentedKalmanFilter(model, ps.MultivariateNormal([0.0], [[10.0]]))
-        >>> dict(ukf.fit(np.zeros((3, 5, 1))).to_xarray()["mean"].sizes)   # 3 series
-        {'series_0': 3, 'time': 5, 'state': 1}
-        """
-        return state_dataset(self.mean, self.variance, self.log_consistency, self.discount,
-                             self._names(), self.index, self._extra())
-
-    @property
-    def discounted_fraction(self) -> np.ndarray:
-        """Per series, the fraction of observed steps discounted below 0.1 (see
-        :class:`~possibly.filters.kalman.MostlyDiscountedWarning`)."""
-        return discounted_fraction(self.discount)
 
 
 class _RobustNonlinearFilter(SequentialEstimator, ABC):
