@@ -143,6 +143,32 @@ def test_no_prior_first_observation_defines_the_state_scalar():
             assert res.log_consistency[0] == 0.0 and res.discount[0] == 1.0
 
 
+def test_no_prior_extended_smoother_is_the_limit_of_a_diffuse_prior():
+    """With a nonlinear transition, the extended filter and smoother from no prior
+    (information form, ``f`` linearised at the filtered mean) are the limit of those from a
+    proper prior of precision ε I (covariance form throughout) as ε -> 0: the difference
+    shrinks with ε."""
+    def f(x):
+        return np.stack([x[..., 0] + x[..., 1], 0.9 * x[..., 1] + 0.3 * np.sin(x[..., 1])], -1)
+
+    model = NonlinearModel(f=f, h=lambda x: x[..., :1], Q=np.diag([0.01, 0.04]), R=[[0.25]])
+    rng = np.random.default_rng(0)
+    x, ys = np.array([0.0, 1.0]), []
+    for t in range(25):
+        if t:
+            x = f(x) + rng.normal(size=2) * [0.1, 0.2]
+        ys.append(x[0] + 0.5 * rng.normal())
+    ys = np.array(ys)
+    flat = ExtendedKalmanFilter(model, robust_start=False).smooth(ys)
+    assert np.isinf(flat.filtered.covariance[0, 1, 1])  # velocity not informed at first
+    for eps in (1e-4, 1e-6):
+        diffuse = ExtendedKalmanFilter(model, prior=ps.MultivariateNormal(
+            [0.0, 0.0], eps * np.eye(2))).smooth(ys)
+        assert np.abs(flat.mean - diffuse.mean).max() < 100 * eps
+        assert np.abs(flat.covariance - diffuse.covariance).max() < 100 * eps
+        assert np.abs(flat.filtered.mean[1:] - diffuse.filtered.mean[1:]).max() < 100 * eps
+
+
 LANDMARK = np.array([5.0, -3.0])
 
 
