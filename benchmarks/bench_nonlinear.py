@@ -62,7 +62,7 @@ def main(argv=None) -> int:
         for variant, kw in variants.items():
             name = f"{label}, {variant}"
             start = time.perf_counter()
-            mean = cls(model, prior, **kw).fit(ys).mean
+            mean = cls(model, prior=prior, **kw).fit(ys).mean
             rows[name] = (np.linalg.norm(mean[..., [0, 2]] - truth, axis=-1).mean(-1),
                           (time.perf_counter() - start) / args.repeats)
     for name, kw in {} if args.no_particles else {
@@ -103,9 +103,9 @@ def _validation_cost(model, prior, ys, timings: int = 15) -> None:
         for label, y, p in (("batch", ys, prior),
                             ("one series", ys[0], ps.MultivariateNormal(
                                 prior.mean[0], prior.precision[0]))):
-            once, each = cls(model, p), cls(model, p)
+            once, each = cls(model, prior=p), cls(model, prior=p)
             # the baseline: every step checks its observation, as the public step does
-            each._step = partial(_checking_step, each._step, model.obs_dim)
+            each._plain_step = partial(_checking_step, each._plain_step, model.obs_dim)
             ratios, fit_ms = [], []
             for _ in range(timings):
                 t0 = time.perf_counter()

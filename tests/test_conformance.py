@@ -174,6 +174,10 @@ _bivariate[12] = [25.0, -9.0]
 FILTER_CASES += [
     Case("robust EKF", _nonlinear(ExtendedKalmanFilter), _bivariate, 1),
     Case("robust UKF", _nonlinear(UnscentedKalmanFilter), _bivariate, 1),
+    Case("robust EKF, no prior", lambda: ExtendedKalmanFilter(
+        _nonlinear_model(), initial_guess=[2.0, 0.0]), _bivariate, 1),
+    Case("robust UKF, no prior", lambda: UnscentedKalmanFilter(
+        _nonlinear_model(), initial_guess=[2.0, 0.0]), _bivariate, 1),
     Case("Kalman filter, learned noise scale", _learned_scale, _bivariate, 1),
 ]
 

@@ -338,7 +338,7 @@ def _ekf_fit(y):
     from possibly.filters.nonlinear import ExtendedKalmanFilter, NonlinearModel
 
     model = NonlinearModel(f=lambda x: x, h=lambda x: x, Q=[[0.01]], R=[[0.1]])
-    return ExtendedKalmanFilter(model, ps.MultivariateNormal([0.0], [[1e-2]])).fit(y)
+    return ExtendedKalmanFilter(model, prior=ps.MultivariateNormal([0.0], [[1e-2]])).fit(y)
 
 
 #: entry points taking one series (T,), and the output to compare

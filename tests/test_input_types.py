@@ -38,12 +38,12 @@ def cv():
 
 def ekf():
     model = NonlinearModel(f=lambda x: x, h=lambda x: x, Q=[[0.01]], R=[[0.1]])
-    return ExtendedKalmanFilter(model, ps.MultivariateNormal([0.0], [[1e-2]]))
+    return ExtendedKalmanFilter(model, prior=ps.MultivariateNormal([0.0], [[1e-2]]))
 
 
 def ukf():
     model = NonlinearModel(f=lambda x: x, h=lambda x: x, Q=[[0.01]], R=[[0.1]])
-    return ps.UnscentedKalmanFilter(model, ps.MultivariateNormal([0.0], [[1e-2]]))
+    return ps.UnscentedKalmanFilter(model, prior=ps.MultivariateNormal([0.0], [[1e-2]]))
 
 
 def noise_scale():

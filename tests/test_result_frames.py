@@ -56,7 +56,7 @@ def _smoother():
 
 def _nonlinear(cls):
     model = NonlinearModel(f=lambda x: x, h=lambda x: x, Q=[[0.1]], R=[[1.0]])
-    r = cls(model, ps.MultivariateNormal([0.0], [[100.0]])).fit(Y)
+    r = cls(model, prior=ps.MultivariateNormal([0.0], [[100.0]])).fit(Y)
     return r, {"x0": r.mean[:, 0], "x0_sd": _sd(r.covariance, 0),
                "log_consistency": r.log_consistency, "discount": r.discount}
 
@@ -95,8 +95,8 @@ def _changepoint():
 CASES = {
     "FilterResult": _kalman,
     "SmootherResult": _smoother,
-    "NonlinearFilterResult (EKF)": lambda: _nonlinear(ExtendedKalmanFilter),
-    "NonlinearFilterResult (UKF)": lambda: _nonlinear(UnscentedKalmanFilter),
+    "FilterResult (EKF)": lambda: _nonlinear(ExtendedKalmanFilter),
+    "FilterResult (UKF)": lambda: _nonlinear(UnscentedKalmanFilter),
     "NoiseScaleResult": _noise_scale,
     "ParticleFilterResult": _particles,
     "LocationScaleFit": _location_scale,
@@ -154,7 +154,7 @@ def test_estimator_dataframe_is_time_along_its_columns():
 def test_filters_dataframe_rows_are_the_steps():
     data = pd.DataFrame({"y": Y.to_numpy()}, index=IDX)
     model = NonlinearModel(f=lambda x: x, h=lambda x: x, Q=[[0.1]], R=[[1.0]])
-    ekf = ExtendedKalmanFilter(model, ps.MultivariateNormal([0.0], [[100.0]]))
+    ekf = ExtendedKalmanFilter(model, prior=ps.MultivariateNormal([0.0], [[100.0]]))
     assert ekf.fit(data).to_frame().index.equals(IDX)
     pf = ps.ParticleFilter.from_model(CV, n_particles=50,
                                       prior=ps.MultivariateNormal([0.0, 1.0], np.eye(2)))
@@ -167,7 +167,7 @@ def test_filters_dataframe_rows_are_the_steps():
 def test_batch_rows_are_series_then_step():
     model = NonlinearModel(f=lambda x: x, h=lambda x: x, Q=[[0.1]], R=[[1.0]])
     ys = np.random.default_rng(0).normal(size=(2, 3, 5, 1))
-    res = UnscentedKalmanFilter(model, ps.MultivariateNormal([0.0], [[100.0]])).fit(ys)
+    res = UnscentedKalmanFilter(model, prior=ps.MultivariateNormal([0.0], [[100.0]])).fit(ys)
     frame = res.to_frame()
     assert frame.index.names == ["series", "step"] and len(frame) == 30
     # series 4 is batch position (1, 1)
@@ -274,7 +274,7 @@ def test_every_result_type_has_to_frame_and_to_xarray():
     found = _result_classes()
     names = {name for _, name in found}
     # the listing finds the known types (it cannot pass by finding nothing)
-    assert {"FilterResult", "SmootherResult", "NonlinearFilterResult", "NoiseScaleResult",
+    assert {"FilterResult", "SmootherResult", "NoiseScaleResult",
             "ParticleFilterResult", "SequentialResult", "CovarianceFit", "LocationScaleFit",
             "SoftUniformFit", "ChangepointResult", "ManyResult"} <= names
     missing = [f"{module}.{name}" for module, name in found

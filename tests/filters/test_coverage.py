@@ -124,8 +124,8 @@ def test_unscented_filter_uses_the_relative_discount():
     model = NonlinearModel(f=lambda x: x, h=lambda x: x ** 3, Q=[[1e-4]], R=[[0.01]])
     prior = ps.MultivariateNormal([1.0], [[100.0]])
     ys = np.array([1.3, 1.35, 30.0, 1.28])
-    paper = UnscentedKalmanFilter(model, prior, coverage=None).fit(ys)
-    rel = UnscentedKalmanFilter(model, prior, coverage=0.8).fit(ys)
+    paper = UnscentedKalmanFilter(model, prior=prior, coverage=None).fit(ys)
+    rel = UnscentedKalmanFilter(model, prior=prior, coverage=0.8).fit(ys)
     # first step: same predictive, so the relative discount follows from the paper's γ
     log_c0 = -0.5 * stats.chi2.ppf(0.8, 1)
     want = min(1.0, float(np.exp(paper.log_consistency[0] - log_c0)))

@@ -231,7 +231,7 @@ def test_other_filters_warn_too():
     prior = ps.MultivariateNormal([ys[0], 0.0], np.eye(2))
     mod = ps.filters.NonlinearModel(f=lambda x: x @ F.T, h=lambda x: x @ H.T, Q=Q, R=R)
     with pytest.warns(ps.MostlyDiscountedWarning):
-        res = ps.ExtendedKalmanFilter(mod, prior).fit(ys)
+        res = ps.ExtendedKalmanFilter(mod, prior=prior).fit(ys)
     assert res.discounted_fraction > 0.5
     # the learned scale fixes R's units: no warning
     with warnings.catch_warnings():

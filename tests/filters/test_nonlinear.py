@@ -92,7 +92,7 @@ def filterpy_ekf(ys):
 @pytest.mark.parametrize("jacobian", [True, False])
 def test_ekf_standard_equals_filterpy(jacobian):
     ys = simulate()
-    res = ExtendedKalmanFilter(model(jacobian), PRIOR, robust=False).fit(ys)
+    res = ExtendedKalmanFilter(model(jacobian), prior=PRIOR, robust=False).fit(ys)
     ref = filterpy_ekf(ys)
     tol = 1e-10 if jacobian else 1e-6  # finite differences
     for t, (x, P) in enumerate(ref):
@@ -108,7 +108,7 @@ def test_ukf_standard_equals_filterpy():
     ukf = FPUKF(dim_x=4, dim_z=2, dt=DT, hx=h_rb, fx=lambda x, dt: f_cv(x), points=pts)
     ukf.x, ukf.P, ukf.Q, ukf.R = M0.copy(), P0.copy(), Q, R
     ukf.sigmas_f = pts.sigma_points(ukf.x, ukf.P)  # the prior is that of θ_1: no predict
-    ours = UnscentedKalmanFilter(model(False), PRIOR, robust=False, alpha=alpha, beta=beta,
+    ours = UnscentedKalmanFilter(model(False), prior=PRIOR, robust=False, alpha=alpha, beta=beta,
                                  kappa=kappa).fit(ys)
     for t, y in enumerate(ys):
         if t:
@@ -127,7 +127,7 @@ def test_linear_model_gives_the_kalman_filter():
     # the EKF/UKF have no robust start: the Kalman filter's plain recursion
     ref = ps.KalmanFilter(F, Qm, H, Rm, robust_start=False).filter(ys, prior=prior)
     for cls in (ExtendedKalmanFilter, UnscentedKalmanFilter):
-        res = cls(mod, prior).fit(ys)
+        res = cls(mod, prior=prior).fit(ys)
         np.testing.assert_allclose(res.mean, ref.mean, rtol=1e-9, atol=1e-12)
         np.testing.assert_allclose(res.covariance, ref.covariance, rtol=1e-9, atol=1e-12)
         np.testing.assert_allclose(res.log_consistency, ref.log_consistency, rtol=1e-9,
@@ -138,7 +138,7 @@ def test_linear_model_gives_the_kalman_filter():
 def test_robust_update_by_hand():
     """One EKF step: consistency of the linearised predictive, R inflated by 1 / γ."""
     mod = model()
-    ekf = ExtendedKalmanFilter(mod, PRIOR, coverage=None)  # the paper's γ = c^(1/d)
+    ekf = ExtendedKalmanFilter(mod, prior=PRIOR, coverage=None)  # the paper's γ = c^(1/d)
     y = h_rb(M0) + np.array([2.0, 0.3])
     state, info = ekf.step(ekf.init(), y)
     Hj = h_rb_jac(M0)
@@ -153,7 +153,7 @@ def test_robust_update_by_hand():
     np.testing.assert_allclose(state.covariance, (np.eye(4) - K @ Hj) @ P0, rtol=1e-10,
                                atol=1e-14)
     # the default relative discount: (c / c₀)^(1/4) capped at 1, c₀ from scipy's χ²₂ quantile
-    _, info = ExtendedKalmanFilter(mod, PRIOR).step(ekf.init(), y)
+    _, info = ExtendedKalmanFilter(mod, prior=PRIOR).step(ekf.init(), y)
     log_c0 = -0.5 * stats.chi2.ppf(0.9, 2)
     assert log_c < log_c0  # outside the 90% region: discounted
     assert np.isclose(info.discount, np.exp((log_c - log_c0) / 4), rtol=1e-12)
@@ -164,9 +164,9 @@ def test_outliers_are_discounted(cls):
     """Gross range outliers are (almost) ignored: the robust track stays near the clean one."""
     clean = simulate(T=60, seed=3)
     dirty = simulate(T=60, seed=3, outliers=(10, 25, 40))
-    ref = cls(model(False), PRIOR).fit(clean).mean
-    rob = cls(model(False), PRIOR).fit(dirty)
-    std = cls(model(False), PRIOR, robust=False).fit(dirty).mean
+    ref = cls(model(False), prior=PRIOR).fit(clean).mean
+    rob = cls(model(False), prior=PRIOR).fit(dirty)
+    std = cls(model(False), prior=PRIOR, robust=False).fit(dirty).mean
     assert np.all(rob.discount[[10, 25, 40]] < 1e-6)
     err_rob = np.abs(rob.mean[:, :2] - ref[:, :2]).max()
     err_std = np.abs(std[:, :2] - ref[:, :2]).max()
@@ -177,14 +177,14 @@ def test_outliers_are_discounted(cls):
 def test_batch_and_missing(cls):
     ys = np.stack([simulate(T=15, seed=s) for s in range(3)])
     ys[1, 4] = np.nan
-    res = cls(model(False), PRIOR).fit(ys)
+    res = cls(model(False), prior=PRIOR).fit(ys)
     assert res.mean.shape == (3, 15, 4) and res.discount.shape == (3, 15)
     assert np.isnan(res.discount[1, 4]) and np.isnan(res.log_consistency[1, 4])
     for b in range(3):
-        one = cls(model(False), PRIOR).fit(ys[b])
+        one = cls(model(False), prior=PRIOR).fit(ys[b])
         np.testing.assert_allclose(res.mean[b], one.mean, rtol=1e-12, atol=1e-14)
     # a missing step predicts only
-    st = cls(model(False), PRIOR)
+    st = cls(model(False), prior=PRIOR)
     s = st.init()
     s, _ = st.step(s, ys[1, 0])
     s2, info = st.step(s, [np.nan, np.nan])
@@ -194,25 +194,26 @@ def test_batch_and_missing(cls):
 def test_bad_input():
     with pytest.raises(ValueError, match="h"):
         ExtendedKalmanFilter(NonlinearModel(f=f_cv, h=lambda x: np.abs(x[..., :2]), Q=Q, R=R),
-                             ps.MultivariateNormal(np.zeros(4), np.eye(4))).fit(np.ones((3, 2)))
+                             prior=ps.MultivariateNormal(np.zeros(4), np.eye(4))
+                             ).fit(np.ones((3, 2)))
     with pytest.raises(ValueError, match="h returned a non-finite"), \
             np.errstate(invalid="ignore"):
         UnscentedKalmanFilter(NonlinearModel(f=f_cv, h=lambda x: np.log(x[..., :2]), Q=Q, R=R),
-                              ps.MultivariateNormal(np.full(4, 0.1), np.eye(4))
+                              prior=ps.MultivariateNormal(np.full(4, 0.1), np.eye(4))
                               ).fit(np.ones((3, 2)))
     with pytest.raises(ValueError, match="R"):
         NonlinearModel(f=f_cv, h=h_rb, Q=Q, R=-R)
     with pytest.raises(ValueError, match="f must be callable"):
         NonlinearModel(f=1.0, h=h_rb, Q=Q, R=R)
     with pytest.raises(ValueError, match="h must return an array of shape"):
-        ExtendedKalmanFilter(NonlinearModel(f=f_cv, h=lambda x: x, Q=Q, R=R), PRIOR
+        ExtendedKalmanFilter(NonlinearModel(f=f_cv, h=lambda x: x, Q=Q, R=R), prior=PRIOR
                              ).fit(np.ones((3, 2)))
     with pytest.raises(ValueError, match="prior"):
-        ExtendedKalmanFilter(model(), ps.MultivariateNormal(np.zeros(4), np.zeros((4, 4))))
+        ExtendedKalmanFilter(model(), prior=ps.MultivariateNormal(np.zeros(4), np.zeros((4, 4))))
     with pytest.raises(ValueError, match="y must have shape"):
-        ExtendedKalmanFilter(model(), PRIOR).fit(np.ones((3, 3)))
+        ExtendedKalmanFilter(model(), prior=PRIOR).fit(np.ones((3, 3)))
     with pytest.raises(ValueError, match="tau"):
-        ExtendedKalmanFilter(model(), PRIOR, tau=2.0)
+        ExtendedKalmanFilter(model(), prior=PRIOR, tau=2.0)
 
 
 def test_base_class_declares_the_steps():
@@ -225,7 +226,7 @@ def test_base_class_declares_the_steps():
 
     model = NonlinearModel(f=lambda x: x, h=lambda x: x, Q=[[0.1]], R=[[1.0]])
     with pytest.raises(TypeError, match="_update"):
-        Incomplete(model, ps.MultivariateNormal([0.0], [[1.0]]))
+        Incomplete(model, prior=ps.MultivariateNormal([0.0], [[1.0]]))
 
 
 @pytest.mark.parametrize("cls", [ExtendedKalmanFilter, UnscentedKalmanFilter])
@@ -244,7 +245,7 @@ def test_fit_checks_the_observations_once(cls, monkeypatch):
     monkeypatch.setattr(nl, "_check_observation_values", counting)
     ys = simulate(T=20, seed=1)
     ys[5] = np.nan
-    f = cls(model(False), PRIOR)
+    f = cls(model(False), prior=PRIOR)
     res = f.fit(ys)
     assert calls == [ys.shape]
     state, lcs = f.init(), []

@@ -5,7 +5,7 @@
 * :mod:`~possibly.filters.kalman`: the possibilistic, robust :class:`KalmanFilter` (pure
   ``init``/``step`` kernels, a :class:`~possibly.sequential.SequentialEstimator`), with an
   optional learned noise scale (:class:`NoiseScaleKalmanFilter`);
-* :mod:`~possibly.filters.result`: :class:`FilterResult`, the one result type of the
+* :mod:`~possibly.filters.filter_result`: :class:`FilterResult`, the one result type of the
   Gaussian filters; :mod:`~possibly.filters.kalman_state`: :class:`KalmanState`,
   :class:`KalmanInfo`;
 * :mod:`~possibly.filters.smoother`: :func:`smooth`, the RTS smoother as a pure function of
@@ -18,6 +18,7 @@
   online, and its :class:`NoiseScaleResult`.
 """
 
+from possibly.filters.filter_result import FilterResult, MostlyDiscountedWarning
 from possibly.filters.kalman import KalmanFilter, NoiseScaleKalmanFilter
 from possibly.filters.kalman_state import KalmanInfo, KalmanState
 from possibly.filters.noise_scale import NoiseScaleResult
@@ -34,7 +35,6 @@ from possibly.filters.particle_filter import (
     ParticleInfo,
     ParticleSmootherResult,
 )
-from possibly.filters.result import FilterResult, MostlyDiscountedWarning
 from possibly.filters.smoother import SmootherResult, smooth
 from possibly.filters.state_space import (
     LinearGaussianModel,

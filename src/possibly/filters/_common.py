@@ -5,7 +5,7 @@ Gaussian filters, argument checks and the per-step tables."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -273,3 +273,20 @@ def state_dataset(mean: np.ndarray, variance: np.ndarray | None, log_c: np.ndarr
     data.update(log_consistency=(log_c, ()), discount=(disc, ()))
     data.update({name: (value, ()) for name, value in (extra or {}).items()})
     return per_step_dataset(data, index, {"state": list(names)})
+
+
+#: what ``filter(keep=...)`` can keep besides the filtered mean
+_KEEP = ("mean", "variance", "covariance", "predicted")
+
+
+def _keep_set(keep: str | Iterable[str]) -> frozenset[str]:
+    if isinstance(keep, str):
+        keep = _KEEP if keep == "all" else (keep,)
+    try:
+        items = frozenset(keep)
+    except TypeError:
+        items = frozenset({None})  # type: ignore[arg-type]
+    if not items or not items <= set(_KEEP) or "mean" not in items:
+        raise ValueError(f"keep must be 'all' or a tuple of {_KEEP} including 'mean', got "
+                         f"{keep!r}")
+    return items

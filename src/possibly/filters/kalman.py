@@ -78,6 +78,7 @@ from typing import Any, NamedTuple, cast, overload
 
 import numpy as np
 
+from possibly._tree import tree_map
 from possibly.families.multivariate_normal import MultivariateNormal
 from possibly.filters._common import (
     _BIG,
@@ -89,6 +90,7 @@ from possibly.filters._common import (
     _checked_transition,
     _covariance_or_inf,
     _inverse,
+    _keep_set,
     _maybe_covariance_form,
     _mv,
     _Observation,
@@ -101,9 +103,7 @@ from possibly.filters._common import (
     _Transition,
     _unscale,
 )
-from possibly.filters.kalman_state import KalmanInfo, KalmanState
-from possibly.filters.noise_scale import NoiseScaleEngine
-from possibly.filters.result import (
+from possibly.filters.filter_result import (
     DISCOUNTED_BELOW,
     MOSTLY_DISCOUNTED,
     FilterResult,
@@ -111,6 +111,8 @@ from possibly.filters.result import (
     discounted_fraction,
     warn_if_mostly_discounted,
 )
+from possibly.filters.kalman_state import KalmanInfo, KalmanState
+from possibly.filters.noise_scale import NoiseScaleEngine
 from possibly.filters.robust_start import (
     WINDOW,
     K,
@@ -126,7 +128,6 @@ from possibly.filters.smoother import smooth
 from possibly.filters.state_space import LinearGaussianModel
 from possibly.frames import time_labels
 from possibly.inference import discount, relative_log_consistency
-from possibly.estimators.exchangeable_start import tree_map
 from possibly.sequential import SequentialEstimator
 from possibly.validation import check_bool
 
@@ -151,9 +152,6 @@ __all__ = [
 #: ``P - K H P`` would lose that many ulps
 _DIFFUSE = 1e4
 #: what ``keep`` can ask for
-_KEEP = ("mean", "variance", "covariance", "predicted")
-
-
 # -- small helpers ----------------------------------------------------------------------------
 def _inv(a: np.ndarray) -> np.ndarray:
     # scalar observations (the common case) need no LAPACK call
@@ -508,19 +506,6 @@ def update(state: KalmanState, y, H, R, *, robust: bool = True, dim=None,
 
 
 # -- results ----------------------------------------------------------------------------------
-
-
-def _keep_set(keep: str | Iterable[str]) -> frozenset[str]:
-    if isinstance(keep, str):
-        keep = _KEEP if keep == "all" else (keep,)
-    try:
-        items = frozenset(keep)
-    except TypeError:
-        items = frozenset({None})  # type: ignore[arg-type]
-    if not items or not items <= set(_KEEP) or "mean" not in items:
-        raise ValueError(f"keep must be 'all' or a tuple of {_KEEP} including 'mean', got "
-                         f"{keep!r}")
-    return items
 
 
 class _Outputs(NamedTuple):

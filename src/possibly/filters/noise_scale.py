@@ -63,6 +63,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from possibly._tree import tree_map, tree_take
 from possibly.families.multivariate_normal import MultivariateNormal
 from possibly.filters._common import (
     COVERAGE,
@@ -72,13 +73,12 @@ from possibly.filters._common import (
     _maybe_covariance_form,
     _reference_table,
 )
+from possibly.filters.filter_result import FilterResult, warn_if_mostly_discounted
 from possibly.filters.kalman_state import KalmanInfo, KalmanState
-from possibly.filters.result import FilterResult, warn_if_mostly_discounted
 from possibly.filters.robust_start import KalmanStartState, start_init, start_step, ties
 from possibly.filters.smoother import SmootherResult, smooth
 from possibly.frames import time_labels
 from possibly.inference import discount, inlier_log_consistency, relative_log_consistency
-from possibly.estimators.exchangeable_start import tree_map, tree_take
 from possibly.validation import (
     as_numbers,
     check_bool,
@@ -209,7 +209,7 @@ def _scale_leader(score: np.ndarray) -> np.ndarray:
 @dataclass(frozen=True)
 class NoiseScaleResult(FilterResult):
     """Output of a Kalman filter with a learned noise scale: a
-    :class:`~possibly.filters.result.FilterResult` (time axis ``-2`` / ``-3`` / ``-1``) with
+    :class:`~possibly.filters.filter_result.FilterResult` (time axis ``-2`` / ``-3`` / ``-1``) with
     the scale after each step.
 
     Attributes
@@ -219,8 +219,8 @@ class NoiseScaleResult(FilterResult):
     noise_scale : ndarray, shape (..., T)
         Learned multiplier of ``R₀`` after each step.
 
-    The other fields are those of :class:`~possibly.filters.result.FilterResult`; the predicted
-    means and covariances are kept by ``filter`` (and ``smooth``), not by ``fit``.
+    The other fields are those of :class:`~possibly.filters.filter_result.FilterResult`; the
+    predicted means and covariances are kept by ``filter`` (and ``smooth``), not by ``fit``.
 
     Examples
     --------
@@ -518,7 +518,7 @@ class NoiseScaleEngine:
         small batches). Both give the same numbers to ~1e-12. ``predicted``: also keep the
         predicted means and covariances (and the precisions of the steps in information
         form), what the smoother needs. ``stacklevel``: that of the
-        :class:`~possibly.filters.result.MostlyDiscountedWarning` (the caller's frame).
+        :class:`~possibly.filters.filter_result.MostlyDiscountedWarning` (the caller's frame).
         """
         index = time_labels(y, 0)
         ys, batch = self._observations(y)

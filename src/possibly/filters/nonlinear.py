@@ -15,16 +15,39 @@ textbook EKF and UKF (checked against filterpy in the tests).
 The model functions act on the last axis and must accept leading batch axes
 (``f(x)`` with ``x`` of shape ``(..., n)`` returns ``(..., n)``, ``h(x)`` returns ``(..., m)``):
 write ``x[..., 0]``, not ``x[0]``. Jacobians are optional: central finite differences are used
-when they are not given. Unlike the linear :class:`possibly.KalmanFilter`, these filters need a
-proper prior (the linearisation point must exist).
+when they are not given. The filters have the verbs and the result
+(:class:`~possibly.filters.kalman.FilterResult`) of :class:`possibly.KalmanFilter`.
+
+Start from no prior (``prior=None``, the default): as in the linear filter the state runs in
+information form (precision ``Y``, singular while a direction is not informed) with the
+robust start's hypotheses (:mod:`possibly.filters.robust_start`). The mean is the
+linearisation point. In the directions the observations inform, the update relinearises
+``h`` at its own result until it settles: Gauss-Newton for the mode of
+``-½ (θ - μ)ᵀ Y (θ - μ) - ½ ρ (y - h(θ))ᵀ R⁻¹ (y - h(θ))``, so the first observations define
+the state through ``h``'s Jacobian at that mode (``θ = h⁻¹(y_1)`` for an invertible ``h``),
+not at an arbitrary point. In the directions not yet informed the mean stays at
+``initial_guess`` (zeros by default), which only sets where ``h`` and ``f`` are first
+linearised and must lie in the basin of the mode when ``h`` is far from linear. ``ρ`` is that
+of the first linearisation (``c = 1`` in directions that ``Y`` does not inform); ``f``'s
+Jacobian must be invertible in this phase. Once every direction is informed, the usual EKF or
+UKF steps (the UKF's sigma points need a finite covariance: its information phase is the
+EKF's). For a linear model both are the linear filter.
+
+Smoothers: the extended and unscented RTS backward passes (Särkkä, *Bayesian Filtering and
+Smoothing*, §9) over the forward pass's moments, ``G = C P_{t+1|t}⁻¹`` with ``C = P Fᵀ``
+(extended) or the sigma-point cross covariance of θ_t and f(θ_t) (unscented). As the linear
+smoother (:mod:`possibly.filters.smoother`) they keep the forward discounts (the smoother of
+the model with ``R / ρ_t``), and steps in information form take its natural-parameter
+recursion with ``f`` linearised at the filtered mean.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -34,21 +57,29 @@ from possibly.filters._common import (
     _check_coverage,
     _check_dim_tau,
     _check_observation_values,
+    _covariance_or_inf,
+    _keep_set,
     _mv,
     _reference_table,
     _sym,
-    state_dataset,
-    state_frame,
+    _well_conditioned,
 )
-from possibly.filters.result import discounted_fraction, warn_if_mostly_discounted
+from possibly.filters.filter_result import FilterResult, warn_if_mostly_discounted
+from possibly.filters.kalman_state import KalmanInfo
+from possibly.filters.robust_start import (
+    KalmanStartState,
+    start_init,
+    start_masked,
+    start_step,
+)
+from possibly.filters.smoother import SmootherResult
 from possibly.frames import time_labels
 from possibly.inference import discount, relative_log_consistency
-from possibly.sequential import Info, SequentialEstimator, time_first
-from possibly.validation import as_finite, check_positive, check_psd
+from possibly.sequential import SequentialEstimator, time_first
+from possibly.validation import as_finite, check_bool, check_positive, check_psd
 
 __all__ = [
     "ExtendedKalmanFilter",
-    "NonlinearFilterResult",
     "NonlinearModel",
     "NonlinearState",
     "UnscentedKalmanFilter",
@@ -169,143 +200,59 @@ def _finite_difference(name: str, fn, x: np.ndarray) -> np.ndarray:
     return np.swapaxes(0.5 * (fwd + bwd), -1, -2)
 
 
-class NonlinearState(tuple):
-    """``(mean, covariance, started)``: the possibility function ``N̄(θ; mean, covariance⁻¹)``
-    of the current state; ``started`` is False before the first observation (the prior is
-    that of θ_1, so the first step does not predict)."""
-
-    __slots__ = ()
-
-    def __new__(cls, mean, covariance, started: bool):
-        return super().__new__(cls, (mean, covariance, started))
-
-    @property
-    def mean(self) -> np.ndarray:
-        return self[0]
-
-    @property
-    def covariance(self) -> np.ndarray:
-        return self[1]
-
-    @property
-    def started(self) -> bool:
-        return self[2]
-
-    def __reduce__(self):
-        return (NonlinearState, tuple(self))
-
-
 @dataclass(frozen=True)
-class NonlinearFilterResult:
-    """Output of ``fit``: filtered E* and V* of θ_t, and what each observation did.
+class NonlinearState:
+    """The possibility function ``N̄(θ; mean, ·)`` of the current state (a batch).
+
+    Exactly one of ``covariance`` and ``precision`` is set, as in
+    :class:`~possibly.filters.kalman.KalmanState`: the information form (precision, possibly
+    singular) while some direction of the state is not yet informed (a start from no prior),
+    the covariance form after.
 
     Attributes
     ----------
-    mean : ndarray, shape (..., T, n)
-    covariance : ndarray, shape (..., T, n, n)
-    log_consistency, discount : ndarray, shape (..., T)
-        NaN at missing observations.
-    state_names : tuple of str
-        Names of the state components (``x0, x1, ...`` when empty).
-    index : pandas.Index or None
-        The index of a pandas input (kept by :meth:`to_frame` and :meth:`to_xarray`).
+    mean : ndarray, shape (..., n)
+        E* of the state; in a direction not yet informed, the linearisation point.
+    covariance : ndarray, shape (..., n, n), or None
+    precision : ndarray, shape (..., n, n), or None
+    t : int
+        Number of observations absorbed so far (0: the state is that of θ_1 and the first
+        step does not predict).
     """
 
     mean: np.ndarray
-    covariance: np.ndarray
-    log_consistency: np.ndarray
-    discount: np.ndarray
-    state_names: tuple[str, ...] = field(default=(), kw_only=True)
-    index: Any = field(default=None, repr=False, kw_only=True)
+    covariance: np.ndarray | None = None
+    precision: np.ndarray | None = None
+    t: int = 0
 
     @property
-    def consistency(self) -> np.ndarray:
-        return np.exp(self.log_consistency)
+    def started(self) -> bool:
+        """Whether an observation (or a missing one) has been processed."""
+        return self.t > 0
 
     @property
-    def variance(self) -> np.ndarray:
-        """Diagonal of ``covariance``, shape ``(..., T, n)``."""
-        return np.diagonal(self.covariance, axis1=-2, axis2=-1)
-
-    def _names(self) -> tuple[str, ...]:
-        return self.state_names or tuple(f"x{j}" for j in range(self.mean.shape[-1]))
-
-    def _extra(self) -> dict[str, np.ndarray]:
-        """Further per-step arrays ``(..., T)`` of a subclass, for the tables."""
-        return {}
-
-    def to_frame(self) -> Any:
-        """The result as a pandas DataFrame, indexed like a pandas input.
-
-        Columns as in :meth:`possibly.filters.kalman.FilterResult.to_frame`: the filtered
-        mean of each state component, ``<name>_sd``, ``log_consistency``, ``consistency``,
-        ``discount`` (and ``noise_scale`` for a learned noise scale).
-
-        Examples
-        --------
-        >>> import pandas as pd, possibly as ps
-        >>> from possibly.filters.nonlinear import ExtendedKalmanFilter, NonlinearModel
-        >>> model = NonlinearModel(f=lambda x: x, h=lambda x: x ** 3, Q=[[1e-4]], R=[[0.01]])
-        >>> ekf = ExtendedKalmanFilter(model, ps.MultivariateNormal([1.0], [[100.0]]))
-        >>> y = pd.Series([1.3, 1.35, 30.0], index=pd.date_range("2024-01-01", periods=3))
-        >>> ekf.fit(y).to_frame()[["x0", "discount"]].round(3)
-                       x0  discount
-        2024-01-01  1.090       1.0
-        2024-01-02  1.099       1.0
-        2024-01-03  1.099       0.0
-        """
-        return state_frame(self.mean, self.variance, self.log_consistency, self.discount,
-                           self._names(), self.index, self._extra())
-
-    def to_xarray(self) -> Any:
-        """The result as an xarray Dataset (the layout of
-        :meth:`possibly.filters.kalman.FilterResult.to_xarray`, plus ``noise_scale`` for a
-        learned noise scale).
-
-        Examples
-        --------
-        >>> import numpy as np, possibly as ps
-        >>> from possibly.filters.nonlinear import UnscentedKalmanFilter, NonlinearModel
-        >>> model = NonlinearModel(f=lambda x: x, h=lambda x: x, Q=[[0.01]], R=[[1.0]])
-        >>> ukf = UnscentedKalmanFilter(model, ps.MultivariateNormal([0.0], [[10.0]]))
-        >>> dict(ukf.fit(np.zeros((3, 5, 1))).to_xarray()["mean"].sizes)   # 3 series
-        {'series_0': 3, 'time': 5, 'state': 1}
-        """
-        return state_dataset(self.mean, self.variance, self.log_consistency, self.discount,
-                             self._names(), self.index, self._extra())
-
-    @property
-    def discounted_fraction(self) -> np.ndarray:
-        """Per series, the fraction of observed steps discounted below 0.1 (see
-        :class:`~possibly.filters.kalman.MostlyDiscountedWarning`)."""
-        return discounted_fraction(self.discount)
+    def information_form(self) -> bool:
+        return self.precision is not None
 
 
 class _RobustNonlinearFilter(SequentialEstimator, ABC):
-    """Shared parts: arguments, the robust gain, the protocol (``init``/``step``/``fit``).
+    """Shared parts: arguments, the robust gain, the information form of a start from no
+    prior, the protocol and the verbs of :class:`~possibly.filters.kalman.KalmanFilter`.
 
-    Subclasses implement the two steps :meth:`_predict` and :meth:`_update`."""
+    Subclasses implement the two steps :meth:`_predict` and :meth:`_update` (covariance
+    form) and the smoother's gain :meth:`_smoother_gain`."""
 
-    def __init__(self, model: NonlinearModel, prior: MultivariateNormal, *,
+    def __init__(self, model: NonlinearModel, *, prior: MultivariateNormal | None = None,
                  robust: bool = True, tau=None, dim=None,
-                 coverage: float | None = COVERAGE) -> None:
+                 coverage: float | None = COVERAGE, robust_start: bool | None = None,
+                 initial_guess=None) -> None:
         if not isinstance(model, NonlinearModel):
             raise ValueError(f"model must be a possibly.filters.nonlinear.NonlinearModel, got "
                              f"{type(model).__name__}")
-        if not isinstance(prior, MultivariateNormal):
-            raise ValueError(f"prior must be a possibly.MultivariateNormal (a proper prior: the "
-                             f"filter linearises at its mean), got {type(prior).__name__}")
-        n = model.state_dim
-        if prior.dim != n:
-            raise ValueError(f"prior must have dimension {n} (the state), got {prior.dim}")
-        prec = np.asarray(prior.precision, dtype=float)
-        eig = np.linalg.eigvalsh(prec)
-        if not (eig[..., 0] > 1e-12 * np.abs(eig[..., -1])).all():
-            raise ValueError("prior must be proper (positive-definite precision) for a "
-                             "nonlinear filter")
         self.model = model
-        self._mean0 = np.asarray(prior.mean, dtype=float)
-        self._cov0 = _sym(np.linalg.inv(prec))
+        n = model.state_dim
+        self.prior = prior
+        self._moments0 = None if prior is None else self._prior_moments(prior)
         self.robust = bool(robust)
         if tau is not None and not self.robust:
             raise ValueError("tau only applies to the robust filter (robust=True)")
@@ -313,6 +260,36 @@ class _RobustNonlinearFilter(SequentialEstimator, ABC):
         self.coverage = _check_coverage(coverage) if self.robust else None
         table = _reference_table(self.coverage, model.obs_dim)
         self._log_c0 = None if table is None else float(table[model.obs_dim])
+        self.robust_start = None if robust_start is None else check_bool("robust_start",
+                                                                          robust_start)
+        if initial_guess is None:
+            guess = np.zeros(n)
+        else:
+            guess = as_finite("initial_guess", initial_guess)
+            if guess.shape != (n,):
+                raise ValueError(f"initial_guess must have shape ({n},) (the state), got "
+                                 f"{guess.shape}")
+        self.initial_guess = guess
+        # Q = G Q_g Gᵀ over its range: the information-form prediction takes the sup over
+        # the process noise there, so a singular Q is exact
+        w, v = np.linalg.eigh(model.Q)
+        kept = w > 1e-12 * max(float(w[-1]), 0.0)
+        self._G, self._Qg_inv = v[:, kept], np.diag(1.0 / w[kept])
+
+    def _prior_moments(self, prior: Any) -> tuple[np.ndarray, np.ndarray]:
+        """``(mean, covariance)`` of a proper prior, checked."""
+        if not isinstance(prior, MultivariateNormal):
+            raise ValueError(f"prior must be a possibly.MultivariateNormal (proper) or None "
+                             f"(no prior: the robust start), got {type(prior).__name__}")
+        n = self.model.state_dim
+        if prior.dim != n:
+            raise ValueError(f"prior must have dimension {n} (the state), got {prior.dim}")
+        prec = np.asarray(prior.precision, dtype=float)
+        eig = np.linalg.eigvalsh(prec)
+        if not (eig[..., 0] > 1e-12 * np.abs(eig[..., -1])).all():
+            raise ValueError("prior must be proper (positive-definite precision) for a "
+                             "nonlinear filter, or None (no prior)")
+        return np.asarray(prior.mean, dtype=float), _sym(np.linalg.inv(prec))
 
     def __repr__(self) -> str:
         kind = "robust" if self.robust else "standard"
@@ -320,46 +297,316 @@ class _RobustNonlinearFilter(SequentialEstimator, ABC):
                 f"m={self.model.obs_dim}, dim={self.dim:g})")
 
     # -- protocol ---------------------------------------------------------------------------
-    def init(self, batch_shape: tuple[int, ...] = ()) -> NonlinearState:
-        n = self.model.state_dim
-        batch_shape = tuple(batch_shape)
-        mean = np.broadcast_to(self._mean0, batch_shape + (n,)).copy()
-        cov = np.broadcast_to(self._cov0, batch_shape + (n, n)).copy()
-        return NonlinearState(mean, cov, False)
+    def init(self, batch_shape: tuple[int, ...] = (),
+             prior: MultivariateNormal | None = None) -> NonlinearState | KalmanStartState:
+        """The state before any observation: ``prior`` (default: the filter's) or, with no
+        prior, the uninformative state at ``initial_guess``; with the robust start, the
+        mixture of start hypotheses around it (a
+        :class:`~possibly.filters.robust_start.KalmanStartState`)."""
+        batch_shape = tuple(int(b) for b in batch_shape)
+        state = self._initial(prior, batch_shape)
+        return start_init(state, batch_shape) if self._starts(prior) else state
 
-    def step(self, state: NonlinearState, y) -> tuple[NonlinearState, Info]:
+    def _initial(self, prior: MultivariateNormal | None,
+                 batch_shape: tuple[int, ...]) -> NonlinearState:
+        n = self.model.state_dim
+        if prior is None and self.prior is None:  # precision 0 at the linearisation point
+            mean = np.broadcast_to(self.initial_guess, batch_shape + (n,)).copy()
+            return NonlinearState(mean, None, np.zeros(batch_shape + (n, n)))
+        mean0, cov0 = self._prior_moments(prior) if prior is not None \
+            else cast(tuple[np.ndarray, np.ndarray], self._moments0)
+        try:
+            mean = np.broadcast_to(mean0, batch_shape + (n,)).copy()
+            cov = np.broadcast_to(cov0, batch_shape + (n, n)).copy()
+        except ValueError:
+            raise ValueError(f"prior batch shape {mean0.shape[:-1]} does not broadcast with "
+                             f"the batch shape {batch_shape}") from None
+        return NonlinearState(mean, cov)
+
+    def _starts(self, prior: MultivariateNormal | None) -> bool:
+        """Whether a run from ``prior`` uses the robust start: the robust filter, from no
+        prior (``robust_start=None``) or from any prior (``robust_start=True``)."""
+        if not self.robust or self.robust_start is False:
+            return False
+        return self.robust_start is True or (prior is None and self.prior is None)
+
+    def step(self, state: NonlinearState | KalmanStartState,
+             y) -> tuple[NonlinearState | KalmanStartState, KalmanInfo]:
         """Predict (except before the first observation), then update with ``y`` (NaN:
-        predict only)."""
+        predict only); pure. During the robust start ``state`` is a
+        :class:`~possibly.filters.robust_start.KalmanStartState` (what :meth:`init` returns
+        then), and becomes a NonlinearState when the mixture collapses."""
+        if isinstance(state, KalmanStartState):
+            new, info, _, _ = start_step(state, _observation(y, self.model.obs_dim),
+                                         self._plain_step, self.model.obs_dim)
+            return new, info
         if not isinstance(state, NonlinearState):
             raise ValueError(f"state must be a NonlinearState, got {type(state).__name__}")
-        return self._step(state, _observation(y, self.model.obs_dim))
+        _, info, new = self._plain_step(state, _observation(y, self.model.obs_dim))
+        return new, info
 
-    def _step(self, state: NonlinearState, y: np.ndarray) -> tuple[NonlinearState, Info]:
-        """:meth:`step` without the checks: ``y`` already a checked array ``(..., m)``."""
-        mean, cov = state.mean, state.covariance
+    def _plain_step(self, state: NonlinearState,
+                    y: np.ndarray) -> tuple[NonlinearState, KalmanInfo, NonlinearState]:
+        """``(predicted, info, filtered)`` of one step without the checks (``y`` already a
+        checked array ``(..., m)``)."""
         if state.started:
-            mean, cov = self._predict(mean, cov)
-        mean, cov, log_c, rho = self._update(mean, cov, y)
-        return NonlinearState(mean, cov, True), Info(log_c, rho)
+            state = self._predict_state(state)
+        if state.precision is not None:
+            new, log_c, rho = self._update_information(state, y)
+        else:
+            mean, cov, log_c, rho = self._update(state.mean, cast(np.ndarray, state.covariance),
+                                                 y)
+            new = NonlinearState(mean, cov, None, state.t + 1)
+        gamma = discount(log_c, self.dim, validate=False)
+        return state, KalmanInfo(log_consistency=log_c, discount=rho, gamma=gamma), new
 
-    def fit(self, y) -> NonlinearFilterResult:
-        """Filter one or a batch of series ``(..., T, m)`` (or ``(T,)`` when m = 1)."""
-        index = time_labels(y, 0)
-        y = _observation(y, self.model.obs_dim, series=True)  # once: the steps skip it
-        state = self.init(y.shape[:-2])
-        means, covs, lcs, discs = [], [], [], []
+    def predict(self, state: NonlinearState) -> NonlinearState:
+        """One predict step: the state of θ_{t+1} from that of θ_t."""
+        if not isinstance(state, NonlinearState):
+            raise ValueError(f"state must be a NonlinearState, got {type(state).__name__}")
+        if state.mean.shape[-1:] != (self.model.state_dim,):
+            raise ValueError(f"state.mean must have shape (..., {self.model.state_dim}), got "
+                             f"{state.mean.shape}")
+        return self._predict_state(state)
+
+    def _predict_state(self, state: NonlinearState) -> NonlinearState:
+        if state.precision is None:
+            mean, cov = self._predict(state.mean, cast(np.ndarray, state.covariance))
+            return NonlinearState(mean, cov, None, state.t)
+        # information form: f linearised at the mean, Y' = M - M G (Q_g⁻¹ + Gᵀ M G)⁻¹ Gᵀ M
+        # with M = F⁻ᵀ Y F⁻¹ (the Kalman filter's, exact for a singular Y)
+        fj = self.model.f_jac(state.mean)
+        try:
+            f_inv = np.linalg.inv(fj)
+        except np.linalg.LinAlgError:
+            raise ValueError("the Jacobian of f must be invertible to predict a state that is "
+                             "not yet fully informed (a start from no prior)") from None
+        m = np.swapaxes(f_inv, -1, -2) @ state.precision @ f_inv
+        if self._G.shape[1]:
+            mg = m @ self._G
+            a = self._Qg_inv + self._G.T @ mg
+            m = m - mg @ np.linalg.solve(a, np.swapaxes(mg, -1, -2))
+        return NonlinearState(self.model.transition(state.mean), None, _sym(m), state.t)
+
+    def _update_information(self, state: NonlinearState,
+                            y: np.ndarray) -> tuple[NonlinearState, np.ndarray, np.ndarray]:
+        """The update of a state in information form: ``h`` linearised at the mean (the
+        predicted mean, or the linearisation point in the directions not informed), then
+        relinearised at the update until it settles (Gauss-Newton for the mode of the
+        discounted posterior, the discount fixed at the first linearisation's)."""
+        m0, Y = state.mean, cast(np.ndarray, state.precision)
+        model, W = self.model, self.model.W
+        missing = np.isnan(y).any(-1)
+
+        def linearised(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            """``(Hᵀ W H, Hᵀ W v)`` with ``H`` the Jacobian at ``x`` and ``v = y - h(x) -
+            H (m0 - x)`` the innovation of the linearised model at ``m0``."""
+            hj = model.h_jac(x)
+            v = np.where(missing[..., None], 0.0, y - model.measurement(x) - _mv(hj, m0 - x))
+            htw = np.swapaxes(hj, -1, -2) @ W
+            return htw @ hj, _mv(htw, v)
+
+        try:
+            hj = model.h_jac(m0)
+        except ValueError as err:  # e.g. h not differentiable at initial_guess
+            raise ValueError(f"{err}; with no prior h is first linearised at initial_guess, "
+                             f"so give an initial_guess where h is smooth") from None
+        v = np.where(missing[..., None], 0.0, y - model.measurement(m0))
+        htw = np.swapaxes(hj, -1, -2) @ W
+        j, b = htw @ hj, _mv(htw, v)
+        q = (v * _mv(W, v)).sum(-1) - (b * _mv(np.linalg.pinv(Y + j, hermitian=True), b)).sum(-1)
+        # from the uninformative prior every y fits exactly: c = 1, not rounding
+        log_c = np.minimum(-0.5 * np.where(np.any(Y, axis=(-2, -1)), q, 0.0), 0.0)
+        rel = log_c if self._log_c0 is None else relative_log_consistency(log_c, self._log_c0)
+        rho = np.where(missing, 0.0, discount(rel, self.dim, self.tau, self.robust,
+                                              validate=False))
+        r3 = rho[..., None, None]
+        mean = m0 + _mv(np.linalg.pinv(Y + r3 * j, hermitian=True), rho[..., None] * b)
+        # each batch element stops at the point it settles on (and its Jacobian there), so
+        # that it does not depend on the others
+        settled = np.zeros(mean.shape[:-1], dtype=bool)
+        for _ in range(_MAX_ITER):
+            j, b = linearised(mean)
+            new = m0 + _mv(np.linalg.pinv(Y + r3 * j, hermitian=True), rho[..., None] * b)
+            settled = settled | (np.abs(new - mean) <= _SETTLED * (1.0 + np.abs(mean))).all(-1)
+            if settled.all():
+                break
+            mean = np.where(settled[..., None], mean, new)
+        else:
+            j, _ = linearised(mean)
+        prec = _sym(Y + r3 * j)
+        t = state.t + 1
+        new_state = (NonlinearState(mean, _sym(np.linalg.inv(prec)), None, t)
+                     if _well_conditioned(prec).all() else NonlinearState(mean, None, prec, t))
+        nan = np.where(missing, np.nan, 0.0)
+        return new_state, log_c + nan, rho + nan
+
+    # -- whole series -------------------------------------------------------------------------
+    def fit(self, y) -> FilterResult:
+        """Filter a whole series from :meth:`init` (same as :meth:`filter`)."""
+        return self.filter(y)
+
+    def filter(self, ys, prior: MultivariateNormal | None = None, *,
+               keep: str | Iterable[str] = "all", engine: str = "auto") -> FilterResult:
+        """Filter one or a batch of series.
+
+        Parameters
+        ----------
+        ys : array_like, shape (..., T, m) (or (T,) when m = 1), or a pandas Series/DataFrame
+            Observations; a row containing a NaN is missing: predict only. A pandas index is
+            kept for :meth:`FilterResult.to_frame`.
+        prior : MultivariateNormal, optional
+            Proper possibility function of θ_1 (batch dims broadcast with those of ``ys``);
+            default the filter's ``prior``; ``None`` there too: no prior (the robust start
+            from ``initial_guess``; see the class docstring).
+        keep : "all" or tuple of str
+            What to store per step besides ``log_consistency`` and ``discount``, as in
+            :meth:`possibly.KalmanFilter.filter`: ``("mean",)``, ``("mean", "variance")``, or
+            with ``"covariance"`` and ``"predicted"``; ``"all"`` (default).
+        engine : {"auto", "numpy"}
+            The nonlinear filters run batched numpy steps only (``"numba"`` is refused).
+
+        Returns
+        -------
+        FilterResult
+        """
+        keep = _keep_set(keep)
+        if engine not in ("auto", "numpy"):
+            raise ValueError(f"engine must be 'auto' or 'numpy' (the nonlinear filters have no "
+                             f"compiled loop), got {engine!r}")
+        index = time_labels(ys, 0)
+        y = _observation(ys, self.model.obs_dim, series=True)  # once: the steps skip it
+        run = self._run(y, prior, self._starts(prior))
+        return run.result(keep, self._names(), self.dim, index)
+
+    def _names(self) -> tuple[str, ...]:
+        return tuple(f"x{j}" for j in range(self.model.state_dim))
+
+    def _run(self, y: np.ndarray, prior: MultivariateNormal | None, start: bool) -> _Run:
+        """The forward pass over ``y`` (checked, ``(..., T, m)``)."""
+        state = self._initial(prior, y.shape[:-2])
+        mixture = start_init(state, y.shape[:-2]) if start else None
+        run = _Run()
         for y_t in time_first(y, 1):
-            state, info = self._step(state, y_t)
-            means.append(state.mean)
-            covs.append(state.covariance)
-            lcs.append(info.log_consistency)
-            discs.append(info.discount)
-        ax = y.ndim - 2
-        warn_if_mostly_discounted(np.stack(discs, -1))
-        return NonlinearFilterResult(np.stack(means, ax), np.stack(covs, ax),
-                                     np.stack(lcs, -1), np.stack(discs, -1), index=index)
+            if mixture is not None:  # the robust start: the leader's steps (robust_start.py)
+                out, info, predicted, state = start_step(mixture, y_t, self._plain_step,
+                                                         self.model.obs_dim)
+                mixture = out if isinstance(out, KalmanStartState) else None
+            else:
+                predicted, info, state = self._plain_step(state, y_t)
+            run.record(predicted, info, state)
+        run.final = state
+        warn_if_mostly_discounted(np.stack(run.discount, -1), stacklevel=4)
+        return run
 
-    # -- the two steps, per filter --------------------------------------------------------------
+    def smooth(self, ys, prior: MultivariateNormal | None = None, *,
+               engine: str = "auto") -> SmootherResult:
+        """Robust extended or unscented RTS smoother: :meth:`filter`, then the backward pass
+        (module docstring), which keeps the forward pass's discounts.
+
+        With the robust start, the smoother of the hypothesis the start settled on (its
+        outliers missing), as :meth:`possibly.KalmanFilter.smooth`; those rejected
+        observations are reported as observed and discounted: discount 0 and their
+        consistency with the smoothed state at their step.
+
+        Examples
+        --------
+        >>> import numpy as np, possibly as ps
+        >>> from possibly.filters.nonlinear import ExtendedKalmanFilter, NonlinearModel
+        >>> model = NonlinearModel(f=lambda x: x, h=lambda x: x ** 3, Q=[[1e-4]], R=[[0.01]])
+        >>> ekf = ExtendedKalmanFilter(model, initial_guess=[1.0])      # no prior
+        >>> res = ekf.smooth(np.array([1.3, 1.35, 30.0, 1.28]))         # 30 is an outlier
+        >>> res.mean[:, 0].round(3)                                     # ∛1.3 = 1.091
+        array([1.095, 1.095, 1.094, 1.093])
+        >>> res.discount.round(3)
+        array([1., 1., 0., 1.])
+        """
+        if engine not in ("auto", "numpy"):
+            raise ValueError(f"engine must be 'auto' or 'numpy' (the nonlinear filters have no "
+                             f"compiled loop), got {engine!r}")
+        index = time_labels(ys, 0)
+        y = _observation(ys, self.model.obs_dim, series=True)
+        masked = y
+        if self._starts(prior):
+            # looking back, the robust start has settled on one hypothesis: smooth the plain
+            # recursion in which its outliers are missing (exactly that hypothesis' filter)
+            batch = y.shape[:-2]
+            size = int(np.prod(batch))
+            init = self._initial(prior, batch)
+
+            def flat(a: np.ndarray | None) -> Any:
+                return None if a is None else a.reshape((size,) + a.shape[len(batch):])
+
+            first = NonlinearState(flat(init.mean), flat(init.covariance),
+                                   flat(init.precision), init.t)
+            masked = start_masked(y.reshape((size,) + y.shape[-2:]), first, self._plain_step,
+                                  self.model.obs_dim).reshape(y.shape)
+        run = self._run(masked, prior, False)
+        s_mean, s_cov = self._backward(run)
+        fr = run.result(frozenset(_KEEP_ALL), self._names(), self.dim, index)
+        fr = self._report_rejected(fr, y, masked, s_mean, s_cov)
+        return SmootherResult(mean=s_mean, covariance=s_cov, filtered=fr)
+    def _backward(self, run: _Run) -> tuple[np.ndarray, np.ndarray]:
+        """The RTS backward pass over a forward pass: ``(mean, covariance)`` smoothed,
+        batch-major. A step in covariance form takes the gain ``G = C P_{t+1|t}⁻¹`` (``C``
+        the cross covariance of θ_t and θ_{t+1}: :meth:`_smoother_gain`); one in information
+        form the linear smoother's recursion in natural parameters with ``f`` linearised at
+        the filtered mean, as the forward pass predicted it."""
+        T = len(run.mean)
+        s_mean, s_cov = [run.mean[-1]] * T, [run.cov[-1]] * T
+        s_prec = run.prec[-1]
+        for t in range(T - 2, -1, -1):
+            fm, fc, f_prec = run.mean[t], run.cov[t], run.prec[t]
+            pm, pc, p_prec = run.p_mean[t + 1], run.p_cov[t + 1], run.p_prec[t + 1]
+            if f_prec is None:
+                gain = self._smoother_gain(fm, fc, pc)
+                s_mean[t] = fm + _mv(gain, s_mean[t + 1] - pm)
+                s_cov[t] = _sym(fc + gain @ (s_cov[t + 1] - pc) @ np.swapaxes(gain, -1, -2))
+                s_prec = None
+                continue
+            if s_prec is None:  # smoothed t+1 is in covariance form (proper)
+                s_prec = _sym(np.linalg.inv(s_cov[t + 1]))
+            p_prec = cast(np.ndarray, p_prec)
+            # the message of the later observations, smoothed / predicted at t+1, in natural
+            # parameters (lam, h); then the sup over the process noise in range(Q)
+            lam = s_prec - p_prec
+            h = _mv(s_prec, s_mean[t + 1]) - _mv(p_prec, pm)
+            if self._G.shape[1]:
+                lg = lam @ self._G
+                a = self._Qg_inv + self._G.T @ lg
+                h = h - _mv(lg, np.linalg.solve(a, (h @ self._G)[..., None])[..., 0])
+                lam = lam - lg @ np.linalg.solve(a, np.swapaxes(lg, -1, -2))
+            # back through θ_{t+1} ≈ f(m_t) + F (θ_t - m_t), f(m_t) the predicted mean
+            fj = self.model.f_jac(fm)
+            ft = np.swapaxes(fj, -1, -2)
+            prec = _sym(f_prec + ft @ lam @ fj)
+            s_mean[t] = fm + _mv(np.linalg.pinv(prec, hermitian=True), _mv(ft, h - _mv(lam, pm)))
+            s_cov[t] = _covariance_or_inf(prec)
+            s_prec = prec
+        ax = run.mean[0].ndim - 1
+        return np.stack(s_mean, ax), np.stack(s_cov, ax)
+
+    def _report_rejected(self, fr: FilterResult, ys: np.ndarray, masked: np.ndarray,
+                         s_mean: np.ndarray, s_cov: np.ndarray) -> FilterResult:
+        """``fr`` with the observations that the robust start rejected (observed in ``ys``,
+        missing in ``masked``) reported as observed and discounted: discount 0 and the
+        consistency of each with the smoothed state at its step; 0 (no information to judge
+        by) where that state is not informed."""
+        rejected = ~np.isnan(ys).any(-1) & np.isnan(masked).any(-1)
+        if not rejected.any():
+            return fr
+        where = np.nonzero(rejected)
+        mean, cov = s_mean[where], s_cov[where]
+        informed = np.isfinite(cov).all(axis=(-2, -1))
+        log_c = np.zeros(len(informed))
+        if informed.any():
+            log_c[informed] = self._update(mean[informed], cov[informed],
+                                           ys[where][informed])[2]
+        lc, disc = fr.log_consistency.copy(), fr.discount.copy()
+        lc[where], disc[where] = log_c, 0.0
+        return dataclasses.replace(fr, log_consistency=lc, discount=disc)
+
+    # -- the steps, per filter ----------------------------------------------------------------
     @abstractmethod
     def _predict(self, mean: np.ndarray, cov: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(mean, covariance)`` of the predicted state."""
@@ -369,6 +616,12 @@ class _RobustNonlinearFilter(SequentialEstimator, ABC):
                 y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``(mean, covariance, log_consistency, discount)`` after the robust update with
         ``y`` (shape ``(..., m)``, NaN rows missing)."""
+
+    @abstractmethod
+    def _smoother_gain(self, mean: np.ndarray, cov: np.ndarray,
+                       p_cov: np.ndarray) -> np.ndarray:
+        """The RTS gain ``C P⁻¹`` from the filtered ``(mean, cov)`` of θ_t and the predicted
+        covariance ``p_cov`` of θ_{t+1} (``C``: their cross covariance)."""
 
     # -- the update shared by both filters, from the predictive moments -----------------------
     def _robust_update(self, mean: np.ndarray, cov: np.ndarray, y: np.ndarray,
@@ -396,6 +649,68 @@ class _RobustNonlinearFilter(SequentialEstimator, ABC):
         return mean, cov, log_c + nan, rho + nan
 
 
+#: Gauss-Newton iterations of an update in information form, at most
+_MAX_ITER = 50
+#: ... which stop once no component of the mean moves by more than this (relative)
+_SETTLED = 1e-12
+_KEEP_ALL = _keep_set("all")
+
+
+class _Run:
+    """The per-step outputs of a forward pass (lists over time) and its final state."""
+
+    def __init__(self) -> None:
+        self.mean: list[np.ndarray] = []
+        self.cov: list[np.ndarray] = []
+        self.prec: list[np.ndarray | None] = []
+        self.p_mean: list[np.ndarray] = []
+        self.p_cov: list[np.ndarray] = []
+        self.p_prec: list[np.ndarray | None] = []
+        self.log_c: list[np.ndarray] = []
+        self.discount: list[np.ndarray] = []
+        self.final: NonlinearState | None = None
+
+    def record(self, predicted: NonlinearState, info: KalmanInfo,
+               state: NonlinearState) -> None:
+        for st, means, covs, precs in ((predicted, self.p_mean, self.p_cov, self.p_prec),
+                                       (state, self.mean, self.cov, self.prec)):
+            means.append(st.mean)
+            precs.append(st.precision)
+            covs.append(cast(np.ndarray, st.covariance) if st.precision is None
+                        else _covariance_or_inf(st.precision))
+        self.log_c.append(info.log_consistency)
+        self.discount.append(info.discount)
+
+    def result(self, keep: frozenset[str], names: tuple[str, ...], dim: float,
+               index: Any) -> FilterResult:
+        """The :class:`FilterResult` (batch-major) holding what ``keep`` asks for."""
+        ax = self.mean[0].ndim - 1
+        cov = np.stack(self.cov, ax)
+        full, pred = "covariance" in keep, "predicted" in keep
+        variance = (np.diagonal(cov, axis1=-2, axis2=-1).copy()
+                    if full or "variance" in keep else None)
+        mean = np.stack(self.mean, ax)
+
+        def prefix(precs: list[np.ndarray | None]) -> np.ndarray:
+            """The precisions of the first steps, those in information form (a prefix)."""
+            items = [p for p in precs if p is not None]
+            if not items:
+                return np.empty(mean.shape[:-2] + (0,) + mean.shape[-1:] * 2)
+            return np.stack(items, ax)
+
+        # what FilterResult.precision needs where covariances are inf
+        information = (prefix(self.prec), prefix(self.p_prec)) if full and pred else None
+        return FilterResult(mean=mean, variance=variance,
+                            covariance=cov if full else None,
+                            log_consistency=np.stack(self.log_c, -1),
+                            discount=np.stack(self.discount, -1),
+                            predicted_mean=np.stack(self.p_mean, ax) if pred else None,
+                            predicted_covariance=np.stack(self.p_cov, ax) if pred else None,
+                            state_names=names, dim=dim, index=index,
+                            final=cast(Any, self.final),  # the state of this filter
+                            _information=information)
+
+
 def _observation(y, m: int, series: bool = False) -> np.ndarray:
     arr = _check_observation_values(y)
     if m == 1 and (arr.ndim == 1 if series else arr.ndim == 0):
@@ -415,8 +730,10 @@ class ExtendedKalmanFilter(_RobustNonlinearFilter):
     Parameters
     ----------
     model : NonlinearModel
-    prior : MultivariateNormal
-        Proper possibility function of θ_1 (before y_1); batch dimensions broadcast.
+    prior : MultivariateNormal, optional
+        Proper possibility function of θ_1 (before y_1), batch dimensions broadcast; the
+        default of :meth:`init`, :meth:`filter` and streaming :meth:`update`. None (default):
+        no prior, the robust start from ``initial_guess`` (module docstring).
     robust : bool
         Discount each observation (default) or run the standard EKF.
     tau : float in (0, 1], optional
@@ -426,18 +743,32 @@ class ExtendedKalmanFilter(_RobustNonlinearFilter):
     coverage : float in (0, 1) or None
         Relative discount ``ρ = min(1, (c / c₀)^(1/dim))`` as in
         :class:`possibly.KalmanFilter` (default 0.9); None: the paper's ``ρ = c^(1/dim)``.
+    robust_start : bool or None
+        The maxitive mixture of start hypotheses of :class:`possibly.KalmanFilter`
+        (:mod:`possibly.filters.robust_start`). None (default): on when there is no prior,
+        off from a proper prior (the plain recursion); True: on from any prior; False: off.
+        Robust filter only.
+    initial_guess : array_like, shape (n,), optional
+        Where ``h`` (and ``f``) are first linearised when there is no prior: the mean of the
+        directions that no observation has informed yet (default zeros). It does not bias
+        the estimate of an informed direction, which is the mode of the observations'
+        likelihood reached from it by Gauss-Newton; give a point in the right basin when
+        ``h`` is far from linear (module docstring).
 
     Examples
     --------
     >>> import numpy as np, possibly as ps
     >>> from possibly.filters.nonlinear import ExtendedKalmanFilter, NonlinearModel
     >>> model = NonlinearModel(f=lambda x: x, h=lambda x: x ** 3, Q=[[1e-4]], R=[[0.01]])
-    >>> ekf = ExtendedKalmanFilter(model, ps.MultivariateNormal([1.0], [[100.0]]))
+    >>> ekf = ExtendedKalmanFilter(model, prior=ps.MultivariateNormal([1.0], [[100.0]]))
     >>> res = ekf.fit(np.array([1.3, 1.35, 30.0, 1.28]))    # 30 is an outlier
     >>> res.discount.round(3)
     array([1., 1., 0., 1.])
     >>> res.mean[:, 0].round(3)                                # ∛1.3 = 1.091
     array([1.09 , 1.099, 1.099, 1.093])
+    >>> start = ExtendedKalmanFilter(model, initial_guess=[1.0]).filter([1.3, 1.35, 30.0])
+    >>> start.mean[:, 0].round(3)                              # no prior: y_1 defines θ
+    array([1.091, 1.099, 1.099])
     """
 
     def _predict(self, mean: np.ndarray, cov: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -451,6 +782,12 @@ class ExtendedKalmanFilter(_RobustNonlinearFilter):
         pxy = cov @ np.swapaxes(hj, -1, -2)
         return self._robust_update(mean, cov, y, self.model.measurement(mean), hj @ pxy, pxy)
 
+    def _smoother_gain(self, mean: np.ndarray, cov: np.ndarray,
+                       p_cov: np.ndarray) -> np.ndarray:
+        # C = P Fᵀ with F the Jacobian of the filter's prediction: G = P Fᵀ P_{t+1|t}⁻¹
+        fp = self.model.f_jac(mean) @ cov
+        return np.swapaxes(np.linalg.solve(p_cov, fp), -1, -2)
+
 
 class UnscentedKalmanFilter(_RobustNonlinearFilter):
     """Robust unscented Kalman filter (scaled sigma points of van der Merwe).
@@ -460,12 +797,17 @@ class UnscentedKalmanFilter(_RobustNonlinearFilter):
     this normal predictive. Parameters are those of :class:`ExtendedKalmanFilter` plus
     the sigma-point spread ``alpha``, ``beta``, ``kappa``.
 
+    While some direction of the state is not yet informed (a start from no prior) its
+    variance is infinite and sigma points do not exist: those first steps linearise ``f`` and
+    ``h`` as the extended filter does (module docstring), and the sigma points take over
+    once the state is proper.
+
     Examples
     --------
     >>> import numpy as np, possibly as ps
     >>> from possibly.filters.nonlinear import NonlinearModel, UnscentedKalmanFilter
     >>> model = NonlinearModel(f=lambda x: x, h=lambda x: x ** 3, Q=[[1e-4]], R=[[0.01]])
-    >>> ukf = UnscentedKalmanFilter(model, ps.MultivariateNormal([1.0], [[100.0]]))
+    >>> ukf = UnscentedKalmanFilter(model, prior=ps.MultivariateNormal([1.0], [[100.0]]))
     >>> res = ukf.fit(np.array([1.3, 1.35, 30.0, 1.28]))
     >>> res.discount.round(3)
     array([1., 1., 0., 1.])
@@ -473,10 +815,13 @@ class UnscentedKalmanFilter(_RobustNonlinearFilter):
     array([1.078, 1.095, 1.095, 1.09 ])
     """
 
-    def __init__(self, model: NonlinearModel, prior: MultivariateNormal, *, robust=True,
-                 tau=None, dim=None, coverage: float | None = COVERAGE, alpha: float = 1.0,
+    def __init__(self, model: NonlinearModel, *, prior: MultivariateNormal | None = None,
+                 robust: bool = True, tau=None, dim=None, coverage: float | None = COVERAGE,
+                 robust_start: bool | None = None, initial_guess=None, alpha: float = 1.0,
                  beta: float = 2.0, kappa: float | None = None) -> None:
-        super().__init__(model, prior, robust=robust, tau=tau, dim=dim, coverage=coverage)
+        super().__init__(model, prior=prior, robust=robust, tau=tau, dim=dim,
+                         coverage=coverage, robust_start=robust_start,
+                         initial_guess=initial_guess)
         n = model.state_dim
         self.alpha = float(check_positive("alpha", alpha))
         self.beta = float(as_finite("beta", beta))
@@ -524,3 +869,12 @@ class UnscentedKalmanFilter(_RobustNonlinearFilter):
         pyy0 = _sym(np.einsum("k,...ki,...kj->...ij", self._wc, dy, dy))
         pxy = np.einsum("k,...ki,...kj->...ij", self._wc, dx, dy)
         return self._robust_update(mean, cov, y, y_hat, pyy0, pxy)
+
+    def _smoother_gain(self, mean: np.ndarray, cov: np.ndarray,
+                       p_cov: np.ndarray) -> np.ndarray:
+        # the unscented RTS gain: C = Σ w_k (X_k - m)(f(X_k) - m⁻)ᵀ over sigma points of the
+        # filtered state, the same points the prediction used; G = C P_{t+1|t}⁻¹
+        pts = self._sigma_points(mean, cov)
+        _, d = self._moments(self.model.transition(pts))
+        cross = np.einsum("k,...ki,...kj->...ij", self._wc, pts - mean[..., None, :], d)
+        return np.swapaxes(np.linalg.solve(p_cov, np.swapaxes(cross, -1, -2)), -1, -2)

@@ -25,7 +25,7 @@ from possibly.filters._common import (
     state_dataset,
     state_frame,
 )
-from possibly.filters.result import FilterResult
+from possibly.filters.filter_result import FilterResult
 from possibly.filters.state_space import LinearGaussianModel
 
 __all__ = ["SmootherResult", "smooth"]

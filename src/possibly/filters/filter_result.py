@@ -58,7 +58,7 @@ def discounted_fraction(discount: Any) -> np.ndarray:
     Examples
     --------
     >>> import numpy as np
-    >>> from possibly.filters.result import discounted_fraction
+    >>> from possibly.filters.filter_result import discounted_fraction
     >>> float(discounted_fraction([1.0, 0.0, np.nan, 0.05, 1.0]))
     0.5
     """
@@ -75,7 +75,7 @@ def warn_if_mostly_discounted(discount: Any, stacklevel: int = 3) -> None:
     Examples
     --------
     >>> import warnings
-    >>> from possibly.filters.result import warn_if_mostly_discounted
+    >>> from possibly.filters.filter_result import warn_if_mostly_discounted
     >>> with warnings.catch_warnings(record=True) as caught:
     ...     warnings.simplefilter("always")
     ...     warn_if_mostly_discounted([1.0, 0.0, 0.0, 1e-5])
