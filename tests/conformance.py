@@ -194,19 +194,31 @@ def sequential_classes() -> list[type[SequentialEstimator]]:
     return [found[name] for name in sorted(found)]
 
 
-def check_constructor_keywords(cls: type) -> None:
-    """At most one positional parameter (the model): every setting after it is keyword-only.
+#: Models given as several parts: the Kalman filters take ``(F, Q, H, R)`` as the model (or a
+#: LinearGaussianModel alone), the particle filter its transition, the transition's
+#: log-possibility and the log-likelihood.
+MODEL_PARTS = {
+    "KalmanFilter": ("model", "Q", "H", "R"),
+    "NoiseScaleKalmanFilter": ("model", "Q", "H", "R"),
+    "ParticleFilter": ("transition", "transition_logpossibility", "loglik"),
+}
 
-    The signature is the one a call sees (``inspect.signature`` of the class, which follows a
-    custom ``__new__``), so ``*args`` counts as positional.
+
+def check_constructor_keywords(cls: type) -> None:
+    """Only the model is positional: every setting after it is keyword-only.
+
+    The model is one parameter, or the parts listed in :data:`MODEL_PARTS`. The signature is
+    the one a call sees (``inspect.signature`` of the class, which follows a custom
+    ``__new__``), so ``*args`` counts as positional.
     """
     params = inspect.signature(cls).parameters.values()
     positional = [p.name for p in params if p.kind in (
         p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL)]
-    assert len(positional) <= 1 and not any(
-        p.kind is p.VAR_POSITIONAL for p in params), (
-        f"{cls.__module__}.{cls.__qualname__} takes {positional} positionally: at most one "
-        "positional parameter (the model) is allowed, the others must be keyword-only")
+    parts = MODEL_PARTS.get(cls.__name__)
+    allowed = positional == list(parts) if parts else len(positional) <= 1
+    assert allowed and not any(p.kind is p.VAR_POSITIONAL for p in params), (
+        f"{cls.__module__}.{cls.__qualname__} takes {positional} positionally: only the model "
+        "is positional, the settings after it must be keyword-only")
 
 
 # -- state-space filters ---------------------------------------------------------------------

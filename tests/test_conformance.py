@@ -24,6 +24,7 @@ from conformance import (
 from possibly.filters import (
     ExtendedKalmanFilter,
     KalmanFilter,
+    NoiseScaleKalmanFilter,
     NonlinearModel,
     ParticleFilter,
     UnscentedKalmanFilter,
@@ -179,6 +180,8 @@ FILTER_CASES += [
     Case("robust UKF, no prior", lambda: UnscentedKalmanFilter(
         _nonlinear_model(), initial_guess=[2.0, 0.0]), _bivariate, 1),
     Case("Kalman filter, learned noise scale", _learned_scale, _bivariate, 1),
+    Case("NoiseScaleKalmanFilter", lambda: NoiseScaleKalmanFilter(
+        _cv2, scale_prior=(2.0, 1.0)), _bivariate, 1),
 ]
 
 CASES = GENERIC_CASES + CHANGEPOINT_CASES + FILTER_CASES + ESTIMATOR_CASES

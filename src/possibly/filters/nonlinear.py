@@ -1,44 +1,20 @@
 """Robust extended and unscented Kalman filters for nonlinear state-space models.
 
 Model: ``θ_t = f(θ_{t-1}) + u_t``, ``u_t ~ N(0, Q)`` and ``y_t = h(θ_t) + v_t``,
-``v_t ~ N(0, R)``. Both filters approximate the predicted possibility function of ``y_t`` by a
-normal ``N̄(y; ŷ, S)`` (the extended filter by linearising ``h`` at the predicted mean,
-``S = H P Hᵀ + R``; the unscented filter by sigma points, ``S = P_yy + R``), and assess each
-observation with the possibilistic consistency of that predictive (docs/math.md §2, the Kalman
-instance): ``log c = -½ vᵀ S⁻¹ v`` with ``v = y - ŷ``. The robust update is the Kalman update
-with ``R`` inflated to ``R / ρ``, ``ρ = min(1, (c / c₀)^(1/dim))`` relative to the
-consistency ``c₀`` reached by a fraction ``coverage`` of inliers (``coverage=None``: the
-paper's ``ρ = c^(1/dim)``; :func:`possibly.discount`, threshold τ optional), written so that
-``ρ → 0`` is a pure prediction. With ``robust=False`` both are the
-textbook EKF and UKF (checked against filterpy in the tests).
+``v_t ~ N(0, R)``. Both filters approximate the predictive of ``y_t`` by a normal
+``N̄(y; ŷ, S)`` (the extended filter by linearising ``h``, the unscented one by sigma points)
+and assess each observation with its consistency ``log c = -½ vᵀ S⁻¹ v``; the robust update is
+the Kalman update with ``R / ρ``, as in :class:`possibly.KalmanFilter`, whose verbs and result
+they share. With ``robust=False`` they are the textbook EKF and UKF. ``f`` and ``h`` act on the
+last axis and accept leading batch axes (``x[..., 0]``, not ``x[0]``); Jacobians default to
+central finite differences.
 
-The model functions act on the last axis and must accept leading batch axes
-(``f(x)`` with ``x`` of shape ``(..., n)`` returns ``(..., n)``, ``h(x)`` returns ``(..., m)``):
-write ``x[..., 0]``, not ``x[0]``. Jacobians are optional: central finite differences are used
-when they are not given. The filters have the verbs and the result
-(:class:`~possibly.filters.kalman.FilterResult`) of :class:`possibly.KalmanFilter`.
-
-Start from no prior (``prior=None``, the default): as in the linear filter the state runs in
-information form (precision ``Y``, singular while a direction is not informed) with the
-robust start's hypotheses (:mod:`possibly.filters.robust_start`). The mean is the
-linearisation point. In the directions the observations inform, the update relinearises
-``h`` at its own result until it settles: Gauss-Newton for the mode of
-``-½ (θ - μ)ᵀ Y (θ - μ) - ½ ρ (y - h(θ))ᵀ R⁻¹ (y - h(θ))``, so the first observations define
-the state through ``h``'s Jacobian at that mode (``θ = h⁻¹(y_1)`` for an invertible ``h``),
-not at an arbitrary point. In the directions not yet informed the mean stays at
-``initial_guess`` (zeros by default), which only sets where ``h`` and ``f`` are first
-linearised and must lie in the basin of the mode when ``h`` is far from linear. ``ρ`` is that
-of the first linearisation (``c = 1`` in directions that ``Y`` does not inform); ``f``'s
-Jacobian must be invertible in this phase. Once every direction is informed, the usual EKF or
-UKF steps (the UKF's sigma points need a finite covariance: its information phase is the
-EKF's). For a linear model both are the linear filter.
-
-Smoothers: the extended and unscented RTS backward passes (Särkkä, *Bayesian Filtering and
-Smoothing*, §9) over the forward pass's moments, ``G = C P_{t+1|t}⁻¹`` with ``C = P Fᵀ``
-(extended) or the sigma-point cross covariance of θ_t and f(θ_t) (unscented). As the linear
-smoother (:mod:`possibly.filters.smoother`) they keep the forward discounts (the smoother of
-the model with ``R / ρ_t``), and steps in information form take its natural-parameter
-recursion with ``f`` linearised at the filtered mean.
+From no prior (``prior=None``) the state runs in information form with the robust start, and
+the update relinearises ``h`` at its own result until it settles (Gauss-Newton), so the first
+observations define the state through ``h`` itself; ``initial_guess`` only sets where ``f`` and
+``h`` are first linearised. The smoothers are the extended and unscented RTS passes (Särkkä,
+*Bayesian Filtering and Smoothing*, §9), keeping the forward discounts as the linear smoother
+does. Details: docs/applications/robust_filtering.md.
 """
 
 from __future__ import annotations
@@ -442,9 +418,9 @@ class _RobustNonlinearFilter(SequentialEstimator, ABC):
         return new_state, log_c + nan, rho + nan
 
     # -- whole series -------------------------------------------------------------------------
-    def fit(self, y) -> FilterResult:
+    def fit(self, y, *, engine: str = "auto") -> FilterResult:
         """Filter a whole series from :meth:`init` (same as :meth:`filter`)."""
-        return self.filter(y)
+        return self.filter(y, engine=engine)
 
     def filter(self, ys, prior: MultivariateNormal | None = None, *,
                keep: str | Iterable[str] = "all", engine: str = "auto") -> FilterResult:

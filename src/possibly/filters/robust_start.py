@@ -1,63 +1,16 @@
-"""Robust start of the robust Kalman filter.
+"""Robust start of the robust Kalman filters: a maxitive mixture of start hypotheses.
 
-Why
----
-From the uninformative prior the first observations cannot be judged: their consistency is 1
-until every direction of the state is informed (the first two positions of a constant-velocity
-model), so they are taken whole. The paper (§4.1) assumes they are inliers. When one is an
-outlier the state is built on it, every later inlier looks inconsistent and is discounted to
-nothing, and the track is lost, sometimes for hundreds of steps (41 of 500 runs of the §5.2
-study, 5 of 100 of WoLF's Student-t tracking experiment).
-
-What
-----
-A maxitive mixture of start hypotheses. Hypothesis ``h`` says which of the first ``k``
-observations are outliers (at most ``max_outliers`` of them; :func:`start_hypotheses`); under
-``h`` those are treated as missing and the robust filter runs from the prior.
-The log possibility of ``h`` is the sup over the inlier/outlier labellings of the observations
-seen so far, an inlier counting its consistency ``c_t^h`` under ``h`` and an outlier a fixed
-possibility ``ε`` (the consistency that 99.9% of inliers exceed: ``log ε = -½ χ²_m(0.999)``):
-the first ``k`` observations are labelled by ``h`` (``log ε`` for each one it drops, ``log c``
-for the others), the later ones freely (``max(log c_t^h, log ε)``). Dropping an inlier thus
-costs ``log ε`` and a wider prediction cannot buy it back; and without the floor one gross
-outlier later on would decide (it is least inconsistent with the hypothesis that is *most*
-wrong, hence most uncertain). A hypothesis built on an outlier
-predicts the following inliers badly and its weight collapses; hypotheses built on inliers
-only predict alike (ties, while directions are uninformed, go to the hypothesis that keeps
-the earliest observations: :func:`leader`). The E* of the mixture is the E* of its leading
-hypothesis (weight 1); a
-step reports the leader's mean, consistency and discount (for an observation the leader
-drops: discount 0 and the consistency of the observation with the mixture,
-``max_h w_h c_h``). After ``k + window`` steps
-the mixture collapses to its leader, and the plain recursion goes on.
-
-The location/scale estimators' robust start (``possibly.estimators.exchangeable_start``) is the same
-mixture for exchangeable data, whose hypotheses are "which observation comes first"; a time series
-cannot be reordered, so here a hypothesis drops early observations instead of moving them.
-
-Cost
-----
-``H = Σ_{r ≤ max_outliers} C(k, r)`` filters (11 for the defaults ``k = 4``,
-``max_outliers = 2``) over the first ``k + window = 14`` steps, then one: for 1000 steps about
-15% more work, paid once. During the first ``k`` steps hypotheses that drop the same
-observations so far share a state, so a step runs one filter per group (2, 4, 7, 11 in steps
-0-3; these steps run in information form, the costly part). With the compiled engine the
-hypotheses' steps in covariance form run as extra series of the compiled loop
-(``KalmanFilter._compiled_start``) and the plain recursion after the collapse too: for WoLF's
-100 trials × 1000 steps, about 15 ms of the filter's 33 ms are the start
-(``benchmarks/bench_filtering.py --speed``). ``window = 10`` gave the same results as 20 on
-the §5.2 study and on WoLF's Student-t experiment (500 runs each, no lost track) at half the
-cost; 6 lost one §5.2 run. ``robust_start=False`` turns it off (the numbers are then those of
-the plain recursion, bit for bit).
-
-Proper prior
-------------
-The hypotheses start from the filter's prior, whatever it is (docs/math.md §9). Summed over
-undiscounted steps, a hypothesis' consistencies are the consistency of its kept observations
-with each other and with the prior: the prior is one more term of every hypothesis. A weak
-prior judges an early outlier too leniently to protect the track (position sd 10: an outlier
-18 away has ``log c = -1.6``, above ``log ε = -5.4``); a prior the data agree with leaves the
-plain recursion in the lead.
+From the uninformative prior the first observations cannot be judged (their consistency is 1
+until every direction of the state is informed), so an outlier among them captures the track.
+Hypothesis ``h`` says which of the first ``k`` observations are outliers (at most
+``max_outliers``; :func:`start_hypotheses`) and runs the robust filter with those missing;
+hypotheses are scored by their consistencies, each floored at ``log ε = -½ χ²_m(0.999)``, the
+filter reports its leading hypothesis (:func:`leader`), and after ``k + window`` steps the
+mixture collapses to it. The location/scale estimators' start
+(:mod:`possibly.estimators.exchangeable_start`) is the same mixture for exchangeable data,
+whose hypotheses are "which observation comes first"; a time series cannot be reordered, so
+here a hypothesis drops early observations instead. Why, how it is scored, its cost and the
+proper-prior case: docs/math.md §9. ``robust_start=False`` is the plain recursion, bit for bit.
 """
 
 from __future__ import annotations
