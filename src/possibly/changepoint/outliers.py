@@ -29,7 +29,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from possibly.changepoint.models import SegmentModel
+from possibly.changepoint.models.segment_model import SegmentModel
 
 __all__ = ["find_outliers"]
 
@@ -50,7 +50,7 @@ def find_outliers(y: np.ndarray, discount: np.ndarray, segments: Sequence[tuple[
     flagged = discount < outlier_level  # NaN (missing) compares False
     found: list[int] = []
     for k, (a, b) in zip(segment_models, segments, strict=True):
-        if getattr(models[int(k)], "hindsight_outliers", False):
+        if models[int(k)].hindsight_outliers:
             # the model's hindsight rule decides (changepoint/segments.py): the second value
             # of a burst is well predicted online by the run the first one started
             candidates = np.arange(a + 1, b)

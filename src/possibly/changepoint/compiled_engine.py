@@ -1,0 +1,292 @@
+"""The compiled engine: one generic numba loop of the recursion that runs any model's kernel.
+
+The loop (:func:`run_kernels`) is :func:`possibly.changepoint.recursion.step` over flat run
+buffers, with everything that depends on θ left to the per-run functions of a
+:class:`~possibly.changepoint.models.CompiledKernel`. :func:`compiled_driver` compiles one copy
+of it per kernel, with the kernel's functions inlined (a call through a function pointer would
+cost several times the arithmetic), cached on disk under a name that carries a fingerprint of
+the kernel's code. This module imports numba only inside :func:`compiled_driver`.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import math
+import types
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from possibly.changepoint.models.segment_model import (
+    CompiledKernel,
+    KernelFunctions,
+    SegmentModel,
+)
+from possibly.changepoint.recursion import ChangepointParams, RunBlock, RunState
+
+__all__ = ["compiled_driver", "run_compiled", "run_kernels", "shared_kernels"]
+
+#: the recursion's per-step outputs, in the order run_kernels returns them
+OUTPUTS = ("start", "model", "mean", "log_consistency", "discount", "n_active",
+           "log_change_possibility")
+
+
+def shared_kernels(models: Sequence[SegmentModel]) -> tuple[CompiledKernel, ...] | None:
+    """The models' compiled kernels when they can run in one compiled loop (every model has
+    one, all with the same functions), else None.
+
+    Examples
+    --------
+    >>> from possibly.changepoint.models import ConjugateModel, NormalMean, model_family
+    >>> len(shared_kernels(model_family())), shared_kernels([NormalMean(1.0), *model_family()])
+    (3, None)
+    """
+    kernels = tuple(m.compiled_kernel() for m in models)
+    first = kernels[0]
+    if first is None or any(k is None or k.functions != first.functions for k in kernels):
+        return None
+    return kernels  # type: ignore[return-value]
+
+
+def never_indistinguishable(params: Any, runs: Any, j: int, tol: float) -> bool:
+    """The merge test of a kernel that does not merge."""
+    return False
+
+
+def fingerprint(functions: KernelFunctions) -> str:
+    """A digest of the kernel functions' code and of the numbers they read from their module,
+    so that an edited kernel gets a new cache entry (numba checks only the driver's file)."""
+    digest = hashlib.sha256()
+    for fn in functions:
+        if fn is None:
+            continue
+        fn = getattr(fn, "py_func", fn)  # an already jitted function
+        code = fn.__code__
+        consts = {name: fn.__globals__[name] for name in code.co_names
+                  if isinstance(fn.__globals__.get(name), (int, float, bool, tuple))}
+        digest.update(repr((fn.__module__, fn.__qualname__, code.co_code, code.co_consts,
+                            sorted(consts.items()))).encode())
+    return digest.hexdigest()[:16]
+
+
+@functools.cache
+def compiled_driver(functions: KernelFunctions) -> Any:
+    """:func:`run_kernels` compiled with ``functions`` inlined (one per kernel, cached)."""
+    import numba
+
+    from possibly.compiled import discount_scalar
+
+    def jit(fn: Any) -> Any:
+        return fn if hasattr(fn, "py_func") else numba.njit(nogil=True)(fn)
+
+    merges = functions.indistinguishable is not None
+    bound = {"kernel_prepare": jit(functions.prepare), "kernel_new_run": jit(functions.new_run),
+             "kernel_forget": jit(functions.forget),
+             "kernel_log_consistency": jit(functions.log_consistency),
+             "kernel_update": jit(functions.update), "kernel_estimate": jit(functions.estimate),
+             "kernel_indistinguishable": jit(functions.indistinguishable if merges
+                                             else never_indistinguishable),
+             "KERNEL_MERGES": merges, "discount_scalar": discount_scalar}
+    template = run_kernels
+    driver = types.FunctionType(template.__code__, {**template.__globals__, **bound},
+                                template.__name__)
+    driver.__qualname__ = f"run_kernels_{fingerprint(functions)}"
+    return numba.njit(cache=True, nogil=True)(driver)
+
+
+def run_compiled(state: RunState, y: np.ndarray, params: ChangepointParams,
+                 interrupted: list[bool], kernels: tuple[CompiledKernel, ...], chunk: int
+                 ) -> tuple[RunState, dict[str, np.ndarray]]:
+    """The compiled recursion over ``y`` from ``state``, in chunks (Ctrl-C between them)."""
+    driver = compiled_driver(kernels[0].functions)
+    n_models = len(kernels)
+    count = np.array([blk.start.size for blk in state.blocks], dtype=np.int64)
+    rows = [kern.pack(blk.runs) for kern, blk in zip(kernels, state.blocks, strict=True)]
+    cap = max(int(count.max()), 1)
+    start = np.zeros((n_models, cap), np.int64)
+    log_w = np.zeros((n_models, cap))
+    runs = np.zeros((n_models, cap, rows[0].shape[1]))
+    for k, blk in enumerate(state.blocks):
+        start[k, :count[k]], log_w[k, :count[k]], runs[k, :count[k]] = \
+            blk.start, blk.log_w, rows[k]
+    settings = np.full((n_models, max(kern.params.size for kern in kernels)), np.nan)
+    for k, kern in enumerate(kernels):
+        settings[k, :kern.params.size] = kern.params
+    tau = math.nan if params.tau is None else params.tau
+    log_tol = math.log(params.tol) if params.tol > 0.0 else -math.inf
+    work_size = max(kern.work_size for kern in kernels)
+    t = state.t
+    y = np.ascontiguousarray(y, dtype=np.float64)
+    parts = []
+    for first in range(0, y.size, chunk):
+        if interrupted[0]:
+            raise KeyboardInterrupt
+        part = y[first:first + chunk]
+        res = driver(part, t, count, start, log_w, runs, settings, math.log(params.hazard),
+                     params.forgetting, params.robust, tau, params.dim, log_tol,
+                     params.tol > 0.0, params.merge_tol, work_size)
+        count, start, log_w, runs = res[:4]
+        parts.append(res[4:])
+        t += part.size
+    if interrupted[0]:
+        raise KeyboardInterrupt
+    blocks = tuple(RunBlock(start[k, :count[k]].copy(), log_w[k, :count[k]].copy(),
+                            kern.unpack(runs[k, :count[k]])) for k, kern in enumerate(kernels))
+    empty = (np.zeros(0, np.int64),) * 2 + (np.zeros(0),) * 3 + (np.zeros(0, np.int64),
+                                                                 np.zeros(0))
+    columns = [np.concatenate(col) for col in zip(*parts, strict=True)] if parts else empty
+    return RunState(t, blocks), dict(zip(OUTPUTS, columns, strict=True))
+
+
+def run_kernels(y, t0, count_in, start_in, log_w_in, runs_in, params, log_h, rho, robust,
+                tau_or_nan, dim, log_tol, prune, merge_tol,
+                work_size):  # pragma: no cover - compiled (covered through the detector)
+    """Process ``y`` from the given runs (per-model buffers); returns the runs and outputs.
+
+    A template: :func:`compiled_driver` binds the ``kernel_*`` names to one kernel's functions
+    and compiles it. ``params[k]`` are model ``k``'s packed settings, ``runs_in[k, j]`` its run
+    ``j`` (ordered by start). Per step: forget every run and start one per model, take the
+    consistency's maximum, discount, update, normalise, prune, merge, and record the MAP (the
+    first maximum, model 0 first, then by start).
+    """
+    n_models = count_in.size
+    n = y.size
+    width = runs_in.shape[2]
+    cap = count_in.max() + n
+    start = np.empty((n_models, cap), np.int64)
+    log_w = np.empty((n_models, cap))
+    runs = np.zeros((n_models, cap, width))
+    keep = np.empty(cap, np.bool_)
+    work = np.zeros(max(work_size, 1))
+    xs = np.empty(n_models)
+    cnt = count_in.copy()
+    for k in range(n_models):
+        c = cnt[k]
+        start[k, :c] = start_in[k, :c]
+        log_w[k, :c] = log_w_in[k, :c]
+        runs[k, :c] = runs_in[k, :c]
+    out_start = np.empty(n, np.int64)
+    out_model = np.empty(n, np.int64)
+    out_mean = np.empty(n)
+    out_lc = np.empty(n)
+    out_g = np.empty(n)
+    out_n = np.empty(n, np.int64)
+    out_cp = np.empty(n)
+    merge = KERNEL_MERGES and merge_tol > 0.0  # noqa: F821 - bound by compiled_driver
+    cur_max = -math.inf
+    total = 0
+    for k in range(n_models):
+        total += cnt[k]
+        for j in range(cnt[k]):
+            if log_w[k, j] > cur_max:
+                cur_max = log_w[k, j]
+    for i in range(n):
+        t = t0 + i
+        yi = y[i]
+        log_new = log_h + cur_max if total > 0 else 0.0
+        # predict: forget every run, then one new run per model
+        for k in range(n_models):
+            pk = params[k]
+            rk = runs[k]
+            for j in range(cnt[k]):
+                kernel_forget(pk, rk, j, rho, work)  # noqa: F821
+            c = cnt[k]
+            start[k, c] = t
+            log_w[k, c] = log_new
+            kernel_new_run(pk, rk, c)  # noqa: F821
+            cnt[k] = c + 1
+        shift = 0.0  # subtracting 0.0 is exact: a missing value leaves log_w as it is
+        if math.isnan(yi):
+            out_lc[i] = math.nan
+            out_g[i] = math.nan
+        else:
+            log_c = -math.inf
+            for k in range(n_models):
+                pk = params[k]
+                rk = runs[k]
+                xs[k] = kernel_prepare(pk, yi)  # noqa: F821
+                for j in range(cnt[k]):
+                    v = log_w[k, j] + kernel_log_consistency(pk, rk, j, xs[k])  # noqa: F821
+                    if v > log_c:
+                        log_c = v
+            out_lc[i] = log_c
+            g = discount_scalar(log_c, dim, tau_or_nan, robust)  # noqa: F821
+            out_g[i] = g
+            mx = -math.inf
+            for k in range(n_models):
+                pk = params[k]
+                rk = runs[k]
+                for j in range(cnt[k]):
+                    log_w[k, j] = log_w[k, j] + kernel_update(pk, rk, j, xs[k], g,  # noqa: F821
+                                                              work)
+                    if log_w[k, j] > mx:
+                        mx = log_w[k, j]
+            shift = mx
+        # normalise and prune (compacting, order kept)
+        total = 0
+        for k in range(n_models):
+            w = 0
+            for j in range(cnt[k]):
+                v = log_w[k, j] - shift
+                if (not prune) or v >= log_tol:
+                    start[k, w] = start[k, j]
+                    log_w[k, w] = v
+                    if w != j:
+                        for c in range(width):
+                            runs[k, w, c] = runs[k, j, c]
+                    w += 1
+            cnt[k] = w
+            total += w
+        # merge adjacent indistinguishable runs (larger weight kept; the older on ties)
+        if merge:
+            total = 0
+            for k in range(n_models):
+                m = cnt[k]
+                if m > 1:
+                    pk = params[k]
+                    rk = runs[k]
+                    for j in range(m):
+                        keep[j] = True
+                    for j in range(m - 1):
+                        if kernel_indistinguishable(pk, rk, j, merge_tol):  # noqa: F821
+                            if log_w[k, j + 1] > log_w[k, j]:
+                                keep[j] = False
+                            else:
+                                keep[j + 1] = False
+                    w = 0
+                    for j in range(m):
+                        if keep[j]:
+                            start[k, w] = start[k, j]
+                            log_w[k, w] = log_w[k, j]
+                            if w != j:
+                                for c in range(width):
+                                    runs[k, w, c] = runs[k, j, c]
+                            w += 1
+                    cnt[k] = w
+                total += cnt[k]
+        # the MAP: the first maximum, model 0 first, then by start
+        bk = -1
+        bj = 0
+        bv = -math.inf
+        cp = -math.inf
+        for k in range(n_models):
+            for j in range(cnt[k]):
+                if log_w[k, j] > bv:
+                    bk = k
+                    bj = j
+                    bv = log_w[k, j]
+            c = cnt[k]
+            if c > 0 and start[k, c - 1] == t and log_w[k, c - 1] > cp:
+                cp = log_w[k, c - 1]
+        if bk < 0:  # every weight NaN (an overflow): the first run, as the numpy engine
+            bk = 0
+            bv = log_w[0, 0]
+        cur_max = bv
+        out_start[i] = start[bk, bj]
+        out_model[i] = bk
+        out_mean[i] = kernel_estimate(params[bk], runs[bk], bj)  # noqa: F821
+        out_n[i] = total
+        out_cp[i] = cp
+    return (cnt, start, log_w, runs, out_start, out_model, out_mean, out_lc, out_g, out_n, out_cp)
