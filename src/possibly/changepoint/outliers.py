@@ -15,7 +15,7 @@ Models with ``hindsight_outliers = True`` (:class:`~possibly.changepoint.Polynom
 :class:`~possibly.changepoint.MultivariateNormalSegments`) skip the first condition: their
 ``outlying`` judges each observation against the segment's fit from the other observations of
 the segment, discounted as the robust update discounts them
-(:func:`~possibly.changepoint.segments.hindsight_log_consistency`), so that an outlier among
+(:func:`~possibly.changepoint.models.trend.hindsight_log_consistency`), so that an outlier among
 the first points of a segment, where the online predictive is still wide, is found too.
 
 The second condition separates isolated spikes from the first few observations after a real
