@@ -407,7 +407,7 @@ def test_the_default_picks_the_vector_model_for_a_vector_series():
     assert [m.degree for m in det.fit(scalar).params.models] == [0, 1, 2]
     if ps.changepoint.numba_available():  # engine="numba" needs it at construction
         compiled = ps.ChangepointDetector(engine="numba")
-        with pytest.raises(ValueError, match="engine='numba' needs models with one compiled kernel"):
+        with pytest.raises(ValueError, match="engine='numba' needs models"):
             compiled.fit(y)
         # the failed fit changed nothing: a scalar series still runs the compiled family
         assert compiled.fit(scalar).changepoints.tolist() == det.fit(scalar).changepoints.tolist()

@@ -87,7 +87,7 @@ def km_indistinguishable(params, runs, j, tol):
     return abs(runs[j + 1, 1] - runs[j, 1]) <= tol * lmax and (dm * dm) * lmax <= tol * tol
 
 
-KNOWN_MEAN_KERNEL = KernelFunctions(km_prepare, km_new_run, km_forget, km_log_consistency,
+KNOWN_MEAN_KERNEL = KernelFunctions(2, km_prepare, km_new_run, km_forget, km_log_consistency,
                                     km_update, km_estimate, km_indistinguishable)
 
 

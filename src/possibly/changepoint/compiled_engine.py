@@ -50,6 +50,19 @@ def shared_kernels(models: Sequence[SegmentModel]) -> tuple[CompiledKernel, ...]
     return kernels  # type: ignore[return-value]
 
 
+def unbound(*args: Any) -> Any:
+    """What the ``kernel_*`` names of the template :func:`run_kernels` are until
+    :func:`compiled_driver` binds them to a kernel's functions."""
+    raise RuntimeError("run_kernels is a template: run compiled_driver(functions) instead")
+
+
+# the names run_kernels reads, bound per kernel by compiled_driver
+kernel_prepare = kernel_new_run = kernel_forget = kernel_log_consistency = unbound
+kernel_update = kernel_estimate = kernel_indistinguishable = discount_scalar = unbound
+KERNEL_MERGES = False
+KERNEL_WIDTH = 1
+
+
 def never_indistinguishable(params: Any, runs: Any, j: int, tol: float) -> bool:
     """The merge test of a kernel that does not merge."""
     return False
@@ -58,8 +71,8 @@ def never_indistinguishable(params: Any, runs: Any, j: int, tol: float) -> bool:
 def fingerprint(functions: KernelFunctions) -> str:
     """A digest of the kernel functions' code and of the numbers they read from their module,
     so that an edited kernel gets a new cache entry (numba checks only the driver's file)."""
-    digest = hashlib.sha256()
-    for fn in functions:
+    digest = hashlib.sha256(repr(functions.width).encode())
+    for fn in functions[1:]:
         if fn is None:
             continue
         fn = getattr(fn, "py_func", fn)  # an already jitted function
@@ -88,7 +101,8 @@ def compiled_driver(functions: KernelFunctions) -> Any:
              "kernel_update": jit(functions.update), "kernel_estimate": jit(functions.estimate),
              "kernel_indistinguishable": jit(functions.indistinguishable if merges
                                              else never_indistinguishable),
-             "KERNEL_MERGES": merges, "discount_scalar": discount_scalar}
+             "KERNEL_MERGES": merges, "KERNEL_WIDTH": functions.width,
+             "discount_scalar": discount_scalar}
     template = run_kernels
     driver = types.FunctionType(template.__code__, {**template.__globals__, **bound},
                                 template.__name__)
@@ -104,16 +118,21 @@ def run_compiled(state: RunState, y: np.ndarray, params: ChangepointParams,
     n_models = len(kernels)
     count = np.array([blk.start.size for blk in state.blocks], dtype=np.int64)
     rows = [kern.pack(blk.runs) for kern, blk in zip(kernels, state.blocks, strict=True)]
+    width = kernels[0].functions.width
+    if any(r.shape[1:] != (width,) for r in rows):
+        raise ValueError(f"the compiled kernel's pack must return rows of width {width} "
+                         f"(KernelFunctions.width), got shapes {[r.shape for r in rows]}")
     cap = max(int(count.max()), 1)
-    start = np.zeros((n_models, cap), np.int64)
-    log_w = np.zeros((n_models, cap))
-    runs = np.zeros((n_models, cap, rows[0].shape[1]))
+    start = np.empty((n_models, cap), np.int64)  # rows past count[k] are never read
+    log_w = np.empty((n_models, cap))
+    runs = np.empty((n_models, cap, width))
     for k, blk in enumerate(state.blocks):
         start[k, :count[k]], log_w[k, :count[k]], runs[k, :count[k]] = \
             blk.start, blk.log_w, rows[k]
-    settings = np.full((n_models, max(kern.params.size for kern in kernels)), np.nan)
-    for k, kern in enumerate(kernels):
-        settings[k, :kern.params.size] = kern.params
+    # the settings as tuples: constants to the compiled loop (an array could alias the runs)
+    size = max(kern.params.size for kern in kernels)
+    settings = tuple(tuple(kern.params.tolist()) + (math.nan,) * (size - kern.params.size)
+                     for kern in kernels)
     tau = math.nan if params.tau is None else params.tau
     log_tol = math.log(params.tol) if params.tol > 0.0 else -math.inf
     work_size = max(kern.work_size for kern in kernels)
@@ -136,7 +155,8 @@ def run_compiled(state: RunState, y: np.ndarray, params: ChangepointParams,
                             kern.unpack(runs[k, :count[k]])) for k, kern in enumerate(kernels))
     empty = (np.zeros(0, np.int64),) * 2 + (np.zeros(0),) * 3 + (np.zeros(0, np.int64),
                                                                  np.zeros(0))
-    columns = [np.concatenate(col) for col in zip(*parts, strict=True)] if parts else empty
+    columns = (parts[0] if len(parts) == 1 else
+               [np.concatenate(col) for col in zip(*parts, strict=True)] if parts else empty)
     return RunState(t, blocks), dict(zip(OUTPUTS, columns, strict=True))
 
 
@@ -147,26 +167,27 @@ def run_kernels(y, t0, count_in, start_in, log_w_in, runs_in, params, log_h, rho
 
     A template: :func:`compiled_driver` binds the ``kernel_*`` names to one kernel's functions
     and compiles it. ``params[k]`` are model ``k``'s packed settings, ``runs_in[k, j]`` its run
-    ``j`` (ordered by start). Per step: forget every run and start one per model, take the
+    ``j`` (ordered by start). Per step: start a run per model, forget the older runs, take the
     consistency's maximum, discount, update, normalise, prune, merge, and record the MAP (the
     first maximum, model 0 first, then by start).
     """
     n_models = count_in.size
     n = y.size
-    width = runs_in.shape[2]
+    width = KERNEL_WIDTH  # a constant: the copies of a run unroll
     cap = count_in.max() + n
-    start = np.empty((n_models, cap), np.int64)
-    log_w = np.empty((n_models, cap))
-    runs = np.zeros((n_models, cap, width))
+    start = np.empty(n_models * cap, np.int64)  # model k's run j at k * cap + j
+    log_w = np.empty(n_models * cap)
+    runs = np.zeros((n_models * cap, width))  # model k's run j is row k * cap + j
     keep = np.empty(cap, np.bool_)
     work = np.zeros(max(work_size, 1))
     xs = np.empty(n_models)
+    older = np.empty(n_models, np.int64)
     cnt = count_in.copy()
     for k in range(n_models):
         c = cnt[k]
-        start[k, :c] = start_in[k, :c]
-        log_w[k, :c] = log_w_in[k, :c]
-        runs[k, :c] = runs_in[k, :c]
+        start[k * cap:k * cap + c] = start_in[k, :c]
+        log_w[k * cap:k * cap + c] = log_w_in[k, :c]
+        runs[k * cap:k * cap + c] = runs_in[k, :c]
     out_start = np.empty(n, np.int64)
     out_model = np.empty(n, np.int64)
     out_mean = np.empty(n)
@@ -174,68 +195,74 @@ def run_kernels(y, t0, count_in, start_in, log_w_in, runs_in, params, log_h, rho
     out_g = np.empty(n)
     out_n = np.empty(n, np.int64)
     out_cp = np.empty(n)
-    merge = KERNEL_MERGES and merge_tol > 0.0  # noqa: F821 - bound by compiled_driver
+    merge = KERNEL_MERGES and merge_tol > 0.0
     cur_max = -math.inf
     total = 0
     for k in range(n_models):
         total += cnt[k]
         for j in range(cnt[k]):
-            if log_w[k, j] > cur_max:
-                cur_max = log_w[k, j]
+            if log_w[k * cap + j] > cur_max:
+                cur_max = log_w[k * cap + j]
     for i in range(n):
         t = t0 + i
         yi = y[i]
         log_new = log_h + cur_max if total > 0 else 0.0
-        # predict: forget every run, then one new run per model
+        # predict: one new run per model; forgetting the older runs is fused into the next pass
         for k in range(n_models):
-            pk = params[k]
-            rk = runs[k]
-            for j in range(cnt[k]):
-                kernel_forget(pk, rk, j, rho, work)  # noqa: F821
             c = cnt[k]
-            start[k, c] = t
-            log_w[k, c] = log_new
-            kernel_new_run(pk, rk, c)  # noqa: F821
+            start[k * cap + c] = t
+            log_w[k * cap + c] = log_new
+            kernel_new_run(params[k], runs, k * cap + c)
+            older[k] = c
             cnt[k] = c + 1
         shift = 0.0  # subtracting 0.0 is exact: a missing value leaves log_w as it is
         if math.isnan(yi):
             out_lc[i] = math.nan
             out_g[i] = math.nan
+            for k in range(n_models):
+                pk = params[k]
+                for j in range(k * cap, k * cap + older[k]):
+                    kernel_forget(pk, runs, j, rho, work)
         else:
             log_c = -math.inf
             for k in range(n_models):
                 pk = params[k]
-                rk = runs[k]
-                xs[k] = kernel_prepare(pk, yi)  # noqa: F821
+                x = kernel_prepare(pk, yi)
+                xs[k] = x
+                first = k * cap
+                last_older = older[k]
                 for j in range(cnt[k]):
-                    v = log_w[k, j] + kernel_log_consistency(pk, rk, j, xs[k])  # noqa: F821
+                    if j < last_older:
+                        kernel_forget(pk, runs, first + j, rho, work)
+                    v = log_w[first + j] + kernel_log_consistency(pk, runs, first + j, x)
                     if v > log_c:
                         log_c = v
             out_lc[i] = log_c
-            g = discount_scalar(log_c, dim, tau_or_nan, robust)  # noqa: F821
+            g = discount_scalar(log_c, dim, tau_or_nan, robust)
             out_g[i] = g
             mx = -math.inf
             for k in range(n_models):
                 pk = params[k]
-                rk = runs[k]
+                x = xs[k]
+                first = k * cap
                 for j in range(cnt[k]):
-                    log_w[k, j] = log_w[k, j] + kernel_update(pk, rk, j, xs[k], g,  # noqa: F821
-                                                              work)
-                    if log_w[k, j] > mx:
-                        mx = log_w[k, j]
+                    v = log_w[first + j] + kernel_update(pk, runs, first + j, x, g, work)
+                    log_w[first + j] = v
+                    if v > mx:
+                        mx = v
             shift = mx
         # normalise and prune (compacting, order kept)
         total = 0
         for k in range(n_models):
             w = 0
             for j in range(cnt[k]):
-                v = log_w[k, j] - shift
+                v = log_w[k * cap + j] - shift
                 if (not prune) or v >= log_tol:
-                    start[k, w] = start[k, j]
-                    log_w[k, w] = v
+                    start[k * cap + w] = start[k * cap + j]
+                    log_w[k * cap + w] = v
                     if w != j:
                         for c in range(width):
-                            runs[k, w, c] = runs[k, j, c]
+                            runs[k * cap + w, c] = runs[k * cap + j, c]
                     w += 1
             cnt[k] = w
             total += w
@@ -246,23 +273,22 @@ def run_kernels(y, t0, count_in, start_in, log_w_in, runs_in, params, log_h, rho
                 m = cnt[k]
                 if m > 1:
                     pk = params[k]
-                    rk = runs[k]
                     for j in range(m):
                         keep[j] = True
                     for j in range(m - 1):
-                        if kernel_indistinguishable(pk, rk, j, merge_tol):  # noqa: F821
-                            if log_w[k, j + 1] > log_w[k, j]:
+                        if kernel_indistinguishable(pk, runs, k * cap + j, merge_tol):
+                            if log_w[k * cap + j + 1] > log_w[k * cap + j]:
                                 keep[j] = False
                             else:
                                 keep[j + 1] = False
                     w = 0
                     for j in range(m):
                         if keep[j]:
-                            start[k, w] = start[k, j]
-                            log_w[k, w] = log_w[k, j]
+                            start[k * cap + w] = start[k * cap + j]
+                            log_w[k * cap + w] = log_w[k * cap + j]
                             if w != j:
                                 for c in range(width):
-                                    runs[k, w, c] = runs[k, j, c]
+                                    runs[k * cap + w, c] = runs[k * cap + j, c]
                             w += 1
                     cnt[k] = w
                 total += cnt[k]
@@ -273,20 +299,22 @@ def run_kernels(y, t0, count_in, start_in, log_w_in, runs_in, params, log_h, rho
         cp = -math.inf
         for k in range(n_models):
             for j in range(cnt[k]):
-                if log_w[k, j] > bv:
+                if log_w[k * cap + j] > bv:
                     bk = k
                     bj = j
-                    bv = log_w[k, j]
+                    bv = log_w[k * cap + j]
             c = cnt[k]
-            if c > 0 and start[k, c - 1] == t and log_w[k, c - 1] > cp:
-                cp = log_w[k, c - 1]
+            if c > 0 and start[k * cap + c - 1] == t and log_w[k * cap + c - 1] > cp:
+                cp = log_w[k * cap + c - 1]
         if bk < 0:  # every weight NaN (an overflow): the first run, as the numpy engine
             bk = 0
-            bv = log_w[0, 0]
+            bv = log_w[0]
         cur_max = bv
-        out_start[i] = start[bk, bj]
+        out_start[i] = start[bk * cap + bj]
         out_model[i] = bk
-        out_mean[i] = kernel_estimate(params[bk], runs[bk], bj)  # noqa: F821
+        out_mean[i] = kernel_estimate(params[bk], runs, bk * cap + bj)
         out_n[i] = total
         out_cp[i] = cp
-    return (cnt, start, log_w, runs, out_start, out_model, out_mean, out_lc, out_g, out_n, out_cp)
+    return (cnt, start.reshape(n_models, cap), log_w.reshape(n_models, cap),
+            runs.reshape(n_models, cap, width), out_start, out_model, out_mean, out_lc, out_g,
+            out_n, out_cp)

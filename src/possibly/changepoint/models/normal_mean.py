@@ -322,5 +322,6 @@ def kernel_indistinguishable(params: np.ndarray, runs: np.ndarray, j: int, tol: 
     return abs(lam1 - lam0) <= tol * lmax and (dm * dm) * lmax <= tol * tol
 
 
-KERNEL = KernelFunctions(kernel_prepare, kernel_new_run, kernel_forget, kernel_log_consistency,
-                         kernel_update, kernel_estimate, kernel_indistinguishable)
+KERNEL = KernelFunctions(2, kernel_prepare, kernel_new_run, kernel_forget,
+                         kernel_log_consistency, kernel_update, kernel_estimate,
+                         kernel_indistinguishable)

@@ -51,10 +51,11 @@ class Observation(NamedTuple):
 
 
 class KernelFunctions(NamedTuple):
-    """The per-run functions of a compiled kernel: plain Python that numba compiles.
+    """The per-run functions of a compiled kernel (plain Python that numba compiles) and the
+    number of floats, ``width``, that hold one run.
 
     Each run is one row of a float64 array ``runs`` (``(capacity, width)``), and ``params`` is
-    the model's packed settings (1-D float64). The generic compiled driver
+    the model's packed settings (a tuple of floats). The generic compiled driver
     (:mod:`possibly.changepoint.compiled_engine`) calls, with ``j`` a row index:
 
     ``prepare(params, y) -> x``
@@ -77,6 +78,7 @@ class KernelFunctions(NamedTuple):
     model's numpy methods when the two engines are to agree bit for bit.
     """
 
+    width: int
     prepare: Callable[..., float]
     new_run: Callable[..., None]
     forget: Callable[..., None]
@@ -97,11 +99,11 @@ class CompiledKernel(NamedTuple):
     functions : KernelFunctions
         The per-run functions.
     params : ndarray
-        The model's packed settings, 1-D float64 (read only by ``functions``).
+        The model's packed settings, 1-D float64 (given to ``functions`` as a tuple).
     pack : callable
-        ``runs -> ndarray (n, width)``: a batch of runs as rows of floats.
+        ``runs -> ndarray (n, functions.width)``: a batch of runs as rows of floats.
     unpack : callable
-        ``ndarray (n, width) -> runs``: the inverse of ``pack``.
+        ``ndarray (n, functions.width) -> runs``: the inverse of ``pack``.
     work_size : int
         Length of the scratch array passed to ``forget`` and ``update``.
     """

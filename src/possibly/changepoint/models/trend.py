@@ -756,5 +756,5 @@ def kernel_estimate(params: np.ndarray, runs: np.ndarray, j: int) -> float:
     return params[3] + params[4] * runs[j, 0] if runs[j, 14] != 0.0 else math.nan
 
 
-KERNEL = KernelFunctions(kernel_prepare, kernel_new_run, kernel_forget, kernel_log_consistency,
-                         kernel_update, kernel_estimate)
+KERNEL = KernelFunctions(TREND_WIDTH, kernel_prepare, kernel_new_run, kernel_forget,
+                         kernel_log_consistency, kernel_update, kernel_estimate)
