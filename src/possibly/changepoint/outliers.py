@@ -51,7 +51,7 @@ def find_outliers(y: np.ndarray, discount: np.ndarray, segments: Sequence[tuple[
     found: list[int] = []
     for k, (a, b) in zip(segment_models, segments, strict=True):
         if models[int(k)].hindsight_outliers:
-            # the model's hindsight rule decides (changepoint/segments.py): the second value
+            # the model's hindsight rule decides (SegmentModel.outlying): the second value
             # of a burst is well predicted online by the run the first one started
             candidates = np.arange(a + 1, b)
         else:
