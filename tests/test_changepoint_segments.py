@@ -323,7 +323,7 @@ def test_vector_bad_input_names_the_argument(call, name):
 
 
 # ----------------------------------------------------------------------------------------------
-# compiled engine (changepoint/_numba_segments.py) against the numpy recursion
+# compiled engine (the trend kernel, changepoint/models/trend.py) against the numpy recursion
 
 
 @pytest.mark.parametrize("robust, tol", [(True, 1e-12), (False, 1e-12), (True, 0.0)])

@@ -156,7 +156,7 @@ def test_a_model_defined_here_runs_its_own_kernel_compiled(series, monkeypatch, 
     real = detector_module.run_compiled
 
     def spy(*args, **kwargs):
-        runs.append(kwargs["kernels"])
+        runs.append(kwargs["compiled"].kernels)
         return real(*args, **kwargs)
 
     monkeypatch.setattr(detector_module, "run_compiled", spy)

@@ -15,7 +15,7 @@ import hashlib
 import math
 import types
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -26,7 +26,8 @@ from possibly.changepoint.models.segment_model import (
 )
 from possibly.changepoint.recursion import ChangepointParams, RunBlock, RunState
 
-__all__ = ["compiled_driver", "run_compiled", "run_kernels", "shared_kernels"]
+__all__ = ["CompiledModels", "compiled_driver", "compiled_models", "run_compiled", "run_kernels",
+           "shared_kernels"]
 
 #: the recursion's per-step outputs, in the order run_kernels returns them
 OUTPUTS = ("start", "model", "mean", "log_consistency", "discount", "n_active",
@@ -110,32 +111,62 @@ def compiled_driver(functions: KernelFunctions) -> Any:
     return numba.njit(cache=True, nogil=True)(driver)
 
 
-def run_compiled(state: RunState, y: np.ndarray, params: ChangepointParams,
-                 interrupted: list[bool], kernels: tuple[CompiledKernel, ...], chunk: int
-                 ) -> tuple[RunState, dict[str, np.ndarray]]:
-    """The compiled recursion over ``y`` from ``state``, in chunks (Ctrl-C between them)."""
-    driver = compiled_driver(kernels[0].functions)
-    n_models = len(kernels)
-    count = np.array([blk.start.size for blk in state.blocks], dtype=np.int64)
+class CompiledModels(NamedTuple):
+    """What the compiled engine needs of a list of models, prepared once per fit
+    (:func:`compiled_models`)."""
+
+    kernels: tuple[CompiledKernel, ...]
+    #: run_kernels compiled for their functions
+    driver: Any
+    #: the models' packed settings, one row per model (NaN-padded)
+    settings: np.ndarray
+    work_size: int
+
+
+def compiled_models(models: Sequence[SegmentModel]) -> CompiledModels | None:
+    """The compiled engine of ``models`` (:func:`shared_kernels`), or None when they have none.
+
+    Compiling takes a few seconds the first time on a machine (then the disk cache loads it).
+    """
+    kernels = shared_kernels(models)
+    if kernels is None:
+        return None
+    settings = np.full((len(kernels), max(kern.params.size for kern in kernels)), np.nan)
+    for k, kern in enumerate(kernels):
+        settings[k, :kern.params.size] = kern.params
+    return CompiledModels(kernels, compiled_driver(kernels[0].functions), settings,
+                          max(kern.work_size for kern in kernels))
+
+
+def packed_state(state: RunState, kernels: tuple[CompiledKernel, ...]
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``state`` as per-model buffers ``(count, start, log_w, runs)`` for :func:`run_kernels`."""
+    count = np.fromiter((blk.start.size for blk in state.blocks), np.int64, len(kernels))
     rows = [kern.pack(blk.runs) for kern, blk in zip(kernels, state.blocks, strict=True)]
     width = kernels[0].functions.width
-    if any(r.shape[1:] != (width,) for r in rows):
+    if not all(r.ndim == 2 and r.shape[1] == width for r in rows):
         raise ValueError(f"the compiled kernel's pack must return rows of width {width} "
                          f"(KernelFunctions.width), got shapes {[r.shape for r in rows]}")
+    if len(rows) == 1:  # views (run_kernels copies them)
+        blk = state.blocks[0]
+        return count, blk.start[None], blk.log_w[None], rows[0][None]
     cap = max(int(count.max()), 1)
-    start = np.empty((n_models, cap), np.int64)  # rows past count[k] are never read
-    log_w = np.empty((n_models, cap))
-    runs = np.empty((n_models, cap, width))
+    start = np.empty((len(rows), cap), np.int64)  # rows past count[k] are never read
+    log_w = np.empty((len(rows), cap))
+    runs = np.empty((len(rows), cap, width))
     for k, blk in enumerate(state.blocks):
         start[k, :count[k]], log_w[k, :count[k]], runs[k, :count[k]] = \
             blk.start, blk.log_w, rows[k]
-    # the settings as tuples: constants to the compiled loop (an array could alias the runs)
-    size = max(kern.params.size for kern in kernels)
-    settings = tuple(tuple(kern.params.tolist()) + (math.nan,) * (size - kern.params.size)
-                     for kern in kernels)
+    return count, start, log_w, runs
+
+
+def run_compiled(state: RunState, y: np.ndarray, params: ChangepointParams,
+                 interrupted: list[bool], compiled: CompiledModels, chunk: int
+                 ) -> tuple[RunState, dict[str, np.ndarray]]:
+    """The compiled recursion over ``y`` from ``state``, in chunks (Ctrl-C between them)."""
+    count, start, log_w, runs = packed_state(state, compiled.kernels)
     tau = math.nan if params.tau is None else params.tau
     log_tol = math.log(params.tol) if params.tol > 0.0 else -math.inf
-    work_size = max(kern.work_size for kern in kernels)
     t = state.t
     y = np.ascontiguousarray(y, dtype=np.float64)
     parts = []
@@ -143,16 +174,18 @@ def run_compiled(state: RunState, y: np.ndarray, params: ChangepointParams,
         if interrupted[0]:
             raise KeyboardInterrupt
         part = y[first:first + chunk]
-        res = driver(part, t, count, start, log_w, runs, settings, math.log(params.hazard),
-                     params.forgetting, params.robust, tau, params.dim, log_tol,
-                     params.tol > 0.0, params.merge_tol, work_size)
+        res = compiled.driver(part, t, count, start, log_w, runs, compiled.settings,
+                              math.log(params.hazard), params.forgetting, params.robust, tau,
+                              params.dim, log_tol, params.tol > 0.0, params.merge_tol,
+                              compiled.work_size)
         count, start, log_w, runs = res[:4]
         parts.append(res[4:])
         t += part.size
     if interrupted[0]:
         raise KeyboardInterrupt
     blocks = tuple(RunBlock(start[k, :count[k]].copy(), log_w[k, :count[k]].copy(),
-                            kern.unpack(runs[k, :count[k]])) for k, kern in enumerate(kernels))
+                            kern.unpack(runs[k, :count[k]]))
+                   for k, kern in enumerate(compiled.kernels))
     empty = (np.zeros(0, np.int64),) * 2 + (np.zeros(0),) * 3 + (np.zeros(0, np.int64),
                                                                  np.zeros(0))
     columns = (parts[0] if len(parts) == 1 else

@@ -13,7 +13,12 @@ from typing import Any
 
 import numpy as np
 
-from possibly.changepoint.compiled_engine import run_compiled, shared_kernels
+from possibly.changepoint.compiled_engine import (
+    CompiledModels,
+    compiled_models,
+    run_compiled,
+    shared_kernels,
+)
 from possibly.changepoint.models.normal_mean import NormalMean
 from possibly.changepoint.models.segment_model import SegmentModel, real_scalar
 from possibly.changepoint.models.trend import model_family
@@ -442,6 +447,8 @@ class ChangepointDetector(SequentialEstimator):
     def _reset(self) -> ChangepointDetector:
         object.__setattr__(self, "_state", None)
         self.params_: ChangepointParams | None = None
+        #: (the resolved models' compiled engine, or None for the numpy engine,) once asked
+        self._compiled: tuple[CompiledModels | None] | None = None
         self.sigma_estimated_ = False
         self._trace = MapTrace()
         self._history: dict[str, Growable] | None = None
@@ -513,9 +520,12 @@ class ChangepointDetector(SequentialEstimator):
 
     def _run(self, state: RunState, arr: np.ndarray) -> tuple[RunState, dict[str, np.ndarray]]:
         params = self._params()
-        kernels = shared_kernels(params.models) if self._engine() == "numba" else None
-        if kernels is not None:  # the models' compiled kernel (the resolved models')
-            return _interruptible(functools.partial(run_compiled, kernels=kernels,
+        if self._compiled is None:  # asked once per fit or reset (a streamed value is µs)
+            self._compiled = (compiled_models(params.models) if self._engine() == "numba"
+                              else None,)
+        compiled = self._compiled[0]
+        if compiled is not None:  # the resolved models' compiled kernel
+            return _interruptible(functools.partial(run_compiled, compiled=compiled,
                                                     chunk=CHUNK), state, arr, params)
         return _run_numpy(state, arr, params)
 

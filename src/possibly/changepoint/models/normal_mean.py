@@ -268,7 +268,9 @@ class NormalMean(SegmentModel):
 
 def pack_runs(runs: Runs) -> np.ndarray:
     """NormalMean runs as rows ``(mean, precision)``."""
-    return np.stack([runs["mean"], runs["precision"]], axis=1)
+    rows = np.empty((len(runs["mean"]), 2))
+    rows[:, 0], rows[:, 1] = runs["mean"], runs["precision"]
+    return rows
 
 
 def unpack_runs(rows: np.ndarray) -> Runs:

@@ -55,7 +55,7 @@ class KernelFunctions(NamedTuple):
     number of floats, ``width``, that hold one run.
 
     Each run is one row of a float64 array ``runs`` (``(capacity, width)``), and ``params`` is
-    the model's packed settings (a tuple of floats). The generic compiled driver
+    the model's packed settings (1-D float64). The generic compiled driver
     (:mod:`possibly.changepoint.compiled_engine`) calls, with ``j`` a row index:
 
     ``prepare(params, y) -> x``
@@ -99,7 +99,7 @@ class CompiledKernel(NamedTuple):
     functions : KernelFunctions
         The per-run functions.
     params : ndarray
-        The model's packed settings, 1-D float64 (given to ``functions`` as a tuple).
+        The model's packed settings, 1-D float64 (read only by ``functions``).
     pack : callable
         ``runs -> ndarray (n, functions.width)``: a batch of runs as rows of floats.
     unpack : callable
