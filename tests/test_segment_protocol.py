@@ -299,3 +299,16 @@ def test_options_after_the_first_are_keyword_only():
     with pytest.raises(TypeError):
         ChangepointDetector(1.0, 0.01)  # type: ignore[misc]
     assert NormalMean(1.0, outliers="paper").outlier_cost is None
+
+
+def test_a_pickled_detector_holds_no_compiled_code(series):
+    import pickle
+
+    model = KnownVarianceMean(1.0)  # its kernel's pack and unpack are lambdas: not picklable
+    det = ChangepointDetector(model=model, hazard=0.01)
+    det.fit(series[:300])
+    copy = pickle.loads(pickle.dumps(det))
+    for value in series[300:320]:
+        det.update(value)
+        copy.update(value)
+    _assert_same_fit(copy.result(), det.result())

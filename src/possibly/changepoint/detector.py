@@ -437,6 +437,11 @@ class ChangepointDetector(SequentialEstimator):
                  if not (type(v) is type(defaults[k]) and v == defaults[k])]
         return f"ChangepointDetector({', '.join(shown)})"
 
+    def __getstate__(self) -> dict[str, Any]:
+        state = super().__getstate__()
+        state["_compiled"] = None  # compiled code: made again on first use after unpickling
+        return state
+
     # -- state ---------------------------------------------------------------------------------
 
     def reset(self) -> ChangepointDetector:
