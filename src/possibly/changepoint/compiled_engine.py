@@ -62,6 +62,8 @@ kernel_prepare = kernel_new_run = kernel_forget = kernel_log_consistency = unbou
 kernel_update = kernel_estimate = kernel_indistinguishable = discount_scalar = unbound
 KERNEL_MERGES = False
 KERNEL_WIDTH = 1
+KERNEL_PARAMS = 1
+settings_of = unbound
 
 
 def never_indistinguishable(params: Any, runs: Any, j: int, tol: float) -> bool:
@@ -85,10 +87,23 @@ def fingerprint(functions: KernelFunctions) -> str:
     return digest.hexdigest()[:16]
 
 
+#: settings of at most this many floats reach the kernel functions as a tuple (constants in
+#: registers, where an array may alias the runs and is read again at every run); longer ones
+#: as an array (building the tuple at every step costs more than the reads it saves)
+TUPLE_SETTINGS = 4
+
+
+def same_settings(params: Any, n: int) -> Any:
+    """The settings row as it is (the kernel functions read the array)."""
+    return params
+
+
 @functools.cache
-def compiled_driver(functions: KernelFunctions) -> Any:
-    """:func:`run_kernels` compiled with ``functions`` inlined (one per kernel, cached)."""
+def compiled_driver(functions: KernelFunctions, n_params: int) -> Any:
+    """:func:`run_kernels` compiled with ``functions`` inlined, for settings of ``n_params``
+    floats (one per kernel and length, cached in memory and on disk)."""
     import numba
+    from numba.np.unsafe.ndarray import to_fixed_tuple
 
     from possibly.compiled import discount_scalar
 
@@ -103,11 +118,14 @@ def compiled_driver(functions: KernelFunctions) -> Any:
              "kernel_indistinguishable": jit(functions.indistinguishable if merges
                                              else never_indistinguishable),
              "KERNEL_MERGES": merges, "KERNEL_WIDTH": functions.width,
+             "KERNEL_PARAMS": n_params,
+             "settings_of": (to_fixed_tuple if n_params <= TUPLE_SETTINGS
+                             else numba.njit(same_settings)),
              "discount_scalar": discount_scalar}
     template = run_kernels
     driver = types.FunctionType(template.__code__, {**template.__globals__, **bound},
                                 template.__name__)
-    driver.__qualname__ = f"run_kernels_{fingerprint(functions)}"
+    driver.__qualname__ = f"run_kernels_{fingerprint(functions)}_{n_params}"
     return numba.njit(cache=True, nogil=True)(driver)
 
 
@@ -134,8 +152,8 @@ def compiled_models(models: Sequence[SegmentModel]) -> CompiledModels | None:
     settings = np.full((len(kernels), max(kern.params.size for kern in kernels)), np.nan)
     for k, kern in enumerate(kernels):
         settings[k, :kern.params.size] = kern.params
-    return CompiledModels(kernels, compiled_driver(kernels[0].functions), settings,
-                          max(kern.work_size for kern in kernels))
+    return CompiledModels(kernels, compiled_driver(kernels[0].functions, settings.shape[1]),
+                          settings, max(kern.work_size for kern in kernels))
 
 
 def packed_state(state: RunState, kernels: tuple[CompiledKernel, ...]
@@ -245,7 +263,7 @@ def run_kernels(y, t0, count_in, start_in, log_w_in, runs_in, params, log_h, rho
             c = cnt[k]
             start[k * cap + c] = t
             log_w[k * cap + c] = log_new
-            kernel_new_run(params[k], runs, k * cap + c)
+            kernel_new_run(settings_of(params[k], KERNEL_PARAMS), runs, k * cap + c)
             older[k] = c
             cnt[k] = c + 1
         shift = 0.0  # subtracting 0.0 is exact: a missing value leaves log_w as it is
@@ -253,13 +271,13 @@ def run_kernels(y, t0, count_in, start_in, log_w_in, runs_in, params, log_h, rho
             out_lc[i] = math.nan
             out_g[i] = math.nan
             for k in range(n_models):
-                pk = params[k]
+                pk = settings_of(params[k], KERNEL_PARAMS)
                 for j in range(k * cap, k * cap + older[k]):
                     kernel_forget(pk, runs, j, rho, work)
         else:
             log_c = -math.inf
             for k in range(n_models):
-                pk = params[k]
+                pk = settings_of(params[k], KERNEL_PARAMS)
                 x = kernel_prepare(pk, yi)
                 xs[k] = x
                 first = k * cap
@@ -275,7 +293,7 @@ def run_kernels(y, t0, count_in, start_in, log_w_in, runs_in, params, log_h, rho
             out_g[i] = g
             mx = -math.inf
             for k in range(n_models):
-                pk = params[k]
+                pk = settings_of(params[k], KERNEL_PARAMS)
                 x = xs[k]
                 first = k * cap
                 for j in range(cnt[k]):
@@ -305,7 +323,7 @@ def run_kernels(y, t0, count_in, start_in, log_w_in, runs_in, params, log_h, rho
             for k in range(n_models):
                 m = cnt[k]
                 if m > 1:
-                    pk = params[k]
+                    pk = settings_of(params[k], KERNEL_PARAMS)
                     for j in range(m):
                         keep[j] = True
                     for j in range(m - 1):
@@ -345,7 +363,8 @@ def run_kernels(y, t0, count_in, start_in, log_w_in, runs_in, params, log_h, rho
         cur_max = bv
         out_start[i] = start[bk * cap + bj]
         out_model[i] = bk
-        out_mean[i] = kernel_estimate(params[bk], runs, bk * cap + bj)
+        out_mean[i] = kernel_estimate(settings_of(params[bk], KERNEL_PARAMS), runs,
+                                      bk * cap + bj)
         out_n[i] = total
         out_cp[i] = cp
     return (cnt, start.reshape(n_models, cap), log_w.reshape(n_models, cap),

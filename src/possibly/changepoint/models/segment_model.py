@@ -55,7 +55,8 @@ class KernelFunctions(NamedTuple):
     number of floats, ``width``, that hold one run.
 
     Each run is one row of a float64 array ``runs`` (``(capacity, width)``), and ``params`` is
-    the model's packed settings (1-D float64). The generic compiled driver
+    the model's packed settings, read by index (a tuple of floats when there are at most 4, else
+    a 1-D float64 array). The generic compiled driver
     (:mod:`possibly.changepoint.compiled_engine`) calls, with ``j`` a row index:
 
     ``prepare(params, y) -> x``
