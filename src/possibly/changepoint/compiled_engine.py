@@ -139,6 +139,8 @@ class CompiledModels(NamedTuple):
     #: the models' packed settings, one row per model (NaN-padded)
     settings: np.ndarray
     work_size: int
+    #: ``d`` of the discount (ChangepointParams.dim), asked once
+    dim: float
 
 
 def compiled_models(models: Sequence[SegmentModel]) -> CompiledModels | None:
@@ -153,7 +155,8 @@ def compiled_models(models: Sequence[SegmentModel]) -> CompiledModels | None:
     for k, kern in enumerate(kernels):
         settings[k, :kern.params.size] = kern.params
     return CompiledModels(kernels, compiled_driver(kernels[0].functions, settings.shape[1]),
-                          settings, max(kern.work_size for kern in kernels))
+                          settings, max(kern.work_size for kern in kernels),
+                          max(float(m.dim) for m in models))
 
 
 def packed_state(state: RunState, kernels: tuple[CompiledKernel, ...]
@@ -194,7 +197,7 @@ def run_compiled(state: RunState, y: np.ndarray, params: ChangepointParams,
         part = y[first:first + chunk]
         res = compiled.driver(part, t, count, start, log_w, runs, compiled.settings,
                               math.log(params.hazard), params.forgetting, params.robust, tau,
-                              params.dim, log_tol, params.tol > 0.0, params.merge_tol,
+                              compiled.dim, log_tol, params.tol > 0.0, params.merge_tol,
                               compiled.work_size)
         count, start, log_w, runs = res[:4]
         parts.append(res[4:])
