@@ -122,9 +122,11 @@ def compiled_driver(functions: KernelFunctions, n_params: int) -> Any:
              "settings_of": (to_fixed_tuple if n_params <= TUPLE_SETTINGS
                              else numba.njit(same_settings)),
              "discount_scalar": discount_scalar}
-    template = run_kernels
-    driver = types.FunctionType(template.__code__, {**template.__globals__, **bound},
-                                template.__name__)
+    scope = {**run_kernels.__globals__, **bound}
+    for helper in TEMPLATES[1:]:  # compiled into the driver (its cache holds them)
+        scope[helper.__name__] = numba.njit(nogil=True, inline="always")(
+            types.FunctionType(helper.__code__, scope, helper.__name__))
+    driver = types.FunctionType(run_kernels.__code__, scope, run_kernels.__name__)
     driver.__qualname__ = f"run_kernels_{fingerprint(functions)}_{n_params}"
     return numba.njit(cache=True, nogil=True)(driver)
 
@@ -219,47 +221,40 @@ def run_kernels(y, t0, count_in, start_in, log_w_in, runs_in, params, log_h, rho
                 work_size):  # pragma: no cover - compiled (covered through the detector)
     """Process ``y`` from the given runs (per-model buffers); returns the runs and outputs.
 
-    A template: :func:`compiled_driver` binds the ``kernel_*`` names to one kernel's functions
-    and compiles it. ``params[k]`` are model ``k``'s packed settings, ``runs_in[k, j]`` its run
-    ``j`` (ordered by start). Per step: start a run per model, forget the older runs, take the
-    consistency's maximum, discount, update, normalise, prune, merge, and record the MAP (the
-    first maximum, model 0 first, then by start).
+    A template, as the helpers below: :func:`compiled_driver` binds the ``kernel_*`` names to
+    one kernel's functions and compiles it. ``params[k]`` are model ``k``'s packed settings,
+    ``runs_in[k, j]`` its run ``j`` (ordered by start); here model ``k``'s run ``j`` is at
+    ``k * cap + j`` of one buffer per quantity. Per step: start a run per model, forget the
+    older runs, take the consistency's maximum, discount, update, normalise, prune, merge, and
+    record the MAP (the first maximum, model 0 first, then by start).
     """
     n_models = count_in.size
     n = y.size
-    width = KERNEL_WIDTH  # a constant: the copies of a run unroll
     cap = count_in.max() + n
-    start = np.empty(n_models * cap, np.int64)  # model k's run j at k * cap + j
+    start = np.empty(n_models * cap, np.int64)
     log_w = np.empty(n_models * cap)
-    runs = np.zeros((n_models * cap, width))  # model k's run j is row k * cap + j
+    runs = np.zeros((n_models * cap, KERNEL_WIDTH))
     keep = np.empty(cap, np.bool_)
     work = np.zeros(max(work_size, 1))
-    xs = np.empty(n_models)
     older = np.empty(n_models, np.int64)
     cnt = count_in.copy()
+    total = 0
     for k in range(n_models):
         c = cnt[k]
         start[k * cap:k * cap + c] = start_in[k, :c]
         log_w[k * cap:k * cap + c] = log_w_in[k, :c]
         runs[k * cap:k * cap + c] = runs_in[k, :c]
-    out_start = np.empty(n, np.int64)
-    out_model = np.empty(n, np.int64)
-    out_mean = np.empty(n)
-    out_lc = np.empty(n)
-    out_g = np.empty(n)
-    out_n = np.empty(n, np.int64)
-    out_cp = np.empty(n)
-    merge = KERNEL_MERGES and merge_tol > 0.0
+        total += c
+    out_start, out_model, out_n = (np.empty(n, np.int64), np.empty(n, np.int64),
+                                   np.empty(n, np.int64))
+    out_mean, out_lc, out_g, out_cp = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
     cur_max = -math.inf
-    total = 0
     for k in range(n_models):
-        total += cnt[k]
-        for j in range(cnt[k]):
-            if log_w[k * cap + j] > cur_max:
-                cur_max = log_w[k * cap + j]
+        for j in range(k * cap, k * cap + cnt[k]):
+            if log_w[j] > cur_max:
+                cur_max = log_w[j]
     for i in range(n):
         t = t0 + i
-        yi = y[i]
         log_new = log_h + cur_max if total > 0 else 0.0
         # predict: one new run per model; forgetting the older runs is fused into the next pass
         for k in range(n_models):
@@ -269,107 +264,133 @@ def run_kernels(y, t0, count_in, start_in, log_w_in, runs_in, params, log_h, rho
             kernel_new_run(settings_of(params[k], KERNEL_PARAMS), runs, k * cap + c)
             older[k] = c
             cnt[k] = c + 1
-        shift = 0.0  # subtracting 0.0 is exact: a missing value leaves log_w as it is
-        if math.isnan(yi):
-            out_lc[i] = math.nan
-            out_g[i] = math.nan
-            for k in range(n_models):
-                pk = settings_of(params[k], KERNEL_PARAMS)
-                for j in range(k * cap, k * cap + older[k]):
-                    kernel_forget(pk, runs, j, rho, work)
+        if math.isnan(y[i]):
+            out_lc[i] = out_g[i] = math.nan
+            forget_older(params, runs, older, cap, rho, work)
+            shift = 0.0  # subtracting 0.0 is exact: a missing value leaves log_w as it is
         else:
-            log_c = -math.inf
-            for k in range(n_models):
-                pk = settings_of(params[k], KERNEL_PARAMS)
-                x = kernel_prepare(pk, yi)
-                xs[k] = x
-                first = k * cap
-                last_older = older[k]
-                for j in range(cnt[k]):
-                    if j < last_older:
-                        kernel_forget(pk, runs, first + j, rho, work)
-                    v = log_w[first + j] + kernel_log_consistency(pk, runs, first + j, x)
-                    if v > log_c:
-                        log_c = v
-            out_lc[i] = log_c
-            g = discount_scalar(log_c, dim, tau_or_nan, robust)
-            out_g[i] = g
-            mx = -math.inf
-            for k in range(n_models):
-                pk = settings_of(params[k], KERNEL_PARAMS)
-                x = xs[k]
-                first = k * cap
-                for j in range(cnt[k]):
-                    v = log_w[first + j] + kernel_update(pk, runs, first + j, x, g, work)
-                    log_w[first + j] = v
-                    if v > mx:
-                        mx = v
-            shift = mx
-        # normalise and prune (compacting, order kept)
-        total = 0
-        for k in range(n_models):
+            out_lc[i], out_g[i], shift = observe(params, runs, log_w, cnt, older, cap, y[i],
+                                                  rho, dim, tau_or_nan, robust, work)
+        total = compact(start, log_w, runs, cnt, cap, shift, prune, log_tol)
+        if KERNEL_MERGES and merge_tol > 0.0:
+            total = merge_adjacent(params, start, log_w, runs, cnt, cap, keep, merge_tol)
+        bk, bj, cur_max, out_cp[i] = map_run(start, log_w, cnt, cap, t)
+        out_start[i], out_model[i], out_n[i] = start[bk * cap + bj], bk, total
+        out_mean[i] = kernel_estimate(settings_of(params[bk], KERNEL_PARAMS), runs, bk * cap + bj)
+    return (cnt, start.reshape(n_models, cap), log_w.reshape(n_models, cap),
+            runs.reshape(n_models, cap, KERNEL_WIDTH), out_start, out_model, out_mean, out_lc,
+            out_g, out_n, out_cp)
+
+
+def forget_older(params, runs, older, cap, rho, work):  # pragma: no cover - compiled
+    """The prediction of a missing observation: forget every run but the new ones."""
+    for k in range(older.size):
+        pk = settings_of(params[k], KERNEL_PARAMS)
+        for j in range(k * cap, k * cap + older[k]):
+            kernel_forget(pk, runs, j, rho, work)
+
+
+def observe(params, runs, log_w, cnt, older, cap, y, rho, dim, tau_or_nan, robust,
+            work):  # pragma: no cover - compiled
+    """Forget the older runs, take ``log c``, discount and update: ``(log c, γ, max log w)``."""
+    n_models = cnt.size
+    log_c = -math.inf
+    for k in range(n_models):
+        pk = settings_of(params[k], KERNEL_PARAMS)
+        x = kernel_prepare(pk, y)
+        first = k * cap
+        last_older = older[k]
+        for j in range(cnt[k]):
+            if j < last_older:
+                kernel_forget(pk, runs, first + j, rho, work)
+            v = log_w[first + j] + kernel_log_consistency(pk, runs, first + j, x)
+            if v > log_c:
+                log_c = v
+    g = discount_scalar(log_c, dim, tau_or_nan, robust)
+    mx = -math.inf
+    for k in range(n_models):
+        pk = settings_of(params[k], KERNEL_PARAMS)
+        x = kernel_prepare(pk, y)
+        first = k * cap
+        for j in range(cnt[k]):
+            v = log_w[first + j] + kernel_update(pk, runs, first + j, x, g, work)
+            log_w[first + j] = v
+            if v > mx:
+                mx = v
+    return log_c, g, mx
+
+
+def move_run(start, log_w, runs, src, dst):  # pragma: no cover - compiled
+    """Run ``src`` copied to ``dst`` (its log weight is the caller's)."""
+    start[dst] = start[src]
+    if dst != src:
+        for c in range(KERNEL_WIDTH):  # a constant: unrolled
+            runs[dst, c] = runs[src, c]
+
+
+def compact(start, log_w, runs, cnt, cap, shift, prune, log_tol):  # pragma: no cover
+    """Normalise (``log w −= shift``) and prune below ``log_tol``, order kept; the count."""
+    total = 0
+    for k in range(cnt.size):
+        w = 0
+        for j in range(cnt[k]):
+            v = log_w[k * cap + j] - shift
+            if (not prune) or v >= log_tol:
+                move_run(start, log_w, runs, k * cap + j, k * cap + w)
+                log_w[k * cap + w] = v
+                w += 1
+        cnt[k] = w
+        total += w
+    return total
+
+
+def merge_adjacent(params, start, log_w, runs, cnt, cap, keep,
+                   merge_tol):  # pragma: no cover - compiled
+    """Merge adjacent indistinguishable runs (the larger weight kept; the older on ties)."""
+    total = 0
+    for k in range(cnt.size):
+        m = cnt[k]
+        if m > 1:
+            pk = settings_of(params[k], KERNEL_PARAMS)
+            for j in range(m):
+                keep[j] = True
+            for j in range(m - 1):
+                if kernel_indistinguishable(pk, runs, k * cap + j, merge_tol):
+                    if log_w[k * cap + j + 1] > log_w[k * cap + j]:
+                        keep[j] = False
+                    else:
+                        keep[j + 1] = False
             w = 0
-            for j in range(cnt[k]):
-                v = log_w[k * cap + j] - shift
-                if (not prune) or v >= log_tol:
-                    start[k * cap + w] = start[k * cap + j]
-                    log_w[k * cap + w] = v
-                    if w != j:
-                        for c in range(width):
-                            runs[k * cap + w, c] = runs[k * cap + j, c]
+            for j in range(m):
+                if keep[j]:
+                    move_run(start, log_w, runs, k * cap + j, k * cap + w)
+                    log_w[k * cap + w] = log_w[k * cap + j]
                     w += 1
             cnt[k] = w
-            total += w
-        # merge adjacent indistinguishable runs (larger weight kept; the older on ties)
-        if merge:
-            total = 0
-            for k in range(n_models):
-                m = cnt[k]
-                if m > 1:
-                    pk = settings_of(params[k], KERNEL_PARAMS)
-                    for j in range(m):
-                        keep[j] = True
-                    for j in range(m - 1):
-                        if kernel_indistinguishable(pk, runs, k * cap + j, merge_tol):
-                            if log_w[k * cap + j + 1] > log_w[k * cap + j]:
-                                keep[j] = False
-                            else:
-                                keep[j + 1] = False
-                    w = 0
-                    for j in range(m):
-                        if keep[j]:
-                            start[k * cap + w] = start[k * cap + j]
-                            log_w[k * cap + w] = log_w[k * cap + j]
-                            if w != j:
-                                for c in range(width):
-                                    runs[k * cap + w, c] = runs[k * cap + j, c]
-                            w += 1
-                    cnt[k] = w
-                total += cnt[k]
-        # the MAP: the first maximum, model 0 first, then by start
-        bk = -1
-        bj = 0
-        bv = -math.inf
-        cp = -math.inf
-        for k in range(n_models):
-            for j in range(cnt[k]):
-                if log_w[k * cap + j] > bv:
-                    bk = k
-                    bj = j
-                    bv = log_w[k * cap + j]
-            c = cnt[k]
-            if c > 0 and start[k * cap + c - 1] == t and log_w[k * cap + c - 1] > cp:
-                cp = log_w[k * cap + c - 1]
-        if bk < 0:  # every weight NaN (an overflow): the first run, as the numpy engine
-            bk = 0
-            bv = log_w[0]
-        cur_max = bv
-        out_start[i] = start[bk * cap + bj]
-        out_model[i] = bk
-        out_mean[i] = kernel_estimate(settings_of(params[bk], KERNEL_PARAMS), runs,
-                                      bk * cap + bj)
-        out_n[i] = total
-        out_cp[i] = cp
-    return (cnt, start.reshape(n_models, cap), log_w.reshape(n_models, cap),
-            runs.reshape(n_models, cap, width), out_start, out_model, out_mean, out_lc, out_g,
-            out_n, out_cp)
+        total += cnt[k]
+    return total
+
+
+def map_run(start, log_w, cnt, cap, t):  # pragma: no cover - compiled
+    """The MAP run ``(model, index, log w)`` (the first maximum) and the log weight of the
+    runs started at ``t`` (the change possibility)."""
+    bk = -1
+    bj = 0
+    bv = -math.inf
+    cp = -math.inf
+    for k in range(cnt.size):
+        for j in range(cnt[k]):
+            if log_w[k * cap + j] > bv:
+                bk = k
+                bj = j
+                bv = log_w[k * cap + j]
+        c = cnt[k]
+        if c > 0 and start[k * cap + c - 1] == t and log_w[k * cap + c - 1] > cp:
+            cp = log_w[k * cap + c - 1]
+    if bk < 0:  # every weight NaN (an overflow): the first run, as the numpy engine
+        return 0, 0, log_w[0], cp
+    return bk, bj, bv, cp
+
+
+#: the templates compiled together per kernel (run_kernels calls the others)
+TEMPLATES = (run_kernels, forget_older, observe, move_run, compact, merge_adjacent, map_run)
