@@ -40,7 +40,7 @@ def shared_kernels(models: Sequence[SegmentModel]) -> tuple[CompiledKernel, ...]
 
     Examples
     --------
-    >>> from possibly.changepoint.models import ConjugateModel, NormalMean, model_family
+    >>> from possibly.changepoint.models import NormalMean, model_family
     >>> len(shared_kernels(model_family())), shared_kernels([NormalMean(1.0), *model_family()])
     (3, None)
     """
@@ -103,7 +103,7 @@ def compiled_driver(functions: KernelFunctions, n_params: int) -> Any:
     """:func:`run_kernels` compiled with ``functions`` inlined, for settings of ``n_params``
     floats (one per kernel and length, cached in memory and on disk)."""
     import numba
-    from numba.np.unsafe.ndarray import to_fixed_tuple
+    from numba.np.unsafe.ndarray import to_fixed_tuple  # array -> tuple of a constant length
 
     from possibly.compiled import discount_scalar
 
