@@ -294,22 +294,20 @@ def startup_table(engine: str) -> None:
 
 
 def _unshared(cls: type) -> type:
-    """``cls`` reached the old way: the recursion calls ``log_consistency`` and ``update``
-    separately (through the base class's default hook), each computing the step's statistics
-    itself (``cls.prepare``) as both did before the hook."""
+    """``cls`` reached the old way: the recursion's per-step hook computes nothing (the base
+    class's ``prepare``), and ``log_consistency`` and ``update`` each compute the step's
+    statistics themselves (``cls.prepare``) as both did before the hook."""
     from possibly.changepoint import SegmentModel
 
-    def log_consistency(self, runs, y):
-        return cls.prepared_log_consistency(self, cls.prepare(self, runs, y))
+    def log_consistency(self, prepared):
+        return cls.log_consistency(self, cls.prepare(self, prepared.runs, prepared.y))
 
-    def update(self, runs, y, gamma):
-        return cls.prepared_update(self, cls.prepare(self, runs, y), gamma)
+    def update(self, prepared, gamma):
+        return cls.update(self, cls.prepare(self, prepared.runs, prepared.y), gamma)
 
     return type(f"Unshared{cls.__name__}", (cls,), {
         "log_consistency": log_consistency, "update": update,
-        "prepare": SegmentModel.prepare,
-        "prepared_log_consistency": SegmentModel.prepared_log_consistency,
-        "prepared_update": SegmentModel.prepared_update})
+        "prepare": SegmentModel.prepare})
 
 
 def prepare_table(repeats: int, n: int) -> None:

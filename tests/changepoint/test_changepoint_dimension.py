@@ -17,7 +17,7 @@ from scipy import integrate, optimize, special, stats
 
 import possibly as ps
 from possibly.changepoint import MultivariateNormalSegments
-from possibly.changepoint.segments import outlier_cost_in_dimension
+from possibly.changepoint.models.vector import outlier_cost_in_dimension
 
 
 def _log_upper_tail(a: float, x: float) -> float:
@@ -87,7 +87,7 @@ def test_iid_high_dimensional_inliers_are_not_outliers():
 
 
 def test_prior_noise_is_the_within_segment_noise_of_the_first_differences():
-    from possibly.changepoint.segments import automatic_vector_noise
+    from possibly.changepoint.models.vector import automatic_vector_noise
 
     rng = np.random.default_rng(5)
     y = rng.normal(size=(3000, 4)) * [1.0, 2.0, 0.5, 3.0]

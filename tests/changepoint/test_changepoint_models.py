@@ -396,7 +396,7 @@ def test_bad_model(kw, match):
     (dict(model="poisson"), "model must be 'auto', 'normal', a segment model or a list"),
     (dict(model=ps.Gamma(0.0, 0.0)), "model must be a segment model"),
     (dict(model=POISSON, sigma=2.0), "sigma belongs to model='normal'"),
-    (dict(model=POISSON, engine="numba"), "engine='numba' supports a single NormalMean"),
+    (dict(model=POISSON, engine="numba"), "engine='numba' needs models with one compiled kernel"),
     (dict(model=POISSON, hazard=float("nan")), "hazard must be finite"),
     (dict(model=POISSON, forgetting=float("nan")), "forgetting must be finite"),
     (dict(model=POISSON, hazard=1.0), r"hazard must be in \(0, 1\)"),

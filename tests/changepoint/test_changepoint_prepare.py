@@ -1,9 +1,9 @@
 """The segment models' per-step hook (``SegmentModel.prepare``) changes no number.
 
 The reference is the code before the hook, copied verbatim below: each model's
-``log_consistency`` and ``update`` computing their statistics separately, run through the base
-class's default hook (``Observation(runs, y)``, nothing shared), as a third-party model that
-writes only those two methods is. Every comparison is exact (``tobytes``), not approximate.
+``log_consistency`` and ``update`` computing their statistics separately from the base class's
+default ``prepare`` (``Observation(runs, y)``, nothing shared), as a third-party model that
+does not write ``prepare`` is. Every comparison is exact (``tobytes``), not approximate.
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ from possibly.changepoint import (
     model_family,
 )
 from possibly.changepoint.models import Observation
-from possibly.changepoint.segments import _LOG_2PI, _multigammaln, gammaln
+from possibly.changepoint.models.trend import LOG_2PI, gammaln
+from possibly.changepoint.models.vector import multigammaln
 from possibly.inference import combine, log_consistency
 
 # ----------------------------------------------------------------------------------------------
@@ -46,7 +47,7 @@ def _old_observe(runs, z, gamma, integrated, floor):
     gq = 1.0 + gamma * q
     log_ratio = np.log1p(0.5 * gamma * r * r / (gq * b))
     if integrated:
-        best = (-0.5 * gamma * _LOG_2PI + gammaln(a + 0.5 * gamma) - gammaln(a)
+        best = (-0.5 * gamma * LOG_2PI + gammaln(a + 0.5 * gamma) - gammaln(a)
                 - 0.5 * np.log(gq) - 0.5 * gamma * np.log(b))
     else:
         best = np.zeros_like(r)
@@ -63,18 +64,31 @@ def _old_observe(runs, z, gamma, integrated, floor):
 
 
 class _Unprepared:
-    """Restores the base class's default hook (nothing shared between the two calls)."""
+    """Restores the base class's default ``prepare`` (nothing shared between the two calls);
+    the old methods read ``(runs, y)`` from it."""
 
     prepare = SegmentModel.prepare
-    prepared_log_consistency = SegmentModel.prepared_log_consistency
-    prepared_update = SegmentModel.prepared_update
+
+    def log_consistency(self, prepared):
+        return self.old_log_consistency(prepared.runs, prepared.y)
+
+    def update(self, prepared, gamma):
+        return self.old_update(prepared.runs, prepared.y, gamma)
+
+
+def _lc(model, runs, y):
+    return model.log_consistency(model.prepare(runs, y))
+
+
+def _update(model, runs, y, gamma):
+    return model.update(model.prepare(runs, y), gamma)
 
 
 class OldTrend(_Unprepared, PolynomialTrend):
-    def log_consistency(self, runs, y):
+    def old_log_consistency(self, runs, y):
         return _old_run_log_consistency(runs, self._z(y))
 
-    def update(self, runs, y, gamma):
+    def old_update(self, runs, y, gamma):
         incr, new, _ = _old_observe(runs, self._z(y), gamma, self.evidence == "integrated",
                                     self.outlier_cost)
         return incr, new
@@ -87,12 +101,12 @@ class OldVector(_Unprepared, MultivariateNormalSegments):
         delta = np.einsum("ni,ni->n", r, np.linalg.solve(runs["psi"], r[:, :, None])[:, :, 0])
         return r, delta
 
-    def log_consistency(self, runs, y):
+    def old_log_consistency(self, runs, y):
         _, delta = self._old_mahalanobis(runs, self._z(y))
         k = runs["kappa"]
         return -0.5 * (runs["nu"] + 1.0) * np.log1p(k * delta / (k + 1.0))
 
-    def update(self, runs, y, gamma):
+    def old_update(self, runs, y, gamma):
         z = self._z(y)
         r, delta = self._old_mahalanobis(runs, z)
         k, nu, psi = runs["kappa"], runs["nu"], runs["psi"]
@@ -102,7 +116,7 @@ class OldVector(_Unprepared, MultivariateNormalSegments):
         if self.evidence == "integrated":
             _, logdet = np.linalg.slogdet(psi)
             best = (-0.5 * gamma * d * math.log(math.pi) + 0.5 * d * np.log(k / k1)
-                    + _multigammaln(0.5 * nu1, d) - _multigammaln(0.5 * nu, d)
+                    + multigammaln(0.5 * nu1, d) - multigammaln(0.5 * nu, d)
                     - 0.5 * gamma * logdet)
         else:
             best = np.zeros_like(delta)
@@ -118,14 +132,14 @@ class OldVector(_Unprepared, MultivariateNormalSegments):
 
 
 class OldNormalMean(_Unprepared, NormalMean):
-    def log_consistency(self, runs, y):
+    def old_log_consistency(self, runs, y):
         s2 = self._s2()
         lam = runs["precision"]
         d = y - runs["mean"]
         with np.errstate(over="ignore"):
             return -(0.5 * (d * d) * (lam / (1.0 + lam * s2)))
 
-    def update(self, runs, y, gamma):
+    def old_update(self, runs, y, gamma):
         k = gamma / self._s2()
         lam, mu = runs["precision"], runs["mean"]
         d = y - mu
@@ -136,10 +150,10 @@ class OldNormalMean(_Unprepared, NormalMean):
 
 
 class OldConjugate(_Unprepared, ConjugateModel):
-    def log_consistency(self, runs, y):
+    def old_log_consistency(self, runs, y):
         return log_consistency(self._member(runs), self.information(y), validate=False)
 
-    def update(self, runs, y, gamma):
+    def old_update(self, runs, y, gamma):
         lik = self.information(y)
         if gamma != 1.0:
             lik = lik.power(gamma, validate=False)
@@ -243,7 +257,7 @@ def _random_states(model, old, z_rows, rng):
     for i, z in enumerate(z_rows):
         runs = {k: np.concatenate([v, model.new_runs(1)[k]])
                 for k, v in model.forget(runs, float(rng.uniform(0.8, 1.0))).items()}
-        _, runs = old.update(runs, z, float(rng.uniform(0.0, 1.0)) if i % 5 else 1.0)
+        _, runs = _update(old, runs, z, float(rng.uniform(0.0, 1.0)) if i % 5 else 1.0)
         yield runs
 
 
@@ -260,10 +274,9 @@ def test_trend_step_on_random_inputs_is_bit_identical(degree, evidence):
         obs = float(rng.choice(y)) + float(rng.normal(scale=rng.choice([0.1, 5.0, 1e3])))
         gamma = float(rng.choice([1.0, rng.uniform()]))
         prepared = model.prepare(runs, obs)
-        assert _same(model.prepared_log_consistency(prepared), old.log_consistency(runs, obs))
-        assert _same(model.log_consistency(runs, obs), old.log_consistency(runs, obs))
-        incr, new = model.prepared_update(prepared, gamma)
-        incr_old, new_old = old.update(runs, obs, gamma)
+        assert _same(model.log_consistency(prepared), _lc(old, runs, obs))
+        incr, new = model.update(prepared, gamma)
+        incr_old, new_old = _update(old, runs, obs, gamma)
         assert _same(incr, incr_old)
         _assert_same_runs(new, new_old)
         absorbed += int((new["a"] > runs["a"]).sum())
@@ -284,25 +297,24 @@ def test_vector_step_on_random_inputs_is_bit_identical(dim, evidence):
         obs = y[rng.integers(len(y))] + rng.normal(scale=rng.choice([0.1, 50.0]), size=dim)
         gamma = float(rng.choice([1.0, rng.uniform()]))
         prepared = model.prepare(runs, obs)
-        assert _same(model.prepared_log_consistency(prepared), old.log_consistency(runs, obs))
-        incr, new = model.prepared_update(prepared, gamma)
-        incr_old, new_old = old.update(runs, obs, gamma)
+        assert _same(model.log_consistency(prepared), _lc(old, runs, obs))
+        incr, new = model.update(prepared, gamma)
+        incr_old, new_old = _update(old, runs, obs, gamma)
         assert _same(incr, incr_old)
         _assert_same_runs(new, new_old)
-        assert _same(model.update(runs, obs, gamma)[0], incr_old)
         absorbed += int((new["nu"] > runs["nu"]).sum())
         floored += int((new["nu"] == runs["nu"]).sum())
     assert absorbed and floored  # both branches of the outlier floor were compared
 
 
 def test_default_hook_keeps_a_model_without_it_working():
-    # a model that writes only log_consistency and update: prepare computes nothing and the
-    # recursion reaches the two methods through it
+    # a model that does not write prepare: the default computes nothing and the two methods
+    # read the runs and the observation from it
     model = OldNormalMean(1.0)
     runs = model.new_runs(3)
     prepared = model.prepare(runs, 2.0)
     assert isinstance(prepared, Observation) and prepared.y == 2.0 and prepared.runs is runs
-    assert _same(model.prepared_log_consistency(prepared), model.log_consistency(runs, 2.0))
+    assert _same(model.log_consistency(prepared), model.old_log_consistency(runs, 2.0))
     res = ChangepointDetector(model=model, hazard=0.01).fit([0.1, -0.2, 0.0, 8.0, 8.1, 7.9])
     assert res.changepoints.tolist() == [3]
 

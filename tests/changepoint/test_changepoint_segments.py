@@ -19,7 +19,7 @@ from possibly.changepoint import (
     SegmentPrior,
     automatic_prior,
 )
-from possibly.changepoint.segments import observe
+from possibly.changepoint.models.trend import observe
 
 FAMILY = [NormalMeanVariance(), PolynomialTrend(1), PolynomialTrend(2)]
 
@@ -280,7 +280,7 @@ def test_vector_evidence_is_the_multivariate_student_t_predictive():
     runs = {"m": m[None], "kappa": np.array([kappa]), "psi": psi[None], "nu": np.array([nu]),
             "seen": np.array([True])}
     z = np.array([0.3, -1.2, 2.0])
-    incr, new = model.update(runs, z, 1.0)
+    incr, new = model.update(model.prepare(runs, z), 1.0)
     # the NIW prior predictive: t with ν - d + 1 dof, location m, shape Ψ (κ+1) / (κ (ν-d+1))
     df = nu - 3 + 1
     ref = stats.multivariate_t(loc=m, shape=psi * (kappa + 1) / (kappa * df), df=df).logpdf(z)
@@ -323,7 +323,7 @@ def test_vector_bad_input_names_the_argument(call, name):
 
 
 # ----------------------------------------------------------------------------------------------
-# compiled engine (changepoint/_numba_segments.py) against the numpy recursion
+# compiled engine (the trend kernel, changepoint/models/trend.py) against the numpy recursion
 
 
 @pytest.mark.parametrize("robust, tol", [(True, 1e-12), (False, 1e-12), (True, 0.0)])
@@ -407,7 +407,7 @@ def test_the_default_picks_the_vector_model_for_a_vector_series():
     assert [m.degree for m in det.fit(scalar).params.models] == [0, 1, 2]
     if ps.changepoint.numba_available():  # engine="numba" needs it at construction
         compiled = ps.ChangepointDetector(engine="numba")
-        with pytest.raises(ValueError, match="engine='numba' supports"):
+        with pytest.raises(ValueError, match="engine='numba' needs models"):
             compiled.fit(y)
         # the failed fit changed nothing: a scalar series still runs the compiled family
         assert compiled.fit(scalar).changepoints.tolist() == det.fit(scalar).changepoints.tolist()
@@ -482,9 +482,11 @@ def test_leave_one_out_consistency_matches_refitting_without_the_observation(deg
 def test_leave_one_out_of_the_last_value_is_the_causal_consistency(monkeypatch):
     # with the variance correction off, leaving the last value out is the run's prediction
     # of it after the sequential updates (observe, with a floor that is never taken)
-    from possibly.changepoint import MultivariateNormalSegments, automatic_vector_prior, segments
+    from possibly.changepoint import MultivariateNormalSegments, automatic_vector_prior
+    from possibly.changepoint.models import trend, vector
 
-    monkeypatch.setattr(segments, "discounted_variance_correction", lambda dim: 1.0)
+    for module in (trend, vector):
+        monkeypatch.setattr(module, "discounted_variance_correction", lambda dim: 1.0)
     rng = np.random.default_rng(3)
     y = 1.0 - 0.1 * np.arange(30) + 0.01 * np.arange(30) ** 2 + rng.normal(size=30)
     w = rng.uniform(0.2, 1.0, 30)
@@ -494,7 +496,7 @@ def test_leave_one_out_of_the_last_value_is_the_causal_consistency(monkeypatch):
     for i in range(29):
         runs = model.forget(runs, 1.0) if i else runs
         _, runs, _ = observe(runs, z[i], w[i], True, 1e300)
-    causal = model.log_consistency(model.forget(runs, 1.0), y[29])[0]
+    causal = model.log_consistency(model.prepare(model.forget(runs, 1.0), y[29]))[0]
     assert model._loo_log_consistency(z, w)[29] == pytest.approx(causal, rel=1e-9)
 
     v = rng.normal(size=(30, 3))
@@ -503,7 +505,7 @@ def test_leave_one_out_of_the_last_value_is_the_causal_consistency(monkeypatch):
     runs = vec.new_runs(1)
     for i in range(29):
         _, runs, _ = vec._observe(runs, zv[i], w[i])
-    causal = vec.log_consistency(runs, v[29])[0]
+    causal = vec.log_consistency(vec.prepare(runs, v[29]))[0]
     loo = vec._loo_log_consistency(zv, w, np.zeros(30, dtype=bool))[29]
     assert loo == pytest.approx(causal, rel=1e-9)
 

@@ -321,7 +321,7 @@ def v_shape():
 def _replayed_run(model, y, weights):
     """The segment's run replayed with the model's own online update, one observation at a
     time (the recursion's arithmetic): its state after the segment's last step."""
-    from possibly.changepoint.segments import observe
+    from possibly.changepoint.models.trend import observe
 
     z = (y - model.prior.loc) / model.prior.scale
     runs = model.new_runs(1)

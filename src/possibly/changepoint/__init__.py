@@ -2,12 +2,14 @@
 
 The package separates what a segment is from how segmentations are searched:
 
-* :mod:`~possibly.changepoint.models`: the segment models (:class:`NormalMean`, the paper's
-  model with a compiled engine; :class:`ConjugateModel`, any conjugate family) and the
-  interface a new model implements;
-* :mod:`~possibly.changepoint.segments`: levels and trends with an unknown noise precision
-  (:func:`model_family`, the default of ``ChangepointDetector()``) and
-  :class:`MultivariateNormalSegments` (the default for a vector series);
+* :mod:`~possibly.changepoint.models`: the interface a segment model implements
+  (:class:`SegmentModel`) and the models, each with its compiled kernel if it has one:
+  :class:`NormalMean` (the paper's), levels and trends with an unknown noise precision
+  (:func:`model_family`, the default of ``ChangepointDetector()``),
+  :class:`MultivariateNormalSegments` (the default for a vector series) and
+  :class:`ConjugateModel` (any conjugate family);
+* :mod:`~possibly.changepoint.compiled_engine`: the one compiled loop that runs any model's
+  kernel;
 * :mod:`~possibly.changepoint.recursion`: the run-length recursion (one state type, pure
   ``init``/``step``, the exact MAP backtracking, the bounded-cost pruning and merging);
 * :mod:`~possibly.changepoint.outliers`: the outlier rule;
@@ -41,10 +43,19 @@ from __future__ import annotations
 
 from possibly.changepoint.detector import ChangepointDetector, numba_available
 from possibly.changepoint.models import (
+    CompiledKernel,
     ConjugateModel,
+    KernelFunctions,
+    MultivariateNormalSegments,
     NormalMean,
+    NormalMeanVariance,
+    PolynomialTrend,
     SegmentModel,
+    SegmentPrior,
+    automatic_prior,
+    automatic_vector_prior,
     estimate_sigma,
+    model_family,
 )
 from possibly.changepoint.recursion import (
     ChangepointInfo,
@@ -55,22 +66,15 @@ from possibly.changepoint.recursion import (
     step,
 )
 from possibly.changepoint.result import ChangepointResult
-from possibly.changepoint.segments import (
-    MultivariateNormalSegments,
-    NormalMeanVariance,
-    PolynomialTrend,
-    SegmentPrior,
-    automatic_prior,
-    automatic_vector_prior,
-    model_family,
-)
 
 __all__ = [
     "ChangepointDetector",
     "ChangepointInfo",
     "ChangepointParams",
     "ChangepointResult",
+    "CompiledKernel",
     "ConjugateModel",
+    "KernelFunctions",
     "MultivariateNormalSegments",
     "NormalMean",
     "NormalMeanVariance",

@@ -13,26 +13,27 @@ from typing import Any
 
 import numpy as np
 
-from possibly.changepoint.models import NormalMean, SegmentModel, real_scalar
+from possibly.changepoint.compiled_engine import (
+    CompiledModels,
+    compiled_models,
+    run_compiled,
+    shared_kernels,
+)
+from possibly.changepoint.models.normal_mean import NormalMean
+from possibly.changepoint.models.segment_model import SegmentModel, real_scalar
+from possibly.changepoint.models.trend import model_family
+from possibly.changepoint.models.vector import MultivariateNormalSegments
 from possibly.changepoint.recursion import (
     ChangepointInfo,
     ChangepointParams,
     Growable,
     MapTrace,
-    RunBlock,
     RunState,
     as_models,
     init,
     step,
 )
 from possibly.changepoint.result import ChangepointResult
-from possibly.changepoint.segments import (
-    MultivariateNormalSegments,
-    PolynomialTrend,
-    compiled_family,
-    model_family,
-    run_compiled,
-)
 from possibly.sequential import SequentialEstimator
 from possibly.validation import as_numbers, check_bool, check_unit_interval, describe
 
@@ -40,9 +41,6 @@ __all__ = ["ChangepointDetector", "default_forgetting", "default_tol", "numba_av
 
 #: observations per call of the compiled loop: Python checks for Ctrl-C between chunks
 CHUNK = 1 << 15
-#: ``tol`` of the default model family, relative to the hazard (1e-3 at the default hazard):
-#: bounds the runs kept at a cost of < 0.02 in F1 on the synthetic suite (BENCHMARKS.md)
-FAMILY_TOL_PER_HAZARD = 0.4
 _COLUMNS = ("start", "model", "mean", "log_consistency", "discount", "n_active",
             "log_change_possibility")
 
@@ -58,8 +56,9 @@ def numba_available() -> bool:
 
 
 def default_forgetting(models: tuple[SegmentModel, ...]) -> float:
-    """``forgetting`` when not given: 1 for the unknown-variance segment models (trends are
-    modelled, not tracked), the paper's 0.9 otherwise (NormalMean, ConjugateModel, mixed lists).
+    """``forgetting`` when not given: the smallest of the models' ``default_forgetting`` (1 for
+    the unknown-variance segment models, whose trends are modelled, not tracked; the paper's
+    0.9 for the others: NormalMean, ConjugateModel, a model of your own).
 
     Examples
     --------
@@ -67,13 +66,13 @@ def default_forgetting(models: tuple[SegmentModel, ...]) -> float:
     >>> default_forgetting(tuple(model_family())), default_forgetting((NormalMean(1.0),))
     (1.0, 0.9)
     """
-    unknown_variance = (PolynomialTrend, MultivariateNormalSegments)
-    return 1.0 if all(isinstance(m, unknown_variance) for m in models) else 0.9
+    return min(m.default_forgetting for m in models)
 
 
 def default_tol(models: tuple[SegmentModel, ...], hazard: float) -> float:
-    """``tol`` when not given: ``0.4 · hazard`` for PolynomialTrend models (without pruning
-    their cost per step grows with the segment length), 1e-12 otherwise.
+    """``tol`` when not given: ``tol_per_hazard · hazard`` when every model gives a
+    ``tol_per_hazard`` (the smallest: 0.4 for PolynomialTrend, whose cost per step grows with
+    the segment length without pruning), 1e-12 otherwise.
 
     Examples
     --------
@@ -81,15 +80,10 @@ def default_tol(models: tuple[SegmentModel, ...], hazard: float) -> float:
     >>> default_tol(tuple(model_family()), 2.5e-3), default_tol((NormalMean(1.0),), 2.5e-3)
     (0.001, 1e-12)
     """
-    if all(type(m) is PolynomialTrend for m in models):
-        return FAMILY_TOL_PER_HAZARD * hazard
-    return 1e-12
-
-
-def _numba_kernel() -> Any:
-    from possibly.changepoint._numba import run_normal_mean
-
-    return run_normal_mean
+    per_hazard = [m.tol_per_hazard for m in models]
+    if any(p is None for p in per_hazard):
+        return 1e-12
+    return min(p for p in per_hazard if p is not None) * hazard
 
 
 @contextlib.contextmanager
@@ -126,37 +120,6 @@ def _interruptible(run: Any, state: RunState, y: np.ndarray, params: Changepoint
         return run(state, y, params, [False])
     with _deferred_sigint() as interrupted:
         return run(state, y, params, interrupted)
-
-
-def _run_numba_chunks(state: RunState, y: np.ndarray, params: ChangepointParams,
-                      interrupted: list[bool]) -> tuple[RunState, dict[str, np.ndarray]]:
-    kernel = _numba_kernel()
-    model = params.models[0]
-    assert isinstance(model, NormalMean)  # the engine is chosen for this model only
-    tau = math.nan if params.tau is None else params.tau
-    log_tol = math.log(params.tol) if params.tol > 0.0 else -math.inf
-    parts = []
-    block = state.blocks[0]
-    t = state.t
-    y = np.ascontiguousarray(y, dtype=np.float64)
-    for a in range(0, y.size, CHUNK):
-        if interrupted[0]:
-            raise KeyboardInterrupt
-        chunk = y[a:a + CHUNK]
-        res = kernel(chunk, t, block.start, block.log_w, block.runs["mean"],
-                     block.runs["precision"], float(model.sigma), math.log(params.hazard),
-                     params.forgetting, params.robust, tau, float(model.dim), log_tol,
-                     params.tol > 0.0, params.merge_tol, model.floor)
-        block = RunBlock(res[0], res[1], {"mean": res[2], "precision": res[3]})
-        t += chunk.size
-        parts.append(res[4:])
-    if interrupted[0]:
-        raise KeyboardInterrupt
-    cat = parts[0] if len(parts) == 1 else [np.concatenate(p) for p in zip(*parts, strict=True)]
-    out = {"start": cat[0], "model": np.zeros(y.size, dtype=np.int64), "mean": cat[1],
-           "log_consistency": cat[2], "discount": cat[3], "n_active": cat[4],
-           "log_change_possibility": cat[5]}
-    return RunState(t, (block,)), out
 
 
 def _run_numpy(state: RunState, y: np.ndarray, params: ChangepointParams
@@ -268,8 +231,10 @@ class ChangepointDetector(SequentialEstimator):
         (consistency within a factor 4 of its floor ``hazard``; ``2 √hazard`` for ``d = 2``).
         Robust only.
     engine : {"auto", "numpy", "numba"}
-        Inner loop; ``"auto"`` uses numba for a single :class:`NormalMean` when installed
-        (identical results).
+        Inner loop; ``"auto"`` uses numba when it is installed and the models have one
+        compiled kernel (:meth:`~possibly.changepoint.models.SegmentModel.compiled_kernel`:
+        :class:`NormalMean`, bit-identical results; :class:`PolynomialTrend`, the same to
+        rounding), else numpy.
     history : bool
         Keep per-step outputs (about 50 bytes per step) so that :meth:`result` works after
         streaming; False streams in bounded memory (:attr:`changepoints` and each step's Info
@@ -337,7 +302,7 @@ class ChangepointDetector(SequentialEstimator):
     ([30], [10])
     """
 
-    def __init__(self, sigma: float | str = "auto", hazard: float = 2.5e-3,
+    def __init__(self, sigma: float | str = "auto", *, hazard: float = 2.5e-3,
                  forgetting: float | None = None, robust: bool = True,
                  tau: float | None = None, tol: float | None = None,
                  outlier_level: float | None = None, engine: str = "auto",
@@ -390,10 +355,11 @@ class ChangepointDetector(SequentialEstimator):
             None, self.hazard, forgetting, self.robust, self.tau, tol, models, self.merge_tol)
         if self.engine not in ("auto", "numpy", "numba"):
             raise ValueError(f"engine must be 'auto', 'numpy' or 'numba', got {self.engine!r}")
-        if self.engine == "numba" and not self._compiled_model(models):
-            raise ValueError("engine='numba' supports a single NormalMean model or "
-                             "PolynomialTrend models only; use engine='auto' or 'numpy' with "
-                             "other models")
+        if self.engine == "numba" and shared_kernels(models) is None:
+            raise ValueError("engine='numba' needs models with one compiled kernel (each "
+                             "model's compiled_kernel() is not None, all with the same "
+                             "functions: NormalMean, PolynomialTrend, or a model of your own); "
+                             "use engine='auto' or 'numpy' with other models")
         if self.engine == "numba" and not numba_available():
             raise ImportError("engine='numba' needs numba: pip install 'possibly[fast]'")
         level = self.outlier_level
@@ -435,13 +401,8 @@ class ChangepointDetector(SequentialEstimator):
                              f"{self.sigma!r}")
         return models
 
-    def _compiled_model(self, models: tuple[SegmentModel, ...] | None = None) -> bool:
-        models = self._models if models is None else models
-        return (len(models) == 1 and type(models[0]) is NormalMean) or \
-            all(type(m) is PolynomialTrend for m in models)
-
     def _engine(self) -> str:
-        if not self._compiled_model():
+        if shared_kernels(self._models) is None:
             return "numpy"
         if self.engine == "auto":
             return "numba" if numba_available() else "numpy"
@@ -476,6 +437,11 @@ class ChangepointDetector(SequentialEstimator):
                  if not (type(v) is type(defaults[k]) and v == defaults[k])]
         return f"ChangepointDetector({', '.join(shown)})"
 
+    def __getstate__(self) -> dict[str, Any]:
+        state = super().__getstate__()
+        state["_compiled"] = None  # compiled code: made again on first use after unpickling
+        return state
+
     # -- state ---------------------------------------------------------------------------------
 
     def reset(self) -> ChangepointDetector:
@@ -486,6 +452,8 @@ class ChangepointDetector(SequentialEstimator):
     def _reset(self) -> ChangepointDetector:
         object.__setattr__(self, "_state", None)
         self.params_: ChangepointParams | None = None
+        #: (the resolved models' compiled engine, or None for the numpy engine,) once asked
+        self._compiled: tuple[CompiledModels | None] | None = None
         self.sigma_estimated_ = False
         self._trace = MapTrace()
         self._history: dict[str, Growable] | None = None
@@ -557,12 +525,13 @@ class ChangepointDetector(SequentialEstimator):
 
     def _run(self, state: RunState, arr: np.ndarray) -> tuple[RunState, dict[str, np.ndarray]]:
         params = self._params()
-        if self._engine() == "numba":
-            if compiled_family(params.models):  # PolynomialTrend models (issue 12)
-                return _interruptible(functools.partial(run_compiled, chunk=CHUNK), state,
-                                      arr, params)
-            if type(params.models[0]) is NormalMean:  # the compiled engine (one NormalMean)
-                return _interruptible(_run_numba_chunks, state, arr, params)
+        if self._compiled is None:  # asked once per fit or reset (a streamed value is µs)
+            self._compiled = (compiled_models(params.models) if self._engine() == "numba"
+                              else None,)
+        compiled = self._compiled[0]
+        if compiled is not None:  # the resolved models' compiled kernel
+            return _interruptible(functools.partial(run_compiled, compiled=compiled,
+                                                    chunk=CHUNK), state, arr, params)
         return _run_numpy(state, arr, params)
 
     def _record(self, arr: np.ndarray, out: dict[str, np.ndarray], index: Any = None) -> None:

@@ -15,7 +15,7 @@ Models with ``hindsight_outliers = True`` (:class:`~possibly.changepoint.Polynom
 :class:`~possibly.changepoint.MultivariateNormalSegments`) skip the first condition: their
 ``outlying`` judges each observation against the segment's fit from the other observations of
 the segment, discounted as the robust update discounts them
-(:func:`~possibly.changepoint.segments.hindsight_log_consistency`), so that an outlier among
+(:func:`~possibly.changepoint.models.trend.hindsight_log_consistency`), so that an outlier among
 the first points of a segment, where the online predictive is still wide, is found too.
 
 The second condition separates isolated spikes from the first few observations after a real
@@ -29,7 +29,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from possibly.changepoint.models import SegmentModel
+from possibly.changepoint.models.segment_model import SegmentModel
 
 __all__ = ["find_outliers"]
 
@@ -50,8 +50,8 @@ def find_outliers(y: np.ndarray, discount: np.ndarray, segments: Sequence[tuple[
     flagged = discount < outlier_level  # NaN (missing) compares False
     found: list[int] = []
     for k, (a, b) in zip(segment_models, segments, strict=True):
-        if getattr(models[int(k)], "hindsight_outliers", False):
-            # the model's hindsight rule decides (changepoint/segments.py): the second value
+        if models[int(k)].hindsight_outliers:
+            # the model's hindsight rule decides (SegmentModel.outlying): the second value
             # of a burst is well predicted online by the run the first one started
             candidates = np.arange(a + 1, b)
         else:

@@ -58,7 +58,8 @@ from typing import Any
 
 import numpy as np
 
-from possibly.changepoint.models import NormalMean, SegmentModel, real_scalar
+from possibly.changepoint.models.normal_mean import NormalMean
+from possibly.changepoint.models.segment_model import SegmentModel, real_scalar
 from possibly.inference import discount_one
 from possibly.sequential import Info
 from possibly.validation import check_bool, check_unit_interval
@@ -319,12 +320,12 @@ def step(state: RunState, y: Any, params: ChangepointParams) -> tuple[RunState, 
         # the per-step statistics (residuals, Mahalanobis distances, ...) computed once for
         # the consistency and the update (SegmentModel.prepare)
         prepared = [m.prepare(b.runs, y) for m, b in zip(models, blocks, strict=True)]
-        log_c = max(float(np.max(b.log_w + m.prepared_log_consistency(p)))
+        log_c = max(float(np.max(b.log_w + m.log_consistency(p)))
                     for m, b, p in zip(models, blocks, prepared, strict=True))
         gamma = _discount(log_c, params)
         updated = []
         for m, b, p in zip(models, blocks, prepared, strict=True):
-            incr, runs = m.prepared_update(p, gamma)
+            incr, runs = m.update(p, gamma)
             updated.append(RunBlock(b.start, b.log_w + incr, runs))
         shift = max(float(np.max(b.log_w)) for b in updated)
         blocks = [RunBlock(b.start, b.log_w - shift, b.runs) for b in updated]

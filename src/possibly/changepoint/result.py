@@ -11,23 +11,20 @@ from typing import Any
 
 import numpy as np
 
-from possibly.changepoint.models import NormalMean, SegmentModel
+from possibly.changepoint.models.segment_model import SegmentModel
+from possibly.changepoint.models.trend import PolynomialTrend
 from possibly.changepoint.outliers import find_outliers
 from possibly.changepoint.recursion import ChangepointParams, MapTrace, init, step
-from possibly.changepoint.segments import PolynomialTrend
 from possibly.changepoint.uncertainty import change_possibility, possibility_intervals
 from possibly.frames import per_step_dataset
 
 __all__ = ["ChangepointResult", "model_name"]
 
-#: names of the PolynomialTrend models by degree (what the default family calls a segment)
-_TREND_NAMES = ("level", "linear trend", "quadratic trend")
-
 
 def model_name(model: SegmentModel) -> str:
-    """A short name of a segment model for reports: ``"level"`` (:class:`NormalMean`, or a
-    :class:`PolynomialTrend` of degree 0), ``"linear trend"``, ``"quadratic trend"``; the class
-    name for other models.
+    """A short name of a segment model for reports: its ``name`` (``"level"`` for
+    :class:`NormalMean` and a :class:`PolynomialTrend` of degree 0, ``"linear trend"``,
+    ``"quadratic trend"``; the class name for other models).
 
     Examples
     --------
@@ -35,11 +32,7 @@ def model_name(model: SegmentModel) -> str:
     >>> [model_name(m) for m in [NormalMean(1.0), *model_family()]]
     ['level', 'level', 'linear trend', 'quadratic trend']
     """
-    if isinstance(model, PolynomialTrend):
-        return _TREND_NAMES[model.degree]
-    if isinstance(model, NormalMean):
-        return "level"
-    return type(model).__name__
+    return model.name
 
 
 def _cut(positions: np.ndarray, edge: int = 5) -> str:

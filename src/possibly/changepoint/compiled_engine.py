@@ -1,0 +1,396 @@
+"""The compiled engine: one generic numba loop of the recursion that runs any model's kernel.
+
+The loop (:func:`run_kernels`) is :func:`possibly.changepoint.recursion.step` over flat run
+buffers, with everything that depends on θ left to the per-run functions of a
+:class:`~possibly.changepoint.models.CompiledKernel`. :func:`compiled_driver` compiles one copy
+of it per kernel, with the kernel's functions inlined (a call through a function pointer would
+cost several times the arithmetic), cached on disk under a name that carries a fingerprint of
+the kernel's code. This module imports numba only inside :func:`compiled_driver`.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import math
+import types
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from possibly.changepoint.models.segment_model import (
+    CompiledKernel,
+    KernelFunctions,
+    SegmentModel,
+)
+from possibly.changepoint.recursion import ChangepointParams, RunBlock, RunState
+
+__all__ = ["CompiledModels", "compiled_driver", "compiled_models", "run_compiled", "run_kernels",
+           "shared_kernels"]
+
+#: the recursion's per-step outputs, in the order run_kernels returns them
+OUTPUTS = ("start", "model", "mean", "log_consistency", "discount", "n_active",
+           "log_change_possibility")
+
+
+def shared_kernels(models: Sequence[SegmentModel]) -> tuple[CompiledKernel, ...] | None:
+    """The models' compiled kernels when they can run in one compiled loop (every model has
+    one, all with the same functions), else None.
+
+    Examples
+    --------
+    >>> from possibly.changepoint.models import NormalMean, model_family
+    >>> len(shared_kernels(model_family())), shared_kernels([NormalMean(1.0), *model_family()])
+    (3, None)
+    """
+    kernels = tuple(m.compiled_kernel() for m in models)
+    first = kernels[0]
+    if first is None or any(k is None or k.functions != first.functions for k in kernels):
+        return None
+    return kernels  # type: ignore[return-value]
+
+
+def unbound(*args: Any) -> Any:
+    """What the ``kernel_*`` names of the template :func:`run_kernels` are until
+    :func:`compiled_driver` binds them to a kernel's functions."""
+    raise RuntimeError("run_kernels is a template: run compiled_driver(functions) instead")
+
+
+# the names run_kernels reads, bound per kernel by compiled_driver
+kernel_prepare = kernel_new_run = kernel_forget = kernel_log_consistency = unbound
+kernel_update = kernel_estimate = kernel_indistinguishable = discount_scalar = unbound
+KERNEL_MERGES = False
+KERNEL_WIDTH = 1
+KERNEL_PARAMS = 1
+settings_of = unbound
+
+
+def never_indistinguishable(params: Any, runs: Any, j: int, tol: float) -> bool:
+    """The merge test of a kernel that does not merge."""
+    return False
+
+
+def fingerprint(functions: KernelFunctions) -> str:
+    """A digest of the kernel functions' code and of the numbers they read from their module,
+    so that an edited kernel gets a new cache entry (numba checks only the driver's file)."""
+    digest = hashlib.sha256(repr(functions.width).encode())
+    for fn in functions[1:]:
+        if fn is None:
+            continue
+        fn = getattr(fn, "py_func", fn)  # an already jitted function
+        code = fn.__code__
+        consts = {name: fn.__globals__[name] for name in code.co_names
+                  if isinstance(fn.__globals__.get(name), (int, float, bool, tuple))}
+        digest.update(repr((fn.__module__, fn.__qualname__, code.co_code, code.co_consts,
+                            sorted(consts.items()))).encode())
+    return digest.hexdigest()[:16]
+
+
+#: settings of at most this many floats reach the kernel functions as a tuple (constants in
+#: registers, where an array may alias the runs and is read again at every run); longer ones
+#: as an array (building the tuple at every step costs more than the reads it saves)
+TUPLE_SETTINGS = 4
+
+
+def same_settings(params: Any, n: int) -> Any:
+    """The settings row as it is (the kernel functions read the array)."""
+    return params
+
+
+@functools.cache
+def compiled_driver(functions: KernelFunctions, n_params: int) -> Any:
+    """:func:`run_kernels` compiled with ``functions`` inlined, for settings of ``n_params``
+    floats (one per kernel and length, cached in memory and on disk)."""
+    import numba
+    from numba.np.unsafe.ndarray import to_fixed_tuple  # array -> tuple of a constant length
+
+    from possibly.compiled import discount_scalar
+
+    def jit(fn: Any) -> Any:
+        return fn if hasattr(fn, "py_func") else numba.njit(nogil=True)(fn)
+
+    merges = functions.indistinguishable is not None
+    bound = {"kernel_prepare": jit(functions.prepare), "kernel_new_run": jit(functions.new_run),
+             "kernel_forget": jit(functions.forget),
+             "kernel_log_consistency": jit(functions.log_consistency),
+             "kernel_update": jit(functions.update), "kernel_estimate": jit(functions.estimate),
+             "kernel_indistinguishable": jit(functions.indistinguishable if merges
+                                             else never_indistinguishable),
+             "KERNEL_MERGES": merges, "KERNEL_WIDTH": functions.width,
+             "KERNEL_PARAMS": n_params,
+             "settings_of": (to_fixed_tuple if n_params <= TUPLE_SETTINGS
+                             else numba.njit(same_settings)),
+             "discount_scalar": discount_scalar}
+    scope = {**run_kernels.__globals__, **bound}
+    for helper in TEMPLATES[1:]:  # compiled into the driver (its cache holds them)
+        scope[helper.__name__] = numba.njit(nogil=True, inline="always")(
+            types.FunctionType(helper.__code__, scope, helper.__name__))
+    driver = types.FunctionType(run_kernels.__code__, scope, run_kernels.__name__)
+    driver.__qualname__ = f"run_kernels_{fingerprint(functions)}_{n_params}"
+    return numba.njit(cache=True, nogil=True)(driver)
+
+
+class CompiledModels(NamedTuple):
+    """What the compiled engine needs of a list of models, prepared once per fit
+    (:func:`compiled_models`)."""
+
+    kernels: tuple[CompiledKernel, ...]
+    #: run_kernels compiled for their functions
+    driver: Any
+    #: the models' packed settings, one row per model (NaN-padded)
+    settings: np.ndarray
+    work_size: int
+    #: ``d`` of the discount (ChangepointParams.dim), asked once
+    dim: float
+
+
+def compiled_models(models: Sequence[SegmentModel]) -> CompiledModels | None:
+    """The compiled engine of ``models`` (:func:`shared_kernels`), or None when they have none.
+
+    Compiling takes a few seconds the first time on a machine (then the disk cache loads it).
+    """
+    kernels = shared_kernels(models)
+    if kernels is None:
+        return None
+    settings = np.full((len(kernels), max(kern.params.size for kern in kernels)), np.nan)
+    for k, kern in enumerate(kernels):
+        settings[k, :kern.params.size] = kern.params
+    return CompiledModels(kernels, compiled_driver(kernels[0].functions, settings.shape[1]),
+                          settings, max(kern.work_size for kern in kernels),
+                          max(float(m.dim) for m in models))
+
+
+def packed_state(state: RunState, kernels: tuple[CompiledKernel, ...]
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``state`` as per-model buffers ``(count, start, log_w, runs)`` for :func:`run_kernels`."""
+    count = np.fromiter((blk.start.size for blk in state.blocks), np.int64, len(kernels))
+    rows = [kern.pack(blk.runs) for kern, blk in zip(kernels, state.blocks, strict=True)]
+    width = kernels[0].functions.width
+    if not all(r.ndim == 2 and r.shape[1] == width for r in rows):
+        raise ValueError(f"the compiled kernel's pack must return rows of width {width} "
+                         f"(KernelFunctions.width), got shapes {[r.shape for r in rows]}")
+    if len(rows) == 1:  # views (run_kernels copies them)
+        blk = state.blocks[0]
+        return count, blk.start[None], blk.log_w[None], rows[0][None]
+    cap = max(int(count.max()), 1)
+    start = np.empty((len(rows), cap), np.int64)  # rows past count[k] are never read
+    log_w = np.empty((len(rows), cap))
+    runs = np.empty((len(rows), cap, width))
+    for k, blk in enumerate(state.blocks):
+        start[k, :count[k]], log_w[k, :count[k]], runs[k, :count[k]] = \
+            blk.start, blk.log_w, rows[k]
+    return count, start, log_w, runs
+
+
+def run_compiled(state: RunState, y: np.ndarray, params: ChangepointParams,
+                 interrupted: list[bool], compiled: CompiledModels, chunk: int
+                 ) -> tuple[RunState, dict[str, np.ndarray]]:
+    """The compiled recursion over ``y`` from ``state``, in chunks (Ctrl-C between them)."""
+    count, start, log_w, runs = packed_state(state, compiled.kernels)
+    tau = math.nan if params.tau is None else params.tau
+    log_tol = math.log(params.tol) if params.tol > 0.0 else -math.inf
+    t = state.t
+    y = np.ascontiguousarray(y, dtype=np.float64)
+    parts = []
+    for first in range(0, y.size, chunk):
+        if interrupted[0]:
+            raise KeyboardInterrupt
+        part = y[first:first + chunk]
+        res = compiled.driver(part, t, count, start, log_w, runs, compiled.settings,
+                              math.log(params.hazard), params.forgetting, params.robust, tau,
+                              compiled.dim, log_tol, params.tol > 0.0, params.merge_tol,
+                              compiled.work_size)
+        count, start, log_w, runs = res[:4]
+        parts.append(res[4:])
+        t += part.size
+    if interrupted[0]:
+        raise KeyboardInterrupt
+    blocks = tuple(RunBlock(start[k, :count[k]].copy(), log_w[k, :count[k]].copy(),
+                            kern.unpack(runs[k, :count[k]]))
+                   for k, kern in enumerate(compiled.kernels))
+    empty = (np.zeros(0, np.int64),) * 2 + (np.zeros(0),) * 3 + (np.zeros(0, np.int64),
+                                                                 np.zeros(0))
+    columns = (parts[0] if len(parts) == 1 else
+               [np.concatenate(col) for col in zip(*parts, strict=True)] if parts else empty)
+    return RunState(t, blocks), dict(zip(OUTPUTS, columns, strict=True))
+
+
+def run_kernels(y, t0, count_in, start_in, log_w_in, runs_in, params, log_h, rho, robust,
+                tau_or_nan, dim, log_tol, prune, merge_tol,
+                work_size):  # pragma: no cover - compiled (covered through the detector)
+    """Process ``y`` from the given runs (per-model buffers); returns the runs and outputs.
+
+    A template, as the helpers below: :func:`compiled_driver` binds the ``kernel_*`` names to
+    one kernel's functions and compiles it. ``params[k]`` are model ``k``'s packed settings,
+    ``runs_in[k, j]`` its run ``j`` (ordered by start); here model ``k``'s run ``j`` is at
+    ``k * cap + j`` of one buffer per quantity. Per step: start a run per model, forget the
+    older runs, take the consistency's maximum, discount, update, normalise, prune, merge, and
+    record the MAP (the first maximum, model 0 first, then by start).
+    """
+    n_models = count_in.size
+    n = y.size
+    cap = count_in.max() + n
+    start = np.empty(n_models * cap, np.int64)
+    log_w = np.empty(n_models * cap)
+    runs = np.zeros((n_models * cap, KERNEL_WIDTH))
+    keep = np.empty(cap, np.bool_)
+    work = np.zeros(max(work_size, 1))
+    older = np.empty(n_models, np.int64)
+    cnt = count_in.copy()
+    total = 0
+    for k in range(n_models):
+        c = cnt[k]
+        start[k * cap:k * cap + c] = start_in[k, :c]
+        log_w[k * cap:k * cap + c] = log_w_in[k, :c]
+        runs[k * cap:k * cap + c] = runs_in[k, :c]
+        total += c
+    out_start, out_model, out_n = (np.empty(n, np.int64), np.empty(n, np.int64),
+                                   np.empty(n, np.int64))
+    out_mean, out_lc, out_g, out_cp = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
+    cur_max = -math.inf
+    for k in range(n_models):
+        for j in range(k * cap, k * cap + cnt[k]):
+            if log_w[j] > cur_max:
+                cur_max = log_w[j]
+    for i in range(n):
+        t = t0 + i
+        log_new = log_h + cur_max if total > 0 else 0.0
+        # predict: one new run per model; forgetting the older runs is fused into the next pass
+        for k in range(n_models):
+            c = cnt[k]
+            start[k * cap + c] = t
+            log_w[k * cap + c] = log_new
+            kernel_new_run(settings_of(params[k], KERNEL_PARAMS), runs, k * cap + c)
+            older[k] = c
+            cnt[k] = c + 1
+        if math.isnan(y[i]):
+            out_lc[i] = out_g[i] = math.nan
+            forget_older(params, runs, older, cap, rho, work)
+            shift = 0.0  # subtracting 0.0 is exact: a missing value leaves log_w as it is
+        else:
+            out_lc[i], out_g[i], shift = observe(params, runs, log_w, cnt, older, cap, y[i],
+                                                  rho, dim, tau_or_nan, robust, work)
+        total = compact(start, log_w, runs, cnt, cap, shift, prune, log_tol)
+        if KERNEL_MERGES and merge_tol > 0.0:
+            total = merge_adjacent(params, start, log_w, runs, cnt, cap, keep, merge_tol)
+        bk, bj, cur_max, out_cp[i] = map_run(start, log_w, cnt, cap, t)
+        out_start[i], out_model[i], out_n[i] = start[bk * cap + bj], bk, total
+        out_mean[i] = kernel_estimate(settings_of(params[bk], KERNEL_PARAMS), runs, bk * cap + bj)
+    return (cnt, start.reshape(n_models, cap), log_w.reshape(n_models, cap),
+            runs.reshape(n_models, cap, KERNEL_WIDTH), out_start, out_model, out_mean, out_lc,
+            out_g, out_n, out_cp)
+
+
+def forget_older(params, runs, older, cap, rho, work):  # pragma: no cover - compiled
+    """The prediction of a missing observation: forget every run but the new ones."""
+    for k in range(older.size):
+        pk = settings_of(params[k], KERNEL_PARAMS)
+        for j in range(k * cap, k * cap + older[k]):
+            kernel_forget(pk, runs, j, rho, work)
+
+
+def observe(params, runs, log_w, cnt, older, cap, y, rho, dim, tau_or_nan, robust,
+            work):  # pragma: no cover - compiled
+    """Forget the older runs, take ``log c``, discount and update: ``(log c, γ, max log w)``."""
+    n_models = cnt.size
+    log_c = -math.inf
+    for k in range(n_models):
+        pk = settings_of(params[k], KERNEL_PARAMS)
+        x = kernel_prepare(pk, y)
+        first = k * cap
+        last_older = older[k]
+        for j in range(cnt[k]):
+            if j < last_older:
+                kernel_forget(pk, runs, first + j, rho, work)
+            v = log_w[first + j] + kernel_log_consistency(pk, runs, first + j, x)
+            if v > log_c:
+                log_c = v
+    g = discount_scalar(log_c, dim, tau_or_nan, robust)
+    mx = -math.inf
+    for k in range(n_models):
+        pk = settings_of(params[k], KERNEL_PARAMS)
+        x = kernel_prepare(pk, y)
+        first = k * cap
+        for j in range(cnt[k]):
+            v = log_w[first + j] + kernel_update(pk, runs, first + j, x, g, work)
+            log_w[first + j] = v
+            if v > mx:
+                mx = v
+    return log_c, g, mx
+
+
+def move_run(start, log_w, runs, src, dst):  # pragma: no cover - compiled
+    """Run ``src`` copied to ``dst`` (its log weight is the caller's)."""
+    start[dst] = start[src]
+    if dst != src:
+        for c in range(KERNEL_WIDTH):  # a constant: unrolled
+            runs[dst, c] = runs[src, c]
+
+
+def compact(start, log_w, runs, cnt, cap, shift, prune, log_tol):  # pragma: no cover
+    """Normalise (``log w −= shift``) and prune below ``log_tol``, order kept; the count."""
+    total = 0
+    for k in range(cnt.size):
+        w = 0
+        for j in range(cnt[k]):
+            v = log_w[k * cap + j] - shift
+            if (not prune) or v >= log_tol:
+                move_run(start, log_w, runs, k * cap + j, k * cap + w)
+                log_w[k * cap + w] = v
+                w += 1
+        cnt[k] = w
+        total += w
+    return total
+
+
+def merge_adjacent(params, start, log_w, runs, cnt, cap, keep,
+                   merge_tol):  # pragma: no cover - compiled
+    """Merge adjacent indistinguishable runs (the larger weight kept; the older on ties)."""
+    total = 0
+    for k in range(cnt.size):
+        m = cnt[k]
+        if m > 1:
+            pk = settings_of(params[k], KERNEL_PARAMS)
+            for j in range(m):
+                keep[j] = True
+            for j in range(m - 1):
+                if kernel_indistinguishable(pk, runs, k * cap + j, merge_tol):
+                    if log_w[k * cap + j + 1] > log_w[k * cap + j]:
+                        keep[j] = False
+                    else:
+                        keep[j + 1] = False
+            w = 0
+            for j in range(m):
+                if keep[j]:
+                    move_run(start, log_w, runs, k * cap + j, k * cap + w)
+                    log_w[k * cap + w] = log_w[k * cap + j]
+                    w += 1
+            cnt[k] = w
+        total += cnt[k]
+    return total
+
+
+def map_run(start, log_w, cnt, cap, t):  # pragma: no cover - compiled
+    """The MAP run ``(model, index, log w)`` (the first maximum) and the log weight of the
+    runs started at ``t`` (the change possibility)."""
+    bk = -1
+    bj = 0
+    bv = -math.inf
+    cp = -math.inf
+    for k in range(cnt.size):
+        for j in range(cnt[k]):
+            if log_w[k * cap + j] > bv:
+                bk = k
+                bj = j
+                bv = log_w[k * cap + j]
+        c = cnt[k]
+        if c > 0 and start[k * cap + c - 1] == t and log_w[k * cap + c - 1] > cp:
+            cp = log_w[k * cap + c - 1]
+    if bk < 0:  # every weight NaN (an overflow): the first run, as the numpy engine
+        return 0, 0, log_w[0], cp
+    return bk, bj, bv, cp
+
+
+#: the templates compiled together per kernel (run_kernels calls the others)
+TEMPLATES = (run_kernels, forget_older, observe, move_run, compact, merge_adjacent, map_run)

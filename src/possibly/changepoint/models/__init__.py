@@ -1,0 +1,53 @@
+"""Segment models of the change-point recursion: what a segment's parameter θ is, given its run.
+
+* :mod:`~possibly.changepoint.models.segment_model`: the interface, :class:`SegmentModel`
+  (six methods on one path) and its optional compiled kernel (:class:`CompiledKernel`);
+* :mod:`~possibly.changepoint.models.normal_mean`: :class:`NormalMean`, the paper's model;
+* :mod:`~possibly.changepoint.models.trend`: :class:`PolynomialTrend` (levels and trends with
+  unknown noise, the default family :func:`model_family`);
+* :mod:`~possibly.changepoint.models.vector`: :class:`MultivariateNormalSegments`;
+* :mod:`~possibly.changepoint.models.conjugate`: :class:`ConjugateModel`, any conjugate family.
+
+Each model's compiled kernel lives in its module, next to the numpy methods it mirrors.
+"""
+
+from possibly.changepoint.models.conjugate import ConjugateModel
+from possibly.changepoint.models.normal_mean import NormalMean, estimate_sigma
+from possibly.changepoint.models.segment_model import (
+    CompiledKernel,
+    KernelFunctions,
+    Observation,
+    SegmentModel,
+)
+from possibly.changepoint.models.trend import (
+    NormalMeanVariance,
+    PolynomialTrend,
+    SegmentPrior,
+    automatic_prior,
+    model_family,
+)
+from possibly.changepoint.models.vector import (
+    MultivariateNormalSegments,
+    automatic_vector_noise,
+    automatic_vector_prior,
+    outlier_cost_in_dimension,
+)
+
+__all__ = [
+    "CompiledKernel",
+    "ConjugateModel",
+    "KernelFunctions",
+    "MultivariateNormalSegments",
+    "NormalMean",
+    "NormalMeanVariance",
+    "Observation",
+    "PolynomialTrend",
+    "SegmentModel",
+    "SegmentPrior",
+    "automatic_prior",
+    "automatic_vector_noise",
+    "automatic_vector_prior",
+    "estimate_sigma",
+    "model_family",
+    "outlier_cost_in_dimension",
+]
