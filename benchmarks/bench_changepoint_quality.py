@@ -11,12 +11,12 @@ process).
 
 Methods (each with its package's defaults, as a new user would call it):
 
-* ``possibly default``: ``ps.ChangepointDetector()`` as it is on this branch (since issue 12:
+* ``possibly default``: ``ps.ChangepointDetector()`` as it is on this branch (the default:
   ``model_family()`` with ``forgetting=1``, ``tol=0.4 hazard``; ``MultivariateNormalSegments()``
   on a vector series), so it should equal ``segments (new)``;
 * ``possibly paper``: the paper's §5.3 model and recursion explicitly,
   ``model=NormalMean("auto", outliers="paper")`` (σ from the series), ``hazard=2.5e-3``,
-  ``forgetting=0.9`` (the default before issue 12); ``possibly normal``: the same model with
+  ``forgetting=0.9`` (an earlier default); ``possibly normal``: the same model with
   its default evidence floor (``NormalMean("auto")``);
 * ``segments (new)``: ``ChangepointDetector(model=model_family(), forgetting=1.0, tol=1e-3)``
   (``model_family()`` = ``[NormalMeanVariance(), PolynomialTrend(1), PolynomialTrend(2)]``):

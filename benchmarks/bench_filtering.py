@@ -39,7 +39,7 @@ Check conclusions on other seeds than the reported one (``--seed 1000``).
 Run: .venv/bin/python benchmarks/bench_filtering.py [--trials 100] [--steps 1000] [--seed 0]
      [--peers WoLF-IMQ] [--repeats 0]
 
-Speed only (issue #15's target: 100 trials batched at least as fast as a numpy WoLF; one
+Speed only (the target: 100 trials batched at least as fast as a numpy WoLF; one
 trial in at most 10 ms): ``--speed [--repeats 15]`` times, interleaved in one process, the
 Student-t setting batched over the trials and for one trial: possibly by default (flat prior,
 robust start), with WoLF's prior, with less stored (``keep=``) and with the numpy engine (the

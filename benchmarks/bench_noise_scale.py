@@ -1,4 +1,4 @@
-"""Benchmark: the Kalman filter with a learned noise scale (issue 15), on WoLF's 2-D tracking
+"""Benchmark: the Kalman filter with a learned noise scale, on WoLF's 2-D tracking
 experiment (Student-t noise, R given 10x too small; ``bench_filtering.py`` has the accuracy).
 
 Every ratio is against a baseline timed in this process, best of ``--repeats``:

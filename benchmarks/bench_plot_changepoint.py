@@ -1,6 +1,6 @@
 """Benchmark: drawing a change-point result of 10^6 points to a PNG.
 
-Baseline (timed in this process): what ``plot_changepoints`` did before issue 16, every point
+Baseline (timed in this process): the naive plot, every point
 drawn as a marker, the estimate and the segment means as full lines and one red circle per
 outlier. Against it: ``plot_result`` (min/max envelope per column, one outlier mark per
 column beyond 300). Both write a 11 × 4.2 inch PNG at 120 dpi; best of N interleaved runs, with

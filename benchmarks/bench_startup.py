@@ -1,4 +1,4 @@
-"""Benchmark: start-up, ``import possibly`` in a fresh interpreter (issue 13, target < 0.2 s).
+"""Benchmark: start-up, ``import possibly`` in a fresh interpreter (target < 0.2 s).
 
 Each repeat starts a new Python process and times the import inside it (so the interpreter's
 own start is excluded). Baseline: ``import numpy``, timed the same way in this run, because

@@ -368,3 +368,13 @@ def test_bad_arguments():
     flat = NonlinearModel(f=lambda x: 0.0 * x, h=lambda x: x[..., :1], Q=Q, R=R)
     with pytest.raises(ValueError, match="Jacobian of f must be invertible"):
         ExtendedKalmanFilter(flat).filter(np.zeros(3))
+
+
+@pytest.mark.parametrize("verb", ["fit", "filter", "smooth"])
+def test_mostly_discounted_warning_points_at_the_callers_line(verb):
+    model = NonlinearModel(f=lambda x: x, h=lambda x: x, Q=[[1e-6]], R=[[1e-6]])
+    ekf = ExtendedKalmanFilter(model, prior=ps.MultivariateNormal([0.0], [[1.0]]))
+    y = np.r_[0.0, 100.0 * np.arange(1, 12.0)]  # every step far from a near-static state
+    with pytest.warns(ps.MostlyDiscountedWarning) as caught:
+        getattr(ekf, verb)(y)
+    assert caught[0].filename == __file__

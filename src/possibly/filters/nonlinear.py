@@ -420,7 +420,7 @@ class _RobustNonlinearFilter(SequentialEstimator, ABC):
     # -- whole series -------------------------------------------------------------------------
     def fit(self, y, *, engine: str = "auto") -> FilterResult:
         """Filter a whole series from :meth:`init` (same as :meth:`filter`)."""
-        return self.filter(y, engine=engine)
+        return self._filter(y, None, "all", engine)
 
     def filter(self, ys, prior: MultivariateNormal | None = None, *,
                keep: str | Iterable[str] = "all", engine: str = "auto") -> FilterResult:
@@ -446,19 +446,25 @@ class _RobustNonlinearFilter(SequentialEstimator, ABC):
         -------
         FilterResult
         """
+        return self._filter(ys, prior, keep, engine)
+
+    def _filter(self, ys, prior: MultivariateNormal | None, keep: str | Iterable[str],
+                engine: str) -> FilterResult:
+        """:meth:`filter` and :meth:`fit` (the warning points at their caller)."""
         keep = _keep_set(keep)
         if engine not in ("auto", "numpy"):
             raise ValueError(f"engine must be 'auto' or 'numpy' (the nonlinear filters have no "
                              f"compiled loop), got {engine!r}")
         index = time_labels(ys, 0)
         y = _observation(ys, self.model.obs_dim, series=True)  # once: the steps skip it
-        run = self._run(y, prior, self._starts(prior))
+        run = self._run(y, prior, self._starts(prior), stacklevel=5)
         return run.result(keep, self._names(), self.dim, index)
 
     def _names(self) -> tuple[str, ...]:
         return tuple(f"x{j}" for j in range(self.model.state_dim))
 
-    def _run(self, y: np.ndarray, prior: MultivariateNormal | None, start: bool) -> _Run:
+    def _run(self, y: np.ndarray, prior: MultivariateNormal | None, start: bool,
+             stacklevel: int = 4) -> _Run:
         """The forward pass over ``y`` (checked, ``(..., T, m)``)."""
         state = self._initial(prior, y.shape[:-2])
         mixture = start_init(state, y.shape[:-2]) if start else None
@@ -472,7 +478,7 @@ class _RobustNonlinearFilter(SequentialEstimator, ABC):
                 predicted, info, state = self._plain_step(state, y_t)
             run.record(predicted, info, state)
         run.final = state
-        warn_if_mostly_discounted(np.stack(run.discount, -1), stacklevel=4)
+        warn_if_mostly_discounted(np.stack(run.discount, -1), stacklevel=stacklevel)
         return run
 
     def smooth(self, ys, prior: MultivariateNormal | None = None, *,
