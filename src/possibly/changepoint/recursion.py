@@ -17,37 +17,9 @@ of the segment parameter. Per observation ``y`` with hazard ``h`` and forgetting
 
 A missing observation (NaN) only predicts; its log consistency and discount are NaN.
 
-Exact MAP segmentation
-----------------------
-Every new hypothesis at ``t`` has the MAP hypothesis at ``t − 1`` as its parent (the ``max``
-in its weight), so recording the MAP ``(start, model)`` after every step is enough:
-:class:`MapTrace` stores it where it changes and :func:`backtrack` follows the parents from
-the end (with several models, the MAP *run length* at ``t − 1`` alone would not say which
-model the parent has; the trace records both).
-
-Bounded cost
-------------
-There is no normalising sum, so a hypothesis can be dropped without changing any kept value.
-Two rules keep the number of hypotheses bounded:
-
-* ``tol``: hypotheses whose possibility falls below ``tol`` relative to the maximum are
-  dropped. Effect on the MAP: a dropped hypothesis would have to gain a likelihood ratio of
-  ``1 / tol`` (``10¹²`` by default) over the MAP one to become the MAP again.
-* ``merge_tol``: within each model, adjacent hypotheses (consecutive starts) whose possibility
-  functions agree within ``merge_tol`` (the model's ``indistinguishable``) are merged by keeping
-  the larger weight (the older one on ties). In a max-mixture a component that another
-  dominates pointwise changes nothing (identical functions: exact); for functions that agree
-  within ``ε`` the future log weights of the dropped and the kept hypothesis differ by
-  ``O(ε)`` per observation, and with forgetting ``ρ < 1`` that difference decays like ``ρ^m``.
-  Each dropped hypothesis had at most the weight of an adjacent kept-or-merged one within
-  ``ε``, so the MAP segmentation changes only where two hypotheses were within ``O(ε)`` of a
-  tie. With forgetting the estimates of old starts converge geometrically, so in a long
-  homogeneous segment only ``O(log(1/ε) / log(1/ρ))`` hypotheses stay distinguishable (about
-  130 for ``ρ = 0.9``, ``ε = 10⁻⁶``): the cost per observation is bounded at any segment
-  length. Without forgetting (``ρ = 1``) estimates converge like ``1/r`` only and the merge
-  bounds the cost far less; ``tol`` remains the bound there. Only models that implement
-  ``indistinguishable`` are merged (:class:`~possibly.changepoint.NormalMean` does,
-  :class:`~possibly.changepoint.ConjugateModel` does not).
+The segmentation is the exact MAP one (every new run's parent is the MAP hypothesis), and the
+cost per observation is bounded by dropping (``tol``) and merging (``merge_tol``) hypotheses:
+docs/math.md §6.
 """
 
 from __future__ import annotations

@@ -5,30 +5,8 @@ precision λ, whose state is shifted forward each step (``level ← level + slop
 ...), so the regressor is always ``(1, 0, 0)`` and nothing grows with the segment length;
 :func:`NormalMeanVariance` is its degree 0 (a constant level). Given its run, the segment
 parameter ``(θ, λ)`` has the normal-gamma possibility ``exp(-λ (θ - m)ᵀ P⁻¹ (θ - m) / 2)
-Ḡ(λ; a, b)``. Per observation ``y`` with residual ``r = y - m₀`` and ``q = P₀₀``
-(docs/math.md §6, with an unknown λ):
-
-* forget (predict): shift ``m ← F m``, ``P ← F P Fᵀ``; with ``ρ < 1`` the power ``f^ρ``
-  (``P ← P / ρ``, ``a ← ρ a``, ``b ← ρ b``);
-* consistency (sup-based, possibilistic): ``log sup_{θ,λ} f L / sup_y (...) =
-  -(a + ½) log(1 + r² / (2 b (1 + q)))``, a Student-t shape;
-* evidence (the run weight increment), ``evidence="integrated"`` (default): the tempered
-  marginal likelihood ``∫ p(y | θ, λ)^γ π(θ, λ)``, whose ``-½ log(1 + γ q)`` is the Occam
-  factor that stops a richer model from winning for free; ``evidence="profile"``: the sup
-  counterpart (the paper's §5.3 rule), ``-(a + γ/2) log(1 + γ r² / (2 b (1 + γ q)))``;
-* outlier floor: the increment never falls more than ``outlier_cost`` below its value for a
-  perfectly predicted observation; where the floor is taken the observation leaves the run
-  unchanged. With ``outlier_cost`` about ``|log hazard|`` a lone spike of any size, or a burst
-  of two, costs less than the two change points that would isolate it;
-* update with exponent γ: ``P ← P - γ P e₀ e₀ᵀ P / (1 + γ q)``, ``m ← m + γ P e₀ r /
-  (1 + γ q)``, ``a ← a + γ/2``, ``b ← b + γ r² / (2 (1 + γ q))``.
-
-Outliers are decided in hindsight, once the segmentation is known: each observation against
-the segment's fit from its other observations (:func:`hindsight_log_consistency`).
-
-The discount is the recursion's ``γ = c^(1/d)`` (:func:`possibly.inference.discount`), with
-``dim`` the free parameters plus one for the run length: 3 for a level, 4 for a linear trend,
-5 for a quadratic one.
+Ḡ(λ; a, b)``. The per-observation formulas (forget, consistency, evidence, outlier floor,
+update, hindsight outliers, ``dim``) are in docs/math.md §6.
 
 Scale-free priors: ``resolve(y)`` (called by ``fit``) sets :class:`SegmentPrior` from robust
 summaries of the whole series (median, 1.4826 · MAD, length), never from first differences
@@ -36,7 +14,6 @@ summaries of the whole series (median, 1.4826 · MAD, length), never from first 
 the segment models are unchanged under ``y → a y + b`` with ``a > 0``. For streaming, pass
 ``prior=automatic_prior(warm_up)`` with a warm-up window of the series.
 """
-
 
 from __future__ import annotations
 
