@@ -7,7 +7,7 @@ run the detector or the filter per series with :mod:`possibly.integrations.scale
 this process for a small table and on a local cluster bound to 127.0.0.1 for a large one, or on a
 running scheduler given by ``--scheduler ADDRESS``. With ``--out DIR`` they write one Parquet file
 per series under ``DIR/series/`` (Hive partitions ``id=<id>/``) and the tables described in
-:mod:`possibly.integrations.scaleout`; without it they print the change points (or the filtered
+docs/integrations.md ("Output layout"); without it they print the change points (or the filtered
 states) as CSV on stdout. A one-line summary goes to stderr. The exit status is 1 when some series
 could not be processed (their error is in the summary), 2 on bad input.
 """

@@ -67,7 +67,7 @@ def source_digest(root: str | Path | None = None) -> str:
     Each file enters with its path relative to ``root``, so renaming or moving a module
     changes the digest too.
     """
-    root = Path(root) if root is not None else Path(__file__).resolve().parent
+    root = Path(root) if root is not None else Path(__file__).resolve().parents[1]
     h = hashlib.sha256()
     for path in sorted(root.rglob("*.py")):
         h.update(path.relative_to(root).as_posix().encode() + b"\0")
