@@ -72,19 +72,72 @@ def never_indistinguishable(params: Any, runs: Any, j: int, tol: float) -> bool:
 
 
 def fingerprint(functions: KernelFunctions) -> str:
-    """A digest of the kernel functions' code and of the numbers they read from their module,
-    so that an edited kernel gets a new cache entry (numba checks only the driver's file)."""
+    """A digest of the content of the kernel functions, so that a changed kernel gets its own
+    cache entry (numba checks only the driver's file, this one).
+
+    Hashed recursively, by value: each function's bytecode, names and constants (nested code
+    objects by their content, never by a repr that carries an address), its closure cells and
+    defaults, and the globals it names: functions and numba dispatchers (recursively), numbers,
+    strings, tuples and arrays. Two kernels that differ in any of these get different digests,
+    and the digest is the same in every process.
+    """
+    from possibly.compiled import discount_scalar
+
     digest = hashlib.sha256(repr(functions.width).encode())
-    for fn in functions[1:]:
-        if fn is None:
-            continue
-        fn = getattr(fn, "py_func", fn)  # an already jitted function
-        code = fn.__code__
-        consts = {name: fn.__globals__[name] for name in code.co_names
-                  if isinstance(fn.__globals__.get(name), (int, float, bool, tuple))}
-        digest.update(repr((fn.__module__, fn.__qualname__, code.co_code, code.co_consts,
-                            sorted(consts.items()))).encode())
+    visited: set[int] = set()
+    for fn in (*functions[1:], discount_scalar):
+        content_hash(fn, digest, visited)
     return digest.hexdigest()[:16]
+
+
+def content_hash(value: Any, digest: Any, visited: set[int]) -> None:
+    """Feed ``value``'s content to ``digest`` (see :func:`fingerprint`)."""
+    value = getattr(value, "py_func", value)  # a numba dispatcher: its Python function
+    if isinstance(value, types.FunctionType):
+        if id(value) in visited:  # recursion, or a helper met twice
+            digest.update(b"<seen>" + value.__qualname__.encode())
+            return
+        visited.add(id(value))
+        digest.update(f"<function {value.__module__}.{value.__qualname__}>".encode())
+        code_hash(value.__code__, digest, visited, value.__globals__)
+        for cell in value.__closure__ or ():
+            digest.update(b"<cell>")
+            content_hash(cell.cell_contents, digest, visited)
+        content_hash(value.__defaults__, digest, visited)
+        content_hash(sorted((value.__kwdefaults__ or {}).items()), digest, visited)
+    elif isinstance(value, (tuple, list)):
+        digest.update(f"<{type(value).__name__} {len(value)}>".encode())
+        for item in value:
+            content_hash(item, digest, visited)
+    elif isinstance(value, np.ndarray):
+        digest.update(f"<array {value.dtype.str} {value.shape}>".encode())
+        digest.update(np.ascontiguousarray(value).tobytes())
+    elif value is None or isinstance(value, (bool, int, float, complex, str, bytes, np.generic)):
+        digest.update(f"<{type(value).__name__} {value!r}>".encode())
+    elif isinstance(value, types.ModuleType):
+        digest.update(f"<module {value.__name__}>".encode())
+    elif isinstance(value, type):
+        digest.update(f"<class {value.__module__}.{value.__qualname__}>".encode())
+    else:  # anything else: by its type (its repr may carry an address)
+        digest.update(f"<object {type(value).__module__}.{type(value).__qualname__}>".encode())
+
+
+def code_hash(code: types.CodeType, digest: Any, visited: set[int],
+              globals_: dict[str, Any]) -> None:
+    """Feed a code object's content to ``digest``: its bytecode, names, constants (nested code
+    by content) and the values of the globals it names."""
+    digest.update(code.co_code)
+    digest.update(repr(code.co_names).encode())
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            digest.update(b"<code>")
+            code_hash(const, digest, visited, globals_)
+        else:
+            content_hash(const, digest, visited)
+    for name in code.co_names:
+        if name in globals_:
+            digest.update(f"<global {name}>".encode())
+            content_hash(globals_[name], digest, visited)
 
 
 #: settings of at most this many floats reach the kernel functions as a tuple (constants in
