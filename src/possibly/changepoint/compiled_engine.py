@@ -26,8 +26,8 @@ from possibly.changepoint.models.segment_model import (
 )
 from possibly.changepoint.recursion import ChangepointParams, RunBlock, RunState
 
-__all__ = ["CompiledModels", "compiled_driver", "compiled_models", "run_compiled", "run_kernels",
-           "shared_kernels"]
+__all__ = ["CompiledModels", "compiled_driver", "compiled_models", "not_compiled_because",
+           "run_compiled", "run_kernels", "shared_kernels"]
 
 #: the recursion's per-step outputs, in the order run_kernels returns them
 OUTPUTS = ("start", "model", "mean", "log_consistency", "discount", "n_active",
@@ -35,8 +35,8 @@ OUTPUTS = ("start", "model", "mean", "log_consistency", "discount", "n_active",
 
 
 def shared_kernels(models: Sequence[SegmentModel]) -> tuple[CompiledKernel, ...] | None:
-    """The models' compiled kernels when they can run in one compiled loop (every model has
-    one, all with the same functions), else None.
+    """The models' compiled kernels when they can run in one compiled loop
+    (:func:`not_compiled_because` has nothing against them), else None.
 
     Examples
     --------
@@ -44,11 +44,40 @@ def shared_kernels(models: Sequence[SegmentModel]) -> tuple[CompiledKernel, ...]
     >>> len(shared_kernels(model_family())), shared_kernels([NormalMean(1.0), *model_family()])
     (3, None)
     """
-    kernels = tuple(m.compiled_kernel() for m in models)
-    first = kernels[0]
-    if first is None or any(k is None or k.functions != first.functions for k in kernels):
+    if not_compiled_because(models) is not None:
         return None
-    return kernels  # type: ignore[return-value]
+    return tuple(m.compiled_kernel() for m in models)  # type: ignore[misc]
+
+
+def not_compiled_because(models: Sequence[SegmentModel]) -> str | None:
+    """Why ``models`` cannot run in one compiled loop, or None when they can: every model has
+    a compiled kernel, all with the same functions, for scalar observations
+    (``event_ndim == 0``), with the kernel's ``indistinguishable`` when the model merges runs
+    (overrides :meth:`SegmentModel.indistinguishable`): without it the engines would disagree.
+
+    Examples
+    --------
+    >>> from possibly.changepoint.models import NormalMean, model_family
+    >>> not_compiled_because(model_family()) is None
+    True
+    >>> not_compiled_because([NormalMean(1.0), *model_family()])
+    'the models do not share one kernel (KernelFunctions)'
+    """
+    kernels = [m.compiled_kernel() for m in models]
+    for model, kernel in zip(models, kernels, strict=True):
+        if kernel is None:
+            return f"{model!r} has no compiled kernel (compiled_kernel() is None)"
+        if model.event_ndim != 0:
+            return (f"{model!r} observes vectors (event_ndim={model.event_ndim}); compiled "
+                    f"kernels take scalar observations only")
+        merges = type(model).indistinguishable is not SegmentModel.indistinguishable
+        if merges and kernel.functions.indistinguishable is None:
+            return (f"{model!r} merges runs (it overrides indistinguishable) but its compiled "
+                    f"kernel has no indistinguishable function (KernelFunctions."
+                    f"indistinguishable is None)")
+    if any(k.functions != kernels[0].functions for k in kernels):  # type: ignore[union-attr]
+        return "the models do not share one kernel (KernelFunctions)"
+    return None
 
 
 def unbound(*args: Any) -> Any:

@@ -14,8 +14,10 @@ from typing import Any
 import numpy as np
 
 from possibly.changepoint.compiled_engine import (
+    OUTPUTS,
     CompiledModels,
     compiled_models,
+    not_compiled_because,
     run_compiled,
     shared_kernels,
 )
@@ -41,8 +43,6 @@ __all__ = ["ChangepointDetector", "default_forgetting", "default_tol", "numba_av
 
 #: observations per call of the compiled loop: Python checks for Ctrl-C between chunks
 CHUNK = 1 << 15
-_COLUMNS = ("start", "model", "mean", "log_consistency", "discount", "n_active",
-            "log_change_possibility")
 
 
 @functools.cache
@@ -355,11 +355,13 @@ class ChangepointDetector(SequentialEstimator):
             None, self.hazard, forgetting, self.robust, self.tau, tol, models, self.merge_tol)
         if self.engine not in ("auto", "numpy", "numba"):
             raise ValueError(f"engine must be 'auto', 'numpy' or 'numba', got {self.engine!r}")
-        if self.engine == "numba" and shared_kernels(models) is None:
-            raise ValueError("engine='numba' needs models with one compiled kernel (each "
-                             "model's compiled_kernel() is not None, all with the same "
-                             "functions: NormalMean, PolynomialTrend, or a model of your own); "
-                             "use engine='auto' or 'numpy' with other models")
+        reason = not_compiled_because(models) if self.engine == "numba" else None
+        if reason is not None:
+            raise ValueError(f"engine='numba' needs models with one compiled kernel (each "
+                             f"model's compiled_kernel() is not None, all with the same "
+                             f"functions: NormalMean, PolynomialTrend, or a model of your "
+                             f"own), but {reason}; use engine='auto' or 'numpy' with these "
+                             f"models")
         if self.engine == "numba" and not numba_available():
             raise ImportError("engine='numba' needs numba: pip install 'possibly[fast]'")
         level = self.outlier_level
@@ -540,18 +542,18 @@ class ChangepointDetector(SequentialEstimator):
             return
         if self._history is None:
             self._history = {"y": Growable(np.float64, arr.shape[1:])}
-            for name in _COLUMNS:
+            for name in OUTPUTS:
                 v = out[name]
                 dtype = (np.int8 if name == "model" else np.int32 if name == "n_active"
                          else v.dtype)
                 self._history[name] = Growable(dtype, v.shape[1:])
         if len(arr) == 1:  # streaming: scalar appends
             self._history["y"].append(arr[0])
-            for name in _COLUMNS:
+            for name in OUTPUTS:
                 self._history[name].append(out[name][0])
         else:
             self._history["y"].extend(arr)
-            for name in _COLUMNS:
+            for name in OUTPUTS:
                 self._history[name].extend(out[name])
         if index is not None:
             self._index = index
