@@ -335,6 +335,12 @@ def test_options_after_the_first_are_keyword_only():
     with pytest.raises(TypeError):
         ChangepointDetector(1.0, 0.01)  # type: ignore[misc]
     assert NormalMean(1.0, outliers="paper").outlier_cost is None
+    # the detector's only positional parameter is the model, as the filters' and estimators'
+    with pytest.raises(TypeError):
+        ChangepointDetector(NormalMean(1.0), 0.01)  # type: ignore[misc]
+    det = ChangepointDetector(NormalMean(1.5), hazard=0.01)
+    assert det.model == NormalMean(1.5) and det.sigma == "auto"
+    assert det.get_params() == ChangepointDetector(model=NormalMean(1.5), hazard=0.01).get_params()
 
 
 def test_a_pickled_detector_holds_no_compiled_code(series):
