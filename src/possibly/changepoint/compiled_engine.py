@@ -319,6 +319,7 @@ def run_kernels(y, t0, count_in, start_in, log_w_in, runs_in, params, log_h, rho
     keep = np.empty(cap, np.bool_)
     work = np.zeros(max(work_size, 1))
     older = np.empty(n_models, np.int64)
+    prepared = np.empty(n_models)  # kernel_prepare of the observation, per model
     cnt = count_in.copy()
     total = 0
     for k in range(n_models):
@@ -352,7 +353,7 @@ def run_kernels(y, t0, count_in, start_in, log_w_in, runs_in, params, log_h, rho
             shift = 0.0  # subtracting 0.0 is exact: a missing value leaves log_w as it is
         else:
             out_lc[i], out_g[i], shift = observe(params, runs, log_w, cnt, older, cap, y[i],
-                                                  rho, dim, tau_or_nan, robust, work)
+                                                  rho, dim, tau_or_nan, robust, work, prepared)
         total = compact(start, log_w, runs, cnt, cap, shift, prune, log_tol)
         if KERNEL_MERGES and merge_tol > 0.0:
             total = merge_adjacent(params, start, log_w, runs, cnt, cap, keep, merge_tol)
@@ -372,14 +373,16 @@ def forget_older(params, runs, older, cap, rho, work):  # pragma: no cover - com
             kernel_forget(pk, runs, j, rho, work)
 
 
-def observe(params, runs, log_w, cnt, older, cap, y, rho, dim, tau_or_nan, robust,
-            work):  # pragma: no cover - compiled
-    """Forget the older runs, take ``log c``, discount and update: ``(log c, γ, max log w)``."""
+def observe(params, runs, log_w, cnt, older, cap, y, rho, dim, tau_or_nan, robust, work,
+            prepared):  # pragma: no cover - compiled
+    """Forget the older runs, take ``log c``, discount and update: ``(log c, γ, max log w)``
+    (``prepared``: scratch for each model's prepared observation)."""
     n_models = cnt.size
     log_c = -math.inf
     for k in range(n_models):
         pk = settings_of(params[k], KERNEL_PARAMS)
         x = kernel_prepare(pk, y)
+        prepared[k] = x
         first = k * cap
         last_older = older[k]
         for j in range(cnt[k]):
@@ -392,7 +395,7 @@ def observe(params, runs, log_w, cnt, older, cap, y, rho, dim, tau_or_nan, robus
     mx = -math.inf
     for k in range(n_models):
         pk = settings_of(params[k], KERNEL_PARAMS)
-        x = kernel_prepare(pk, y)
+        x = prepared[k]
         first = k * cap
         for j in range(cnt[k]):
             v = log_w[first + j] + kernel_update(pk, runs, first + j, x, g, work)
