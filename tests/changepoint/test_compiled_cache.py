@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+import possibly
 from possibly.changepoint.detector import numba_available
 
 needs_numba = pytest.mark.skipif(not numba_available(), reason="numba is not installed")
@@ -24,27 +25,20 @@ needs_numba = pytest.mark.skipif(not numba_available(), reason="numba is not ins
 MODEL = textwrap.dedent('''
     import math
     import sys
-    from dataclasses import dataclass
 
     import numpy as np
 
     import possibly as ps
     from possibly.changepoint.compiled_engine import fingerprint
     from possibly.changepoint.detector import ChangepointDetector
-    from possibly.changepoint.models import CompiledKernel, KernelFunctions, SegmentModel
+    from possibly.changepoint.models import KernelFunctions
+
+    sys.path.insert(0, sys.argv[-1])  # tests/changepoint
+    from test_segment_protocol import (KnownVarianceMean, km_estimate, km_forget,
+                                       km_indistinguishable, km_new_run, km_prepare)
 
 
     def make_kernel(variance):
-        def prepare(params, y):
-            return y
-
-        def new_run(params, runs, j):
-            runs[j, 0] = 0.0
-            runs[j, 1] = 0.0
-
-        def forget(params, runs, j, rho, work):
-            runs[j, 1] = runs[j, 1] * rho
-
         def log_consistency(params, runs, j, y):
             d = y - runs[j, 0]
             return -(0.5 * (d * d) * (runs[j, 1] / (1.0 + runs[j, 1] * variance)))
@@ -58,47 +52,19 @@ MODEL = textwrap.dedent('''
             runs[j, 1] = lam + k
             return -(0.5 * (d * d) * (lam * gain))
 
-        def estimate(params, runs, j):
-            return runs[j, 0] if runs[j, 1] > 0.0 else math.nan
-
-        return KernelFunctions(2, prepare, new_run, forget, log_consistency, update, estimate)
+        return KernelFunctions(2, km_prepare, km_new_run, km_forget, log_consistency, update,
+                               km_estimate, km_indistinguishable)
 
 
     def comprehension_estimate(params, runs, j):
         return sum([runs[j, c] for c in range(2)])
 
 
-    @dataclass(frozen=True)
-    class FactoryMean(SegmentModel):
-        variance: float = 1.0
-
-        def new_runs(self, n):
-            return {"mean": np.zeros(n), "precision": np.zeros(n)}
-
-        def forget(self, runs, rho):
-            return {"mean": runs["mean"], "precision": runs["precision"] * rho}
-
-        def log_consistency(self, prepared):
-            lam = prepared.runs["precision"]
-            d = prepared.y - prepared.runs["mean"]
-            return -(0.5 * (d * d) * (lam / (1.0 + lam * self.variance)))
-
-        def update(self, prepared, gamma):
-            k = gamma / self.variance
-            lam, mu = prepared.runs["precision"], prepared.runs["mean"]
-            d = prepared.y - mu
-            gain = k / (lam + k)
-            return (-(0.5 * (d * d) * (lam * gain)),
-                    {"mean": mu + gain * d, "precision": lam + k})
-
-        def estimate(self, runs):
-            return np.where(runs["precision"] > 0.0, runs["mean"], np.nan)
-
+    class FactoryMean(KnownVarianceMean):
         def compiled_kernel(self):
-            return CompiledKernel(
-                make_kernel(self.variance), np.array([0.0]),
-                lambda runs: np.stack([runs["mean"], runs["precision"]], axis=1),
-                lambda rows: {"mean": rows[:, 0].copy(), "precision": rows[:, 1].copy()})
+            kernel = super().compiled_kernel()
+            return kernel._replace(functions=make_kernel(self.variance),
+                                   params=np.array([math.nan]))  # the variance is not read
 
 
     if sys.argv[1] == "fit":
@@ -119,11 +85,11 @@ MODEL = textwrap.dedent('''
 def _run(tmp_path: Path, *args: str) -> str:
     script = tmp_path / "factory_model.py"
     script.write_text(MODEL)
-    src = str(Path(__file__).resolve().parents[2] / "src")
+    src = str(Path(possibly.__file__).resolve().parents[1])  # the library under test
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"),
            "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
-    done = subprocess.run([sys.executable, str(script), *args], env=env, capture_output=True,
-                          text=True, timeout=600)
+    done = subprocess.run([sys.executable, str(script), *args, str(Path(__file__).parent)],
+                          env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout.strip()
 
@@ -135,6 +101,7 @@ def test_kernels_differing_in_a_closure_value_get_their_own_cache_entries(tmp_pa
         assert _run(tmp_path, "fit", variance).startswith("same")
 
 
+@needs_numba
 def test_a_kernel_with_a_comprehension_has_the_same_fingerprint_in_every_process(tmp_path):
     first = _run(tmp_path, "fingerprint")
     assert len(first) == 16
