@@ -21,6 +21,7 @@ from possibly.changepoint.detector import ChangepointDetector, numba_available
 from possibly.changepoint.models import (
     CompiledKernel,
     KernelFunctions,
+    MultivariateNormalSegments,
     NormalMean,
     Observation,
     PolynomialTrend,
@@ -251,6 +252,41 @@ def test_a_model_without_a_kernel_runs_on_numpy_and_refuses_numba(series):
     assert shared_kernels([KnownVarianceMean(1.0), KnownVarianceMean(2.0)]) is not None
 
 
+def test_a_merging_model_whose_kernel_does_not_merge_runs_on_numpy_and_refuses_numba(series):
+    # the numpy path merges (indistinguishable); a kernel without its own would not: the
+    # engines would disagree, so the compiled engine must not run it
+    class KernelWithoutMerge(KnownVarianceMean):
+        def compiled_kernel(self):
+            kernel = super().compiled_kernel()
+            return kernel._replace(functions=kernel.functions._replace(indistinguishable=None))
+
+    model = KernelWithoutMerge(1.0)
+    det = ChangepointDetector(model=model, hazard=0.01, merge_tol=0.05)
+    assert det._engine() == "numpy"
+    numpy = ChangepointDetector(model=KnownVarianceMean(1.0), hazard=0.01, merge_tol=0.05,
+                                engine="numpy").fit(series)
+    _assert_same_fit(det.fit(series), numpy)
+    with pytest.raises(ValueError, match=r"KernelWithoutMerge\(.*indistinguishable"):
+        ChangepointDetector(model=model, engine="numba")
+
+
+def test_a_vector_model_with_a_kernel_runs_on_numpy_and_refuses_numba():
+    # compiled kernels take scalar observations: a vector model's kernel is not run
+    class VectorWithKernel(MultivariateNormalSegments):
+        def compiled_kernel(self):
+            return KnownVarianceMean(1.0).compiled_kernel()
+
+    y, _, _ = ps.datasets.piecewise_constant(200, n_changes=2, seed=1)
+    y2 = np.stack([y, -y], axis=1)
+    model = VectorWithKernel()
+    det = ChangepointDetector(model=model, hazard=0.01)
+    ref = ChangepointDetector(model=MultivariateNormalSegments(), hazard=0.01).fit(y2)
+    _assert_same_fit(det.fit(y2), ref, fields=("map_run_length", "n_active", "changepoints"))
+    assert det._engine() == "numpy"
+    with pytest.raises(ValueError, match=r"VectorWithKernel\(.*event_ndim=1"):
+        ChangepointDetector(model=model, engine="numba")
+
+
 def test_names_come_from_the_models():
     names = [m.name for m in [NormalMean(1.0), *model_family()]]
     assert names == ["level", "level", "linear trend", "quadratic trend"]
@@ -299,6 +335,12 @@ def test_options_after_the_first_are_keyword_only():
     with pytest.raises(TypeError):
         ChangepointDetector(1.0, 0.01)  # type: ignore[misc]
     assert NormalMean(1.0, outliers="paper").outlier_cost is None
+    # the detector's only positional parameter is the model, as the filters' and estimators'
+    with pytest.raises(TypeError):
+        ChangepointDetector(NormalMean(1.0), 0.01)  # type: ignore[misc]
+    det = ChangepointDetector(NormalMean(1.5), hazard=0.01)
+    assert det.model == NormalMean(1.5) and det.sigma == "auto"
+    assert det.get_params() == ChangepointDetector(model=NormalMean(1.5), hazard=0.01).get_params()
 
 
 def test_a_pickled_detector_holds_no_compiled_code(series):

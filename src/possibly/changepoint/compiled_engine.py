@@ -26,8 +26,8 @@ from possibly.changepoint.models.segment_model import (
 )
 from possibly.changepoint.recursion import ChangepointParams, RunBlock, RunState
 
-__all__ = ["CompiledModels", "compiled_driver", "compiled_models", "run_compiled", "run_kernels",
-           "shared_kernels"]
+__all__ = ["CompiledModels", "compiled_driver", "compiled_models", "not_compiled_because",
+           "run_compiled", "run_kernels", "shared_kernels"]
 
 #: the recursion's per-step outputs, in the order run_kernels returns them
 OUTPUTS = ("start", "model", "mean", "log_consistency", "discount", "n_active",
@@ -35,8 +35,8 @@ OUTPUTS = ("start", "model", "mean", "log_consistency", "discount", "n_active",
 
 
 def shared_kernels(models: Sequence[SegmentModel]) -> tuple[CompiledKernel, ...] | None:
-    """The models' compiled kernels when they can run in one compiled loop (every model has
-    one, all with the same functions), else None.
+    """The models' compiled kernels when they can run in one compiled loop
+    (:func:`not_compiled_because` has nothing against them), else None.
 
     Examples
     --------
@@ -44,11 +44,40 @@ def shared_kernels(models: Sequence[SegmentModel]) -> tuple[CompiledKernel, ...]
     >>> len(shared_kernels(model_family())), shared_kernels([NormalMean(1.0), *model_family()])
     (3, None)
     """
-    kernels = tuple(m.compiled_kernel() for m in models)
-    first = kernels[0]
-    if first is None or any(k is None or k.functions != first.functions for k in kernels):
+    if not_compiled_because(models) is not None:
         return None
-    return kernels  # type: ignore[return-value]
+    return tuple(m.compiled_kernel() for m in models)  # type: ignore[misc]
+
+
+def not_compiled_because(models: Sequence[SegmentModel]) -> str | None:
+    """Why ``models`` cannot run in one compiled loop, or None when they can: every model has
+    a compiled kernel, all with the same functions, for scalar observations
+    (``event_ndim == 0``), with the kernel's ``indistinguishable`` when the model merges runs
+    (overrides :meth:`SegmentModel.indistinguishable`): without it the engines would disagree.
+
+    Examples
+    --------
+    >>> from possibly.changepoint.models import NormalMean, model_family
+    >>> not_compiled_because(model_family()) is None
+    True
+    >>> not_compiled_because([NormalMean(1.0), *model_family()])
+    'the models do not share one kernel (KernelFunctions)'
+    """
+    kernels = [m.compiled_kernel() for m in models]
+    for model, kernel in zip(models, kernels, strict=True):
+        if kernel is None:
+            return f"{model!r} has no compiled kernel (compiled_kernel() is None)"
+        if model.event_ndim != 0:
+            return (f"{model!r} observes vectors (event_ndim={model.event_ndim}); compiled "
+                    f"kernels take scalar observations only")
+        merges = type(model).indistinguishable is not SegmentModel.indistinguishable
+        if merges and kernel.functions.indistinguishable is None:
+            return (f"{model!r} merges runs (it overrides indistinguishable) but its compiled "
+                    f"kernel has no indistinguishable function (KernelFunctions."
+                    f"indistinguishable is None)")
+    if any(k.functions != kernels[0].functions for k in kernels):  # type: ignore[union-attr]
+        return "the models do not share one kernel (KernelFunctions)"
+    return None
 
 
 def unbound(*args: Any) -> Any:
@@ -72,19 +101,72 @@ def never_indistinguishable(params: Any, runs: Any, j: int, tol: float) -> bool:
 
 
 def fingerprint(functions: KernelFunctions) -> str:
-    """A digest of the kernel functions' code and of the numbers they read from their module,
-    so that an edited kernel gets a new cache entry (numba checks only the driver's file)."""
+    """A digest of the content of the kernel functions, so that a changed kernel gets its own
+    cache entry (numba checks only the driver's file, this one).
+
+    Hashed recursively, by value: each function's bytecode, names and constants (nested code
+    objects by their content, never by a repr that carries an address), its closure cells and
+    defaults, and the globals it names: functions and numba dispatchers (recursively), numbers,
+    strings, tuples and arrays. Two kernels that differ in any of these get different digests,
+    and the digest is the same in every process.
+    """
+    from possibly.compiled import discount_scalar
+
     digest = hashlib.sha256(repr(functions.width).encode())
-    for fn in functions[1:]:
-        if fn is None:
-            continue
-        fn = getattr(fn, "py_func", fn)  # an already jitted function
-        code = fn.__code__
-        consts = {name: fn.__globals__[name] for name in code.co_names
-                  if isinstance(fn.__globals__.get(name), (int, float, bool, tuple))}
-        digest.update(repr((fn.__module__, fn.__qualname__, code.co_code, code.co_consts,
-                            sorted(consts.items()))).encode())
+    visited: set[int] = set()
+    for fn in (*functions[1:], discount_scalar):
+        content_hash(fn, digest, visited)
     return digest.hexdigest()[:16]
+
+
+def content_hash(value: Any, digest: Any, visited: set[int]) -> None:
+    """Feed ``value``'s content to ``digest`` (see :func:`fingerprint`)."""
+    value = getattr(value, "py_func", value)  # a numba dispatcher: its Python function
+    if isinstance(value, types.FunctionType):
+        if id(value) in visited:  # recursion, or a helper met twice
+            digest.update(b"<seen>" + value.__qualname__.encode())
+            return
+        visited.add(id(value))
+        digest.update(f"<function {value.__module__}.{value.__qualname__}>".encode())
+        code_hash(value.__code__, digest, visited, value.__globals__)
+        for cell in value.__closure__ or ():
+            digest.update(b"<cell>")
+            content_hash(cell.cell_contents, digest, visited)
+        content_hash(value.__defaults__, digest, visited)
+        content_hash(sorted((value.__kwdefaults__ or {}).items()), digest, visited)
+    elif isinstance(value, (tuple, list)):
+        digest.update(f"<{type(value).__name__} {len(value)}>".encode())
+        for item in value:
+            content_hash(item, digest, visited)
+    elif isinstance(value, np.ndarray):
+        digest.update(f"<array {value.dtype.str} {value.shape}>".encode())
+        digest.update(np.ascontiguousarray(value).tobytes())
+    elif value is None or isinstance(value, (bool, int, float, complex, str, bytes, np.generic)):
+        digest.update(f"<{type(value).__name__} {value!r}>".encode())
+    elif isinstance(value, types.ModuleType):
+        digest.update(f"<module {value.__name__}>".encode())
+    elif isinstance(value, type):
+        digest.update(f"<class {value.__module__}.{value.__qualname__}>".encode())
+    else:  # anything else: by its type (its repr may carry an address)
+        digest.update(f"<object {type(value).__module__}.{type(value).__qualname__}>".encode())
+
+
+def code_hash(code: types.CodeType, digest: Any, visited: set[int],
+              globals_: dict[str, Any]) -> None:
+    """Feed a code object's content to ``digest``: its bytecode, names, constants (nested code
+    by content) and the values of the globals it names."""
+    digest.update(code.co_code)
+    digest.update(repr(code.co_names).encode())
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            digest.update(b"<code>")
+            code_hash(const, digest, visited, globals_)
+        else:
+            content_hash(const, digest, visited)
+    for name in code.co_names:
+        if name in globals_:
+            digest.update(f"<global {name}>".encode())
+            content_hash(globals_[name], digest, visited)
 
 
 #: settings of at most this many floats reach the kernel functions as a tuple (constants in
@@ -237,6 +319,7 @@ def run_kernels(y, t0, count_in, start_in, log_w_in, runs_in, params, log_h, rho
     keep = np.empty(cap, np.bool_)
     work = np.zeros(max(work_size, 1))
     older = np.empty(n_models, np.int64)
+    prepared = np.empty(n_models)  # kernel_prepare of the observation, per model
     cnt = count_in.copy()
     total = 0
     for k in range(n_models):
@@ -270,7 +353,7 @@ def run_kernels(y, t0, count_in, start_in, log_w_in, runs_in, params, log_h, rho
             shift = 0.0  # subtracting 0.0 is exact: a missing value leaves log_w as it is
         else:
             out_lc[i], out_g[i], shift = observe(params, runs, log_w, cnt, older, cap, y[i],
-                                                  rho, dim, tau_or_nan, robust, work)
+                                                  rho, dim, tau_or_nan, robust, work, prepared)
         total = compact(start, log_w, runs, cnt, cap, shift, prune, log_tol)
         if KERNEL_MERGES and merge_tol > 0.0:
             total = merge_adjacent(params, start, log_w, runs, cnt, cap, keep, merge_tol)
@@ -290,14 +373,16 @@ def forget_older(params, runs, older, cap, rho, work):  # pragma: no cover - com
             kernel_forget(pk, runs, j, rho, work)
 
 
-def observe(params, runs, log_w, cnt, older, cap, y, rho, dim, tau_or_nan, robust,
-            work):  # pragma: no cover - compiled
-    """Forget the older runs, take ``log c``, discount and update: ``(log c, γ, max log w)``."""
+def observe(params, runs, log_w, cnt, older, cap, y, rho, dim, tau_or_nan, robust, work,
+            prepared):  # pragma: no cover - compiled
+    """Forget the older runs, take ``log c``, discount and update: ``(log c, γ, max log w)``
+    (``prepared``: scratch for each model's prepared observation)."""
     n_models = cnt.size
     log_c = -math.inf
     for k in range(n_models):
         pk = settings_of(params[k], KERNEL_PARAMS)
         x = kernel_prepare(pk, y)
+        prepared[k] = x
         first = k * cap
         last_older = older[k]
         for j in range(cnt[k]):
@@ -310,7 +395,7 @@ def observe(params, runs, log_w, cnt, older, cap, y, rho, dim, tau_or_nan, robus
     mx = -math.inf
     for k in range(n_models):
         pk = settings_of(params[k], KERNEL_PARAMS)
-        x = kernel_prepare(pk, y)
+        x = prepared[k]
         first = k * cap
         for j in range(cnt[k]):
             v = log_w[first + j] + kernel_update(pk, runs, first + j, x, g, work)

@@ -14,8 +14,10 @@ from typing import Any
 import numpy as np
 
 from possibly.changepoint.compiled_engine import (
+    OUTPUTS,
     CompiledModels,
     compiled_models,
+    not_compiled_because,
     run_compiled,
     shared_kernels,
 )
@@ -41,8 +43,6 @@ __all__ = ["ChangepointDetector", "default_forgetting", "default_tol", "numba_av
 
 #: observations per call of the compiled loop: Python checks for Ctrl-C between chunks
 CHUNK = 1 << 15
-_COLUMNS = ("start", "model", "mean", "log_consistency", "discount", "n_active",
-            "log_change_possibility")
 
 
 @functools.cache
@@ -202,6 +202,14 @@ class ChangepointDetector(SequentialEstimator):
 
     Parameters
     ----------
+    model : None, "auto", "normal", SegmentModel or list (or tuple) of SegmentModel
+        The segment model(s): ``"auto"`` is ``model_family()`` for a scalar series and
+        ``MultivariateNormalSegments()`` for a vector one (``sigma`` must stay ``"auto"``);
+        ``"normal"`` is ``NormalMean(sigma)``; None (default) is ``"auto"``, or ``"normal"``
+        when ``sigma`` is given. A list proposes a new segment under each model at every step,
+        and ``result.segment_models`` says which model each segment has.
+        ``NormalMean(sigma)`` floors the evidence of gross outliers as the default models do;
+        ``model=NormalMean(sigma, outliers="paper")`` is the paper's recursion exactly.
     sigma : "auto" or float
         Shorthand for ``model=NormalMean(sigma)`` (the paper's model): the noise scale within
         a segment, in ``[1e-100, 1e100]``. ``"auto"`` with ``model="normal"`` estimates it from
@@ -234,19 +242,13 @@ class ChangepointDetector(SequentialEstimator):
         Inner loop; ``"auto"`` uses numba when it is installed and the models have one
         compiled kernel (:meth:`~possibly.changepoint.models.SegmentModel.compiled_kernel`:
         :class:`NormalMean`, bit-identical results; :class:`PolynomialTrend`, the same to
-        rounding), else numpy.
+        rounding) that the compiled engine can run (scalar observations; a kernel
+        ``indistinguishable`` when the model merges runs), else numpy. ``"numba"`` refuses
+        other models with the reason.
     history : bool
         Keep per-step outputs (about 50 bytes per step) so that :meth:`result` works after
         streaming; False streams in bounded memory (:attr:`changepoints` and each step's Info
         stay available).
-    model : None, "auto", "normal", SegmentModel or list (or tuple) of SegmentModel
-        The segment model(s): ``"auto"`` is ``model_family()`` for a scalar series and
-        ``MultivariateNormalSegments()`` for a vector one (``sigma`` must stay ``"auto"``);
-        ``"normal"`` is ``NormalMean(sigma)``; None (default) is ``"auto"``, or ``"normal"``
-        when ``sigma`` is given. A list proposes a new segment under each model at every step,
-        and ``result.segment_models`` says which model each segment has.
-        ``NormalMean(sigma)`` floors the evidence of gross outliers as the default models do;
-        ``model=NormalMean(sigma, outliers="paper")`` is the paper's recursion exactly.
     merge_tol : float
         Adjacent run hypotheses whose segment possibility functions agree within this relative
         tolerance are merged (the larger weight is kept), which bounds the cost per observation
@@ -302,14 +304,14 @@ class ChangepointDetector(SequentialEstimator):
     ([30], [10])
     """
 
-    def __init__(self, sigma: float | str = "auto", *, hazard: float = 2.5e-3,
+    def __init__(self, model: (str | SegmentModel | list[SegmentModel]
+                               | tuple[SegmentModel, ...] | None) = None, *,
+                 sigma: float | str = "auto", hazard: float = 2.5e-3,
                  forgetting: float | None = None, robust: bool = True,
                  tau: float | None = None, tol: float | None = None,
                  outlier_level: float | None = None, engine: str = "auto",
-                 history: bool = True,
-                 model: (str | SegmentModel | list[SegmentModel]
-                         | tuple[SegmentModel, ...] | None) = None,
-                 merge_tol: float = 1e-6) -> None:
+                 history: bool = True, merge_tol: float = 1e-6) -> None:
+        self.model = model
         self.sigma = sigma
         self.hazard = hazard
         self.forgetting = forgetting
@@ -319,7 +321,6 @@ class ChangepointDetector(SequentialEstimator):
         self.outlier_level = outlier_level
         self.engine = engine
         self.history = history
-        self.model = model
         self.merge_tol = merge_tol
         self._configure()
 
@@ -355,11 +356,13 @@ class ChangepointDetector(SequentialEstimator):
             None, self.hazard, forgetting, self.robust, self.tau, tol, models, self.merge_tol)
         if self.engine not in ("auto", "numpy", "numba"):
             raise ValueError(f"engine must be 'auto', 'numpy' or 'numba', got {self.engine!r}")
-        if self.engine == "numba" and shared_kernels(models) is None:
-            raise ValueError("engine='numba' needs models with one compiled kernel (each "
-                             "model's compiled_kernel() is not None, all with the same "
-                             "functions: NormalMean, PolynomialTrend, or a model of your own); "
-                             "use engine='auto' or 'numpy' with other models")
+        reason = not_compiled_because(models) if self.engine == "numba" else None
+        if reason is not None:
+            raise ValueError(f"engine='numba' needs models with one compiled kernel (each "
+                             f"model's compiled_kernel() is not None, all with the same "
+                             f"functions: NormalMean, PolynomialTrend, or a model of your "
+                             f"own), but {reason}; use engine='auto' or 'numpy' with these "
+                             f"models")
         if self.engine == "numba" and not numba_available():
             raise ImportError("engine='numba' needs numba: pip install 'possibly[fast]'")
         level = self.outlier_level
@@ -540,18 +543,18 @@ class ChangepointDetector(SequentialEstimator):
             return
         if self._history is None:
             self._history = {"y": Growable(np.float64, arr.shape[1:])}
-            for name in _COLUMNS:
+            for name in OUTPUTS:
                 v = out[name]
                 dtype = (np.int8 if name == "model" else np.int32 if name == "n_active"
                          else v.dtype)
                 self._history[name] = Growable(dtype, v.shape[1:])
         if len(arr) == 1:  # streaming: scalar appends
             self._history["y"].append(arr[0])
-            for name in _COLUMNS:
+            for name in OUTPUTS:
                 self._history[name].append(out[name][0])
         else:
             self._history["y"].extend(arr)
-            for name in _COLUMNS:
+            for name in OUTPUTS:
                 self._history[name].extend(out[name])
         if index is not None:
             self._index = index
