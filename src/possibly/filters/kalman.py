@@ -1017,8 +1017,9 @@ class KalmanFilter(SequentialEstimator):
         (:meth:`~possibly.filters.noise_scale.NoiseScaleEngine.smooth`): the exact RTS
         smoother of the model whose observation noise at step ``t`` is ``R₀ s_{t-1} / ρ_t``
         (``s_{t-1}`` the scale learned before ``y_t``, ``ρ_t`` its discount), i.e. of the
-        filter as it ran; during the start, the filtered states are those of the hypothesis
-        leading at each step. (The smoother with the final scale ``s_T`` throughout is that
+        filter as it ran; with the robust start, as above, that of the hypothesis the start
+        settled on (its scale factor, its outliers missing and reported with discount 0).
+        (The smoother with the final scale ``s_T`` throughout is that
         of ``KalmanFilter`` on the model with ``R = s_T R₀``, a different filter: its
         discounts change with the noise.)
         """

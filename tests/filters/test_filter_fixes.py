@@ -1,0 +1,61 @@
+"""The learned-scale smoother's robust start, the EKF/UKF's argument checks and warning advice."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+from possibly.filters.filter_result import MostlyDiscountedWarning
+from possibly.filters.kalman import KalmanFilter
+from possibly.filters.state_space import constant_velocity
+
+
+def _series(seed: int, T: int = 40, sd: float = 1.0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return np.cumsum(rng.normal(0, 0.1 * sd, T)) + rng.normal(0, sd, T)
+
+
+@pytest.mark.parametrize("engine", ["numpy", "auto"])
+def test_learned_scale_smoother_masks_the_rejected_start_observation(engine):
+    """An outlier at t=0 that the robust start rejects: the smoother is that of the plain
+    learned-scale recursion with y0 missing, and reports y0 with discount 0."""
+    y = _series(0)
+    y[0] += 40.0
+    model = constant_velocity()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MostlyDiscountedWarning)
+        res = KalmanFilter(*model, learn_noise_scale=True).smooth(y, engine=engine)
+        masked = y.copy()
+        masked[0] = np.nan
+        ref = KalmanFilter(*model, learn_noise_scale=True, robust_start=False).smooth(
+            masked, engine=engine)
+    np.testing.assert_allclose(res.mean, ref.mean, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(res.covariance, ref.covariance, rtol=1e-12, atol=1e-12)
+    assert res.filtered.discount[0] == 0.0
+    np.testing.assert_array_equal(res.filtered.discount[1:], ref.filtered.discount[1:])
+    # y0 is 40 noise sds from the smoothed path: consistency far below the inliers'
+    assert res.filtered.log_consistency[0] < -100
+
+
+def test_learned_scale_smoother_settled_scale_hypothesis_batch():
+    """A noise 100 times the prior's sd (scale hypothesis 10⁴) and outliers at t=0 and t=2 in
+    one series of a batch: each series is smoothed as the plain recursion from the scale
+    hypothesis the start settled on, with the rejected observations missing."""
+    a = _series(1, sd=100.0)
+    b = _series(2, sd=100.0)
+    b[0] += 5000.0
+    b[2] -= 5000.0
+    model = constant_velocity()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MostlyDiscountedWarning)
+        res = KalmanFilter(*model, learn_noise_scale=True).smooth(np.stack([a, b]))
+        plain = KalmanFilter(*model, learn_noise_scale=True, robust_start=False,
+                             scale_prior=(1.0, 1e4))
+        bm = b.copy()
+        bm[[0, 2]] = np.nan
+        refs = [plain.smooth(a), plain.smooth(bm)]
+    for i, ref in enumerate(refs):
+        np.testing.assert_allclose(res.mean[i], ref.mean, rtol=1e-10, atol=1e-9)
+        np.testing.assert_allclose(res.covariance[i], ref.covariance, rtol=1e-10, atol=1e-9)
+    np.testing.assert_array_equal(res.filtered.discount[1, [0, 2]], 0.0)
+    assert (res.filtered.discount[0] > 0).all()
