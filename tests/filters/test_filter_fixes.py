@@ -59,3 +59,33 @@ def test_learned_scale_smoother_settled_scale_hypothesis_batch():
         np.testing.assert_allclose(res.covariance[i], ref.covariance, rtol=1e-10, atol=1e-9)
     np.testing.assert_array_equal(res.filtered.discount[1, [0, 2]], 0.0)
     assert (res.filtered.discount[0] > 0).all()
+
+
+def _nonlinear_model():
+    from possibly.filters.nonlinear import NonlinearModel
+
+    F, Q, H, R = constant_velocity()
+    return NonlinearModel(f=lambda x: x @ F.T, h=lambda x: x @ H.T, Q=Q, R=R)
+
+
+@pytest.mark.parametrize("name", ["ExtendedKalmanFilter", "UnscentedKalmanFilter"])
+@pytest.mark.parametrize("value", ["no", 0.5, None, np.array([True, False])])
+def test_nonlinear_robust_must_be_a_bool(name, value):
+    from possibly.filters import nonlinear
+
+    # as KalmanFilter (check_bool): a TypeError naming the argument
+    with pytest.raises(TypeError, match="^robust must be a bool"):
+        getattr(nonlinear, name)(_nonlinear_model(), robust=value)
+
+
+@pytest.mark.parametrize("name", ["ExtendedKalmanFilter", "UnscentedKalmanFilter"])
+@pytest.mark.parametrize("verb", ["filter", "smooth", "fit"])
+def test_nonlinear_empty_series_is_refused_by_name(name, verb):
+    from possibly.filters import nonlinear
+
+    flt = getattr(nonlinear, name)(_nonlinear_model())
+    arg = "y" if verb == "fit" else "ys"
+    with pytest.raises(ValueError, match=f"^{arg} must contain at least one time step"):
+        getattr(flt, verb)(np.empty((0, 1)))
+    with pytest.raises(ValueError, match=f"^{arg} must contain at least one time step"):
+        getattr(flt, verb)(np.empty((3, 0, 1)))

@@ -229,7 +229,7 @@ class _RobustNonlinearFilter(SequentialEstimator, ABC):
         n = model.state_dim
         self.prior = prior
         self._moments0 = None if prior is None else self._prior_moments(prior)
-        self.robust = bool(robust)
+        self.robust = check_bool("robust", robust)
         if tau is not None and not self.robust:
             raise ValueError("tau only applies to the robust filter (robust=True)")
         self.dim, self.tau = _check_dim_tau(dim, tau, n)
@@ -420,7 +420,7 @@ class _RobustNonlinearFilter(SequentialEstimator, ABC):
     # -- whole series -------------------------------------------------------------------------
     def fit(self, y, *, engine: str = "auto") -> FilterResult:
         """Filter a whole series from :meth:`init` (same as :meth:`filter`)."""
-        return self._filter(y, None, "all", engine)
+        return self._filter(y, None, "all", engine, name="y")
 
     def filter(self, ys, prior: MultivariateNormal | None = None, *,
                keep: str | Iterable[str] = "all", engine: str = "auto") -> FilterResult:
@@ -449,14 +449,14 @@ class _RobustNonlinearFilter(SequentialEstimator, ABC):
         return self._filter(ys, prior, keep, engine)
 
     def _filter(self, ys, prior: MultivariateNormal | None, keep: str | Iterable[str],
-                engine: str) -> FilterResult:
+                engine: str, name: str = "ys") -> FilterResult:
         """:meth:`filter` and :meth:`fit` (the warning points at their caller)."""
         keep = _keep_set(keep)
         if engine not in ("auto", "numpy"):
             raise ValueError(f"engine must be 'auto' or 'numpy' (the nonlinear filters have no "
                              f"compiled loop), got {engine!r}")
         index = time_labels(ys, 0)
-        y = _observation(ys, self.model.obs_dim, series=True)  # once: the steps skip it
+        y = _observation(ys, self.model.obs_dim, series=name)  # once: the steps skip it
         run = self._run(y, prior, self._starts(prior), stacklevel=5)
         return run.result(keep, self._names(), self.dim, index)
 
@@ -507,7 +507,7 @@ class _RobustNonlinearFilter(SequentialEstimator, ABC):
             raise ValueError(f"engine must be 'auto' or 'numpy' (the nonlinear filters have no "
                              f"compiled loop), got {engine!r}")
         index = time_labels(ys, 0)
-        y = _observation(ys, self.model.obs_dim, series=True)
+        y = _observation(ys, self.model.obs_dim, series="ys")
         masked = y
         if self._starts(prior):
             # looking back, the robust start has settled on one hypothesis: smooth the plain
@@ -693,7 +693,9 @@ class _Run:
                             _information=information)
 
 
-def _observation(y, m: int, series: bool = False) -> np.ndarray:
+def _observation(y, m: int, series: str | None = None) -> np.ndarray:
+    """``y`` checked: one observation ``(..., m)``, or with ``series`` (the argument's name)
+    a series ``(..., T, m)`` of at least one step."""
     arr = _check_observation_values(y)
     if m == 1 and (arr.ndim == 1 if series else arr.ndim == 0):
         arr = arr[..., None]
@@ -703,6 +705,8 @@ def _observation(y, m: int, series: bool = False) -> np.ndarray:
         if series and m == 1 and arr.ndim == 2 and arr.shape[0] == 1:
             hint = ": a row vector? pass y.ravel() for one series of T values"
         raise ValueError(f"y must have shape {want}, got {arr.shape}{hint}")
+    if series and arr.shape[-2] < 1:
+        raise ValueError(f"{series} must contain at least one time step")
     return arr
 
 
