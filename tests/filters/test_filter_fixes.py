@@ -89,3 +89,28 @@ def test_nonlinear_empty_series_is_refused_by_name(name, verb):
         getattr(flt, verb)(np.empty((0, 1)))
     with pytest.raises(ValueError, match=f"^{arg} must contain at least one time step"):
         getattr(flt, verb)(np.empty((3, 0, 1)))
+
+
+@pytest.mark.parametrize("name", ["ExtendedKalmanFilter", "UnscentedKalmanFilter"])
+def test_nonlinear_warning_advises_checking_r_and_q(name):
+    """Noise 100 times R: the EKF/UKF's warning asks to check R and Q in the data's units,
+    not for options these filters lack."""
+    from possibly.filters import nonlinear
+
+    y = _series(3, sd=100.0)
+    flt = getattr(nonlinear, name)(_nonlinear_model())
+    with pytest.warns(MostlyDiscountedWarning) as caught:
+        flt.filter(y)
+    text = str(caught[0].message)
+    assert text.endswith("check R and Q in the data's units"), text
+    assert "learn_noise_scale" not in text and "constant_velocity_noise" not in text
+
+
+def test_kalman_warning_text_unchanged():
+    y = _series(3, sd=100.0)
+    with pytest.warns(MostlyDiscountedWarning) as caught:
+        KalmanFilter(*constant_velocity()).filter(y)
+    assert str(caught[0].message).endswith(
+        "the model does not fit the data, most likely its noise scale R (in other units than "
+        "the data?): set it from the data (possibly.filters.constant_velocity_noise) or learn "
+        "its scale (learn_noise_scale=True)")

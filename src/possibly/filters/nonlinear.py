@@ -478,7 +478,8 @@ class _RobustNonlinearFilter(SequentialEstimator, ABC):
                 predicted, info, state = self._plain_step(state, y_t)
             run.record(predicted, info, state)
         run.final = state
-        warn_if_mostly_discounted(np.stack(run.discount, -1), stacklevel=stacklevel)
+        warn_if_mostly_discounted(np.stack(run.discount, -1), stacklevel=stacklevel,
+                                  advice=_ADVICE)
         return run
 
     def smooth(self, ys, prior: MultivariateNormal | None = None, *,
@@ -636,6 +637,9 @@ _MAX_ITER = 50
 #: ... which stop once no component of the mean moves by more than this (relative)
 _SETTLED = 1e-12
 _KEEP_ALL = _keep_set("all")
+#: the mostly-discounted warning's advice (these filters have no learned noise scale)
+_ADVICE = ("the model does not fit the data, most likely its noise covariances R and Q (in "
+           "other units than the data?): check R and Q in the data's units")
 
 
 class _Run:
