@@ -114,3 +114,37 @@ def test_kalman_warning_text_unchanged():
         "the model does not fit the data, most likely its noise scale R (in other units than "
         "the data?): set it from the data (possibly.filters.constant_velocity_noise) or learn "
         "its scale (learn_noise_scale=True)")
+
+
+def _filters_with_start():
+    from possibly.filters.nonlinear import ExtendedKalmanFilter, UnscentedKalmanFilter
+
+    model = constant_velocity()
+    return [KalmanFilter(*model), KalmanFilter(*model, learn_noise_scale=True),
+            ExtendedKalmanFilter(_nonlinear_model()), UnscentedKalmanFilter(_nonlinear_model())]
+
+
+@pytest.mark.parametrize("index", range(4))
+def test_predict_refuses_the_start_mixture_and_names_the_fix(index):
+    flt = _filters_with_start()[index]
+    state, _ = flt.step(flt.init(), 0.5)
+    with pytest.raises(ValueError, match=r"robust start's mixture.*predict\(state\.current\)"):
+        flt.predict(state)
+    predicted = flt.predict(state.current)
+    # the leader's state after one observation at 0.5, predicted one step (velocity unknown
+    # but its mean 0): the position's mean stays at 0.5
+    assert np.allclose(predicted.mean[..., 0], 0.5)
+
+
+def test_learned_scale_final_inside_the_start_continues_the_whole_series():
+    """A series ending inside the start: with a learned scale ``final`` is the start's state,
+    so ``step`` from it gives the filter of the whole series."""
+    y = _series(4)
+    y[1] += 30.0
+    kf = KalmanFilter(*constant_velocity(), learn_noise_scale=True)
+    whole = kf.fit(y[:12], engine="numpy")
+    state = kf.fit(y[:6], engine="numpy").final
+    for t in range(6, 12):
+        state, info = kf.step(state, y[t])
+        assert info.discount == whole.discount[t]
+    np.testing.assert_array_equal(state.current.mean, whole.mean[-1])

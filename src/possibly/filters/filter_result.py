@@ -138,7 +138,14 @@ class FilterResult:
         The index of a pandas input (kept by :meth:`to_frame`).
     final : KalmanState or None
         The state after the last observation (to continue filtering with ``step``; the
-        filter's own state type, e.g. a NoiseScaleState for a learned noise scale).
+        filter's own state type, e.g. a NoiseScaleState for a learned noise scale). After a
+        series that ends during the robust start (its first 14 steps), the
+        :class:`~possibly.filters.kalman.KalmanFilter` (without a learned scale) and the
+        extended and unscented filters keep the leading hypothesis' state, not the mixture:
+        continuing with ``step`` from it runs the plain recursion, which can differ from
+        filtering the whole series (where the start could still reject one of the first
+        observations). With a learned noise scale ``final`` is then the start's state itself,
+        and continuing with ``step`` equals filtering the whole series.
     """
 
     mean: np.ndarray

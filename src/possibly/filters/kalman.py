@@ -49,6 +49,7 @@ from possibly.filters._common import (
     _reference_table,
     _residual_matrix,
     _scale_exponent,
+    _start_state_error,
     _sym,
     _Transition,
     _unscale,
@@ -773,9 +774,14 @@ class KalmanFilter(SequentialEstimator):
     def predict(self, state: Any) -> Any:
         """One predict step with the transition from step ``state.t - 1`` (see
         :func:`predict`); with a learned noise scale, of the θ part of a
-        :class:`~possibly.filters.noise_scale.NoiseScaleState` (the scale is unchanged)."""
+        :class:`~possibly.filters.noise_scale.NoiseScaleState` (the scale is unchanged). A
+        plain state only: the robust start's mixture (what :meth:`init` and :meth:`step`
+        return during the first steps) is refused; predict its leading hypothesis,
+        ``predict(state.current)``."""
         if self._scale is not None:
             return self._scale.predict(state)
+        if isinstance(state, KalmanStartState):
+            raise _start_state_error(state)
         _check_state(state, self.state_dim)
         return _predict(state, self.model._transition(max(state.t - 1, 0)))
 

@@ -30,6 +30,7 @@ from possibly.filters._common import (
     _covariance_or_inf,
     _maybe_covariance_form,
     _reference_table,
+    _start_state_error,
 )
 from possibly.filters.filter_result import FilterResult, warn_if_mostly_discounted
 from possibly.filters.kalman_state import KalmanInfo, KalmanState
@@ -587,10 +588,12 @@ class NoiseScaleEngine:
 
     def predict(self, state: NoiseScaleState) -> NoiseScaleState:
         """One predict step of θ (the scale is unchanged), as
-        :meth:`possibly.filters.kalman.KalmanFilter.predict`."""
+        :meth:`possibly.filters.kalman.KalmanFilter.predict` (the start's states are refused:
+        ``predict(state.current)`` predicts the leading hypothesis)."""
+        if isinstance(state, (KalmanStartState, ScaleStartState)):
+            raise _start_state_error(state)
         if not isinstance(state, NoiseScaleState):
-            raise ValueError(f"state must be a NoiseScaleState (the robust start's states "
-                             f"cannot be predicted alone), got {type(state).__name__}")
+            raise ValueError(f"state must be a NoiseScaleState, got {type(state).__name__}")
         return dataclasses.replace(state, kalman=self._kf.predict(state.kalman))
 
     def _observations(self, y) -> tuple[np.ndarray, tuple[int, ...]]:

@@ -37,6 +37,7 @@ from possibly.filters._common import (
     _keep_set,
     _mv,
     _reference_table,
+    _start_state_error,
     _sym,
     _well_conditioned,
 )
@@ -337,7 +338,12 @@ class _RobustNonlinearFilter(SequentialEstimator, ABC):
         return state, KalmanInfo(log_consistency=log_c, discount=rho, gamma=gamma), new
 
     def predict(self, state: NonlinearState) -> NonlinearState:
-        """One predict step: the state of θ_{t+1} from that of θ_t."""
+        """One predict step: the state of θ_{t+1} from that of θ_t. A plain state only: the
+        robust start's mixture (a :class:`~possibly.filters.robust_start.KalmanStartState`,
+        what :meth:`init` and :meth:`step` return during the first steps) is refused; predict
+        its leading hypothesis, ``predict(state.current)``."""
+        if isinstance(state, KalmanStartState):
+            raise _start_state_error(state)
         if not isinstance(state, NonlinearState):
             raise ValueError(f"state must be a NonlinearState, got {type(state).__name__}")
         if state.mean.shape[-1:] != (self.model.state_dim,):
@@ -429,8 +435,9 @@ class _RobustNonlinearFilter(SequentialEstimator, ABC):
         Parameters
         ----------
         ys : array_like, shape (..., T, m) (or (T,) when m = 1), or a pandas Series/DataFrame
-            Observations; a row containing a NaN is missing: predict only. A pandas index is
-            kept for :meth:`FilterResult.to_frame`.
+            Observations; a row containing a NaN is missing: predict only (wholly, even if
+            its other components are observed: unlike :class:`possibly.KalmanFilter`, which
+            uses them). A pandas index is kept for :meth:`FilterResult.to_frame`.
         prior : MultivariateNormal, optional
             Proper possibility function of θ_1 (batch dims broadcast with those of ``ys``);
             default the filter's ``prior``; ``None`` there too: no prior (the robust start
@@ -737,7 +744,8 @@ class ExtendedKalmanFilter(_RobustNonlinearFilter):
         The maxitive mixture of start hypotheses of :class:`possibly.KalmanFilter`
         (:mod:`possibly.filters.robust_start`). None (default): on when there is no prior,
         off from a proper prior (the plain recursion); True: on from any prior; False: off.
-        Robust filter only.
+        Robust filter only. ``KalmanFilter``'s default (``robust_start=True``) runs the start
+        from any prior: pass ``robust_start=True`` for its behaviour from a proper prior.
     initial_guess : array_like, shape (n,), optional
         Where ``h`` (and ``f``) are first linearised when there is no prior: the mean of the
         directions that no observation has informed yet (default zeros). It does not bias
