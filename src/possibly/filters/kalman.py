@@ -54,14 +54,7 @@ from possibly.filters._common import (
     _Transition,
     _unscale,
 )
-from possibly.filters.filter_result import (
-    DISCOUNTED_BELOW,
-    MOSTLY_DISCOUNTED,
-    FilterResult,
-    MostlyDiscountedWarning,
-    discounted_fraction,
-    warn_if_mostly_discounted,
-)
+from possibly.filters.filter_result import FilterResult, warn_if_mostly_discounted
 from possibly.filters.kalman_state import KalmanInfo, KalmanState
 from possibly.filters.noise_scale import NoiseScaleEngine
 from possibly.filters.robust_start import (
@@ -84,25 +77,16 @@ from possibly.validation import check_bool
 
 __all__ = [
     "COVERAGE",
-    "DISCOUNTED_BELOW",
-    "MOSTLY_DISCOUNTED",
-    "FilterResult",
     "KalmanFilter",
-    "KalmanInfo",
-    "KalmanState",
-    "MostlyDiscountedWarning",
-    "discounted_fraction",
     "NoiseScaleKalmanFilter",
     "predict",
     "update",
-    "warn_if_mostly_discounted",
 ]
 
 #: an update whose prior spread ``ρ H P Hᵀ`` exceeds the noise ``R`` by more than this factor
 #: (on some diagonal entry) takes a stable form (Joseph or information; module docstring):
 #: ``P - K H P`` would lose that many ulps
 _DIFFUSE = 1e4
-#: what ``keep`` can ask for
 # -- small helpers ----------------------------------------------------------------------------
 def _inv(a: np.ndarray) -> np.ndarray:
     # scalar observations (the common case) need no LAPACK call
@@ -387,7 +371,8 @@ def predict(state: KalmanState, F, Q) -> KalmanState:
     Examples
     --------
     >>> import numpy as np, possibly as ps
-    >>> from possibly.filters.kalman import KalmanState, predict
+    >>> from possibly.filters.kalman import predict
+    >>> from possibly.filters.kalman_state import KalmanState
     >>> F, Q, H, R = ps.filters.constant_velocity(dt=1.0, accel_sd=0.05, obs_sd=1.0)
     >>> s = predict(KalmanState(np.zeros(2), np.eye(2)), F, Q)
     >>> s.mean, s.covariance.round(6)
@@ -433,7 +418,8 @@ def update(state: KalmanState, y, H, R, *, robust: bool = True, dim=None,
     Examples
     --------
     >>> import numpy as np
-    >>> from possibly.filters.kalman import KalmanState, update
+    >>> from possibly.filters.kalman import update
+    >>> from possibly.filters.kalman_state import KalmanState
     >>> prior = KalmanState(np.zeros(1), np.eye(1))
     >>> post, info = update(prior, [2.0], H=[[1.0]], R=[[1.0]], coverage=None)
     >>> float(info.consistency), float(info.discount)             # c = exp(-½ 2² / 2)
@@ -555,7 +541,7 @@ class _Buffer:
 
 
 # -- the filter -------------------------------------------------------------------------------
-class KalmanFilter(SequentialEstimator):
+class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
     """Possibilistic Kalman filter (and RTS smoother), robust to outliers by default.
 
     Parameters

@@ -182,7 +182,7 @@ class NonlinearState:
     """The possibility function ``N̄(θ; mean, ·)`` of the current state (a batch).
 
     Exactly one of ``covariance`` and ``precision`` is set, as in
-    :class:`~possibly.filters.kalman.KalmanState`: the information form (precision, possibly
+    :class:`~possibly.filters.kalman_state.KalmanState`: the information form (precision, possibly
     singular) while some direction of the state is not yet informed (a start from no prior),
     the covariance form after.
 
@@ -212,7 +212,8 @@ class NonlinearState:
         return self.precision is not None
 
 
-class _RobustNonlinearFilter(SequentialEstimator, ABC):
+class _RobustNonlinearFilter(
+        SequentialEstimator[NonlinearState | KalmanStartState, KalmanInfo, FilterResult], ABC):
     """Shared parts: arguments, the robust gain, the information form of a start from no
     prior, the protocol and the verbs of :class:`~possibly.filters.kalman.KalmanFilter`.
 
