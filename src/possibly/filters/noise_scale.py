@@ -84,6 +84,38 @@ class _Forward(NamedTuple):
     final: Any
 
 
+class _CompiledRule(NamedTuple):
+    """The discount's settings, as the compiled loop takes them
+    (:func:`possibly.filters.noise_scale_numba.run`)."""
+
+    robust: bool
+    dim: float
+    scale_dim: float
+    tau: float  # NaN: no threshold
+    chi2_p: float
+    omega: float
+
+
+class _KappaTable(NamedTuple):
+    """κ over log α (``grid``, ``values``) and the χ² quadrature outside it, for the compiled
+    loop."""
+
+    grid: np.ndarray
+    values: np.ndarray
+    nodes_x: np.ndarray
+    nodes_w: np.ndarray
+
+
+class _CompiledOutputs(NamedTuple):
+    """The time-major output arrays ``(T, B, ...)`` the compiled loop writes into."""
+
+    mean: np.ndarray
+    covariance: np.ndarray
+    log_consistency: np.ndarray
+    discount: np.ndarray
+    noise_scale: np.ndarray
+
+
 def _gamma_support(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``S(a, b) = a log(a / b) − a`` of the gamma family (docs/math.md §2), 0 at ``a = 0``."""
     pos = a > 0
@@ -712,11 +744,13 @@ class NoiseScaleEngine:
         model = self.model
         args = [ks.mean.copy(), np.array(ks.covariance, copy=True),
                 np.array(state.alpha, dtype=float), np.array(state.beta, dtype=float)]
+        rule = _CompiledRule(self.robust, self.dim, self.scale_dim, tau, self._chi2[m],
+                             self.omega)
+        out = _CompiledOutputs(run.mean, run.covariance, run.log_consistency, run.discount,
+                               run.noise_scale)
         try:
-            compiled.run(ys, t, *args, model.F, model.Q, model.H, model.R, self.robust,
-                         self.dim, self.scale_dim, tau, self._chi2[m], self.omega, grid,
-                         values, nodes_x, nodes_w, run.mean, run.covariance, run.log_consistency,
-                         run.discount, run.noise_scale)
+            compiled.run(ys, t, *args, (model.F, model.Q, model.H, model.R), rule,
+                         _KappaTable(grid, values, nodes_x, nodes_w), out)
         except np.linalg.LinAlgError:
             return None
         mean, cov, alpha, beta = args
