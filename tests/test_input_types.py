@@ -20,6 +20,7 @@ import pytest
 import possibly as ps
 from possibly.filters import kalman
 from possibly.filters.kalman import NoiseScaleKalmanFilter
+from possibly.filters.kalman_state import KalmanState
 from possibly.filters.nonlinear import ExtendedKalmanFilter, NonlinearModel
 
 pd = pytest.importorskip("pandas")
@@ -70,7 +71,7 @@ FUNCTIONAL = {
     "robust_update": lambda y: ps.robust_update(ps.Normal(0.0, 1.0),
                                                 ps.likelihood.normal(y, sd=1.0)),
     "Normal": lambda y: ps.Normal(y, 1.0),
-    "kalman.update": lambda y: kalman.update(kalman.KalmanState.uninformative(1, ()), y,
+    "kalman.update": lambda y: kalman.update(KalmanState.uninformative(1, ()), y,
                                              H=[[1.0]], R=[[1.0]]),
 }
 
@@ -128,7 +129,7 @@ def test_masked_batch_is_a_missing_batch_for_the_covariance_estimator():
 
 
 def test_masked_observation_is_missing_in_the_functional_kalman_update():
-    state = kalman.KalmanState.uninformative(1, ())
+    state = KalmanState.uninformative(1, ())
     got = kalman.update(state, np.ma.masked_array([3.0], mask=[True]), H=[[1.0]], R=[[1.0]])
     expect = kalman.update(state, [np.nan], H=[[1.0]], R=[[1.0]])
     np.testing.assert_array_equal(got[0].mean, expect[0].mean)

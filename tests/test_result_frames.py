@@ -105,7 +105,7 @@ CASES = {
 }
 
 
-@pytest.mark.filterwarnings("ignore::possibly.filters.kalman.MostlyDiscountedWarning")
+@pytest.mark.filterwarnings("ignore::possibly.filters.filter_result.MostlyDiscountedWarning")
 @pytest.mark.parametrize("case", list(CASES))
 def test_table_is_indexed_like_the_input_and_holds_the_results_arrays(case):
     res, columns = CASES[case]()

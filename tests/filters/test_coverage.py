@@ -12,6 +12,7 @@ from scipy import stats
 
 import possibly as ps
 from possibly.filters import kalman
+from possibly.filters.kalman_state import KalmanState
 from possibly.filters.nonlinear import NonlinearModel, UnscentedKalmanFilter
 from possibly.inference import inlier_log_consistency, relative_log_consistency
 
@@ -94,7 +95,7 @@ def test_fraction_of_inliers_taken_whole_is_the_coverage(coverage):
     H = rng.normal(size=(m, n))
     R = np.diag([0.5, 1.0, 2.0])
     P = np.array([[2.0, 0.3, 0.0], [0.3, 1.0, 0.2], [0.0, 0.2, 1.5]])
-    state = kalman.KalmanState(np.zeros((B, n)), np.broadcast_to(P, (B, n, n)).copy())
+    state = KalmanState(np.zeros((B, n)), np.broadcast_to(P, (B, n, n)).copy())
     S = H @ P @ H.T + R
     y = rng.multivariate_normal(np.zeros(m), S, size=B)
     y[: B // 2, 1] = np.nan  # half the batch observes two components of three

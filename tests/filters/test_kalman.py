@@ -6,7 +6,8 @@ import pytest
 from scipy import optimize
 
 import possibly as ps
-from possibly.filters.kalman import KalmanState, predict, update
+from possibly.filters.kalman import predict, update
+from possibly.filters.kalman_state import KalmanState
 
 NCV = ps.filters.constant_velocity(dt=1.0, accel_sd=0.05, obs_sd=1.0)
 

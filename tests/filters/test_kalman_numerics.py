@@ -332,7 +332,8 @@ def _sym_float(a):
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_diffuse_models(more_sensors=True), st.booleans())
 def test_more_sensors_than_states_against_exact_arithmetic(model, robust):
-    from possibly.filters.kalman import KalmanState, update
+    from possibly.filters.kalman import update
+    from possibly.filters.kalman_state import KalmanState
 
     H, R, P, mean, y = model
     post, info = update(KalmanState(mean, P), y, H, R, robust=robust, coverage=None)

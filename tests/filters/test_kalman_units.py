@@ -196,7 +196,7 @@ def test_kalman_many_with_a_model_per_track():
 
 # -- the warning and the fraction -----------------------------------------------------------------
 def test_discounted_fraction_by_hand():
-    from possibly.filters.kalman import discounted_fraction
+    from possibly.filters.filter_result import discounted_fraction
 
     assert float(discounted_fraction([1.0, 0.0, np.nan, 0.05, 1.0])) == 0.5
     assert float(discounted_fraction([np.nan, np.nan])) == 0.0

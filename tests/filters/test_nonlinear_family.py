@@ -15,7 +15,8 @@ from filterpy.kalman import MerweScaledSigmaPoints
 from filterpy.kalman import UnscentedKalmanFilter as FPUKF
 
 import possibly as ps
-from possibly.filters.kalman import FilterResult, KalmanFilter
+from possibly.filters.filter_result import FilterResult
+from possibly.filters.kalman import KalmanFilter
 from possibly.filters.nonlinear import (
     ExtendedKalmanFilter,
     NonlinearModel,
@@ -61,7 +62,7 @@ FIELDS = ("mean", "variance", "covariance", "log_consistency", "discount", "pred
           "predicted_covariance")
 
 
-@pytest.mark.filterwarnings("ignore::possibly.filters.kalman.MostlyDiscountedWarning")
+@pytest.mark.filterwarnings("ignore::possibly.filters.filter_result.MostlyDiscountedWarning")
 @pytest.mark.parametrize("cls", FILTERS)
 @pytest.mark.parametrize("kw", [{}, {"robust_start": False}, {"robust": False},
                                 {"coverage": None, "dim": 1.0}],

@@ -32,13 +32,12 @@ from possibly.cli.arguments import (
 from possibly.cli.outputs import check_outputs, save_plot, write_text
 from possibly.cli.tables import TimeAxis, display
 from possibly.filters import LinearGaussianModel, constant_velocity, constant_velocity_noise
-from possibly.filters.kalman import (
-    COVERAGE,
+from possibly.filters.filter_result import (
     DISCOUNTED_BELOW,
     MOSTLY_DISCOUNTED,
-    KalmanFilter,
     MostlyDiscountedWarning,
 )
+from possibly.filters.kalman import COVERAGE, KalmanFilter
 
 DESCRIPTION = (
     "Robust Kalman filter (nearly-constant-velocity model) of positions read from a CSV/TSV/"

@@ -29,7 +29,11 @@ from possibly.cli.changepoint_command import add_model, detector_options
 from possibly.cli.kalman_command import add_coverage, add_state_space_model, model_from_data
 from possibly.cli.outputs import STDOUT
 from possibly.cli.tables import display
-from possibly.filters.kalman import DISCOUNTED_BELOW, MOSTLY_DISCOUNTED, MostlyDiscountedWarning
+from possibly.filters.filter_result import (
+    DISCOUNTED_BELOW,
+    MOSTLY_DISCOUNTED,
+    MostlyDiscountedWarning,
+)
 
 __all__ = ["register"]
 

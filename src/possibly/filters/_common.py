@@ -235,6 +235,13 @@ def _check_coverage(coverage) -> float | None:
 COVERAGE = 0.9
 
 
+def _start_state_error(state: Any) -> ValueError:
+    """What ``predict`` raises for the robust start's mixture ``state``: it names the fix."""
+    return ValueError(f"state is the robust start's mixture (a {type(state).__name__}, during "
+                      f"the first steps), which predict cannot continue: predict its leading "
+                      f"hypothesis with predict(state.current)")
+
+
 def _check_observation_values(y, name: str = "y") -> np.ndarray:
     arr = as_numbers(name, y)  # masked entries: NaN, missing
     if np.isinf(arr).any():

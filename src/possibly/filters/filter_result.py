@@ -45,10 +45,19 @@ class MostlyDiscountedWarning(UserWarning):
     constant-velocity track with the defaults, 0.03 with the paper's ``γ = c^(1/d)`` and
     ``dim=1``), and no robust filter can tell inliers from outliers once the outliers are the
     majority; so when more than half of a series is discounted, the usual cause is the noise
-    scale ``R`` (e.g. given in other units than the data). Set it from the data
+    scale ``R`` (e.g. given in other units than the data). The message says what to do for
+    the filter that warns: for the Kalman filters, set ``R`` from the data
     (:func:`possibly.filters.constant_velocity_noise`) or learn its scale
-    (``learn_noise_scale=True``). The fraction is ``result.discounted_fraction``.
+    (``learn_noise_scale=True``); for the extended and unscented filters, check ``R`` and ``Q``
+    in the data's units. The fraction is ``result.discounted_fraction``.
     """
+
+
+#: what :func:`warn_if_mostly_discounted` advises by default (the Kalman filters')
+_KALMAN_ADVICE = ("the model does not fit the data, most likely its noise scale R (in other "
+                 "units than the data?): set it from the data "
+                 "(possibly.filters.constant_velocity_noise) or learn its scale "
+                 "(learn_noise_scale=True)")
 
 
 def discounted_fraction(discount: Any) -> np.ndarray:
@@ -68,9 +77,11 @@ def discounted_fraction(discount: Any) -> np.ndarray:
     return np.where(observed > 0, low / np.maximum(observed, 1), 0.0)
 
 
-def warn_if_mostly_discounted(discount: Any, stacklevel: int = 3) -> None:
+def warn_if_mostly_discounted(discount: Any, stacklevel: int = 3,
+                              advice: str = _KALMAN_ADVICE) -> None:
     """Emit a :class:`MostlyDiscountedWarning` when some series of ``discount`` (time on the
-    last axis) has more than half its observations discounted below 0.1.
+    last axis) has more than half its observations discounted below 0.1; ``advice``: what the
+    message tells the caller to do (default: the Kalman filters' advice).
 
     Examples
     --------
@@ -86,9 +97,6 @@ def warn_if_mostly_discounted(discount: Any, stacklevel: int = 3) -> None:
     bad = frac > MOSTLY_DISCOUNTED
     if not bad.any():
         return
-    fix = ("the model does not fit the data, most likely its noise scale R (in other units "
-           "than the data?): set it from the data (possibly.filters.constant_velocity_noise) "
-           "or learn its scale (learn_noise_scale=True)")
     if frac.size == 1:
         d = np.asarray(discount, dtype=float).reshape(-1)
         n = int((~np.isnan(d)).sum())
@@ -97,7 +105,7 @@ def warn_if_mostly_discounted(discount: Any, stacklevel: int = 3) -> None:
     else:
         what = (f"{int(bad.sum())} of {frac.size} series have most of their observations "
                 f"discounted below {DISCOUNTED_BELOW:g} (up to {float(frac.max()):.0%})")
-    warnings.warn(f"{what}: {fix}", MostlyDiscountedWarning, stacklevel=stacklevel)
+    warnings.warn(f"{what}: {advice}", MostlyDiscountedWarning, stacklevel=stacklevel)
 
 
 @dataclass(frozen=True)
@@ -130,7 +138,14 @@ class FilterResult:
         The index of a pandas input (kept by :meth:`to_frame`).
     final : KalmanState or None
         The state after the last observation (to continue filtering with ``step``; the
-        filter's own state type, e.g. a NoiseScaleState for a learned noise scale).
+        filter's own state type, e.g. a NoiseScaleState for a learned noise scale). After a
+        series that ends during the robust start (its first 14 steps), the
+        :class:`~possibly.filters.kalman.KalmanFilter` (without a learned scale) and the
+        extended and unscented filters keep the leading hypothesis' state, not the mixture:
+        continuing with ``step`` from it runs the plain recursion, which can differ from
+        filtering the whole series (where the start could still reject one of the first
+        observations). With a learned noise scale ``final`` is then the start's state itself,
+        and continuing with ``step`` equals filtering the whole series.
     """
 
     mean: np.ndarray

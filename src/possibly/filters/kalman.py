@@ -49,18 +49,12 @@ from possibly.filters._common import (
     _reference_table,
     _residual_matrix,
     _scale_exponent,
+    _start_state_error,
     _sym,
     _Transition,
     _unscale,
 )
-from possibly.filters.filter_result import (
-    DISCOUNTED_BELOW,
-    MOSTLY_DISCOUNTED,
-    FilterResult,
-    MostlyDiscountedWarning,
-    discounted_fraction,
-    warn_if_mostly_discounted,
-)
+from possibly.filters.filter_result import FilterResult, warn_if_mostly_discounted
 from possibly.filters.kalman_state import KalmanInfo, KalmanState
 from possibly.filters.noise_scale import NoiseScaleEngine
 from possibly.filters.robust_start import (
@@ -83,25 +77,16 @@ from possibly.validation import check_bool
 
 __all__ = [
     "COVERAGE",
-    "DISCOUNTED_BELOW",
-    "MOSTLY_DISCOUNTED",
-    "FilterResult",
     "KalmanFilter",
-    "KalmanInfo",
-    "KalmanState",
-    "MostlyDiscountedWarning",
-    "discounted_fraction",
     "NoiseScaleKalmanFilter",
     "predict",
     "update",
-    "warn_if_mostly_discounted",
 ]
 
 #: an update whose prior spread ``ρ H P Hᵀ`` exceeds the noise ``R`` by more than this factor
 #: (on some diagonal entry) takes a stable form (Joseph or information; module docstring):
 #: ``P - K H P`` would lose that many ulps
 _DIFFUSE = 1e4
-#: what ``keep`` can ask for
 # -- small helpers ----------------------------------------------------------------------------
 def _inv(a: np.ndarray) -> np.ndarray:
     # scalar observations (the common case) need no LAPACK call
@@ -386,7 +371,8 @@ def predict(state: KalmanState, F, Q) -> KalmanState:
     Examples
     --------
     >>> import numpy as np, possibly as ps
-    >>> from possibly.filters.kalman import KalmanState, predict
+    >>> from possibly.filters.kalman import predict
+    >>> from possibly.filters.kalman_state import KalmanState
     >>> F, Q, H, R = ps.filters.constant_velocity(dt=1.0, accel_sd=0.05, obs_sd=1.0)
     >>> s = predict(KalmanState(np.zeros(2), np.eye(2)), F, Q)
     >>> s.mean, s.covariance.round(6)
@@ -432,7 +418,8 @@ def update(state: KalmanState, y, H, R, *, robust: bool = True, dim=None,
     Examples
     --------
     >>> import numpy as np
-    >>> from possibly.filters.kalman import KalmanState, update
+    >>> from possibly.filters.kalman import update
+    >>> from possibly.filters.kalman_state import KalmanState
     >>> prior = KalmanState(np.zeros(1), np.eye(1))
     >>> post, info = update(prior, [2.0], H=[[1.0]], R=[[1.0]], coverage=None)
     >>> float(info.consistency), float(info.discount)             # c = exp(-½ 2² / 2)
@@ -554,7 +541,7 @@ class _Buffer:
 
 
 # -- the filter -------------------------------------------------------------------------------
-class KalmanFilter(SequentialEstimator):
+class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
     """Possibilistic Kalman filter (and RTS smoother), robust to outliers by default.
 
     Parameters
@@ -773,9 +760,14 @@ class KalmanFilter(SequentialEstimator):
     def predict(self, state: Any) -> Any:
         """One predict step with the transition from step ``state.t - 1`` (see
         :func:`predict`); with a learned noise scale, of the θ part of a
-        :class:`~possibly.filters.noise_scale.NoiseScaleState` (the scale is unchanged)."""
+        :class:`~possibly.filters.noise_scale.NoiseScaleState` (the scale is unchanged). A
+        plain state only: the robust start's mixture (what :meth:`init` and :meth:`step`
+        return during the first steps) is refused; predict its leading hypothesis,
+        ``predict(state.current)``."""
         if self._scale is not None:
             return self._scale.predict(state)
+        if isinstance(state, KalmanStartState):
+            raise _start_state_error(state)
         _check_state(state, self.state_dim)
         return _predict(state, self.model._transition(max(state.t - 1, 0)))
 
@@ -1017,8 +1009,9 @@ class KalmanFilter(SequentialEstimator):
         (:meth:`~possibly.filters.noise_scale.NoiseScaleEngine.smooth`): the exact RTS
         smoother of the model whose observation noise at step ``t`` is ``R₀ s_{t-1} / ρ_t``
         (``s_{t-1}`` the scale learned before ``y_t``, ``ρ_t`` its discount), i.e. of the
-        filter as it ran; during the start, the filtered states are those of the hypothesis
-        leading at each step. (The smoother with the final scale ``s_T`` throughout is that
+        filter as it ran; with the robust start, as above, that of the hypothesis the start
+        settled on (its scale factor, its outliers missing and reported with discount 0).
+        (The smoother with the final scale ``s_T`` throughout is that
         of ``KalmanFilter`` on the model with ``R = s_T R₀``, a different filter: its
         discounts change with the noise.)
         """

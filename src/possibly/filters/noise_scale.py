@@ -30,10 +30,20 @@ from possibly.filters._common import (
     _covariance_or_inf,
     _maybe_covariance_form,
     _reference_table,
+    _start_state_error,
 )
 from possibly.filters.filter_result import FilterResult, warn_if_mostly_discounted
 from possibly.filters.kalman_state import KalmanInfo, KalmanState
-from possibly.filters.robust_start import KalmanStartState, start_init, start_step, ties
+from possibly.filters.robust_start import (
+    MAX_OUTLIERS,
+    WINDOW,
+    K,
+    KalmanStartState,
+    start_hypotheses,
+    start_init,
+    start_step,
+    ties,
+)
 from possibly.filters.smoother import SmootherResult, smooth
 from possibly.frames import time_labels
 from possibly.inference import discount, inlier_log_consistency, relative_log_consistency
@@ -72,6 +82,38 @@ class _Forward(NamedTuple):
     noise_scale: np.ndarray
     information: list[np.ndarray]
     final: Any
+
+
+class _CompiledRule(NamedTuple):
+    """The discount's settings, as the compiled loop takes them
+    (:func:`possibly.filters.noise_scale_numba.run`)."""
+
+    robust: bool
+    dim: float
+    scale_dim: float
+    tau: float  # NaN: no threshold
+    chi2_p: float
+    omega: float
+
+
+class _KappaTable(NamedTuple):
+    """κ over log α (``grid``, ``values``) and the χ² quadrature outside it, for the compiled
+    loop."""
+
+    grid: np.ndarray
+    values: np.ndarray
+    nodes_x: np.ndarray
+    nodes_w: np.ndarray
+
+
+class _CompiledOutputs(NamedTuple):
+    """The time-major output arrays ``(T, B, ...)`` the compiled loop writes into."""
+
+    mean: np.ndarray
+    covariance: np.ndarray
+    log_consistency: np.ndarray
+    discount: np.ndarray
+    noise_scale: np.ndarray
 
 
 def _gamma_support(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -295,13 +337,16 @@ class NoiseScaleEngine:
         new, info, _ = self._evidence_step(state, y)
         return new, info
 
-    def _scale_start_step(self, state: ScaleStartState,
-                          y: np.ndarray) -> tuple[Any, KalmanInfo]:
+    def _scale_start_step(self, state: ScaleStartState, y: np.ndarray, *,
+                          window: float = WINDOW, scale_window: float = _SCALE_WINDOW
+                          ) -> tuple[Any, KalmanInfo]:
         """One step of every scale hypothesis; each one's score adds the log evidence of the
         observation for it; the leader's info is reported, and after ``_SCALE_WINDOW`` steps
-        the hypotheses collapse to it (docs/math.md §8)."""
+        the hypotheses collapse to it (docs/math.md §8). ``window``: the robust start's
+        (:func:`~possibly.filters.robust_start.start_step`), ``scale_window`` this one's
+        (``np.inf``: never collapse)."""
         yh = np.repeat(np.expand_dims(y, -2), len(_SCALE_FACTORS), axis=-2)
-        new, info, evidence = self._evidence_step(state.hypotheses, yh)
+        new, info, evidence = self._evidence_step(state.hypotheses, yh, window)
         # a missing y says nothing for any hypothesis (the robust start's drops do); nor a y
         # that some hypothesis cannot judge yet (a direction of its state uninformed)
         judged = ~np.isnan(y).any(-1) & (evidence[..., 4] > 0).all(-1)
@@ -309,15 +354,17 @@ class NoiseScaleEngine:
         evidence = np.concatenate([state.evidence, evidence[..., None, :]], -2)
         lead = _scale_leader(_scale_score(evidence))
         lead_info = tree_take(info, lead)
-        if state.t + 1 >= _SCALE_WINDOW:
+        if state.t + 1 >= scale_window:
             return tree_take(new, lead), lead_info
         return ScaleStartState(new, evidence, state.t + 1), lead_info
 
-    def _evidence_step(self, state: Any, y: np.ndarray) -> tuple[Any, KalmanInfo, np.ndarray]:
+    def _evidence_step(self, state: Any, y: np.ndarray,
+                       window: float = WINDOW) -> tuple[Any, KalmanInfo, np.ndarray]:
         """``(new, info, log evidence)`` of one step, with the robust start's mixture while
         ``state`` is one (its leader's evidence)."""
         if isinstance(state, KalmanStartState):
-            new, info, evidence, _ = start_step(state, y, self._plain_step, self._kf.obs_dim)
+            new, info, evidence, _ = start_step(state, y, self._plain_step, self._kf.obs_dim,
+                                                window=window)
             return new, info, evidence
         if not isinstance(state, NoiseScaleState):
             raise ValueError(f"state must be a NoiseScaleState, got {type(state).__name__}")
@@ -488,17 +535,97 @@ class NoiseScaleEngine:
         """The RTS smoother over the forward pass (:func:`possibly.filters.smoother.smooth`),
         which keeps each step's noise: the exact smoother of the model whose observation noise
         at step ``t`` is ``R₀ s_{t-1} / ρ_t`` (``s_{t-1}`` the scale learned before ``y_t``,
-        ``ρ_t`` its discount), i.e. of the filter as it ran. During the start the filtered
-        states are those of the hypothesis leading at each step."""
-        return smooth(self.model, self.fit(y, engine=engine, predicted=True,
-                                           stacklevel=stacklevel + 1))
+        ``ρ_t`` its discount), i.e. of the filter as it ran.
+
+        With the robust start, looking back the start has settled on one hypothesis (a scale
+        factor and the observations it drops): the smoother of that hypothesis' plain
+        recursion, its outliers missing. Those rejected observations are reported as observed
+        and discounted: discount 0 and their log consistency ``-½ vᵀ S⁻¹ v`` with the
+        smoothed state at their step (``S = H P Hᵀ + R₀ s``, ``s`` the scale then; 0 where
+        that state is not informed)."""
+        if not (self.robust and self.robust_start):
+            return smooth(self.model, self.fit(y, engine=engine, predicted=True,
+                                               stacklevel=stacklevel + 1))
+        index = time_labels(y, 0)
+        ys, batch = self._observations(y)
+        masked, factor = self._settled_start(ys)
+        run = self._forward(masked, engine, self._hypothesis_init(factor))
+        warn_if_mostly_discounted(run.discount.T, stacklevel)
+        res = smooth(self.model, self._result(run, batch, index, True))
+        return self._report_rejected(res, ys, masked, batch)
+
+    def _settled_start(self, ys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(masked, factor)``: ``ys`` (T, B, m) with the observations that the start
+        settles on as outliers missing, and the index in ``_SCALE_FACTORS`` of the scale
+        hypothesis it settles on (B,). The filter's start steps, with each mixture kept until
+        the step where the filter collapses it, to read the leader there."""
+        T, size, _ = ys.shape
+        state = self.init((size,))
+        assert isinstance(state, ScaleStartState)  # self.robust and self.robust_start
+        lead = np.zeros((size, len(_SCALE_FACTORS)), dtype=int)
+        steps = min(T, _SCALE_WINDOW)
+        for t in range(steps):
+            state, _ = self._scale_start_step(state, ys[t], window=np.inf, scale_window=np.inf)
+            assert isinstance(state, ScaleStartState)
+            hyp = state.hypotheses
+            if isinstance(hyp, KalmanStartState) and (t + 1 >= K + WINDOW or t + 1 == steps):
+                lead = hyp.leader  # each scale hypothesis' robust start collapses here
+                state = dataclasses.replace(state, hypotheses=hyp.current)
+        factor = state.leader
+        drop = start_hypotheses(K, MAX_OUTLIERS)[lead[np.arange(size), factor]]  # (B, K)
+        masked = ys.copy()
+        cols = min(K, T)
+        masked[:cols][drop[:, :cols].T] = np.nan
+        return masked, factor
+
+    def _hypothesis_init(self, factor: np.ndarray) -> NoiseScaleState:
+        """The initial state of scale hypothesis ``factor`` (B,) (as :meth:`init` makes it,
+        without the start)."""
+        size = len(factor)
+        ks = self._kf.init((size,))
+        a0, b0 = self.scale_prior
+        a = np.full((size,), a0)
+        b = (b0 * _SCALE_FACTORS)[factor]
+        zero = np.zeros((size,))
+        return NoiseScaleState(ks, a, b, a.copy(), b.copy(), zero, zero.copy())
+
+    def _report_rejected(self, res: SmootherResult, ys: np.ndarray, masked: np.ndarray,
+                         batch: tuple[int, ...]) -> SmootherResult:
+        """``res`` with the observations that the start rejected (observed in ``ys``, missing
+        in ``masked``, both (T, B, m)) reported as observed and discounted (:meth:`smooth`)."""
+        rejected = ~np.isnan(ys).all(-1) & np.isnan(masked).all(-1)
+        if not rejected.any():
+            return res
+        fr = res.filtered
+        assert isinstance(fr, NoiseScaleResult)
+        lc, disc = fr.log_consistency.copy(), fr.discount.copy()
+        flat = (-1,) + lc.shape[len(batch):]
+        lc_f, disc_f = lc.reshape(flat), disc.reshape(flat)
+        mean = res.mean.reshape(flat + res.mean.shape[-1:])
+        cov = res.covariance.reshape(flat + res.covariance.shape[-2:])
+        scale = fr.noise_scale.reshape(flat)
+        H, R0 = self.model.H, self.model.R
+        for t, b in zip(*np.nonzero(rejected), strict=True):
+            y = ys[t, b]
+            obs = ~np.isnan(y)
+            log_c = 0.0
+            if np.isfinite(cov[b, t]).all():
+                Ho = H[obs]
+                v = y[obs] - Ho @ mean[b, t]
+                S = Ho @ cov[b, t] @ Ho.T + R0[np.ix_(obs, obs)] * scale[b, t]
+                log_c = min(-0.5 * float(v @ np.linalg.solve(S, v)), 0.0)
+            lc_f[b, t], disc_f[b, t] = log_c, 0.0
+        return dataclasses.replace(res, filtered=dataclasses.replace(fr, log_consistency=lc,
+                                                                     discount=disc))
 
     def predict(self, state: NoiseScaleState) -> NoiseScaleState:
         """One predict step of θ (the scale is unchanged), as
-        :meth:`possibly.filters.kalman.KalmanFilter.predict`."""
+        :meth:`possibly.filters.kalman.KalmanFilter.predict` (the start's states are refused:
+        ``predict(state.current)`` predicts the leading hypothesis)."""
+        if isinstance(state, (KalmanStartState, ScaleStartState)):
+            raise _start_state_error(state)
         if not isinstance(state, NoiseScaleState):
-            raise ValueError(f"state must be a NoiseScaleState (the robust start's states "
-                             f"cannot be predicted alone), got {type(state).__name__}")
+            raise ValueError(f"state must be a NoiseScaleState, got {type(state).__name__}")
         return dataclasses.replace(state, kalman=self._kf.predict(state.kalman))
 
     def _observations(self, y) -> tuple[np.ndarray, tuple[int, ...]]:
@@ -512,15 +639,16 @@ class NoiseScaleEngine:
         batch, T = y.shape[:-2], y.shape[-2]
         return np.moveaxis(y.reshape((-1, T, m)), 1, 0), batch
 
-    def _forward(self, ys: np.ndarray, engine: str) -> _Forward:
+    def _forward(self, ys: np.ndarray, engine: str,
+                 initial: NoiseScaleState | None = None) -> _Forward:
         """Every step of the time-major ``ys`` (T, B, m), numpy then (where it applies) the
-        compiled loop."""
+        compiled loop, from ``initial`` (default: :meth:`init`)."""
         T, size, _ = ys.shape
         n = self._kf.state_dim
         compiled = self._compiled(engine, size)
         run = _Forward(np.empty((T, size, n)), np.empty((T, size, n, n)), np.empty((T, size)),
                        np.empty((T, size)), np.empty((T, size)), [], None)
-        state = self.init((size,))
+        state: Any = self.init((size,)) if initial is None else initial
         for t in range(T):
             if compiled is not None and isinstance(state, NoiseScaleState) \
                     and state.kalman.covariance is not None and state.prior_alpha is None:
@@ -616,11 +744,13 @@ class NoiseScaleEngine:
         model = self.model
         args = [ks.mean.copy(), np.array(ks.covariance, copy=True),
                 np.array(state.alpha, dtype=float), np.array(state.beta, dtype=float)]
+        rule = _CompiledRule(self.robust, self.dim, self.scale_dim, tau, self._chi2[m],
+                             self.omega)
+        out = _CompiledOutputs(run.mean, run.covariance, run.log_consistency, run.discount,
+                               run.noise_scale)
         try:
-            compiled.run(ys, t, *args, model.F, model.Q, model.H, model.R, self.robust,
-                         self.dim, self.scale_dim, tau, self._chi2[m], self.omega, grid,
-                         values, nodes_x, nodes_w, run.mean, run.covariance, run.log_consistency,
-                         run.discount, run.noise_scale)
+            compiled.run(ys, t, *args, (model.F, model.Q, model.H, model.R), rule,
+                         _KappaTable(grid, values, nodes_x, nodes_w), out)
         except np.linalg.LinAlgError:
             return None
         mean, cov, alpha, beta = args

@@ -80,17 +80,25 @@ def _updated_covariance(P, gain, H, R, hp, hph, s):  # pragma: no cover - compil
 
 
 @numba.njit(cache=True, nogil=True)
-def run(ys, t0, mean, cov, alpha, beta, F, Q, H, R, robust, dim, scale_dim, tau, chi2_p, omega,
-        grid, values, nodes_x, nodes_w,
-        o_mean, o_cov, o_logc, o_disc, o_scale):  # pragma: no cover - compiled
+def run(ys, t0, mean, cov, alpha, beta, model, rule, kappa_table,
+        out):  # pragma: no cover - compiled
     """Filter steps ``t0..T-1`` of every series, writing the time-major outputs in place.
 
     ``ys`` has shape (T, B, m); ``mean`` (B, n), ``cov`` (B, n, n), ``alpha`` and ``beta``
     (B,) are the state before step ``t0`` (predicted first unless ``t0 == 0``) and are
-    overwritten with the final state. ``tau`` is NaN for no threshold; ``chi2_p`` the χ²_m
-    quantile at the coverage of θ's relative discount (0: the paper's); ``grid``/``values`` the
-    table of κ over log α (a robust filter's; unused otherwise: κ = 1).
+    overwritten with the final state. ``model`` is ``(F, Q, H, R)``; ``rule`` the named tuple
+    ``(robust, dim, scale_dim, tau, chi2_p, omega)`` of :mod:`possibly.filters.noise_scale`:
+    ``tau`` NaN for no threshold, ``chi2_p`` the χ²_m quantile at the coverage of θ's relative
+    discount (0: the paper's); ``kappa_table`` the named tuple ``(grid, values, nodes_x,
+    nodes_w)``: the table of κ over log α (a robust filter's; unused otherwise: κ = 1) and
+    the quadrature nodes outside it; ``out`` the named tuple of the time-major outputs
+    ``(mean, covariance, log_consistency, discount, noise_scale)``.
     """
+    F, Q, H, R = model
+    robust, dim, scale_dim, tau, chi2_p, omega = rule
+    grid, values, nodes_x, nodes_w = kappa_table
+    o_mean, o_cov, o_logc, o_disc = out.mean, out.covariance, out.log_consistency, out.discount
+    o_scale = out.noise_scale
     T, B, m = ys.shape
     Ft = F.T.copy()
     Ht = H.T.copy()

@@ -37,6 +37,7 @@ from possibly.filters._common import (
     _keep_set,
     _mv,
     _reference_table,
+    _start_state_error,
     _sym,
     _well_conditioned,
 )
@@ -181,7 +182,7 @@ class NonlinearState:
     """The possibility function ``N̄(θ; mean, ·)`` of the current state (a batch).
 
     Exactly one of ``covariance`` and ``precision`` is set, as in
-    :class:`~possibly.filters.kalman.KalmanState`: the information form (precision, possibly
+    :class:`~possibly.filters.kalman_state.KalmanState`: the information form (precision, possibly
     singular) while some direction of the state is not yet informed (a start from no prior),
     the covariance form after.
 
@@ -211,7 +212,8 @@ class NonlinearState:
         return self.precision is not None
 
 
-class _RobustNonlinearFilter(SequentialEstimator, ABC):
+class _RobustNonlinearFilter(
+        SequentialEstimator[NonlinearState | KalmanStartState, KalmanInfo, FilterResult], ABC):
     """Shared parts: arguments, the robust gain, the information form of a start from no
     prior, the protocol and the verbs of :class:`~possibly.filters.kalman.KalmanFilter`.
 
@@ -229,7 +231,7 @@ class _RobustNonlinearFilter(SequentialEstimator, ABC):
         n = model.state_dim
         self.prior = prior
         self._moments0 = None if prior is None else self._prior_moments(prior)
-        self.robust = bool(robust)
+        self.robust = check_bool("robust", robust)
         if tau is not None and not self.robust:
             raise ValueError("tau only applies to the robust filter (robust=True)")
         self.dim, self.tau = _check_dim_tau(dim, tau, n)
@@ -337,7 +339,12 @@ class _RobustNonlinearFilter(SequentialEstimator, ABC):
         return state, KalmanInfo(log_consistency=log_c, discount=rho, gamma=gamma), new
 
     def predict(self, state: NonlinearState) -> NonlinearState:
-        """One predict step: the state of θ_{t+1} from that of θ_t."""
+        """One predict step: the state of θ_{t+1} from that of θ_t. A plain state only: the
+        robust start's mixture (a :class:`~possibly.filters.robust_start.KalmanStartState`,
+        what :meth:`init` and :meth:`step` return during the first steps) is refused; predict
+        its leading hypothesis, ``predict(state.current)``."""
+        if isinstance(state, KalmanStartState):
+            raise _start_state_error(state)
         if not isinstance(state, NonlinearState):
             raise ValueError(f"state must be a NonlinearState, got {type(state).__name__}")
         if state.mean.shape[-1:] != (self.model.state_dim,):
@@ -420,7 +427,7 @@ class _RobustNonlinearFilter(SequentialEstimator, ABC):
     # -- whole series -------------------------------------------------------------------------
     def fit(self, y, *, engine: str = "auto") -> FilterResult:
         """Filter a whole series from :meth:`init` (same as :meth:`filter`)."""
-        return self._filter(y, None, "all", engine)
+        return self._filter(y, None, "all", engine, name="y")
 
     def filter(self, ys, prior: MultivariateNormal | None = None, *,
                keep: str | Iterable[str] = "all", engine: str = "auto") -> FilterResult:
@@ -429,8 +436,9 @@ class _RobustNonlinearFilter(SequentialEstimator, ABC):
         Parameters
         ----------
         ys : array_like, shape (..., T, m) (or (T,) when m = 1), or a pandas Series/DataFrame
-            Observations; a row containing a NaN is missing: predict only. A pandas index is
-            kept for :meth:`FilterResult.to_frame`.
+            Observations; a row containing a NaN is missing: predict only (wholly, even if
+            its other components are observed: unlike :class:`possibly.KalmanFilter`, which
+            uses them). A pandas index is kept for :meth:`FilterResult.to_frame`.
         prior : MultivariateNormal, optional
             Proper possibility function of θ_1 (batch dims broadcast with those of ``ys``);
             default the filter's ``prior``; ``None`` there too: no prior (the robust start
@@ -449,14 +457,14 @@ class _RobustNonlinearFilter(SequentialEstimator, ABC):
         return self._filter(ys, prior, keep, engine)
 
     def _filter(self, ys, prior: MultivariateNormal | None, keep: str | Iterable[str],
-                engine: str) -> FilterResult:
+                engine: str, name: str = "ys") -> FilterResult:
         """:meth:`filter` and :meth:`fit` (the warning points at their caller)."""
         keep = _keep_set(keep)
         if engine not in ("auto", "numpy"):
             raise ValueError(f"engine must be 'auto' or 'numpy' (the nonlinear filters have no "
                              f"compiled loop), got {engine!r}")
         index = time_labels(ys, 0)
-        y = _observation(ys, self.model.obs_dim, series=True)  # once: the steps skip it
+        y = _observation(ys, self.model.obs_dim, series=name)  # once: the steps skip it
         run = self._run(y, prior, self._starts(prior), stacklevel=5)
         return run.result(keep, self._names(), self.dim, index)
 
@@ -478,7 +486,8 @@ class _RobustNonlinearFilter(SequentialEstimator, ABC):
                 predicted, info, state = self._plain_step(state, y_t)
             run.record(predicted, info, state)
         run.final = state
-        warn_if_mostly_discounted(np.stack(run.discount, -1), stacklevel=stacklevel)
+        warn_if_mostly_discounted(np.stack(run.discount, -1), stacklevel=stacklevel,
+                                  advice=_ADVICE)
         return run
 
     def smooth(self, ys, prior: MultivariateNormal | None = None, *,
@@ -507,7 +516,7 @@ class _RobustNonlinearFilter(SequentialEstimator, ABC):
             raise ValueError(f"engine must be 'auto' or 'numpy' (the nonlinear filters have no "
                              f"compiled loop), got {engine!r}")
         index = time_labels(ys, 0)
-        y = _observation(ys, self.model.obs_dim, series=True)
+        y = _observation(ys, self.model.obs_dim, series="ys")
         masked = y
         if self._starts(prior):
             # looking back, the robust start has settled on one hypothesis: smooth the plain
@@ -636,6 +645,9 @@ _MAX_ITER = 50
 #: ... which stop once no component of the mean moves by more than this (relative)
 _SETTLED = 1e-12
 _KEEP_ALL = _keep_set("all")
+#: the mostly-discounted warning's advice (these filters have no learned noise scale)
+_ADVICE = ("the model does not fit the data, most likely its noise covariances R and Q (in "
+           "other units than the data?): check R and Q in the data's units")
 
 
 class _Run:
@@ -693,7 +705,9 @@ class _Run:
                             _information=information)
 
 
-def _observation(y, m: int, series: bool = False) -> np.ndarray:
+def _observation(y, m: int, series: str | None = None) -> np.ndarray:
+    """``y`` checked: one observation ``(..., m)``, or with ``series`` (the argument's name)
+    a series ``(..., T, m)`` of at least one step."""
     arr = _check_observation_values(y)
     if m == 1 and (arr.ndim == 1 if series else arr.ndim == 0):
         arr = arr[..., None]
@@ -703,6 +717,8 @@ def _observation(y, m: int, series: bool = False) -> np.ndarray:
         if series and m == 1 and arr.ndim == 2 and arr.shape[0] == 1:
             hint = ": a row vector? pass y.ravel() for one series of T values"
         raise ValueError(f"y must have shape {want}, got {arr.shape}{hint}")
+    if series and arr.shape[-2] < 1:
+        raise ValueError(f"{series} must contain at least one time step")
     return arr
 
 
@@ -729,7 +745,8 @@ class ExtendedKalmanFilter(_RobustNonlinearFilter):
         The maxitive mixture of start hypotheses of :class:`possibly.KalmanFilter`
         (:mod:`possibly.filters.robust_start`). None (default): on when there is no prior,
         off from a proper prior (the plain recursion); True: on from any prior; False: off.
-        Robust filter only.
+        Robust filter only. ``KalmanFilter``'s default (``robust_start=True``) runs the start
+        from any prior: pass ``robust_start=True`` for its behaviour from a proper prior.
     initial_guess : array_like, shape (n,), optional
         Where ``h`` (and ``f``) are first linearised when there is no prior: the mean of the
         directions that no observation has informed yet (default zeros). It does not bias

@@ -352,7 +352,8 @@ def _is_missing(y: Any) -> bool:
 
 
 @dataclass(frozen=True, eq=False)
-class ParticleFilter(SequentialEstimator):
+class ParticleFilter(
+        SequentialEstimator[ParticleFilterState, ParticleInfo, ParticleFilterResult]):
     """Robust possibilistic particle filter (and smoother) for nonlinear state-space models.
 
     Parameters

@@ -868,9 +868,9 @@ def changepoints_many(data: Any, id_column: str, value_column: str, *, scheduler
 
 # -- Kalman filter ---------------------------------------------------------------------------
 def _warn_tracks(fractions: np.ndarray) -> None:
-    """One :class:`~possibly.filters.kalman.MostlyDiscountedWarning` for the tracks with more
+    """One :class:`~possibly.filters.filter_result.MostlyDiscountedWarning` for the tracks with more
     than half their observations discounted."""
-    from possibly.filters.kalman import MOSTLY_DISCOUNTED, MostlyDiscountedWarning
+    from possibly.filters.filter_result import MOSTLY_DISCOUNTED, MostlyDiscountedWarning
 
     bad = np.nan_to_num(fractions, nan=0.0) > MOSTLY_DISCOUNTED
     if bad.any():
@@ -927,7 +927,7 @@ def _batches(tracks: list, shared: bool) -> Iterator[list[int]]:
 def _filter_batch(filt: Any, ys: np.ndarray) -> Any:
     """``filt.filter(ys)`` keeping the means, without its warning (kalman_many warns once,
     for every track)."""
-    from possibly.filters.kalman import MostlyDiscountedWarning
+    from possibly.filters.filter_result import MostlyDiscountedWarning
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", MostlyDiscountedWarning)
@@ -951,7 +951,7 @@ def _track_frame(res: Any, b: int, n_steps: int, names: list[str], g: Any,
 def _track_row(key: Any, n_steps: int, disc: np.ndarray, outlier_level: float
                ) -> dict[str, Any]:
     """The summary row of a track filtered with the discounts ``disc``."""
-    from possibly.filters.kalman import discounted_fraction
+    from possibly.filters.filter_result import discounted_fraction
 
     return {"id": key, "n_steps": n_steps,
             "n_missing": int(np.isnan(disc).sum()),
@@ -1098,7 +1098,7 @@ def kalman_many(data: Any, id_column: str, value_columns: str | Sequence[str], m
         discounted_fraction, file, error``; ``discounted_fraction`` is that of
         :attr:`possibly.filters.FilterResult.discounted_fraction`) and, when ``out`` is None,
         ``states`` (``step, mean_<state>..., consistency, discount, id``). A
-        :class:`~possibly.filters.kalman.MostlyDiscountedWarning` says how many tracks had
+        :class:`~possibly.filters.filter_result.MostlyDiscountedWarning` says how many tracks had
         more than half their observations discounted.
 
     Examples
