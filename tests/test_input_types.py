@@ -229,3 +229,34 @@ def test_streaming_updates_take_the_same_input_types():
     with pytest.raises(ValueError, match="complex values"):
         kf.update(1.0 + 2.0j)
     assert np.isnan(kf.update(np.ma.masked_array([5.0], mask=[True])).discount)
+
+
+def test_a_read_only_array_is_copied_once_not_compiled_for_again():
+    """pandas hands out read-only arrays; numba would compile every kernel a second time for
+    them (seconds on a first call), so the one conversion of user arrays copies them."""
+    from possibly.validation import as_numbers
+
+    ro = np.arange(5.0)
+    ro.setflags(write=False)
+    got = as_numbers("y", ro)
+    assert got.flags.writeable and np.array_equal(got, ro)
+    mine = np.arange(5.0)
+    assert as_numbers("y", mine) is mine  # a writeable float array is not copied
+
+    pytest.importorskip("numba")
+    from possibly.changepoint.compiled_engine import compiled_models
+    from possibly.filters import kalman_numba
+
+    y = np.cumsum(np.random.default_rng(3).normal(size=200))
+    y_ro = y.copy()
+    y_ro.setflags(write=False)
+    kf = ps.KalmanFilter(ps.filters.constant_velocity(obs_sd=1.0, accel_sd=0.5))
+    det = ps.ChangepointDetector(engine="numba")
+    kf.filter(y, engine="numba")
+    det.fit(y)
+    driver = compiled_models(ps.changepoint.model_family()).driver
+    before = (len(kalman_numba.run.signatures), len(driver.signatures))
+    for data in (pd.Series(y), y_ro):
+        kf.filter(data, engine="numba")
+        det.fit(data)
+    assert (len(kalman_numba.run.signatures), len(driver.signatures)) == before

@@ -84,7 +84,7 @@ def as_numbers(name: str, value, *, missing: bool = True,
     a numpy masked array become NaN (missing) when ``missing``, else the array is refused;
     pandas' nullable NA becomes NaN. Other values that are not numbers are refused as not
     ``what`` (``"{name} must be {what}, got ..."``). Messages describe the value, never print
-    it whole.
+    it whole. The result is writeable (a read-only input is copied).
 
     Examples
     --------
@@ -96,7 +96,7 @@ def as_numbers(name: str, value, *, missing: bool = True,
     ValueError: y must hold real numbers, got complex values ([(1+2j)]): pass y.real or abs(y)...
     """
     if type(value) is np.ndarray and value.dtype == np.float64:  # the common cases, quickly
-        return value
+        return _writeable(value)
     if type(value) is float or type(value) is int:
         return np.asarray(value, dtype=np.float64)
     if isinstance(value, np.ma.MaskedArray):
@@ -122,9 +122,16 @@ def as_numbers(name: str, value, *, missing: bool = True,
         raise ValueError(f"{name} must be {what}, got {describe(given)}")
     _refuse_kind(name, arr.dtype.kind, given)
     try:
-        return arr.astype(np.float64, copy=False)
+        return _writeable(arr.astype(np.float64, copy=False))
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be {what}, got {describe(given)}") from None
+
+
+def _writeable(arr: np.ndarray) -> np.ndarray:
+    """``arr``, or a copy of it when it is read-only (pandas' arrays, ``np.load(mmap_mode="r")``):
+    numba compiles a second version of every kernel for read-only arrays, seconds on a first
+    call, while a copy costs one pass over the data."""
+    return arr if arr.flags.writeable else arr.copy()
 
 
 def _plain_objects(name: str, arr: np.ndarray, given) -> bool:
