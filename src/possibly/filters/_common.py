@@ -297,3 +297,28 @@ def _keep_set(keep: str | Iterable[str]) -> frozenset[str]:
         raise ValueError(f"keep must be 'all' or a tuple of {_KEEP} including 'mean', got "
                          f"{keep!r}")
     return items
+
+
+def with_rejected(filtered: Any, rejected: np.ndarray, mean: np.ndarray, cov: np.ndarray,
+                  ys: np.ndarray, log_consistency: Any) -> Any:
+    """``filtered`` (a FilterResult) with the observations that the robust start rejected
+    reported as observed and discounted, for the smoothers: discount 0 (their weight in the
+    smoother) and the consistency of each with the smoothed state at its step, which the
+    other observations make (the judgement that rejected it); 0 (no information to judge by)
+    where that state is not informed.
+
+    ``rejected`` has the result's shape ``(..., T)``; ``mean``, ``cov`` and ``ys`` are the
+    smoothed states and the observations, ``(..., T, ·)``; ``log_consistency(mean, cov, y)``
+    is the filter's own consistency of observations with states (stacked on a first axis).
+    """
+    if not rejected.any():
+        return filtered
+    where = np.nonzero(rejected)
+    m, c = mean[where], cov[where]
+    informed = np.isfinite(c).all(axis=(-2, -1))
+    log_c = np.zeros(len(informed))
+    if informed.any():
+        log_c[informed] = log_consistency(m[informed], c[informed], ys[where][informed])
+    lc, disc = filtered.log_consistency.copy(), filtered.discount.copy()
+    lc[where], disc[where] = log_c, 0.0
+    return dataclasses.replace(filtered, log_consistency=lc, discount=disc)

@@ -53,6 +53,7 @@ from possibly.filters._common import (
     _sym,
     _Transition,
     _unscale,
+    with_rejected,
 )
 from possibly.filters.filter_result import FilterResult, warn_if_mostly_discounted
 from possibly.filters.kalman_state import KalmanInfo, KalmanState
@@ -1035,26 +1036,15 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
 
     def _report_rejected(self, res: Any, ys: np.ndarray, masked: np.ndarray) -> Any:
         """``res`` (a SmootherResult) with the observations that the robust start rejected
-        (observed in ``ys``, missing in ``masked``) reported as observed and discounted:
-        discount 0 (their weight in the smoother) and the consistency of each with the
-        smoothed state at its step, which the other observations make (the judgement that
-        rejected it); 0 (no information to judge by) where that state is not informed."""
+        (observed in ``ys``, missing in ``masked``) reported by :func:`with_rejected`."""
+        def log_consistency(mean: np.ndarray, cov: np.ndarray, y: np.ndarray) -> np.ndarray:
+            _, info = _update(KalmanState(mean, cov), y, self.model._observation, True,
+                              self.dim, None)
+            return info.log_consistency
+
         rejected = ~np.isnan(ys).all(-1) & np.isnan(masked).all(-1)
-        if not rejected.any():
-            return res
-        fr = res.filtered
-        where = np.nonzero(rejected)
-        mean, cov = res.mean[where], res.covariance[where]
-        informed = np.isfinite(cov).all(axis=(-2, -1))
-        log_c = np.zeros(len(informed))
-        if informed.any():
-            _, info = _update(KalmanState(mean[informed], cov[informed]), ys[where][informed],
-                              self.model._observation, True, self.dim, None)
-            log_c[informed] = info.log_consistency
-        lc, disc = fr.log_consistency.copy(), fr.discount.copy()
-        lc[where], disc[where] = log_c, 0.0
-        return dataclasses.replace(res, filtered=dataclasses.replace(fr, log_consistency=lc,
-                                                                     discount=disc))
+        return dataclasses.replace(res, filtered=with_rejected(
+            res.filtered, rejected, res.mean, res.covariance, ys, log_consistency))
 
 
 class NoiseScaleKalmanFilter(KalmanFilter):

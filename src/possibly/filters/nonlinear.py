@@ -19,7 +19,6 @@ does. Details: docs/applications/robust_filtering.md.
 
 from __future__ import annotations
 
-import dataclasses
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -40,6 +39,7 @@ from possibly.filters._common import (
     _start_state_error,
     _sym,
     _well_conditioned,
+    with_rejected,
 )
 from possibly.filters.filter_result import FilterResult, warn_if_mostly_discounted
 from possibly.filters.kalman_state import KalmanInfo
@@ -580,22 +580,11 @@ class _RobustNonlinearFilter(
     def _report_rejected(self, fr: FilterResult, ys: np.ndarray, masked: np.ndarray,
                          s_mean: np.ndarray, s_cov: np.ndarray) -> FilterResult:
         """``fr`` with the observations that the robust start rejected (observed in ``ys``,
-        missing in ``masked``) reported as observed and discounted: discount 0 and the
-        consistency of each with the smoothed state at its step; 0 (no information to judge
-        by) where that state is not informed."""
+        missing in ``masked``; a row with a NaN is missing) reported by
+        :func:`with_rejected`."""
         rejected = ~np.isnan(ys).any(-1) & np.isnan(masked).any(-1)
-        if not rejected.any():
-            return fr
-        where = np.nonzero(rejected)
-        mean, cov = s_mean[where], s_cov[where]
-        informed = np.isfinite(cov).all(axis=(-2, -1))
-        log_c = np.zeros(len(informed))
-        if informed.any():
-            log_c[informed] = self._update(mean[informed], cov[informed],
-                                           ys[where][informed])[2]
-        lc, disc = fr.log_consistency.copy(), fr.discount.copy()
-        lc[where], disc[where] = log_c, 0.0
-        return dataclasses.replace(fr, log_consistency=lc, discount=disc)
+        return with_rejected(fr, rejected, s_mean, s_cov, ys,
+                             lambda mean, cov, y: self._update(mean, cov, y)[2])
 
     # -- the steps, per filter ----------------------------------------------------------------
     @abstractmethod
