@@ -6,6 +6,10 @@ package, in the directory named by the ``POSSIBLY_DATA_DIR`` environment variabl
 cache (``$XDG_CACHE_HOME/possibly`` or ``~/.cache/possibly``), and finally downloaded into the
 cache; every copy is checked against its SHA-256 before use. Offline and with no copy, the
 loader fails with one line that says what to do.
+
+The seeded generators make two synthetic suites, so that methods are compared and tuned
+without touching public annotated collections: change points (:data:`SYNTHETIC_SUITE`) and
+streaming anomalies (:data:`STREAMING_SUITE`: time-stamped metrics with labelled windows).
 """
 
 from __future__ import annotations
