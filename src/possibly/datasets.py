@@ -846,8 +846,11 @@ def _cycle(rng: np.random.Generator, start: np.datetime64, step: np.timedelta64,
     return amplitude * _daily_profile(hour) * weekly
 
 
-def _check_stream(n, low: int) -> int:
-    return _check_length("n", n, low)
+def _new_stream(n, low: int, seed) -> tuple[int, np.random.Generator, np.datetime64]:
+    """Checked ``n`` (``>= low``), the generator, and the time of the first value."""
+    n = _check_length("n", n, low)
+    rng = np.random.default_rng(seed)
+    return n, rng, _stream_start(rng)
 
 
 def cycle_idle(n: int = 2016, *, seed=None) -> tuple[TimedSeries, np.ndarray]:
@@ -874,9 +877,8 @@ def cycle_idle(n: int = 2016, *, seed=None) -> tuple[TimedSeries, np.ndarray]:
     >>> len(series), series.steps_per(np.timedelta64(1, "D")), windows.shape
     (2016, 24, (0, 2))
     """
-    n = _check_stream(n, 168)
-    rng = np.random.default_rng(seed)
-    start, unit = _stream_start(rng), _units(rng)
+    n, rng, start = _new_stream(n, 168, seed)
+    unit = _units(rng)
     base = 20.0 + _cycle(rng, start, _HOUR, n, 8.0)
     return TimedSeries(unit * (base + rng.normal(0.0, 1.0, n)), start, _HOUR), _no_windows()
 
@@ -905,9 +907,8 @@ def cycle_level_shift(n: int = 2688, *, seed=None) -> tuple[TimedSeries, np.ndar
     >>> len(series), (windows[:, 1] - windows[:, 0]).tolist()
     (2688, [24, 24])
     """
-    n = _check_stream(n, 576)
-    rng = np.random.default_rng(seed)
-    start, unit = _stream_start(rng), _units(rng)
+    n, rng, start = _new_stream(n, 576, seed)
+    unit = _units(rng)
     windows = _anomaly_windows(rng, n, 2, 24, 24)
     level = np.full(n, 20.0)
     for a in windows[:, 0]:
@@ -941,9 +942,8 @@ def cycle_flat_middle(n: int = 10080, *, seed=None) -> tuple[TimedSeries, np.nda
     >>> len(series), bool(np.all(series.values[a:b] == series.values[a]))
     (10080, True)
     """
-    n = _check_stream(n, 2880)
-    rng = np.random.default_rng(seed)
-    start, unit = _stream_start(rng), _units(rng)
+    n, rng, start = _new_stream(n, 2880, seed)
+    unit = _units(rng)
     windows = _anomaly_windows(rng, n, 2, 60, 180)
     y = 20.0 + _cycle(rng, start, _MINUTE, n, 8.0) + rng.normal(0.0, 1.0, n)
     for a, b in windows:
@@ -976,9 +976,8 @@ def cycle_missing_peak(n: int = 2688, *, seed=None) -> tuple[TimedSeries, np.nda
     >>> hours.tolist(), (windows[:, 1] - windows[:, 0]).tolist()
     ([17, 17], [4, 4])
     """
-    n = _check_stream(n, 576)
-    rng = np.random.default_rng(seed)
-    start, unit = _stream_start(rng), _units(rng)
+    n, rng, start = _new_stream(n, 576, seed)
+    unit = _units(rng)
     hour, _ = _clock(start, _HOUR, n)
     peak = 10.0 * np.exp(-0.5 * ((hour - 19.0) / 1.0) ** 2)
     # a window is the peak hours (17:00 to 21:00) of the day holding a drawn window's start
@@ -1018,9 +1017,7 @@ def cpu_bursts(n: int = 7200, *, seed=None) -> tuple[TimedSeries, np.ndarray]:
     >>> bool(np.all(y == np.round(y))), float(np.median(np.abs(y - np.median(y))))
     (True, 0.0)
     """
-    n = _check_stream(n, 1440)
-    rng = np.random.default_rng(seed)
-    start = _stream_start(rng)
+    n, rng, start = _new_stream(n, 1440, seed)
     windows = _anomaly_windows(rng, n, 2, 20, 90)
     idle = float(rng.integers(1, 6))
     # mostly the idle value; one step up or down now and then (quantisation of small noise)
@@ -1060,9 +1057,7 @@ def count_surge(n: int = 2688, *, seed=None) -> tuple[TimedSeries, np.ndarray]:
     >>> bool(np.all(y == np.round(y)) and y.min() >= 0), windows.shape
     (True, (2, 2))
     """
-    n = _check_stream(n, 576)
-    rng = np.random.default_rng(seed)
-    start = _stream_start(rng)
+    n, rng, start = _new_stream(n, 576, seed)
     windows = _anomaly_windows(rng, n, 2, 6, 24)
     rate = 0.5 + _cycle(rng, start, _HOUR, n, rng.uniform(6.0, 12.0))
     for a, b in windows:
@@ -1095,9 +1090,8 @@ def latency_heavy_tail(n: int = 7200, *, seed=None) -> tuple[TimedSeries, np.nda
     >>> bool(series.values.min() > 0), bool(series.values.max() > 10 * np.median(series.values))
     (True, True)
     """
-    n = _check_stream(n, 1440)
-    rng = np.random.default_rng(seed)
-    start, unit = _stream_start(rng), _units(rng)
+    n, rng, start = _new_stream(n, 1440, seed)
+    unit = _units(rng)
     windows = _anomaly_windows(rng, n, 2, 30, 120)
     log_y = rng.normal(0.0, 0.3, n)
     tail = rng.random(n) < 0.02
@@ -1131,10 +1125,9 @@ def variance_burst(n: int = 4032, *, seed=None) -> tuple[TimedSeries, np.ndarray
     >>> str(series.step), ((windows[:, 1] - windows[:, 0]) >= 24).all()
     ('5 minutes', np.True_)
     """
-    n = _check_stream(n, 864)
-    rng = np.random.default_rng(seed)
+    n, rng, start = _new_stream(n, 864, seed)
+    unit = _units(rng)
     step = 5 * _MINUTE
-    start, unit = _stream_start(rng), _units(rng)
     windows = _anomaly_windows(rng, n, 2, 24, 72)
     sd = np.ones(n)
     for a, b in windows:
@@ -1167,9 +1160,8 @@ def cycle_drift(n: int = 2688, *, seed=None) -> tuple[TimedSeries, np.ndarray]:
     >>> windows.shape, int(windows[0, 1] - windows[0, 0])
     ((1, 2), 48)
     """
-    n = _check_stream(n, 576)
-    rng = np.random.default_rng(seed)
-    start, unit = _stream_start(rng), _units(rng)
+    n, rng, start = _new_stream(n, 576, seed)
+    unit = _units(rng)
     # the drift starts in the second half and is labelled for its first two days
     windows = _anomaly_windows(rng, n, 1, 48, 48)
     a = int(windows[0, 0])
@@ -1203,9 +1195,8 @@ def spike_density(n: int = 7200, *, seed=None) -> tuple[TimedSeries, np.ndarray]
     >>> len(series), windows.shape
     (7200, (2, 2))
     """
-    n = _check_stream(n, 1440)
-    rng = np.random.default_rng(seed)
-    start, unit = _stream_start(rng), _units(rng)
+    n, rng, start = _new_stream(n, 1440, seed)
+    unit = _units(rng)
     windows = _anomaly_windows(rng, n, 2, 60, 180)
     rate = np.full(n, 0.002)
     for a, b in windows:
@@ -1240,9 +1231,8 @@ def idle_stream(n: int = 4320, *, seed=None) -> tuple[TimedSeries, np.ndarray]:
     >>> 0.8 < float(np.mean(series.values == 0)) < 1.0, windows.shape
     (True, (0, 2))
     """
-    n = _check_stream(n, 60)
-    rng = np.random.default_rng(seed)
-    start, unit = _stream_start(rng), _units(rng)
+    n, rng, start = _new_stream(n, 60, seed)
+    unit = _units(rng)
     busy = rng.random(n) < 0.1
     y = np.where(busy, np.exp(rng.normal(0.0, 1.0, n)), 0.0)
     return TimedSeries(unit * y, start, _MINUTE), _no_windows()
