@@ -204,7 +204,7 @@ def covering(annotations, predictions, n_obs: int) -> float:
 # ----------------------------------------------------------------------------------------------
 # window-based streaming score
 
-#: the early-detection rewards: name -> r(x) for an alarm at relative position x in [0, 1)
+#: the early-detection rewards r(x) of an alarm at relative position x in [0, 1) of a window
 REWARDS = ("sigmoid", "linear")
 
 
