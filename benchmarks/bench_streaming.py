@@ -11,7 +11,8 @@ take it from the warm-up only (the windows start after the first quarter). An al
 upward crossing of the threshold; :func:`possibly.changepoint.metrics.best_threshold` picks
 the one threshold, for all streams of all scenarios together, that maximises
 :func:`possibly.changepoint.metrics.streaming_score` (scaled-sigmoid reward, standard weights
-1 / 0.11 / 1) on the tuning seeds; the held-out seeds are scored at that threshold. Window
+1 / 0.11 / 1) on the tuning seeds; the held-out seeds are scored at that threshold (``sd``:
+the standard deviation of the score of each held-out seed's streams at that threshold). Window
 precision/recall: a window is detected when an alarm falls inside it; precision counts the
 alarms outside every window. ``top in window``: the fraction of labelled held-out streams whose
 highest score falls in a window (the ranking within a stream, whatever the threshold). Cost:
@@ -336,6 +337,7 @@ def main() -> int:
         if _available(name):
             METHODS[name](tune[0][2][:600])
     rows, per_scenario = [], {}
+    own: dict[str, dict[str, float | None]] = {}  # a threshold per scenario (diagnostic)
     for name in args.method:
         if not _available(name):
             continue
@@ -344,20 +346,36 @@ def main() -> int:
         best = best_threshold(s_tune, [w for *_, w in tune])
         s_test, costs = score_streams(fn, test)
         held = streaming_score(s_test, [w for *_, w in test], best.threshold)
-        rows.append((name, best, held, top_in_window(s_test, test), float(np.median(costs))))
+        by_seed = [streaming_score([s for s, st in zip(s_test, test, strict=True)
+                                    if st[1] == seed],
+                                   [st[3] for st in test if st[1] == seed], best.threshold).score
+                   for seed in args.test]
+        spread = float(np.std([v for v in by_seed if v is not None], ddof=1)) \
+            if len(args.test) > 1 else float("nan")
+        rows.append((name, best, held, spread, top_in_window(s_test, test),
+                     float(np.median(costs))))
         print(f"  done {name}: held-out score {held.score:.3f}", flush=True)
         per_scenario[name] = {
             sc: streaming_score([s for s, st in zip(s_test, test, strict=True) if st[0] == sc],
                                 [st[3] for st in test if st[0] == sc], best.threshold)
             for sc in args.scenario}
+        own[name] = {}
+        for sc in args.scenario:
+            if not any(len(st[3]) for st in test if st[0] == sc):
+                continue
+            mine = best_threshold([s for s, st in zip(s_tune, tune, strict=True)
+                                   if st[0] == sc], [st[3] for st in tune if st[0] == sc])
+            own[name][sc] = streaming_score(
+                [s for s, st in zip(s_test, test, strict=True) if st[0] == sc],
+                [st[3] for st in test if st[0] == sc], mine.threshold).score
 
     print("\n## one threshold for all streams: tuned on the tuning seeds, scored held out")
-    print(f"{'method':<24} {'threshold':>10} {'tune':>7} {'held-out':>9} {'P':>6} {'R':>6} "
-          f"{'FA':>5} {'top in w':>9} {'us/rec':>8}")
-    for name, best, held, top, cost in rows:
+    print(f"{'method':<24} {'threshold':>10} {'tune':>7} {'held-out':>9} {'sd':>6} {'P':>6} "
+          f"{'R':>6} {'FA':>5} {'top in w':>9} {'us/rec':>8}")
+    for name, best, held, spread, top, cost in rows:
         print(f"{name:<24} {best.threshold:>10.4g} {best.score:>7.3f} {held.score:>9.3f} "
-              f"{held.precision:>6.2f} {held.recall:>6.2f} {held.false_alarms:>5d} "
-              f"{top:>9.2f} {cost:>8.2f}")
+              f"{spread:>6.3f} {held.precision:>6.2f} {held.recall:>6.2f} "
+              f"{held.false_alarms:>5d} {top:>9.2f} {cost:>8.2f}")
     print("\n## held out, per scenario at the one threshold: windows detected / windows, "
           "false alarms")
     names = [r[0] for r in rows]
@@ -368,6 +386,12 @@ def main() -> int:
             r = per_scenario[n][sc]
             cells.append(f"{r.detected:>2d}/{r.detected + r.missed:<2d} fa{r.false_alarms:<4d}")
         print(f"{sc:<20} " + " ".join(f"{c:>13}" for c in cells))
+    print("\n## diagnostic, not the benchmark: held-out score per scenario with a threshold "
+          "tuned on that scenario alone (detection without the calibration across streams)")
+    print(f"{'scenario':<20} " + " ".join(f"{n[:13]:>13}" for n in names))
+    for sc in args.scenario:
+        if all(sc in own[n] for n in names):
+            print(f"{sc:<20} " + " ".join(f"{own[n][sc]:>13.2f}" for n in names))
     if args.update_cost:
         first = [st for st in test if st[1] == args.test[0]]
         print(f"\npossibly update(): {update_cost(first):.1f} us per record (median over "
