@@ -403,3 +403,153 @@ def test_short_counts_and_multivariate():
 def test_synthetic_bad_input_names_the_argument(call, name):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+# ----------------------------------------------------------------------------------------------
+# synthetic streaming-anomaly suite
+
+STEPS = {np.timedelta64(1, "m"), np.timedelta64(5, "m"), np.timedelta64(1, "h")}
+WEEK = np.timedelta64(7, "D")
+
+
+@pytest.mark.parametrize("name", sorted(datasets.STREAMING_SUITE))
+def test_streaming_suite_is_seeded_and_labelled(name):
+    gen = datasets.STREAMING_SUITE[name]
+    series, windows = gen(seed=3)
+    again, windows2 = gen(seed=3)
+    np.testing.assert_array_equal(series.values, again.values)
+    np.testing.assert_array_equal(windows, windows2)
+    assert series.start == again.start
+    assert not np.array_equal(series.values, gen(seed=4)[0].values)
+    y = np.asarray(series)
+    assert y is series.values and y.dtype == np.float64 and np.all(np.isfinite(y))
+    n = len(series)
+    assert 2000 <= n <= 10080  # realistic stream lengths
+    assert series.step in STEPS
+    index = series.index
+    assert index.shape == (n,) and np.all(np.diff(index) == series.step)
+    assert index[0] == series.start
+    assert windows.dtype == np.int64 and windows.ndim == 2 and windows.shape[1] == 2
+    if windows.size:
+        assert np.all(windows[:, 0] < windows[:, 1])
+        assert np.all(windows[1:, 0] >= windows[:-1, 1])  # sorted, not overlapping
+        assert windows[0, 0] >= n // 4 and windows[-1, 1] <= n  # after the warm-up
+
+
+@pytest.mark.parametrize("name", sorted(datasets.STREAMING_SUITE))
+def test_streaming_suite_too_short(name):
+    with pytest.raises(ValueError, match="n must be an integer >= "):
+        datasets.STREAMING_SUITE[name](n=10, seed=0)
+
+
+def _noise_sd(series) -> float:
+    """Noise sd from differences one week apart in the first quarter (no anomaly there):
+    the cycle cancels, the noise adds up twice."""
+    lag = series.steps_per(WEEK)
+    y = series.values[: len(series) // 4 + lag]
+    return float(np.std(y[lag:] - y[:-lag]) / np.sqrt(2.0))
+
+
+def _week_before(series, a: int, b: int) -> float:
+    """Mean of [a, b) minus the mean of the same hours of the week before."""
+    lag = series.steps_per(WEEK)
+    y = series.values
+    return float(np.mean(y[a:b]) - np.mean(y[a - lag:b - lag]))
+
+
+def test_cycles_have_the_stated_size_and_no_anomaly_when_idle():
+    series, windows = datasets.cycle_idle(seed=0)
+    assert windows.shape == (0, 2)
+    sd = _noise_sd(series)
+    hour = series.index.astype("datetime64[h]").astype(np.int64) % 24
+    weekday = (series.index.astype("datetime64[D]").astype(np.int64) + 3) % 7  # 0 = Monday
+    profile = [np.mean(series.values[(hour == h) & (weekday < 5)]) for h in range(24)]
+    # 8 noise sd from night to afternoon on working days
+    assert (max(profile) - min(profile)) / sd == pytest.approx(8.0, rel=0.1)
+    assert 14 <= int(np.argmax(profile)) <= 16  # peak mid-afternoon
+    medians = [float(np.median(datasets.cycle_idle(seed=s)[0].values)) for s in range(8)]
+    assert max(medians) / min(medians) > 10  # units vary between seeds
+
+
+def test_level_shift_drift_and_missing_peak_by_the_week_before():
+    for seed in range(3):
+        series, windows = datasets.cycle_level_shift(seed=seed)
+        sd = _noise_sd(series)
+        a = windows[0, 0]
+        assert 2.5 < abs(_week_before(series, a, a + 24)) / sd < 6.5
+        series, windows = datasets.cycle_drift(seed=seed)
+        sd = _noise_sd(series)
+        a, b = windows[0]
+        # the drift reaches 4 to 8 sd after 48 hours: its mean over the window is half that
+        assert 1.5 < abs(_week_before(series, a, b)) / sd < 4.5
+    drops = []
+    for seed in range(5):
+        series, windows = datasets.cycle_missing_peak(seed=seed)
+        sd = _noise_sd(series)
+        drops += [_week_before(series, a, b) / sd for a, b in windows]
+    # the peak 10 exp(-(h - 19)^2 / 2) averages 5.87 over 17:00 to 20:00; the mean of 10
+    # windows of 4 hours has a standard error of about 0.25
+    assert np.mean(drops) == pytest.approx(-5.87, abs=0.8)
+
+
+def test_flat_stretches_are_frozen_readings():
+    series, windows = datasets.cycle_flat_middle(seed=1)
+    y = series.values
+    for a, b in windows:
+        assert 60 <= b - a <= 180 and np.all(y[a:b] == y[a - 1])
+    flat = np.zeros(len(y), dtype=bool)
+    for a, b in windows:
+        flat[a - 1:b] = True
+    runs = np.diff(y) == 0
+    assert not np.any(runs & ~flat[1:])  # no repeated value elsewhere
+
+
+def test_cpu_counts_latency_and_idle_metrics_as_they_are():
+    series, windows = datasets.cpu_bursts(seed=2)
+    y = series.values
+    assert np.all(y == np.round(y)) and y.min() >= 0 and y.max() <= 100
+    assert np.mean(y == np.median(y)) > 0.5  # a plateau: MAD 0
+    assert np.mean(y > 15) > 0.01  # normal job spikes
+    for a, b in windows:
+        assert 20 <= b - a <= 90 and np.mean(y[a:b]) > 50
+    series, windows = datasets.count_surge(seed=2)
+    y = series.values
+    assert np.all(y == np.round(y)) and y.min() >= 0 and np.mean(y == 0) > 0.1
+    for a, b in windows:
+        ratio = np.sum(y[a:b]) / max(np.sum(y[a - 168:b - 168]), 1.0)
+        assert ratio > 2.0
+    series, windows = datasets.latency_heavy_tail(seed=2)
+    y = series.values
+    assert y.min() > 0 and y.max() / np.median(y) > 20
+    for a, b in windows:
+        assert 1.5 < np.median(y[a:b]) / np.median(y) < 3.5
+    series, windows = datasets.idle_stream(seed=2)
+    assert windows.shape == (0, 2) and series.values.min() == 0.0
+    assert np.mean(series.values == 0) == pytest.approx(0.9, abs=0.02)
+
+
+def test_variance_bursts_and_spike_density():
+    series, windows = datasets.variance_burst(seed=0)
+    d = np.diff(series.values)
+    inside = np.zeros(d.size, dtype=bool)
+    for a, b in windows:
+        inside[a:b - 1] = True
+        assert 2.5 < np.std(d[a:b - 1]) / np.std(d[~inside[:d.size]][:a // 2]) < 6.0
+    series, windows = datasets.spike_density(seed=0)
+    y = series.values
+    med = np.median(y)
+    big = np.abs(y - med) > 4.0 * 1.4826 * np.median(np.abs(y - med))
+    inside = np.zeros(y.size, dtype=bool)
+    for a, b in windows:
+        inside[a:b] = True
+    assert np.mean(big[inside]) > 10 * np.mean(big[~inside])
+
+
+def test_timed_series_to_pandas():
+    pd = pytest.importorskip("pandas")
+    series, _ = datasets.cycle_idle(seed=0)
+    s = series.to_pandas(name="load")
+    assert s.name == "load" and s.index.freq == pd.Timedelta(hours=1)
+    np.testing.assert_array_equal(s.to_numpy(), series.values)
+    assert s.index[0] == pd.Timestamp(series.start)
+    assert np.asarray(series, dtype=np.float32).dtype == np.float32

@@ -6,6 +6,10 @@ package, in the directory named by the ``POSSIBLY_DATA_DIR`` environment variabl
 cache (``$XDG_CACHE_HOME/possibly`` or ``~/.cache/possibly``), and finally downloaded into the
 cache; every copy is checked against its SHA-256 before use. Offline and with no copy, the
 loader fails with one line that says what to do.
+
+The seeded generators make two synthetic suites, so that methods are compared and tuned
+without touching public annotated collections: change points (:data:`SYNTHETIC_SUITE`) and
+streaming anomalies (:data:`STREAMING_SUITE`: time-stamped metrics with labelled windows).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import hashlib
 import os
 import tempfile
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
@@ -22,21 +27,35 @@ import numpy as np
 from possibly.validation import check_int
 
 __all__ = [
-    "DataUnavailableError",
-    "SYNTHETIC_SUITE",
-    "WELL_LOG_SHA256",
     "ChangepointTruth",
+    "DataUnavailableError",
+    "STREAMING_SUITE",
+    "STREAM_EPOCH",
+    "SYNTHETIC_SUITE",
+    "TimedSeries",
+    "WELL_LOG_SHA256",
     "ar1_shifts",
     "cache_dir",
     "count_shifts",
+    "count_surge",
+    "cpu_bursts",
+    "cycle_drift",
+    "cycle_flat_middle",
+    "cycle_idle",
+    "cycle_level_shift",
+    "cycle_missing_peak",
     "growth_curve",
     "heavy_tailed",
+    "idle_stream",
+    "latency_heavy_tail",
     "level_shifts",
     "multivariate_shifts",
     "piecewise_constant",
     "seasonal",
     "short_series",
+    "spike_density",
     "trend_jumps",
+    "variance_burst",
     "variance_changes",
     "well_log",
 ]
@@ -696,4 +715,541 @@ SYNTHETIC_SUITE = {
     "short_series": short_series,
     "count_shifts": count_shifts,
     "multivariate_shifts": multivariate_shifts,
+}
+
+
+# ----------------------------------------------------------------------------------------------
+# synthetic streaming-anomaly suite: seeded generators returning (series, windows)
+#
+# Each generator returns ``(series, windows)``: ``series`` is a :class:`TimedSeries` (the values
+# on a regular time grid, pandas-free) and ``windows`` an int64 array of shape ``(k, 2)`` whose
+# rows are the half-open index ranges ``[start, end)`` of the labelled anomalies (``(0, 2)``:
+# no anomaly). Windows start where the anomaly starts (a causal detector cannot see it sooner)
+# and never fall in the first quarter of the series (the warm-up a streaming detector needs).
+# Units differ between seeds (a scale drawn over three decades), as they do between metrics.
+
+#: where the time axis of every streaming series starts (plus 0 to 6 days, drawn per seed)
+STREAM_EPOCH = np.datetime64("2024-01-01T00:00", "m")
+_MINUTE = np.timedelta64(1, "m")
+_HOUR = np.timedelta64(60, "m")
+
+
+@dataclass(frozen=True, eq=False)
+class TimedSeries:
+    """Values on a regular time grid, without pandas.
+
+    ``np.asarray(series)`` and ``series.values`` are the values; :attr:`index` is the time of
+    each value (``datetime64[m]``); :meth:`to_pandas` makes a pandas Series (needs pandas).
+
+    Attributes
+    ----------
+    values : ndarray of float64, shape (n,)
+    start : numpy.datetime64
+        Time of the first value.
+    step : numpy.timedelta64
+        Time between two values (a minute, five minutes or an hour in the streaming suite).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> s = TimedSeries(np.array([1.0, 2.0, 3.0]), np.datetime64("2024-01-01T00:00"),
+    ...                 np.timedelta64(1, "h"))
+    >>> len(s), s.index[-1], float(np.asarray(s).sum())
+    (3, np.datetime64('2024-01-01T02:00'), 6.0)
+    >>> s.steps_per(np.timedelta64(1, "D"))
+    24
+    """
+
+    values: np.ndarray
+    start: np.datetime64
+    step: np.timedelta64
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        values = self.values if dtype is None else self.values.astype(dtype)
+        return values.copy() if copy else values
+
+    @property
+    def index(self) -> np.ndarray:
+        """The time stamps, ``start + step * arange(n)``."""
+        return self.start + self.step * np.arange(len(self.values))
+
+    def steps_per(self, span: np.timedelta64) -> int:
+        """How many steps make ``span`` (a day: 24 for hourly data, 1440 for minute data)."""
+        return int(span // self.step)
+
+    def to_pandas(self, name: str | None = None):
+        """A pandas Series with a ``DatetimeIndex`` of fixed frequency (pandas is needed)."""
+        import pandas as pd
+
+        index = pd.date_range(pd.Timestamp(self.start), periods=len(self.values),
+                              freq=pd.Timedelta(self.step))
+        return pd.Series(self.values, index=index, name=name)
+
+
+def _stream_start(rng: np.random.Generator) -> np.datetime64:
+    """The epoch shifted by 0 to 6 days, so that the weekday of the first value varies."""
+    return STREAM_EPOCH + np.timedelta64(int(rng.integers(0, 7)) * 1440, "m")
+
+
+def _units(rng: np.random.Generator) -> float:
+    """A unit of measurement drawn log-uniformly over three decades."""
+    return float(10.0 ** rng.uniform(-1.0, 2.0))
+
+
+def _anomaly_windows(rng: np.random.Generator, n: int, count: int, low: int, high: int
+                     ) -> np.ndarray:
+    """``count`` windows of length in ``[low, high]`` in the last three quarters of ``[0, n)``,
+    one per equal slot of that range (so they never overlap and are at least ``high`` apart
+    within a slot's slack)."""
+    first = n // 4
+    slot = (n - first) // count
+    if slot < 2 * high + 2:  # the generators' lower bounds on n rule this out
+        raise ValueError(f"n = {n} is too short for {count} anomaly windows of up to {high} "
+                         "steps")
+    rows = []
+    for k in range(count):
+        length = int(rng.integers(low, high + 1))
+        # a window never starts in the first or last `high` steps of its slot: the detector
+        # has settled after the previous anomaly, and the series goes on after this one
+        a = first + k * slot + int(rng.integers(high // 2, slot - high - length // 2))
+        rows.append((a, a + length))
+    return np.asarray(rows, dtype=np.int64).reshape(-1, 2)
+
+
+def _no_windows() -> np.ndarray:
+    return np.zeros((0, 2), dtype=np.int64)
+
+
+def _daily_profile(hour: np.ndarray) -> np.ndarray:
+    """A working-day load profile in [0, 1]: low at night, up in the morning, peak mid-afternoon."""
+    return 0.5 * (1.0 - np.cos(2.0 * np.pi * (hour - 3.0) / 24.0)) ** 1.5 / 2.0 ** 0.5
+
+
+def _clock(series_start: np.datetime64, step: np.timedelta64, n: int
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """Hour of the day (fractional) and day of the week (0 = Monday) of each step."""
+    stamps = series_start + step * np.arange(n)
+    minutes = (stamps - stamps.astype("datetime64[D]")).astype("timedelta64[m]").astype(float)
+    # 1970-01-01 was a Thursday (day 3 with Monday = 0)
+    weekday = (stamps.astype("datetime64[D]").astype(np.int64) + 3) % 7
+    return minutes / 60.0, weekday
+
+
+def _cycle(rng: np.random.Generator, start: np.datetime64, step: np.timedelta64, n: int,
+           amplitude: float) -> np.ndarray:
+    """A daily cycle of ``amplitude`` (in noise sd), damped by 40% on weekends."""
+    hour, weekday = _clock(start, step, n)
+    weekly = np.where(weekday >= 5, 0.6, 1.0)
+    return amplitude * _daily_profile(hour) * weekly
+
+
+def _new_stream(n, low: int, seed) -> tuple[int, np.random.Generator, np.datetime64]:
+    """Checked ``n`` (``>= low``), the generator, and the time of the first value."""
+    n = _check_length("n", n, low)
+    rng = np.random.default_rng(seed)
+    return n, rng, _stream_start(rng)
+
+
+def cycle_idle(n: int = 2016, *, seed=None) -> tuple[TimedSeries, np.ndarray]:
+    """Hourly data with a daily cycle (8 noise sd from night to afternoon, 40% lower on
+    weekends) and unit normal noise, in random units: no anomaly.
+
+    Parameters
+    ----------
+    n : int
+        Length in hours, ``>= 168`` (one week); the default is 12 weeks.
+    seed : int, numpy Generator or None
+
+    Returns
+    -------
+    series : TimedSeries
+        Hourly values.
+    windows : ndarray of int64, shape (0, 2)
+        No anomaly window.
+
+    Examples
+    --------
+    >>> import possibly as ps
+    >>> series, windows = ps.datasets.cycle_idle(seed=0)
+    >>> len(series), series.steps_per(np.timedelta64(1, "D")), windows.shape
+    (2016, 24, (0, 2))
+    """
+    n, rng, start = _new_stream(n, 168, seed)
+    unit = _units(rng)
+    base = 20.0 + _cycle(rng, start, _HOUR, n, 8.0)
+    return TimedSeries(unit * (base + rng.normal(0.0, 1.0, n)), start, _HOUR), _no_windows()
+
+
+def cycle_level_shift(n: int = 2688, *, seed=None) -> tuple[TimedSeries, np.ndarray]:
+    """Hourly data with the daily and weekly cycle of :func:`cycle_idle` and two persistent
+    level shifts of 3 to 6 noise sd (up or down); each window is the first day after a shift.
+
+    Parameters
+    ----------
+    n : int
+        Length in hours, ``>= 576``; the default is 16 weeks.
+    seed : int, numpy Generator or None
+
+    Returns
+    -------
+    series : TimedSeries
+        Hourly values.
+    windows : ndarray of int64, shape (2, 2)
+        ``[shift, shift + 24)`` for each shift.
+
+    Examples
+    --------
+    >>> import possibly as ps
+    >>> series, windows = ps.datasets.cycle_level_shift(seed=0)
+    >>> len(series), (windows[:, 1] - windows[:, 0]).tolist()
+    (2688, [24, 24])
+    """
+    n, rng, start = _new_stream(n, 576, seed)
+    unit = _units(rng)
+    windows = _anomaly_windows(rng, n, 2, 24, 24)
+    level = np.full(n, 20.0)
+    for a in windows[:, 0]:
+        level[a:] += rng.uniform(3.0, 6.0) * _signs(rng, 1)[0]
+    y = level + _cycle(rng, start, _HOUR, n, 8.0) + rng.normal(0.0, 1.0, n)
+    return TimedSeries(unit * y, start, _HOUR), windows
+
+
+def cycle_flat_middle(n: int = 10080, *, seed=None) -> tuple[TimedSeries, np.ndarray]:
+    """Minute data with a daily cycle (8 noise sd) and unit normal noise; twice, the reading
+    freezes for 1 to 3 hours (the same value repeated while the cycle goes on underneath).
+
+    Parameters
+    ----------
+    n : int
+        Length in minutes, ``>= 2880``; the default is one week.
+    seed : int, numpy Generator or None
+
+    Returns
+    -------
+    series : TimedSeries
+        Minute values.
+    windows : ndarray of int64, shape (2, 2)
+        The frozen stretches.
+
+    Examples
+    --------
+    >>> import possibly as ps
+    >>> series, windows = ps.datasets.cycle_flat_middle(seed=0)
+    >>> a, b = windows[0]
+    >>> len(series), bool(np.all(series.values[a:b] == series.values[a]))
+    (10080, True)
+    """
+    n, rng, start = _new_stream(n, 2880, seed)
+    unit = _units(rng)
+    windows = _anomaly_windows(rng, n, 2, 60, 180)
+    y = 20.0 + _cycle(rng, start, _MINUTE, n, 8.0) + rng.normal(0.0, 1.0, n)
+    for a, b in windows:
+        y[a:b] = y[a - 1]
+    return TimedSeries(unit * y, start, _MINUTE), windows
+
+
+def cycle_missing_peak(n: int = 2688, *, seed=None) -> tuple[TimedSeries, np.ndarray]:
+    """Hourly demand-like data: a daily cycle with a sharp evening peak (17:00 to 21:00, 10
+    noise sd) on top of the cycle of :func:`cycle_idle`; on two days the evening peak is missing.
+
+    Parameters
+    ----------
+    n : int
+        Length in hours, ``>= 576``; the default is 16 weeks.
+    seed : int, numpy Generator or None
+
+    Returns
+    -------
+    series : TimedSeries
+        Hourly values.
+    windows : ndarray of int64, shape (2, 2)
+        The hours of each missing peak (17:00 to 21:00 of that day).
+
+    Examples
+    --------
+    >>> import possibly as ps
+    >>> series, windows = ps.datasets.cycle_missing_peak(seed=0)
+    >>> hours = series.index[windows[:, 0]].astype("datetime64[h]").astype(int) % 24
+    >>> hours.tolist(), (windows[:, 1] - windows[:, 0]).tolist()
+    ([17, 17], [4, 4])
+    """
+    n, rng, start = _new_stream(n, 576, seed)
+    unit = _units(rng)
+    hour, _ = _clock(start, _HOUR, n)
+    peak = 10.0 * np.exp(-0.5 * ((hour - 19.0) / 1.0) ** 2)
+    # a window is the peak hours (17:00 to 21:00) of the day holding a drawn window's start
+    drawn = _anomaly_windows(rng, n, 2, 24, 24)
+    first_hour = int(hour[0])
+    days = (drawn[:, 0] + first_hour) // 24
+    windows = np.stack([days * 24 - first_hour + 17, days * 24 - first_hour + 21], axis=1)
+    y = 20.0 + _cycle(rng, start, _HOUR, n, 8.0) + peak + rng.normal(0.0, 1.0, n)
+    for a, b in windows:
+        y[a:b] -= peak[a:b]
+    return TimedSeries(unit * y, start, _HOUR), windows.astype(np.int64)
+
+
+def cpu_bursts(n: int = 7200, *, seed=None) -> tuple[TimedSeries, np.ndarray]:
+    """Minute CPU utilisation in whole percent: a plateau at a few percent where most values
+    are identical (a MAD of 0), short job spikes (an hourly job and rare random ones, 1 to 3
+    minutes) that are normal, and two sustained bursts of 20 to 90 minutes at 60 to 95%.
+
+    Parameters
+    ----------
+    n : int
+        Length in minutes, ``>= 1440``; the default is five days.
+    seed : int, numpy Generator or None
+
+    Returns
+    -------
+    series : TimedSeries
+        Minute values, integers in [0, 100].
+    windows : ndarray of int64, shape (2, 2)
+        The sustained bursts.
+
+    Examples
+    --------
+    >>> import possibly as ps
+    >>> series, windows = ps.datasets.cpu_bursts(seed=0)
+    >>> y = series.values
+    >>> bool(np.all(y == np.round(y))), float(np.median(np.abs(y - np.median(y))))
+    (True, 0.0)
+    """
+    n, rng, start = _new_stream(n, 1440, seed)
+    windows = _anomaly_windows(rng, n, 2, 20, 90)
+    idle = float(rng.integers(1, 6))
+    # mostly the idle value; one step up or down now and then (quantisation of small noise)
+    y = idle + rng.choice([-1.0, 0.0, 1.0], n, p=[0.1, 0.8, 0.1])
+    job_minute = int(rng.integers(0, 60))
+    jobs = np.flatnonzero((np.arange(n) % 60 == job_minute) | (rng.random(n) < 0.002))
+    for t in jobs:
+        span = int(rng.integers(1, 4))
+        y[t:t + span] = rng.uniform(20.0, 70.0, min(span, n - t))
+    for a, b in windows:
+        y[a:b] = rng.uniform(60.0, 95.0) + rng.normal(0.0, 3.0, b - a)
+    return TimedSeries(np.clip(np.round(y), 0.0, 100.0), start, _MINUTE), windows
+
+
+def count_surge(n: int = 2688, *, seed=None) -> tuple[TimedSeries, np.ndarray]:
+    """Hourly Poisson counts with a daily cycle (rate 0.5 at night to 6 to 12 in the
+    afternoon, 40% lower on weekends); twice, the rate is 3 to 5 times higher for 6 to 24 hours.
+
+    Parameters
+    ----------
+    n : int
+        Length in hours, ``>= 576``; the default is 16 weeks.
+    seed : int, numpy Generator or None
+
+    Returns
+    -------
+    series : TimedSeries
+        Hourly non-negative integer counts (float64).
+    windows : ndarray of int64, shape (2, 2)
+        The surges.
+
+    Examples
+    --------
+    >>> import possibly as ps
+    >>> series, windows = ps.datasets.count_surge(seed=0)
+    >>> y = series.values
+    >>> bool(np.all(y == np.round(y)) and y.min() >= 0), windows.shape
+    (True, (2, 2))
+    """
+    n, rng, start = _new_stream(n, 576, seed)
+    windows = _anomaly_windows(rng, n, 2, 6, 24)
+    rate = 0.5 + _cycle(rng, start, _HOUR, n, rng.uniform(6.0, 12.0))
+    for a, b in windows:
+        rate[a:b] *= rng.uniform(3.0, 5.0)
+    return TimedSeries(rng.poisson(rate).astype(np.float64), start, _HOUR), windows
+
+
+def latency_heavy_tail(n: int = 7200, *, seed=None) -> tuple[TimedSeries, np.ndarray]:
+    """Minute request latency: strictly positive, log-normal (log sd 0.3) with a Pareto tail
+    (2% of values multiplied by a Pareto(1.5) factor); twice, for 30 to 120 minutes, the
+    typical latency is 1.8 to 3 times higher.
+
+    Parameters
+    ----------
+    n : int
+        Length in minutes, ``>= 1440``; the default is five days.
+    seed : int, numpy Generator or None
+
+    Returns
+    -------
+    series : TimedSeries
+        Minute values, all ``> 0``.
+    windows : ndarray of int64, shape (2, 2)
+        The slow stretches.
+
+    Examples
+    --------
+    >>> import possibly as ps
+    >>> series, windows = ps.datasets.latency_heavy_tail(seed=0)
+    >>> bool(series.values.min() > 0), bool(series.values.max() > 10 * np.median(series.values))
+    (True, True)
+    """
+    n, rng, start = _new_stream(n, 1440, seed)
+    unit = _units(rng)
+    windows = _anomaly_windows(rng, n, 2, 30, 120)
+    log_y = rng.normal(0.0, 0.3, n)
+    tail = rng.random(n) < 0.02
+    log_y[tail] += np.log1p(rng.pareto(1.5, int(tail.sum())) * 3.0)
+    for a, b in windows:
+        log_y[a:b] += np.log(rng.uniform(1.8, 3.0))
+    return TimedSeries(unit * np.exp(log_y), start, _MINUTE), windows
+
+
+def variance_burst(n: int = 4032, *, seed=None) -> tuple[TimedSeries, np.ndarray]:
+    """Five-minute data with a mild daily cycle (3 noise sd) and unit normal noise; twice,
+    for 2 to 6 hours, the noise sd is 3 to 5 times larger (the mean is unchanged).
+
+    Parameters
+    ----------
+    n : int
+        Length in five-minute steps, ``>= 864``; the default is two weeks.
+    seed : int, numpy Generator or None
+
+    Returns
+    -------
+    series : TimedSeries
+        Five-minute values.
+    windows : ndarray of int64, shape (2, 2)
+        The noisy stretches.
+
+    Examples
+    --------
+    >>> import possibly as ps
+    >>> series, windows = ps.datasets.variance_burst(seed=0)
+    >>> str(series.step), ((windows[:, 1] - windows[:, 0]) >= 24).all()
+    ('5 minutes', np.True_)
+    """
+    n, rng, start = _new_stream(n, 864, seed)
+    unit = _units(rng)
+    step = 5 * _MINUTE
+    windows = _anomaly_windows(rng, n, 2, 24, 72)
+    sd = np.ones(n)
+    for a, b in windows:
+        sd[a:b] = rng.uniform(3.0, 5.0)
+    y = 20.0 + _cycle(rng, start, step, n, 3.0) + rng.normal(0.0, 1.0, n) * sd
+    return TimedSeries(unit * y, start, step), windows
+
+
+def cycle_drift(n: int = 2688, *, seed=None) -> tuple[TimedSeries, np.ndarray]:
+    """Hourly data with the cycle of :func:`cycle_idle`; from a random hour on, the level
+    drifts linearly (up or down) by 4 to 8 noise sd per two days and keeps drifting.
+
+    Parameters
+    ----------
+    n : int
+        Length in hours, ``>= 576``; the default is 16 weeks.
+    seed : int, numpy Generator or None
+
+    Returns
+    -------
+    series : TimedSeries
+        Hourly values.
+    windows : ndarray of int64, shape (1, 2)
+        The first two days of the drift.
+
+    Examples
+    --------
+    >>> import possibly as ps
+    >>> series, windows = ps.datasets.cycle_drift(seed=0)
+    >>> windows.shape, int(windows[0, 1] - windows[0, 0])
+    ((1, 2), 48)
+    """
+    n, rng, start = _new_stream(n, 576, seed)
+    unit = _units(rng)
+    # the drift starts in the second half and is labelled for its first two days
+    windows = _anomaly_windows(rng, n, 1, 48, 48)
+    a = int(windows[0, 0])
+    slope = rng.uniform(4.0, 8.0) / 48.0 * _signs(rng, 1)[0]
+    drift = np.where(np.arange(n) >= a, (np.arange(n) - a) * slope, 0.0)
+    y = 20.0 + _cycle(rng, start, _HOUR, n, 8.0) + drift + rng.normal(0.0, 1.0, n)
+    return TimedSeries(unit * y, start, _HOUR), windows
+
+
+def spike_density(n: int = 7200, *, seed=None) -> tuple[TimedSeries, np.ndarray]:
+    """Minute data with unit normal noise and rare normal spikes (0.2% of values, 5 to 15
+    sd); twice, for 1 to 3 hours, spikes are 20 to 40 times as frequent.
+
+    Parameters
+    ----------
+    n : int
+        Length in minutes, ``>= 1440``; the default is five days.
+    seed : int, numpy Generator or None
+
+    Returns
+    -------
+    series : TimedSeries
+        Minute values.
+    windows : ndarray of int64, shape (2, 2)
+        The dense stretches.
+
+    Examples
+    --------
+    >>> import possibly as ps
+    >>> series, windows = ps.datasets.spike_density(seed=0)
+    >>> len(series), windows.shape
+    (7200, (2, 2))
+    """
+    n, rng, start = _new_stream(n, 1440, seed)
+    unit = _units(rng)
+    windows = _anomaly_windows(rng, n, 2, 60, 180)
+    rate = np.full(n, 0.002)
+    for a, b in windows:
+        rate[a:b] *= rng.uniform(20.0, 40.0)
+    spikes = rng.random(n) < rate
+    y = 20.0 + rng.normal(0.0, 1.0, n)
+    y[spikes] += rng.uniform(5.0, 15.0, int(spikes.sum())) * _signs(rng, int(spikes.sum()))
+    return TimedSeries(unit * y, start, _MINUTE), windows
+
+
+def idle_stream(n: int = 4320, *, seed=None) -> tuple[TimedSeries, np.ndarray]:
+    """Minute disk writes of an idle machine: 0 in about 90% of the minutes, otherwise a small
+    log-normal amount; no anomaly.
+
+    Parameters
+    ----------
+    n : int
+        Length in minutes, ``>= 60``; the default is three days.
+    seed : int, numpy Generator or None
+
+    Returns
+    -------
+    series : TimedSeries
+        Minute values, ``>= 0``.
+    windows : ndarray of int64, shape (0, 2)
+        No anomaly window.
+
+    Examples
+    --------
+    >>> import possibly as ps
+    >>> series, windows = ps.datasets.idle_stream(seed=0)
+    >>> 0.8 < float(np.mean(series.values == 0)) < 1.0, windows.shape
+    (True, (0, 2))
+    """
+    n, rng, start = _new_stream(n, 60, seed)
+    unit = _units(rng)
+    busy = rng.random(n) < 0.1
+    y = np.where(busy, np.exp(rng.normal(0.0, 1.0, n)), 0.0)
+    return TimedSeries(unit * y, start, _MINUTE), _no_windows()
+
+
+#: the synthetic streaming-anomaly suite: scenario name -> generator called as
+#: ``generator(seed=seed)``, returning ``(series, windows)``
+STREAMING_SUITE = {
+    "cycle_idle": cycle_idle,
+    "cycle_level_shift": cycle_level_shift,
+    "cycle_flat_middle": cycle_flat_middle,
+    "cycle_missing_peak": cycle_missing_peak,
+    "cycle_drift": cycle_drift,
+    "cpu_bursts": cpu_bursts,
+    "count_surge": count_surge,
+    "latency_heavy_tail": latency_heavy_tail,
+    "variance_burst": variance_burst,
+    "spike_density": spike_density,
+    "idle_stream": idle_stream,
 }
