@@ -1026,13 +1026,15 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
             first = self.prior if prior is None else prior
             masked = start_masked(arr, self._initial(first, batch, arr.shape[0]),
                                   self._plain_step, self.obs_dim)
+            # the prior is passed per call: a batched prior fits the batch of ys, not the
+            # constructor's empty batch
             plain = KalmanFilter(self.model, robust=self.robust, tau=self.tau, dim=self.dim,
-                                 coverage=self.coverage, prior=first, robust_start=False)
-            fr = plain.filter(masked.reshape(batch + masked.shape[1:]), engine=engine)
-            res = smooth(self.model, dataclasses.replace(fr, index=index))
+                                 coverage=self.coverage, robust_start=False)
+            fr = plain.filter(masked.reshape(batch + masked.shape[1:]), first, engine=engine)
+            res = smooth(self.model, dataclasses.replace(fr, index=index), engine=engine)
             return self._report_rejected(res, arr.reshape(batch + arr.shape[1:]),
                                          masked.reshape(batch + arr.shape[1:]))
-        return smooth(self.model, self.filter(ys, prior, engine=engine))
+        return smooth(self.model, self.filter(ys, prior, engine=engine), engine=engine)
 
     def _report_rejected(self, res: Any, ys: np.ndarray, masked: np.ndarray) -> Any:
         """``res`` (a SmootherResult) with the observations that the robust start rejected

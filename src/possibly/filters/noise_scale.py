@@ -545,13 +545,13 @@ class NoiseScaleEngine:
         that state is not informed)."""
         if not (self.robust and self.robust_start):
             return smooth(self.model, self.fit(y, engine=engine, predicted=True,
-                                               stacklevel=stacklevel + 1))
+                                               stacklevel=stacklevel + 1), engine=engine)
         index = time_labels(y, 0)
         ys, batch = self._observations(y)
         masked, factor = self._settled_start(ys)
         run = self._forward(masked, engine, self._hypothesis_init(factor))
         warn_if_mostly_discounted(run.discount.T, stacklevel)
-        res = smooth(self.model, self._result(run, batch, index, True))
+        res = smooth(self.model, self._result(run, batch, index, True), engine=engine)
         return self._report_rejected(res, ys, masked, batch)
 
     def _settled_start(self, ys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
