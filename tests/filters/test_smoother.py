@@ -187,3 +187,35 @@ def test_smooth_with_a_batched_prior_smooths_each_series_from_its_own(robust_sta
         np.testing.assert_allclose(res.mean[b], one.mean, rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(res.covariance[b], one.covariance, rtol=1e-12, atol=1e-12)
         np.testing.assert_array_equal(res.discount[b], one.discount)
+
+
+def _early_outliers(seed, B, T, m):
+    """``B`` tracks with up to two outliers (or missing rows) among the first four steps."""
+    rng = np.random.default_rng(seed)
+    ys = np.cumsum(rng.normal(0.0, 0.3, size=(B, T, m)), axis=1) + rng.normal(size=(B, T, m))
+    for b in range(B):
+        for t in rng.choice(min(4, T), size=rng.integers(0, 3), replace=False):
+            ys[b, t] += rng.choice([-1.0, 1.0]) * rng.uniform(5.0, 80.0)
+        if rng.random() < 0.1:
+            ys[b, rng.integers(0, min(6, T))] = np.nan
+    return ys
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("model, T, prior", [
+    (CV, 40, None), (CV, 3, None), (CV, 9, None), (CV2, 30, None), (RW, 30, None),
+    (CV, 30, ps.MultivariateNormal([0.0, 0.0], np.diag([0.1, 1.0])))],
+    ids=["cv", "cv T=3", "cv T=9", "two axes", "random walk", "cv weak prior"])
+def test_the_smoother_settles_on_the_hypothesis_of_the_start_mixture(engine, model, T, prior):
+    """The observations the smoother drops are those of the mixture stepped to its collapse
+    (start_masked, the slow path): here the hypotheses run as extra series of the plain
+    filter and are scored afterwards."""
+    from possibly.filters.robust_start import start_masked
+
+    ys = _early_outliers(T, 300, T, model.obs_dim)
+    kf = ps.KalmanFilter(model)
+    plain = ps.KalmanFilter(model, robust_start=False)
+    ref = start_masked(ys, kf._initial(prior, (300,), 300), kf._plain_step, model.obs_dim)
+    got = plain._settled_start(ys, prior, engine)
+    assert np.isnan(ref).sum() > np.isnan(ys).sum() + 50  # many outliers rejected
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
