@@ -155,8 +155,8 @@ def smoother_table(model, lengths: list[int], repeats: int) -> None:
             kf.smooth(ys[..., :50, :] if ys.ndim == 3 else ys[:50], p)  # compile (cached)
             f_t, s_t = [], []
             for _ in range(repeats):
-                f_t.append(best_of(lambda kf=kf, p=p: kf.filter(ys, p), 1))
-                s_t.append(best_of(lambda kf=kf, p=p: kf.smooth(ys, p), 1))
+                f_t.append(best_of(lambda kf=kf, p=p, ys=ys: kf.filter(ys, p), 1))
+                s_t.append(best_of(lambda kf=kf, p=p, ys=ys: kf.smooth(ys, p), 1))
             ratio = np.array(s_t) / np.array(f_t)
             print(f"{name:<22} {label:>14} {1e3 * np.median(f_t):12.1f} "
                   f"{1e3 * np.median(s_t):12.1f} {np.median(ratio):8.2f} "

@@ -993,8 +993,9 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
 
     def smooth(self, ys, prior: MultivariateNormal | None = None, *,
                engine: str = "auto") -> Any:
-        """Possibilistic RTS smoother: :meth:`filter` (with ``engine``), then
-        :func:`possibly.filters.smoother.smooth`.
+        """Possibilistic RTS smoother: :meth:`filter`, then
+        :func:`possibly.filters.smoother.smooth`, both with ``engine`` (``"auto"``: the
+        compiled backward pass whenever numba is installed, whatever the model).
 
         With the robust start, the smoother of the hypothesis the start settled on (its
         outliers missing); those rejected observations are reported as observed and
