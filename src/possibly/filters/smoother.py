@@ -132,10 +132,11 @@ def smooth(model: LinearGaussianModel, filtered: FilterResult, *,
     size = int(np.prod(batch))
 
     def time_major(a, ev):
-        """``a`` (..., T, ·) as a contiguous (T, size, ·) array (a view of the filter's own
-        time-major storage)."""
-        return np.ascontiguousarray(np.moveaxis(a.reshape((size,) + a.shape[a.ndim - ev:]),
-                                                1, 0))
+        """``a`` (..., T, ·) as a contiguous, writeable float (T, size, ·) array: a view of
+        the filter's own time-major storage (the one type the compiled pass is compiled for;
+        a copy otherwise)."""
+        return np.require(np.moveaxis(a.reshape((size,) + a.shape[a.ndim - ev:]), 1, 0),
+                          np.float64, ("C", "W"))
 
     f_mean, f_cov, p_mean, p_cov = (time_major(f_mean, 2), time_major(f_cov, 3),
                                     time_major(p_mean, 2), time_major(p_cov, 3))
