@@ -11,8 +11,8 @@ bit for bit: the order of floating-point operations differs).
 
 Why explicit loops: the states are tiny, so the per-step cost of numpy's batched linear
 algebra is its call overhead, tens of microseconds a step; here every work array is allocated
-once per call and ``P_{t+1|t}`` is solved by Gaussian elimination with partial pivoting (as
-LAPACK's ``getrf``/``getrs`` behind ``numpy.linalg.solve``).
+once per call and ``P_{t+1|t}`` is solved in place by Gaussian elimination with partial
+pivoting (:func:`possibly.filters.elimination_numba.solve_in_place`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import math
 import numba
 import numpy as np
 
-import possibly.compiled  # noqa: F401  (the package's cache folder, before njit(cache=True))
+from possibly.filters.elimination_numba import solve_in_place
 
 __all__ = ["backward", "sizes"]
 
@@ -32,41 +32,6 @@ _BIG = 1e100  # as possibly.filters._common._BIG
 def sizes(n: int) -> tuple[int, ...]:
     """The ``n_tup`` argument of :func:`backward` for ``n`` states."""
     return (0,) * n
-
-
-@numba.njit(cache=True, nogil=True, inline="always")
-def _lu_solve(a, rhs):  # pragma: no cover - compiled
-    """Overwrite ``rhs`` (n × k) with ``a⁻¹ rhs`` (``a`` is destroyed); partial pivoting.
-    False if ``a`` is singular (an exactly zero or NaN pivot)."""
-    n, k = rhs.shape
-    for c in range(n):
-        p = c
-        best = abs(a[c, c])
-        for i in range(c + 1, n):
-            if abs(a[i, c]) > best:
-                best = abs(a[i, c])
-                p = i
-        if best == 0.0 or math.isnan(best):
-            return False
-        if p != c:
-            for j in range(n):
-                a[c, j], a[p, j] = a[p, j], a[c, j]
-            for j in range(k):
-                rhs[c, j], rhs[p, j] = rhs[p, j], rhs[c, j]
-        for i in range(c + 1, n):
-            f = a[i, c] / a[c, c]
-            if f != 0.0:
-                for j in range(c + 1, n):
-                    a[i, j] -= f * a[c, j]
-                for j in range(k):
-                    rhs[i, j] -= f * rhs[c, j]
-    for c in range(n - 1, -1, -1):
-        for j in range(k):
-            s = rhs[c, j]
-            for i in range(c + 1, n):
-                s -= a[c, i] * rhs[i, j]
-            rhs[c, j] = s / a[c, c]
-    return True
 
 
 @numba.njit(cache=True, nogil=True)
@@ -102,7 +67,7 @@ def backward(f_mean, f_cov, p_mean, p_cov, F, t_hi, t_lo, s_mean, s_cov,
                     for c in range(n):
                         acc += Ft[i, c] * f_cov[t, b, c, j]
                     x[i, j] = acc
-            if not _lu_solve(a, x):
+            if not solve_in_place(a, x, n):
                 return t
             big = 0.0
             for i in range(n):
