@@ -1035,12 +1035,11 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
             # constructor's empty batch
             plain = KalmanFilter(self.model, robust=self.robust, tau=self.tau, dim=self.dim,
                                  coverage=self.coverage, robust_start=False)
-            masked = plain._settled_start(arr.reshape(batch + arr.shape[1:]), first, engine)
+            ys_b = arr.reshape(batch + arr.shape[1:])
+            masked = plain._settled_start(ys_b, first, engine)
             fr = plain.filter(masked, first, engine=engine)
-            masked = masked.reshape(arr.shape)
             res = smooth(self.model, dataclasses.replace(fr, index=index), engine=engine)
-            return self._report_rejected(res, arr.reshape(batch + arr.shape[1:]),
-                                         masked.reshape(batch + arr.shape[1:]))
+            return self._report_rejected(res, ys_b, masked)
         return smooth(self.model, self.filter(ys, prior, engine=engine), engine=engine)
 
     def _settled_start(self, ys: np.ndarray, prior: MultivariateNormal | None,
