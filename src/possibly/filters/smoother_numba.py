@@ -90,11 +90,14 @@ def backward(f_mean, f_cov, p_mean, p_cov, F, t_hi, t_lo, s_mean, s_cov,
                     for j in range(n):
                         acc += x[j, i] * d[j]
                     s_mean[t, b, i] = f_mean[t, b, i] + acc
-            for i in range(n):  # G (P^s - P_{t+1|t})
+            for i in range(n):  # P^s - P_{t+1|t}, then G times it
+                for j in range(n):
+                    a[i, j] = s_cov[t + 1, b, i, j] - p_cov[t + 1, b, i, j]
+            for i in range(n):
                 for j in range(n):
                     acc = 0.0
                     for c in range(n):
-                        acc += x[c, i] * (s_cov[t + 1, b, c, j] - p_cov[t + 1, b, c, j])
+                        acc += x[c, i] * a[c, j]
                     gd[i, j] = acc
             for i in range(n):  # P_t + (G D) Gᵀ, symmetrised
                 for j in range(n):
