@@ -698,8 +698,16 @@ class NoiseScaleEngine:
         T, size, n = run.mean.shape
         p_mean, p_cov = np.empty_like(run.mean), np.empty_like(run.covariance)
         f_pre, p_pre = run.information, []
+        # with one transition, the predictions of the filtered states in covariance form (all
+        # after the first len(f_pre)) are one batched predict, time as a batch axis
+        stepwise = T if self.model.time_varying else min(T, len(f_pre) + 1)
+        if stepwise < T:
+            later = self._kf.predict(KalmanState(run.mean[stepwise - 1:T - 1],
+                                                 run.covariance[stepwise - 1:T - 1], None,
+                                                 stepwise))
+            p_mean[stepwise:], p_cov[stepwise:] = later.mean, later.covariance
         state = self._kf.init((size,))
-        for t in range(T):
+        for t in range(stepwise):
             if t:
                 k = t - 1
                 state = self._kf.predict(KalmanState(
