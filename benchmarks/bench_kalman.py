@@ -13,6 +13,11 @@ Three tables, every ratio against a baseline timed in this process:
 3. memory of 10k series × 1000 steps (``--mem-series``, ``--mem-steps``) by ``keep``: the
    peak of numpy allocations during ``filter`` (tracemalloc), input excluded. Target: a few
    hundred MB with ``keep=("mean",)``.
+4. smoother against filter: ``smooth`` / ``filter`` of the same filter on the same series, one
+   series of 10^3, 10^5 and 10^6 steps (``--smoother-lengths``) and batches (500 x 250 and
+   100 x 10^4), for the robust default (the robust start), the standard filter from a prior
+   and the learned noise scale; the ratio of each interleaved pair of runs, median [min, max]
+   over ``--smoother-repeats``, and the ratio of the best times. Target: at most 2.
 
 Run: .venv/bin/python benchmarks/bench_kalman.py [--series 500] [--steps 250]
 """
@@ -129,6 +134,36 @@ def memory(model, series: int, steps: int) -> None:
     print()
 
 
+def smoother_table(model, lengths: list[int], repeats: int) -> None:
+    rng = np.random.default_rng(3)
+    prior = ps.MultivariateNormal([0.0, 0.0], np.eye(2))
+    filters = {"robust (default)": (ps.KalmanFilter(model), None),
+               "standard, prior": (ps.KalmanFilter(model, robust=False), prior),
+               "learned noise scale": (ps.KalmanFilter(model, learn_noise_scale=True), None)}
+    shapes = [(T,) for T in lengths] + [(500, 250, 1), (100, 10_000, 1)]
+    print(f"Smoother against filter: smooth / filter, the same filter and series; median "
+          f"[min, max] of {repeats} interleaved pairs (engine=\"auto\")")
+    print(f"{'filter':<22} {'series':>14} {'filter (ms)':>12} {'smooth (ms)':>12} "
+          f"{'smooth / filter':>22} {'best / best':>11}")
+    for shape in shapes:
+        ys = np.cumsum(rng.normal(size=shape), axis=-2 if len(shape) == 3 else 0)
+        ys += rng.normal(size=shape)
+        label = " x ".join(str(k) for k in shape[:2])
+        for name, (kf, p) in filters.items():
+            if name == "learned noise scale" and ys.size > 200_000:
+                continue  # its filter takes minutes a run at 10^6 steps (not the smoother)
+            kf.smooth(ys[..., :50, :] if ys.ndim == 3 else ys[:50], p)  # compile (cached)
+            f_t, s_t = [], []
+            for _ in range(repeats):
+                f_t.append(best_of(lambda kf=kf, p=p, ys=ys: kf.filter(ys, p), 1))
+                s_t.append(best_of(lambda kf=kf, p=p, ys=ys: kf.smooth(ys, p), 1))
+            ratio = np.array(s_t) / np.array(f_t)
+            print(f"{name:<22} {label:>14} {1e3 * np.median(f_t):12.1f} "
+                  f"{1e3 * np.median(s_t):12.1f} {np.median(ratio):8.2f} "
+                  f"[{ratio.min():.2f}, {ratio.max():.2f}] {min(s_t) / min(f_t):9.2f}")
+    print()
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--series", type=int, default=500)
@@ -137,8 +172,11 @@ def main(argv=None) -> int:
     parser.add_argument("--single-repeats", type=int, default=30)
     parser.add_argument("--mem-series", type=int, default=10_000)
     parser.add_argument("--mem-steps", type=int, default=1000)
-    parser.add_argument("--skip", choices=["batched", "single", "memory"], action="append",
-                        default=[])
+    parser.add_argument("--smoother-lengths", default="1000,100000,1000000",
+                        help="comma-separated lengths of the one-series smoother rows")
+    parser.add_argument("--smoother-repeats", type=int, default=5)
+    parser.add_argument("--skip", choices=["batched", "single", "memory", "smoother"],
+                        action="append", default=[])
     args = parser.parse_args(argv)
     model = ps.filters.constant_velocity(dt=1.0, accel_sd=0.05, obs_sd=1.0)
     _, ys, _ = simulate(args.series, seed=0, T=args.steps)
@@ -148,6 +186,9 @@ def main(argv=None) -> int:
         single_series(model, ys, x0, P0, prior, args.single_repeats)
     if "memory" not in args.skip:
         memory(model, args.mem_series, args.mem_steps)
+    if "smoother" not in args.skip:
+        smoother_table(model, [int(k) for k in args.smoother_lengths.split(",")],
+                       args.smoother_repeats)
     if "batched" in args.skip:
         return 0
     standard = ps.KalmanFilter(*model, robust=False)

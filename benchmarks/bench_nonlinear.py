@@ -7,6 +7,12 @@ the UKF run on the same model (``NonlinearModel``, Jacobians by finite differenc
 batched over the repeats; the particle filter loops over them. Score: time-averaged Euclidean
 position error of E* per repeat; median and mean; time per repeat.
 
+Second table, smoother against filter: ``smooth`` / ``filter`` of the same EKF or UKF on the
+same series, from no prior (the robust start) and from a prior; the range-bearing batch above
+and one series of 10^3 and 10^5 steps (``--smoother-lengths``) of a scalar model observed
+through ``h(x) = x³`` with 5% outliers; the ratio of each interleaved pair of runs, median
+[min, max] over ``--smoother-repeats``, and the ratio of the best times. Target: at most 2.
+
 Run: .venv/bin/python benchmarks/bench_nonlinear.py [--repeats 100] [--particles 500]
 """
 
@@ -47,11 +53,20 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-particles", action="store_true",
                         help="skip the particle filters (slow)")
+    parser.add_argument("--smoother-lengths", default="1000,100000",
+                        help="comma-separated lengths of the one-series smoother rows")
+    parser.add_argument("--smoother-repeats", type=int, default=3)
+    parser.add_argument("--only-smoother", action="store_true",
+                        help="only the smoother-against-filter table")
     args = parser.parse_args(argv)
     states, ys, outlier, m0 = simulate_range_bearing(args.repeats, args.seed)
     prior = ps.MultivariateNormal(m0, np.diag(1.0 / np.asarray(PRIOR_SD) ** 2))
     model = ps.filters.nonlinear.NonlinearModel(f=transition, h=measurement, Q=Q,
                                         R=np.diag([BEARING_SD**2, RANGE_SD**2]))
+    if args.only_smoother:
+        _smoother_table(model, prior, ys, [int(k) for k in args.smoother_lengths.split(",")],
+                        args.smoother_repeats)
+        return 0
     truth = states[..., [0, 2]]
     rows = {}
     variants = {"standard": {"robust": False},
@@ -84,7 +99,47 @@ def main(argv=None) -> int:
         print(f"{name:<38} {np.median(err):7.3f} {err.mean():7.3f} "
               f"{np.quantile(err, 0.9):7.3f} {1e3 * t:10.2f}")
     _validation_cost(model, prior, ys)
+    _smoother_table(model, prior, ys, [int(k) for k in args.smoother_lengths.split(",")],
+                    args.smoother_repeats)
     return 0
+
+
+def _smoother_table(model, prior, ys, lengths: list[int], repeats: int) -> None:
+    rng = np.random.default_rng(4)
+    cubic = ps.filters.nonlinear.NonlinearModel(f=lambda x: x, h=lambda x: x ** 3,
+                                                Q=[[1e-4]], R=[[0.01]])
+    cubic_prior = ps.MultivariateNormal([1.0], [[100.0]])
+    # the batch from its prior only (without one, the finite differences of the EKF's
+    # information-form start fail on this model)
+    series = [(f"batch {ys.shape[0]} x {ys.shape[1]}", model, ys, prior, None)]
+    for T in lengths:
+        x = 1.1 + np.cumsum(1e-2 * rng.normal(size=T))
+        y = x ** 3 + 0.1 * rng.normal(size=T)
+        y[rng.random(T) < 0.05] += 20.0
+        series.append((f"one series, {T}", cubic, y, cubic_prior, np.array([1.0])))
+    print(f"\nsmoother against filter: smooth / filter, the same filter and series; median "
+          f"[min, max] of {repeats} interleaved pairs")
+    print(f"{'filter':<18} {'series':<24} {'filter (ms)':>12} {'smooth (ms)':>12} "
+          f"{'smooth / filter':>22} {'best / best':>11}")
+    for label, mdl, y, p, guess in series:
+        for name, cls in (("EKF", ps.ExtendedKalmanFilter), ("UKF", ps.UnscentedKalmanFilter)):
+            starts = [("prior", {"prior": p})]
+            if guess is not None:
+                starts.insert(0, ("no prior", {"initial_guess": guess}))
+            for start, kw in starts:
+                flt = cls(mdl, **kw)
+                f_t, s_t = [], []
+                for _ in range(repeats):
+                    t0 = time.perf_counter()
+                    flt.filter(y)
+                    t1 = time.perf_counter()
+                    flt.smooth(y)
+                    f_t.append(t1 - t0)
+                    s_t.append(time.perf_counter() - t1)
+                ratio = np.array(s_t) / np.array(f_t)
+                print(f"{name + ', ' + start:<18} {label:<24} {1e3 * np.median(f_t):12.1f} "
+                      f"{1e3 * np.median(s_t):12.1f} {np.median(ratio):8.2f} "
+                      f"[{ratio.min():.2f}, {ratio.max():.2f}] {min(s_t) / min(f_t):9.2f}")
 
 
 def _checking_step(unchecked, obs_dim, state, y):

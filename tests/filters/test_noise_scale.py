@@ -412,3 +412,27 @@ def test_a_dropped_observation_is_an_outlier_by_force_even_when_its_stand_in_fit
     # (density at q = 0 + log ε, outlier gain 0, counts, outlier by force, judged)
     assert evidence[1:].tolist() == [0.0, 1.0, 1.0, 1.0] and np.isfinite(evidence[0])
     assert np.isnan(info.discount)  # reported as missing
+
+
+@pytest.mark.parametrize("engine", ["auto", "numpy"])
+def test_predicted_states_are_the_predictions_of_the_filtered_ones(engine):
+    """The predicted states that the smoother reads (one batched predict over time) are
+    ``F μ`` and ``F P Fᵀ + Q`` of each step's filtered state, written out step by step."""
+    model = ps.filters.constant_velocity(obs_sd=2.0)
+    rng = np.random.default_rng(12)
+    ys = np.cumsum(rng.normal(size=(2, 120, 1)), axis=1) + 2.0 * rng.normal(size=(2, 120, 1))
+    ys[0, 40] += 60.0
+    ys[1, 70] = np.nan
+    fr = ps.KalmanFilter(model, learn_noise_scale=True).filter(ys, engine=engine)
+    F, Q = model.F, model.Q
+    informed = np.isfinite(fr.covariance).all(axis=(-2, -1))
+    for b in range(2):
+        for t in range(1, 120):
+            if not informed[b, t - 1]:
+                continue
+            P = fr.covariance[b, t - 1]
+            np.testing.assert_allclose(fr.predicted_mean[b, t], F @ fr.mean[b, t - 1],
+                                       rtol=1e-13, atol=1e-13)
+            np.testing.assert_allclose(fr.predicted_covariance[b, t], F @ P @ F.T + Q,
+                                       rtol=1e-12, atol=1e-14)
+    assert informed[:, 5:].all()  # the batched predict served all but the first steps

@@ -260,3 +260,25 @@ def test_fit_checks_the_observations_once(cls, monkeypatch):
         f.step(state, [np.inf, 0.0])
     with pytest.raises(ValueError, match="observations must be finite"):
         f.fit(np.r_[ys, [[np.inf, 0.0]]])
+
+
+@pytest.mark.parametrize("jacobian", [True, False])
+@pytest.mark.parametrize("cls", [ExtendedKalmanFilter, UnscentedKalmanFilter])
+def test_smoother_equals_the_backward_pass_with_one_gain_a_step(cls, jacobian):
+    """The smoother takes the gains of all steps in one call (time as a batch axis of f): the
+    same numbers as the RTS recursion written out with one ``_smoother_gain`` call a step."""
+    ys = np.stack([simulate(T=30, seed=s, outliers=(7,)) for s in range(3)])
+    ys[1, 12] = np.nan
+    flt = cls(model(jacobian), prior=PRIOR)
+    res = flt.smooth(ys)
+    fr = res.filtered
+    s_mean, s_cov = fr.mean[:, -1], fr.covariance[:, -1]
+    for t in range(ys.shape[1] - 2, -1, -1):
+        fm, fc = fr.mean[:, t], fr.covariance[:, t]
+        pm, pc = fr.predicted_mean[:, t + 1], fr.predicted_covariance[:, t + 1]
+        gain = flt._smoother_gain(fm, fc, pc)
+        s_mean = fm + (gain @ (s_mean - pm)[..., None])[..., 0]
+        s_cov = fc + gain @ (s_cov - pc) @ np.swapaxes(gain, -1, -2)
+        s_cov = 0.5 * (s_cov + np.swapaxes(s_cov, -1, -2))
+        np.testing.assert_allclose(res.mean[:, t], s_mean, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(res.covariance[:, t], s_cov, rtol=1e-12, atol=1e-14)

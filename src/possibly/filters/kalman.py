@@ -22,6 +22,7 @@ the learned noise scale :mod:`possibly.filters.noise_scale`, the smoother
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, cast, overload
@@ -55,17 +56,22 @@ from possibly.filters._common import (
     _unscale,
     with_rejected,
 )
-from possibly.filters.filter_result import FilterResult, warn_if_mostly_discounted
+from possibly.filters.filter_result import (
+    FilterResult,
+    MostlyDiscountedWarning,
+    warn_if_mostly_discounted,
+)
 from possibly.filters.kalman_state import KalmanInfo, KalmanState
 from possibly.filters.noise_scale import NoiseScaleEngine
 from possibly.filters.robust_start import (
+    MAX_OUTLIERS,
     WINDOW,
     K,
     KalmanStartState,
     leader_discount,
     mixture_scores,
+    start_hypotheses,
     start_init,
-    start_masked,
     start_observations,
     start_step,
 )
@@ -987,8 +993,9 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
 
     def smooth(self, ys, prior: MultivariateNormal | None = None, *,
                engine: str = "auto") -> Any:
-        """Possibilistic RTS smoother: :meth:`filter` (with ``engine``), then
-        :func:`possibly.filters.smoother.smooth`.
+        """Possibilistic RTS smoother: :meth:`filter`, then
+        :func:`possibly.filters.smoother.smooth`, both with ``engine`` (``"auto"``: the
+        compiled backward pass whenever numba is installed, whatever the model).
 
         With the robust start, the smoother of the hypothesis the start settled on (its
         outliers missing); those rejected observations are reported as observed and
@@ -1024,15 +1031,45 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
             # recursion in which its outliers are missing (exactly that hypothesis' filter)
             arr, batch, index = self._observations(ys)
             first = self.prior if prior is None else prior
-            masked = start_masked(arr, self._initial(first, batch, arr.shape[0]),
-                                  self._plain_step, self.obs_dim)
+            # the prior is passed per call: a batched prior fits the batch of ys, not the
+            # constructor's empty batch
             plain = KalmanFilter(self.model, robust=self.robust, tau=self.tau, dim=self.dim,
-                                 coverage=self.coverage, prior=first, robust_start=False)
-            fr = plain.filter(masked.reshape(batch + masked.shape[1:]), engine=engine)
-            res = smooth(self.model, dataclasses.replace(fr, index=index))
-            return self._report_rejected(res, arr.reshape(batch + arr.shape[1:]),
-                                         masked.reshape(batch + arr.shape[1:]))
-        return smooth(self.model, self.filter(ys, prior, engine=engine))
+                                 coverage=self.coverage, robust_start=False)
+            ys_b = arr.reshape(batch + arr.shape[1:])
+            masked = plain._settled_start(ys_b, first, engine)
+            fr = plain.filter(masked, first, engine=engine)
+            res = smooth(self.model, dataclasses.replace(fr, index=index), engine=engine)
+            return self._report_rejected(res, ys_b, masked)
+        return smooth(self.model, self.filter(ys, prior, engine=engine), engine=engine)
+
+    def _settled_start(self, ys: np.ndarray, prior: MultivariateNormal | None,
+                       engine: str) -> np.ndarray:
+        """``ys`` (..., T, m) with the observations that the robust start settles on as
+        outliers missing (as :func:`~possibly.filters.robust_start.start_masked`), ``self``
+        being the plain filter. Each hypothesis is this filter with its outliers missing: they
+        run over the start's steps as extra series (compiled with ``engine``), then their
+        consistencies score the mixture step by step to the leader at the collapse."""
+        steps = min(ys.shape[-2], K + WINDOW)
+        drop = start_hypotheses(K, MAX_OUTLIERS)
+        cols = min(K, steps)
+        # hypotheses first: the prior's batch shape broadcasts with the rest
+        yh = np.repeat(ys[None, ..., :steps, :], len(drop), axis=0)
+        head = yh[..., :cols, :]
+        mask = drop[:, :cols].reshape((len(drop),) + (1,) * (ys.ndim - 2) + (cols,))
+        head[np.broadcast_to(mask, head.shape[:-1])] = np.nan
+        with warnings.catch_warnings():  # a wrong hypothesis discounts much: no news
+            warnings.simplefilter("ignore", MostlyDiscountedWarning)
+            log_c = self.filter(yh, prior, keep=("mean",), engine=engine).log_consistency
+        log_c = np.moveaxis(log_c.reshape(len(drop), -1, steps), 0, 1)  # (B, H, steps)
+        flat = ys.reshape((-1,) + ys.shape[-2:])
+        score = np.zeros(log_c.shape[:2])
+        for t in range(steps):
+            observed = ~np.isnan(flat[:, t]).all(-1)
+            score, lead, _ = mixture_scores(score, log_c[..., t], observed, t, self.obs_dim)
+        masked = flat.copy()
+        head = masked[:, :cols]
+        head[drop[lead][:, :cols]] = np.nan
+        return masked.reshape(ys.shape)
 
     def _report_rejected(self, res: Any, ys: np.ndarray, masked: np.ndarray) -> Any:
         """``res`` (a SmootherResult) with the observations that the robust start rejected

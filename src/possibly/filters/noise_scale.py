@@ -545,13 +545,13 @@ class NoiseScaleEngine:
         that state is not informed)."""
         if not (self.robust and self.robust_start):
             return smooth(self.model, self.fit(y, engine=engine, predicted=True,
-                                               stacklevel=stacklevel + 1))
+                                               stacklevel=stacklevel + 1), engine=engine)
         index = time_labels(y, 0)
         ys, batch = self._observations(y)
         masked, factor = self._settled_start(ys)
         run = self._forward(masked, engine, self._hypothesis_init(factor))
         warn_if_mostly_discounted(run.discount.T, stacklevel)
-        res = smooth(self.model, self._result(run, batch, index, True))
+        res = smooth(self.model, self._result(run, batch, index, True), engine=engine)
         return self._report_rejected(res, ys, masked, batch)
 
     def _settled_start(self, ys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -698,8 +698,16 @@ class NoiseScaleEngine:
         T, size, n = run.mean.shape
         p_mean, p_cov = np.empty_like(run.mean), np.empty_like(run.covariance)
         f_pre, p_pre = run.information, []
+        # with one transition, the predictions of the filtered states in covariance form (all
+        # after the first len(f_pre)) are one batched predict, time as a batch axis
+        stepwise = T if self.model.time_varying else min(T, len(f_pre) + 1)
+        if stepwise < T:
+            later = self._kf.predict(KalmanState(run.mean[stepwise - 1:T - 1],
+                                                 run.covariance[stepwise - 1:T - 1], None,
+                                                 stepwise))
+            p_mean[stepwise:], p_cov[stepwise:] = later.mean, later.covariance
         state = self._kf.init((size,))
-        for t in range(T):
+        for t in range(stepwise):
             if t:
                 k = t - 1
                 state = self._kf.predict(KalmanState(

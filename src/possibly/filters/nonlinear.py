@@ -546,11 +546,17 @@ class _RobustNonlinearFilter(
         T = len(run.mean)
         s_mean, s_cov = [run.mean[-1]] * T, [run.cov[-1]] * T
         s_prec = run.prec[-1]
+        # the gains of the steps in covariance form do not depend on the smoothed states: all
+        # at once, time as a leading batch axis of f and h (one call instead of one a step)
+        steps = [t for t in range(T - 1) if run.prec[t] is None]
+        gains = dict(zip(steps, self._smoother_gain(
+            np.stack([run.mean[t] for t in steps]), np.stack([run.cov[t] for t in steps]),
+            np.stack([run.p_cov[t + 1] for t in steps])), strict=True)) if steps else {}
         for t in range(T - 2, -1, -1):
             fm, fc, f_prec = run.mean[t], run.cov[t], run.prec[t]
             pm, pc, p_prec = run.p_mean[t + 1], run.p_cov[t + 1], run.p_prec[t + 1]
             if f_prec is None:
-                gain = self._smoother_gain(fm, fc, pc)
+                gain = gains[t]
                 s_mean[t] = fm + _mv(gain, s_mean[t + 1] - pm)
                 s_cov[t] = _sym(fc + gain @ (s_cov[t + 1] - pc) @ np.swapaxes(gain, -1, -2))
                 s_prec = None

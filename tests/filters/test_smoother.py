@@ -1,0 +1,221 @@
+"""The RTS smoother's engines: the compiled backward pass gives the numpy steps' numbers, both
+equal a plain textbook RTS loop and filterpy's, and numpy serves when numba is missing."""
+
+import importlib.util
+import sys
+
+import numpy as np
+import pytest
+
+import possibly as ps
+from possibly.filters import LinearGaussianModel
+from possibly.filters import smoother as smoother_module
+
+CV = ps.filters.constant_velocity()
+CV2 = ps.filters.constant_velocity(ndim=2, obs_sd=0.7)
+RW = LinearGaussianModel(F=[[1.0]], Q=[[0.3]], H=[[1.0]], R=[[1.0]])
+# three sensors, one of them of the velocity
+SENSORS = LinearGaussianModel(F=[[1.0, 1.0], [0.0, 1.0]], Q=[[0.01, 0.0], [0.0, 0.02]],
+                              H=[[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]], R=np.diag([1.0, 4.0, 0.5]))
+STEPS = LinearGaussianModel(
+    F=np.stack([[[1.0, 0.5 + 0.01 * k], [0.0, 0.99]] for k in range(149)]),
+    Q=[[0.01, 0.0], [0.0, 0.01]], H=[[1.0, 0.0]], R=[[1.0]])
+PRIOR = ps.MultivariateNormal([0.0, 0.5], np.diag([0.5, 2.0]))
+ENGINES = ["numpy", pytest.param("numba", marks=pytest.mark.skipif(
+    importlib.util.find_spec("numba") is None, reason="numba not installed"))]
+
+
+def _track(seed, T=150, m=1, huge=False):
+    rng = np.random.default_rng(seed)
+    ys = np.cumsum(rng.normal(size=(T, m)), axis=0) + rng.normal(size=(T, m))
+    ys[T // 4] += 50.0  # an outlier
+    ys[T // 3] = np.nan  # a missing row: predict only
+    if m > 1:
+        ys[T // 2, 0] = np.nan  # partly missing
+    if huge:
+        ys[T - 10] = 1e250  # huge means downstream (the standard filter): scaled differences
+    return ys
+
+
+def _close(a, b, rel=1e-10):
+    """``a`` and ``b`` agree to ``rel`` of the scale of each entry (covariances: of
+    ``sqrt(C_ii C_jj)``, as an off-diagonal entry may cancel to near 0), with the same
+    infinities and NaNs."""
+    np.testing.assert_array_equal(np.isfinite(a), np.isfinite(b))
+    fin = np.isfinite(a)
+    np.testing.assert_array_equal(a[~fin], b[~fin])
+    if a.ndim >= 2 and a.shape[-1] == a.shape[-2] and a.shape[-1] > 1:
+        d = np.abs(np.diagonal(a, axis1=-2, axis2=-1))
+        scale = np.sqrt(d[..., :, None] * d[..., None, :])
+    else:
+        scale = np.abs(a)
+    with np.errstate(invalid="ignore"):
+        assert (np.abs(a - b)[fin] <= rel * scale[fin] + 1e-300).all()
+
+
+CASES = {
+    "robust, huge outlier": (CV, {}, _track(0, huge=True)),
+    "standard, huge means": (CV, {"robust": False}, _track(1, huge=True)),
+    "threshold": (CV, {"tau": 0.2}, _track(2)),
+    "two axes, partly missing": (CV2, {}, _track(3, m=2)),
+    "random walk": (RW, {}, _track(4)),
+    "three sensors": (SENSORS, {}, _track(5, m=3)),
+    "per-step F": (STEPS, {}, _track(6)),
+    "batch (2, 2)": (CV, {}, np.stack([_track(s, T=80) for s in range(4)]).reshape(2, 2, 80, 1)),
+    "learned scale": (CV, {"learn_noise_scale": True}, _track(7)),
+    "learned scale, batch": (CV, {"learn_noise_scale": True},
+                             np.stack([_track(s, T=80) for s in range(3)])),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_compiled_backward_pass_equals_the_numpy_steps(case):
+    pytest.importorskip("numba")
+    model, options, ys = CASES[case]
+    kf = ps.KalmanFilter(model, **options)
+    # "auto": the compiled backward pass (and the compiled filter where it applies)
+    fast, slow = kf.smooth(ys, engine="auto"), kf.smooth(ys, engine="numpy")
+    assert fast.mean.shape == slow.mean.shape == ys.shape[:-1] + (model.state_dim,)
+    _close(fast.mean, slow.mean)
+    _close(fast.covariance, slow.covariance)
+    # the discounts, and the rejected start observations' consistencies, are the same report
+    # (the forward passes also ran in either engine)
+    _close(fast.discount, slow.discount)
+    _close(fast.filtered.log_consistency, slow.filtered.log_consistency)
+
+
+@pytest.mark.parametrize("case", ["robust, huge outlier", "standard, huge means", "per-step F",
+                                  "batch (2, 2)", "two axes, partly missing"])
+def test_compiled_smooth_of_a_forward_pass_equals_the_numpy_steps(case):
+    pytest.importorskip("numba")
+    model, options, ys = CASES[case]
+    fr = ps.KalmanFilter(model, robust_start=False, **options).filter(ys)
+    fast = ps.filters.smooth(model, fr, engine="numba")
+    slow = ps.filters.smooth(model, fr, engine="numpy")
+    _close(fast.mean, slow.mean)
+    _close(fast.covariance, slow.covariance)
+    if case == "standard, huge means":
+        assert np.abs(fast.mean).max() > 1e200 and np.isfinite(fast.mean).all()
+
+
+def _plain_rts(F_of, means, covs, pmeans, pcovs):
+    """The textbook RTS recursion, one step at a time with explicit inverses."""
+    T = len(means)
+    sm, sP = [None] * T, [None] * T
+    sm[-1], sP[-1] = means[-1], covs[-1]
+    for t in range(T - 2, -1, -1):
+        G = covs[t] @ F_of(t).T @ np.linalg.inv(pcovs[t + 1])
+        sm[t] = means[t] + G @ (sm[t + 1] - pmeans[t + 1])
+        sP[t] = covs[t] + G @ (sP[t + 1] - pcovs[t + 1]) @ G.T
+    return np.array(sm), np.array(sP)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("model", [CV, SENSORS, STEPS], ids=["cv", "sensors", "per-step F"])
+@pytest.mark.parametrize("robust", [False, True])
+def test_smoother_equals_a_plain_rts_loop(engine, model, robust):
+    ys = np.stack([_track(s, m=model.obs_dim) for s in range(3)])
+    kf = ps.KalmanFilter(model, robust=robust, prior=PRIOR)
+    res = ps.filters.smooth(model, kf.filter(ys, engine="numpy"), engine=engine)
+    fr = res.filtered
+    for b in range(3):  # the robust smoother is the RTS smoother of the discounted filter
+        ms, Ps = _plain_rts(lambda t: model._transition(t).F, fr.mean[b], fr.covariance[b],
+                            fr.predicted_mean[b], fr.predicted_covariance[b])
+        np.testing.assert_allclose(res.mean[b], ms, rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(res.covariance[b], Ps, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_standard_smoother_equals_filterpys_rts_smoother(engine):
+    from filterpy.kalman import rts_smoother
+
+    ys = _track(8, T=200, m=2)
+    kf = ps.KalmanFilter(CV2, robust=False, prior=ps.MultivariateNormal(np.zeros(4), np.eye(4)))
+    res = ps.filters.smooth(CV2, kf.filter(ys), engine=engine)
+    F, Q = CV2.F, CV2.Q
+    xs, Ps, _, _ = rts_smoother(res.filtered.mean, res.filtered.covariance, [F] * 200,
+                                [Q] * 200)
+    np.testing.assert_allclose(res.mean, xs, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(res.covariance, Ps, rtol=1e-9, atol=1e-9)
+
+
+def test_a_singular_predicted_covariance_takes_the_numpy_step(monkeypatch):
+    """The second component is forgotten each step (F's zero row, no noise): the predicted
+    covariance is singular, solve fails and numpy's pseudo-inverse fallback runs that step."""
+    pytest.importorskip("numba")
+    model = LinearGaussianModel(F=[[1.0, 0.0], [0.0, 0.0]], Q=[[0.1, 0.0], [0.0, 0.0]],
+                                H=[[1.0, 1.0]], R=[[1.0]])
+    fr = ps.KalmanFilter(model, robust=False, robust_start=False,
+                         prior=ps.MultivariateNormal([0.0, 0.0], np.eye(2))).filter(_track(9))
+    slow = ps.filters.smooth(model, fr, engine="numpy")
+    steps = []
+    real = smoother_module._covariance_step
+    monkeypatch.setattr(smoother_module, "_covariance_step",
+                        lambda *a: steps.append(1) or real(*a))
+    fast = ps.filters.smooth(model, fr, engine="numba")
+    assert len(steps) == len(fr.mean) - 1  # every step fell back (and the result is whole)
+    _close(fast.mean, slow.mean)
+    _close(fast.covariance, slow.covariance)
+
+
+def test_without_numba_auto_runs_numpy_and_numba_is_refused(monkeypatch):
+    monkeypatch.setitem(sys.modules, "possibly.filters.smoother_numba", None)  # import fails
+    monkeypatch.delattr(ps.filters, "smoother_numba", raising=False)
+    fr = ps.KalmanFilter(CV).filter(_track(10))
+    auto = ps.filters.smooth(CV, fr)
+    np.testing.assert_array_equal(auto.mean, ps.filters.smooth(CV, fr, engine="numpy").mean)
+    with pytest.raises(ValueError, match=r"engine='numba' needs numba"):
+        ps.filters.smooth(CV, fr, engine="numba")
+
+
+def test_an_unknown_engine_is_refused():
+    fr = ps.KalmanFilter(CV).filter(_track(11))
+    with pytest.raises(ValueError, match=r"engine must be 'auto', 'numpy' or 'numba', got 'c'"):
+        ps.filters.smooth(CV, fr, engine="c")
+
+
+@pytest.mark.parametrize("robust_start", [True, False])
+def test_smooth_with_a_batched_prior_smooths_each_series_from_its_own(robust_start):
+    ys = np.stack([_track(s, T=60) for s in range(3)])
+    means = np.array([[0.0, 0.5], [10.0, -1.0], [-5.0, 0.0]])
+    covs = np.stack([np.diag([0.5, 2.0]), np.diag([3.0, 0.1]), np.eye(2)])
+    prior = ps.MultivariateNormal(means, np.linalg.inv(covs))
+    kf = ps.KalmanFilter(CV, robust_start=robust_start)
+    res = kf.smooth(ys, prior)
+    for b in range(3):
+        one = kf.smooth(ys[b], ps.MultivariateNormal(means[b], np.linalg.inv(covs[b])))
+        np.testing.assert_allclose(res.mean[b], one.mean, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(res.covariance[b], one.covariance, rtol=1e-12, atol=1e-12)
+        np.testing.assert_array_equal(res.discount[b], one.discount)
+
+
+def _early_outliers(seed, B, T, m):
+    """``B`` tracks with up to two outliers (or missing rows) among the first four steps."""
+    rng = np.random.default_rng(seed)
+    ys = np.cumsum(rng.normal(0.0, 0.3, size=(B, T, m)), axis=1) + rng.normal(size=(B, T, m))
+    for b in range(B):
+        for t in rng.choice(min(4, T), size=rng.integers(0, 3), replace=False):
+            ys[b, t] += rng.choice([-1.0, 1.0]) * rng.uniform(5.0, 80.0)
+        if rng.random() < 0.1:
+            ys[b, rng.integers(0, min(6, T))] = np.nan
+    return ys
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("model, T, prior", [
+    (CV, 40, None), (CV, 3, None), (CV, 9, None), (CV2, 30, None), (RW, 30, None),
+    (CV, 30, ps.MultivariateNormal([0.0, 0.0], np.diag([0.1, 1.0])))],
+    ids=["cv", "cv T=3", "cv T=9", "two axes", "random walk", "cv weak prior"])
+def test_the_smoother_settles_on_the_hypothesis_of_the_start_mixture(engine, model, T, prior):
+    """The observations the smoother drops are those of the mixture stepped to its collapse
+    (start_masked, the slow path): here the hypotheses run as extra series of the plain
+    filter and are scored afterwards."""
+    from possibly.filters.robust_start import start_masked
+
+    ys = _early_outliers(T, 300, T, model.obs_dim)
+    kf = ps.KalmanFilter(model)
+    plain = ps.KalmanFilter(model, robust_start=False)
+    ref = start_masked(ys, kf._initial(prior, (300,), 300), kf._plain_step, model.obs_dim)
+    got = plain._settled_start(ys, prior, engine)
+    assert np.isnan(ref).sum() > np.isnan(ys).sum() + 50  # many outliers rejected
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
