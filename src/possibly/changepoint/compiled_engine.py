@@ -581,12 +581,12 @@ class CompiledStream:
     --------
     >>> from possibly.changepoint import NormalMean
     >>> from possibly.changepoint.recursion import ChangepointParams, init
-    >>> params = ChangepointParams.make(sigma=1.0)
+    >>> params = ChangepointParams.make(sigma=1.0, hazard=0.01)
     >>> stream = CompiledStream(compiled_models(params.models), init(params), params)
-    >>> [stream.step(y) for y in (0.1, 0.2, 5.0)]
-    [0, 1, 2]
-    >>> stream.drain()[:, 1].tolist(), stream.state().t  # the MAP segment's start
-    ([0.0, 0.0, 0.0], 3)
+    >>> [stream.step(y)[1] for y in (0.0, 0.2, -0.1, 6.0, 6.1, 5.9)]  # the MAP start
+    [0.0, 0.0, 0.0, 0.0, 3.0, 3.0]
+    >>> len(stream.drain()), stream.state().t
+    (6, 6)
     """
 
     def __init__(self, compiled: CompiledModels, state: RunState, params: ChangepointParams,
@@ -598,6 +598,7 @@ class CompiledStream:
         self.stepper = compiled_stepper(kernels[0].functions, compiled.settings.shape[1])
         count, start, log_w, runs = packed_state(state, kernels)
         self.ints = np.zeros(INT_HEAD + 2 * n_models, np.int64)
+        self.t = state.t  #: observations processed
         self.ints[0], self.ints[2] = state.t, int(count.sum())
         self.ints[INT_HEAD:INT_HEAD + n_models] = count
         self._allocate(max(16, 2 * int(count.max()) + 2))
@@ -623,24 +624,20 @@ class CompiledStream:
         self.log_w = np.zeros(n_models * cap)
         self.runs = np.zeros((n_models * cap, self.kernels[0].functions.width))
 
-    @property
-    def t(self) -> int:
-        """Observations processed."""
-        return int(self.ints[0])
-
     def counts(self) -> np.ndarray:
         return self.ints[INT_HEAD:INT_HEAD + len(self.kernels)]
 
-    def step(self, y: float) -> int:
-        """Process ``y`` (a float, NaN = missing); returns the index of its row in
-        ``self.rows``. Drain the rows first when :attr:`full`."""
+    def step(self, y: float) -> list[float]:
+        """Process ``y`` (a float, NaN = missing); returns its row (:data:`STEP_COLUMNS`).
+        Drain the rows first when :attr:`full`."""
         row = self.n
         top = self.stepper(y, row, self.ints, self.start, self.log_w, self.runs,
                            self.settings, self.scal, self.rows)
         self.n = row + 1
+        self.t += 1
         if top >= self.cap:  # the next step adds a run per model: room for it
             self._grow()
-        return row
+        return self.rows[row].tolist()
 
     @property
     def full(self) -> bool:
