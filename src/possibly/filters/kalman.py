@@ -1219,7 +1219,9 @@ def _plain_observation(y: Any, m: int) -> Any:
         arr = _check_observation_values(y)
     except (TypeError, ValueError):
         return None
-    return arr if arr.shape == (m,) or (m == 1 and arr.shape == ()) else None
+    if arr.shape == (m,) or (m == 1 and arr.shape == ()):
+        return float(arr.reshape(-1)[0]) if m == 1 else arr
+    return None
 
 
 def _model(model: Any, Q: Any, H: Any, R: Any) -> LinearGaussianModel:
