@@ -144,3 +144,19 @@ def test_the_state_is_not_copied_per_call(monkeypatch):
     for y in track(5, T=300):
         kf.update(y)
     assert len(calls) == 1
+
+
+def test_without_the_compiled_loop_update_is_the_numpy_step(monkeypatch):
+    # numba missing (or a model the compiled loop does not run): the pure step, bit for bit
+    monkeypatch.setattr(ps.KalmanFilter, "_compiled", lambda self, engine: None)
+    ys = track(6, T=200)
+    kf = ps.KalmanFilter(CV)
+    fast = infos_array([kf.update(y) for y in ys])
+    assert kf._live is None
+    ref = ps.KalmanFilter(CV)
+    state, slow = ref.init(), []
+    for y in ys:
+        state, info = ref.step(state, y)
+        slow.append(info)
+    np.testing.assert_array_equal(fast, infos_array(slow))
+    np.testing.assert_array_equal(kf.state.mean, state.mean)

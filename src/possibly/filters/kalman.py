@@ -786,6 +786,8 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
 
     #: the compiled streaming step's buffers while streaming (_LiveStep), else None
     _live: Any = None
+    #: (the compiled loop's module, or None for numpy's steps,) once asked by update()
+    _step_engine: tuple[Any] | None = None
 
     def _open_live(self) -> _LiveStep | None:
         """The compiled step of :meth:`update` from the current state, or None where
@@ -795,7 +797,9 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
         if (self._scale is not None or not isinstance(state, KalmanState)
                 or state.information_form or state.mean.ndim != 1):
             return None
-        compiled = self._compiled("auto")
+        if self._step_engine is None:  # asked once: importing numba fails every time
+            self._step_engine = (self._compiled("auto"),)
+        compiled = self._step_engine[0]
         if compiled is None:
             return None
         self._live = _LiveStep(compiled, state, self._kernel_model(), self._kernel_rule(),
@@ -823,7 +827,9 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
 
     def __getstate__(self) -> dict[str, Any]:
         self._sync()  # the streamed state as a KalmanState
-        return super().__getstate__()
+        state = super().__getstate__()
+        state.pop("_step_engine", None)  # a module: asked again after unpickling
+        return state
 
     def fit(self, y: Any, *, engine: str = "auto") -> FilterResult:
         """Filter a whole series from :meth:`init`: :meth:`filter` (with a learned noise
