@@ -144,17 +144,10 @@ def test_update_without_history_keeps_the_change_points(engine):
 
 
 @needs_numba
-def test_update_does_not_repack_the_state_per_call(monkeypatch):
+def test_update_does_not_repack_the_state_per_call(count_calls):
     # amortised O(1) per call: the run hypotheses are packed for the compiled step once per
     # stream, not copied in and out at every observation
-    calls = []
-    original = compiled_engine.packed_state
-
-    def counting(*args):
-        calls.append(1)
-        return original(*args)
-
-    monkeypatch.setattr(compiled_engine, "packed_state", counting)
+    calls = count_calls(compiled_engine, "packed_state")
     y = series(600, seed=4)
     det = ChangepointDetector(model=model_family(prior=ps.changepoint.automatic_prior(y)))
     for x in y:

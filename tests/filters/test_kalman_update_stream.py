@@ -128,18 +128,11 @@ def test_bad_values_are_refused_and_change_nothing(bad):
     np.testing.assert_array_equal(rest, infos_array([ref.update(y) for y in ys])[40:])
 
 
-def test_the_state_is_not_copied_per_call(monkeypatch):
+def test_the_state_is_not_copied_per_call(count_calls):
     # amortised O(1): the compiled step's buffers are made once per stream, not per call
     from possibly.filters import kalman_numba
 
-    calls = []
-    original = kalman_numba.step_buffers
-
-    def counting(*args):
-        calls.append(1)
-        return original(*args)
-
-    monkeypatch.setattr(kalman_numba, "step_buffers", counting)
+    calls = count_calls(kalman_numba, "step_buffers")
     kf = ps.KalmanFilter(CV)
     for y in track(5, T=300):
         kf.update(y)
