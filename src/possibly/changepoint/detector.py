@@ -450,9 +450,11 @@ class ChangepointDetector(SequentialEstimator):
         return f"ChangepointDetector({', '.join(shown)})"
 
     def __getstate__(self) -> dict[str, Any]:
-        self._sync()  # the streamed state as a RunState, and its rows recorded
+        self._flush()  # the streamed rows recorded
         state = super().__getstate__()
         state["_compiled"] = None  # compiled code: made again on first use after unpickling
+        # the compiled step's buffers as a RunState (unpickled, update packs them again)
+        state["_state"], state["_stream"] = self.state, None
         return state
 
     # -- state ---------------------------------------------------------------------------------
@@ -488,19 +490,21 @@ class ChangepointDetector(SequentialEstimator):
     @property
     def state_(self) -> RunState:
         """The current run hypotheses (:class:`~possibly.changepoint.recursion.RunState`)."""
-        self._sync()
-        return self.init() if self._state is None else self._state
+        state = self.state
+        return self.init() if state is None else state
 
     @property
     def state(self) -> RunState | None:
         """The state after the observations so far (None before any)."""
-        self._sync()
-        return self._state
+        stream = self._stream  # streaming: a copy of the compiled step's runs
+        return self._state if stream is None else stream.state()
 
     @property
     def changepoints(self) -> np.ndarray:
         """Change points so far (integer positions; also with history=False)."""
-        self._flush()
+        if self._stream is not None and self._stream.n:  # streamed rows to record first
+            with self._exclusive():
+                self._flush()
         return self._trace.changepoints()
 
     def init(self, batch_shape: tuple[int, ...] = ()) -> RunState:

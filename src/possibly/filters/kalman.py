@@ -815,8 +815,8 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
     @property
     def state(self) -> Any:
         """The state after the observations given to :meth:`update` so far (None before)."""
-        self._sync()
-        return self._state
+        live = self._live  # streaming: a copy of the compiled step's state
+        return self._state if live is None else live.state()
 
     def reset(self) -> KalmanFilter:
         """Forget the streamed observations; returns ``self``."""
@@ -826,9 +826,10 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
         return self
 
     def __getstate__(self) -> dict[str, Any]:
-        self._sync()  # the streamed state as a KalmanState
         state = super().__getstate__()
         state.pop("_step_engine", None)  # a module: asked again after unpickling
+        # the compiled step's buffers as a KalmanState (unpickled, update copies them again)
+        state["_state"], state["_live"] = self.state, None
         return state
 
     def fit(self, y: Any, *, engine: str = "auto") -> FilterResult:
