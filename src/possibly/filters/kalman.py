@@ -754,10 +754,11 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
     def update(self, y: Any) -> KalmanInfo:
         """Process one observation from the current state (streaming); returns its Info.
 
-        The same step as :meth:`step` (and :meth:`filter`, whose compiled loop it runs once
-        the robust start has settled, in covariance form, for one series, where
-        ``filter(engine="auto")`` would: results equal to ``filter``'s bit for bit there, and
-        to the numpy step's to about 1e-12).
+        The same step as :meth:`step`. Once the robust start has settled (the state one
+        series in covariance form), it runs the compiled loop's step where
+        ``filter(engine="auto")`` would run that loop, on the state kept between calls: the
+        numbers of ``filter`` (bit for bit for scalar observations, to rounding for vectors),
+        and of the numpy step to about 1e-12.
 
         Examples
         --------
