@@ -8,8 +8,9 @@ Prints four tables, every timing measured in this process (start-up in fresh sub
    packages ``bocpd`` and ``bayesian-changepoint-detection`` (dense run-length matrix);
 2. scaling in the series length, with short segments (a change every 400 points) and long
    segments (5 changes whatever the length);
-3. streaming: ``update()`` latency at the start and at the end of a long stream, and the
-   bytes kept per step;
+3. streaming: ``update()`` latency per call (p50, p99) after 10⁵ calls, and at 10⁶ and 10⁷
+   with ``--stream``, for the default family and the paper's model, against changepoint-online's
+   FOCuS (pure Python) on the same values in the same process; and the bytes kept per step;
 4. start-up: ``import possibly`` and the first fit, with a cold and a warm numba cache;
 5. the segment models' per-step hook (``SegmentModel.prepare``) in the numpy engine: the
    default scalar family and the vector model, each fit with the statistics of a step computed
@@ -20,6 +21,7 @@ Timings are medians over repeats with the min–max spread in brackets; ratios a
 the same run. The machine is shared: compare ratios, not absolute times, across runs.
 
 Run: ``.venv/bin/python benchmarks/bench_changepoint.py [--quick] [--big] [--stream N]``
+(``--stream 10000000 --tables streaming``: the latency after 10⁷ updates, a few minutes)
 (``--big`` adds the 10⁶-point rows and the 10⁵ long-segment row without merging: about as
 slow as before merging existed, i.e. quadratic).
 """
@@ -38,6 +40,7 @@ import tempfile
 import time
 
 import numpy as np
+from timing import spread, update_latency
 
 import possibly as ps
 from possibly.changepoint import ChangepointDetector, NormalMean, numba_available
@@ -238,31 +241,69 @@ def scaling_table(big: bool, quick: bool, engine: str) -> None:
           f"{per_obs[n_max, 'long'] / per_obs[n_max, 'short']:.2f}x")
 
 
-def streaming_table(n_stream: int, engine: str) -> None:
-    y = series(n_stream, n_stream // 400, seed=2)
-    window = min(10_000, n_stream // 10)
+def focus_updates() -> list[tuple[str, object]]:
+    """changepoint-online's FOCuS (pure Python, Gaussian change in mean, unit variance) as a
+    monitoring loop runs it: ``update``, then ``statistic()`` against a threshold (10, the
+    package's example) and a fresh detector after each detection; and never restarted (its
+    cost per point grows with the pieces it keeps)."""
+    from changepoint_online import Focus, Gaussian
+
+    live = [Focus(Gaussian())]
+
+    def monitored(y: float) -> None:
+        live[0].update(y)
+        if live[0].statistic() >= 10.0:
+            live[0] = Focus(Gaussian())
+
+    return [("FOCuS, detect and restart (threshold 10)", monitored),
+            ("FOCuS, never restarted", Focus(Gaussian()).update)]
+
+
+def streaming_table(n_stream: int, engine: str, repeats: int) -> None:
+    """update() latency per call: p50 and p99 over windows of 2000 calls after 10⁵ points
+    (and at 10⁶, 10⁷ with ``--stream``), against FOCuS's update on the same values."""
+    warm, window = 10**5, 2000
+    checkpoints = [c for c in (warm, 10**6, 10**7) if c <= n_stream]
+    n_total = checkpoints[-1] + repeats * window
+    y = series(n_total, n_total // 400, seed=2)
     print()
-    print(f"## streaming: update() one value at a time over {n_stream:,} points ({engine})")
-    # history=True keeps ~70 bytes per step: skip it on very long streams (shared machine)
-    for history in ((True, False) if n_stream <= 10**6 else (False,)):
-        det = ChangepointDetector(sigma=1.0, hazard=HAZARD, engine=engine, history=history)
-        det.update(0.0)
+    print(f"## streaming: update() latency per call ({engine}); p50 and p99 over each of "
+          f"{repeats} windows of {window} calls after 10^5, 10^6, 10^7 calls: median "
+          "[min–max] over the windows, µs")
+    rows = []
+    default = ChangepointDetector()
+    default.fit(y[:2000])  # the priors from a warm-up; then the whole stream by update
+    prior_models = list(default.params_.models)
+    cases = [
+        ("default family", lambda: ChangepointDetector(model=prior_models, engine=engine)),
+        ("paper's model (sigma=1)", lambda: ChangepointDetector(sigma=1.0, hazard=HAZARD,
+                                                                engine=engine)),
+    ]
+    for name, make in cases:
+        det = make()
+        det.update(0.0)  # compile / load the step outside the timing
         det.reset()
-        lat = np.empty(n_stream)
-        clock = time.perf_counter
-        for i in range(n_stream):
-            t0 = clock()
-            det.update(y[i])
-            lat[i] = clock() - t0
-        first, last = lat[:window] * 1e6, lat[-window:] * 1e6
-        t0 = clock()
-        cps = det.changepoints
-        t_cps = clock() - t0
-        print(f"history={history!s:5s}: p50 {np.median(first):.1f} µs / p99 "
-              f"{np.percentile(first, 99):.1f} µs over the first {window:,} calls, "
-              f"p50 {np.median(last):.1f} µs / p99 {np.percentile(last, 99):.1f} µs over the "
-              f"last {window:,}; {det.history_nbytes() / n_stream:.1f} bytes kept per step; "
-              f".changepoints ({cps.size} of them) {t_cps * 1e3:.2f} ms")
+        lat = update_latency(det.update, y, checkpoints, window, repeats)
+        rows.append((name, lat, f"{det.history_nbytes() / det.t:.0f} B/step kept"))
+    ours = len(rows)
+    try:
+        for name, update in focus_updates():
+            rows.append((name, update_latency(update, y, checkpoints[:1], window, repeats),
+                         "changepoint-online, pure Python"))
+    except ImportError as exc:
+        rows.append(("FOCuS", None, f"not installed: {exc}"))
+    head = "".join(f" {'p50 / p99 at ' + f'{c:.0e}':>36s}" for c in checkpoints)
+    print(f"{'update() of':42s}{head}  note")
+    for name, lat, note in rows:
+        cells = "".join(
+            f" {spread(lat[c][0]) + ' / ' + spread(lat[c][1]) if lat and c in lat else '-':>36s}"
+            for c in checkpoints)
+        print(f"{name:42s}{cells}  {note}")
+    for peer, focus, _ in rows[ours:]:
+        for name, lat, _ in rows[:ours] if focus else ():
+            ratios = [a / b for a, b in zip(lat[warm][0], focus[warm][0], strict=True)]
+            print(f"p50 of {name} / {peer}, after 10^5: {statistics.median(ratios):.2f} "
+                  f"[{min(ratios):.2f}–{max(ratios):.2f}] (window by window)")
 
 
 _STARTUP = """
@@ -348,7 +389,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="fewer repeats, shorter stream")
     ap.add_argument("--big", action="store_true", help="add the 10^6-point rows")
-    ap.add_argument("--stream", type=int, default=None, help="points streamed by update()")
+    ap.add_argument("--stream", type=int, default=None,
+                    help="update() calls streamed: 10^6 or 10^7 add the flatness columns")
     ap.add_argument("--tables", default="well-log,scaling,streaming,startup,prepare",
                     help="comma-separated subset of the tables to print")
     args = ap.parse_args()
@@ -361,7 +403,7 @@ def main() -> int:
     if "scaling" in tables:
         scaling_table(args.big, args.quick, engine)
     if "streaming" in tables:
-        streaming_table(args.stream or (50_000 if args.quick else 200_000), engine)
+        streaming_table(args.stream or 10**5, engine, 3 if args.quick else 5)
     if "startup" in tables:
         startup_table(engine)
     if "prepare" in tables:

@@ -1,6 +1,6 @@
 """Benchmark: robust Kalman filter, 500 series × 250 steps of the paper's §5.2 scenario.
 
-Three tables, every ratio against a baseline timed in this process:
+Five tables, every ratio against a baseline timed in this process:
 
 1. batched: our standard and robust filters batched over the 500 series (``engine="auto"``:
    the compiled loop when numba is installed; and the numpy engine), and filterpy's
@@ -10,10 +10,12 @@ Three tables, every ratio against a baseline timed in this process:
    engine) against a plain per-step numpy loop of the same robust recursion and filterpy's
    standard filter; median and spread (quartiles) over interleaved repeats. Target: >= 2x
    faster than the plain numpy loop.
-3. memory of 10k series × 1000 steps (``--mem-series``, ``--mem-steps``) by ``keep``: the
+3. streaming: ``update()`` latency per call (p50, p99) after 10⁵ calls (and 10⁶, 10⁷ with
+   ``--stream``), against filterpy's predict + update in the same process;
+4. memory of 10k series × 1000 steps (``--mem-series``, ``--mem-steps``) by ``keep``: the
    peak of numpy allocations during ``filter`` (tracemalloc), input excluded. Target: a few
    hundred MB with ``keep=("mean",)``.
-4. smoother against filter: ``smooth`` / ``filter`` of the same filter on the same series, one
+5. smoother against filter: ``smooth`` / ``filter`` of the same filter on the same series, one
    series of 10^3, 10^5 and 10^6 steps (``--smoother-lengths``) and batches (500 x 250 and
    100 x 10^4), for the robust default (the robust start), the standard filter from a prior
    and the learned noise scale; the ratio of each interleaved pair of runs, median [min, max]
@@ -29,7 +31,7 @@ import time
 import tracemalloc
 
 import numpy as np
-from timing import best_of
+from timing import best_of, spread, update_latency
 
 import possibly as ps
 from possibly.experiments.kalman_study import simulate
@@ -112,6 +114,55 @@ def single_series(model, ys, x0, P0, prior, repeats: int) -> None:
     print()
 
 
+def streaming(model, n_stream: int, repeats: int) -> None:
+    """update() latency per call: p50 and p99 over windows of 2000 calls after 10⁵ calls (and
+    10⁶, 10⁷ with ``--stream``): the robust filter (default), the standard one, and filterpy's
+    predict + update on the same values in the same process."""
+    from filterpy.kalman import KalmanFilter as FPKalman
+
+    warm, window = 10**5, 2000
+    checkpoints = [c for c in (warm, 10**6, 10**7) if c <= n_stream]
+    n_total = checkpoints[-1] + repeats * window
+    rng = np.random.default_rng(3)
+    y = np.cumsum(rng.normal(scale=0.05, size=n_total)) + rng.normal(size=n_total)
+    y[rng.choice(n_total, n_total // 100, replace=False)] += 30.0  # 1% outliers
+    F, Q, H, R = model
+    fp = FPKalman(dim_x=2, dim_z=1)
+    fp.x, fp.P, fp.F, fp.Q, fp.H, fp.R = np.zeros(2), np.eye(2) * 100.0, F, Q, H, R
+
+    def filterpy_update(v: float) -> None:
+        fp.predict()
+        fp.update(v)
+
+    rows = []
+    for name, kf in (("ours, robust (default)", ps.KalmanFilter(model)),
+                     ("ours, standard (robust=False)", ps.KalmanFilter(model, robust=False))):
+        kf.filter(y[:50])  # compile / load the loop outside the timing
+        rows.append((name, update_latency(kf.update, y, checkpoints, window, repeats)))
+    rows.append(("filterpy KalmanFilter, predict + update",
+                 update_latency(filterpy_update, y, checkpoints[:1], window, repeats)))
+    try:  # the per-point cost of a pure-Python online detector, as a yardstick
+        from bench_changepoint import focus_updates
+
+        name, update = focus_updates()[0]
+        rows.append((name, update_latency(update, y, checkpoints[:1], window, repeats)))
+    except ImportError:
+        pass
+    print(f"update() latency per call; p50 / p99 over each of {repeats} windows of {window} "
+          "calls: median [min–max] over the windows, µs")
+    print(f"{'method':<42}" + "".join(f" {'p50 / p99 at ' + f'{c:.0e}':>34}"
+                                       for c in checkpoints))
+    for name, lat in rows:
+        print(f"{name:<42}" + "".join(
+            f" {spread(lat[c][0]) + ' / ' + spread(lat[c][1]) if c in lat else '-':>34}"
+            for c in checkpoints))
+    for peer, lat in rows[2:]:
+        ratios = [a / b for a, b in zip(rows[0][1][warm][0], lat[warm][0], strict=True)]
+        print(f"p50 of ours (robust) / {peer}, after 10^5: {np.median(ratios):.2f} "
+              f"[{min(ratios):.2f}–{max(ratios):.2f}] (window by window)")
+    print()
+
+
 def memory(model, series: int, steps: int) -> None:
     rng = np.random.default_rng(1)
     ys = np.cumsum(rng.normal(size=(series, steps, 1)), axis=1)
@@ -175,7 +226,10 @@ def main(argv=None) -> int:
     parser.add_argument("--smoother-lengths", default="1000,100000,1000000",
                         help="comma-separated lengths of the one-series smoother rows")
     parser.add_argument("--smoother-repeats", type=int, default=5)
-    parser.add_argument("--skip", choices=["batched", "single", "memory", "smoother"],
+    parser.add_argument("--stream", type=int, default=10**5,
+                        help="update() calls streamed: 10^6 or 10^7 add the flatness columns")
+    parser.add_argument("--skip",
+                        choices=["batched", "single", "memory", "smoother", "streaming"],
                         action="append", default=[])
     args = parser.parse_args(argv)
     model = ps.filters.constant_velocity(dt=1.0, accel_sd=0.05, obs_sd=1.0)
@@ -184,6 +238,8 @@ def main(argv=None) -> int:
     prior = ps.MultivariateNormal(x0, np.linalg.inv(P0))
     if "single" not in args.skip:
         single_series(model, ys, x0, P0, prior, args.single_repeats)
+    if "streaming" not in args.skip:
+        streaming(model, args.stream, 5)
     if "memory" not in args.skip:
         memory(model, args.mem_series, args.mem_steps)
     if "smoother" not in args.skip:

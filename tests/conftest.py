@@ -24,3 +24,22 @@ def pytest_runtest_makereport(item, call):
 @pytest.fixture
 def rng():
     return np.random.default_rng(12345)
+
+
+@pytest.fixture
+def count_calls(monkeypatch):
+    """``count_calls(module, name)``: replace ``module.name`` by a wrapper that counts its
+    calls (for the duration of the test); returns the list that grows by one per call."""
+
+    def install(module, name):
+        calls = []
+        original = getattr(module, name)
+
+        def counting(*args, **kwargs):
+            calls.append(1)
+            return original(*args, **kwargs)
+
+        monkeypatch.setattr(module, name, counting)
+        return calls
+
+    return install

@@ -162,6 +162,15 @@ class SequentialEstimator(ABC, Generic[StateT, InfoT, ResultT]):
 
     @contextmanager
     def _exclusive(self) -> Iterator[None]:
+        lock = self._acquire()
+        try:
+            yield
+        finally:
+            lock.release()
+
+    def _acquire(self) -> Any:
+        """The guard's lock, acquired (the caller releases it): :meth:`_exclusive` without
+        the cost of a context manager, for steps of a few microseconds."""
         lock = self.__dict__.get("_busy")
         if lock is None:
             lock = self.__dict__.setdefault("_busy", threading.Lock())
@@ -170,10 +179,7 @@ class SequentialEstimator(ABC, Generic[StateT, InfoT, ResultT]):
                 f"this {type(self).__name__} is already running fit or update in another "
                 "thread; use one instance per thread (the pure init/step functions are "
                 "thread-safe)")
-        try:
-            yield
-        finally:
-            lock.release()
+        return lock
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)

@@ -184,6 +184,13 @@ def same_settings(params: Any, n: int) -> Any:
 def compiled_driver(functions: KernelFunctions, n_params: int) -> Any:
     """:func:`run_kernels` compiled with ``functions`` inlined, for settings of ``n_params``
     floats (one per kernel and length, cached in memory and on disk)."""
+    return compiled_template(run_kernels, functions, n_params)
+
+
+def compiled_template(template: Any, functions: KernelFunctions, n_params: int) -> Any:
+    """``template`` (:func:`run_kernels` or :func:`step_kernels`) compiled with ``functions``
+    and the helpers of :data:`TEMPLATES` inlined, cached on disk under a name that carries the
+    kernel's fingerprint."""
     import numba
     from numba.np.unsafe.ndarray import to_fixed_tuple  # array -> tuple of a constant length
 
@@ -204,12 +211,12 @@ def compiled_driver(functions: KernelFunctions, n_params: int) -> Any:
              "settings_of": (to_fixed_tuple if n_params <= TUPLE_SETTINGS
                              else numba.njit(same_settings)),
              "discount_scalar": discount_scalar}
-    scope = {**run_kernels.__globals__, **bound}
+    scope = {**template.__globals__, **bound}
     for helper in TEMPLATES[1:]:  # compiled into the driver (its cache holds them)
         scope[helper.__name__] = numba.njit(nogil=True, inline="always")(
             types.FunctionType(helper.__code__, scope, helper.__name__))
-    driver = types.FunctionType(run_kernels.__code__, scope, run_kernels.__name__)
-    driver.__qualname__ = f"run_kernels_{fingerprint(functions)}_{n_params}"
+    driver = types.FunctionType(template.__code__, scope, template.__name__)
+    driver.__qualname__ = f"{template.__name__}_{fingerprint(functions)}_{n_params}"
     return numba.njit(cache=True, nogil=True)(driver)
 
 
@@ -479,3 +486,183 @@ def map_run(start, log_w, cnt, cap, t):  # pragma: no cover - compiled
 
 #: the templates compiled together per kernel (run_kernels calls the others)
 TEMPLATES = (run_kernels, forget_older, observe, move_run, compact, merge_adjacent, map_run)
+
+
+# ----------------------------------------------------------------------------------------------
+# one observation at a time (the detector's update): the same step as run_kernels's loop, on
+# buffers that persist between calls, with few arguments (each costs the call ~0.2 µs)
+
+#: the row step_kernels writes per observation: the observation, then :data:`OUTPUTS`
+STEP_COLUMNS = ("y", "start", "model", "mean", "log_consistency", "discount", "n_active",
+                "log_change_possibility")
+#: ``ints`` of step_kernels: the next time, the capacity per model, the number of runs, then
+#: the count of each model's runs and scratch of the same length
+INT_HEAD = 3
+#: ``scal`` of step_kernels: log h, ρ, robust, τ (NaN: none), d, log tol, prune, merge_tol,
+#: then scratch (each model's prepared observation, the kernel's work array)
+SCALAR_HEAD = 8
+
+
+def step_kernels(y, row, ints, start, log_w, runs, params,
+                 scal, rows):  # pragma: no cover - compiled (covered through the detector)
+    """One observation ``y`` from the runs in ``start``, ``log_w``, ``runs`` (model ``k``'s
+    run ``j`` at ``k * cap + j``), updated in place, as one step of :func:`run_kernels`'s
+    loop (the same helpers in the same order: the same numbers bit for bit); writes the row of
+    :data:`STEP_COLUMNS` at ``rows[row]`` and returns the largest count of runs of a model
+    (the caller keeps it below the capacity). ``ints`` and ``scal``: :data:`INT_HEAD`,
+    :data:`SCALAR_HEAD`."""
+    n_models = params.shape[0]
+    t = ints[0]
+    cap = ints[1]
+    total = ints[2]
+    cnt = ints[INT_HEAD:INT_HEAD + n_models]
+    older = ints[INT_HEAD + n_models:INT_HEAD + 2 * n_models]
+    log_h, rho, robust, tau_or_nan = scal[0], scal[1], scal[2] != 0.0, scal[3]
+    dim, log_tol, prune, merge_tol = scal[4], scal[5], scal[6] != 0.0, scal[7]
+    prepared = scal[SCALAR_HEAD:SCALAR_HEAD + n_models]
+    work = scal[SCALAR_HEAD + n_models:]
+    cur_max = -math.inf
+    for k in range(n_models):
+        for j in range(k * cap, k * cap + cnt[k]):
+            if log_w[j] > cur_max:
+                cur_max = log_w[j]
+    log_new = log_h + cur_max if total > 0 else 0.0
+    for k in range(n_models):
+        c = cnt[k]
+        start[k * cap + c] = t
+        log_w[k * cap + c] = log_new
+        kernel_new_run(settings_of(params[k], KERNEL_PARAMS), runs, k * cap + c)
+        older[k] = c
+        cnt[k] = c + 1
+    if math.isnan(y):
+        lc = g = math.nan
+        forget_older(params, runs, older, cap, rho, work)
+        shift = 0.0
+    else:
+        lc, g, shift = observe(params, runs, log_w, cnt, older, cap, y, rho, dim, tau_or_nan,
+                               robust, work, prepared)
+    total = compact(start, log_w, runs, cnt, cap, shift, prune, log_tol)
+    if KERNEL_MERGES and merge_tol > 0.0:
+        keep = np.empty(cap, np.bool_)
+        total = merge_adjacent(params, start, log_w, runs, cnt, cap, keep, merge_tol)
+    bk, bj, cur_max, cp = map_run(start, log_w, cnt, cap, t)
+    out = rows[row]
+    out[0] = y
+    out[1] = start[bk * cap + bj]
+    out[2] = bk
+    out[3] = kernel_estimate(settings_of(params[bk], KERNEL_PARAMS), runs, bk * cap + bj)
+    out[4] = lc
+    out[5] = g
+    out[6] = total
+    out[7] = cp
+    ints[0] = t + 1
+    ints[2] = total
+    top = 0
+    for k in range(n_models):
+        top = max(top, cnt[k])
+    return top
+
+
+@functools.cache
+def compiled_stepper(functions: KernelFunctions, n_params: int) -> Any:
+    """:func:`step_kernels` compiled for one kernel (as :func:`compiled_driver`)."""
+    return compiled_template(step_kernels, functions, n_params)
+
+
+class CompiledStream:
+    """The compiled recursion one observation at a time, on the state of a fit.
+
+    The runs live in buffers with spare room (doubled when full), updated in place by
+    :func:`step_kernels`; each step writes its row (:data:`STEP_COLUMNS`) into a block of
+    ``rows`` rows, which the caller drains when it is full or read (:meth:`drain`). Every
+    step then costs the same, however long the stream.
+
+    Examples
+    --------
+    >>> from possibly.changepoint import NormalMean
+    >>> from possibly.changepoint.recursion import ChangepointParams, init
+    >>> params = ChangepointParams.make(sigma=1.0, hazard=0.01)
+    >>> stream = CompiledStream(compiled_models(params.models), init(params), params)
+    >>> [stream.step(y)[1] for y in (0.0, 0.2, -0.1, 6.0, 6.1, 5.9)]  # the MAP start
+    [0.0, 0.0, 0.0, 0.0, 3.0, 3.0]
+    >>> len(stream.drain()), stream.state().t
+    (6, 6)
+    """
+
+    def __init__(self, compiled: CompiledModels, state: RunState, params: ChangepointParams,
+                 rows: int = 1024) -> None:
+        kernels = compiled.kernels
+        n_models = len(kernels)
+        self.kernels = kernels
+        self.settings = compiled.settings
+        self.stepper = compiled_stepper(kernels[0].functions, compiled.settings.shape[1])
+        count, start, log_w, runs = packed_state(state, kernels)
+        self.ints = np.zeros(INT_HEAD + 2 * n_models, np.int64)
+        self.t = state.t  #: observations processed
+        self.ints[0], self.ints[2] = state.t, int(count.sum())
+        self.ints[INT_HEAD:INT_HEAD + n_models] = count
+        self._allocate(max(16, 2 * int(count.max()) + 2))
+        for k in range(n_models):
+            first = k * self.cap
+            self.start[first:first + count[k]] = start[k, :count[k]]
+            self.log_w[first:first + count[k]] = log_w[k, :count[k]]
+            self.runs[first:first + count[k]] = runs[k, :count[k]]
+        self.scal = np.zeros(SCALAR_HEAD + n_models + max(compiled.work_size, 1))
+        self.scal[:SCALAR_HEAD] = (
+            math.log(params.hazard), params.forgetting, params.robust,
+            math.nan if params.tau is None else params.tau, compiled.dim,
+            math.log(params.tol) if params.tol > 0.0 else -math.inf, params.tol > 0.0,
+            params.merge_tol)
+        self.rows = np.empty((rows, len(STEP_COLUMNS)))
+        self.n = 0  # rows written since the last drain
+
+    def _allocate(self, cap: int) -> None:
+        n_models = len(self.kernels)
+        self.cap = cap
+        self.ints[1] = cap
+        self.start = np.zeros(n_models * cap, np.int64)
+        self.log_w = np.zeros(n_models * cap)
+        self.runs = np.zeros((n_models * cap, self.kernels[0].functions.width))
+
+    def counts(self) -> np.ndarray:
+        return self.ints[INT_HEAD:INT_HEAD + len(self.kernels)]
+
+    def step(self, y: float) -> list[float]:
+        """Process ``y`` (a float, NaN = missing); returns its row (:data:`STEP_COLUMNS`).
+        Drain the rows first when :attr:`full`."""
+        row = self.n
+        top = self.stepper(y, row, self.ints, self.start, self.log_w, self.runs,
+                           self.settings, self.scal, self.rows)
+        self.n = row + 1
+        self.t += 1
+        if top >= self.cap:  # the next step adds a run per model: room for it
+            self._grow()
+        return self.rows[row].tolist()
+
+    @property
+    def full(self) -> bool:
+        return self.n == len(self.rows)
+
+    def drain(self) -> np.ndarray:
+        """The rows written since the last drain (a view, valid until the next step)."""
+        out = self.rows[:self.n]
+        self.n = 0
+        return out
+
+    def _grow(self) -> None:
+        old_cap, start, log_w, runs = self.cap, self.start, self.log_w, self.runs
+        self._allocate(2 * old_cap)
+        for k, c in enumerate(self.counts()):
+            self.start[k * self.cap:k * self.cap + c] = start[k * old_cap:k * old_cap + c]
+            self.log_w[k * self.cap:k * self.cap + c] = log_w[k * old_cap:k * old_cap + c]
+            self.runs[k * self.cap:k * self.cap + c] = runs[k * old_cap:k * old_cap + c]
+
+    def state(self) -> RunState:
+        """The current run hypotheses (a copy)."""
+        cap = self.cap
+        blocks = tuple(RunBlock(self.start[k * cap:k * cap + c].copy(),
+                                self.log_w[k * cap:k * cap + c].copy(),
+                                kern.unpack(self.runs[k * cap:k * cap + c]))
+                       for k, (kern, c) in enumerate(zip(self.kernels, self.counts(),
+                                                          strict=True)))
+        return RunState(self.t, blocks)

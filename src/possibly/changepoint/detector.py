@@ -15,15 +15,17 @@ import numpy as np
 
 from possibly.changepoint.compiled_engine import (
     OUTPUTS,
+    STEP_COLUMNS,
     CompiledModels,
+    CompiledStream,
     compiled_models,
     not_compiled_because,
     run_compiled,
     shared_kernels,
 )
 from possibly.changepoint.models.normal_mean import NormalMean
-from possibly.changepoint.models.segment_model import SegmentModel, real_scalar
-from possibly.changepoint.models.trend import model_family
+from possibly.changepoint.models.segment_model import MAX_MAGNITUDE, SegmentModel, real_scalar
+from possibly.changepoint.models.trend import PolynomialTrend, model_family
 from possibly.changepoint.models.vector import MultivariateNormalSegments
 from possibly.changepoint.recursion import (
     ChangepointInfo,
@@ -304,6 +306,10 @@ class ChangepointDetector(SequentialEstimator):
     ([30], [10])
     """
 
+    #: the compiled state of update() while streaming (CompiledStream), else None
+    _stream: CompiledStream | None = None
+    _prev_start = 0  # the MAP segment's start after the last streamed value
+
     def __init__(self, model: (str | SegmentModel | list[SegmentModel]
                                | tuple[SegmentModel, ...] | None) = None, *,
                  sigma: float | str = "auto", hazard: float = 2.5e-3,
@@ -375,6 +381,9 @@ class ChangepointDetector(SequentialEstimator):
             "outlier_level", real_scalar("outlier_level", level), low_open=True,
             high_open=False))
         self._models, self._base_params, self._outlier_level = models, base, level
+        # the models check a series as as_series does (finite or NaN, at most MAX_MAGNITUDE):
+        # update() then checks a plain number without building an array
+        self._plain_series = all(type(m).check_series in _SERIES_CHECKS for m in models)
 
     def _default_models(self) -> bool:
         """Whether the models are the default family (``model`` None or ``"auto"``,
@@ -441,8 +450,11 @@ class ChangepointDetector(SequentialEstimator):
         return f"ChangepointDetector({', '.join(shown)})"
 
     def __getstate__(self) -> dict[str, Any]:
+        self._flush()  # the streamed rows recorded
         state = super().__getstate__()
         state["_compiled"] = None  # compiled code: made again on first use after unpickling
+        # the compiled step's buffers as a RunState (unpickled, update packs them again)
+        state["_state"], state["_stream"] = self.state, None
         return state
 
     # -- state ---------------------------------------------------------------------------------
@@ -464,21 +476,35 @@ class ChangepointDetector(SequentialEstimator):
         self._stamps: list[Any] = []  # time stamps of the observations after fit's input
         self._step: tuple[Any] | None = None  # (the index's step,) once computed
         self._name: Any = None
+        self._stream = None
+        self._prev_start = 0
         return self
 
     @property
     def t(self) -> int:
         """Number of observations processed."""
+        if self._stream is not None:
+            return self._stream.t
         return 0 if self._state is None else self._state.t
 
     @property
     def state_(self) -> RunState:
         """The current run hypotheses (:class:`~possibly.changepoint.recursion.RunState`)."""
-        return self.init() if self._state is None else self._state
+        state = self.state
+        return self.init() if state is None else state
+
+    @property
+    def state(self) -> RunState | None:
+        """The state after the observations so far (None before any)."""
+        stream = self._stream  # streaming: a copy of the compiled step's runs
+        return self._state if stream is None else stream.state()
 
     @property
     def changepoints(self) -> np.ndarray:
         """Change points so far (integer positions; also with history=False)."""
+        if self._stream is not None and self._stream.n:  # streamed rows to record first
+            with self._exclusive():
+                self._flush()
         return self._trace.changepoints()
 
     def init(self, batch_shape: tuple[int, ...] = ()) -> RunState:
@@ -668,6 +694,7 @@ class ChangepointDetector(SequentialEstimator):
         time stamps); other values continue the index as :meth:`fit` says.
         """
         with self._exclusive():
+            self._sync()
             index = getattr(values, "index", None)  # a pandas Series' (lists have a method)
             index = None if callable(index) else index
             arr = self._check(values)
@@ -696,32 +723,106 @@ class ChangepointDetector(SequentialEstimator):
         >>> flags, det.changepoints.tolist()
         ([False, False, False, False, True, False], [3])
         """
-        with self._exclusive():
-            what = "one observation (a number, NaN for a missing value)"
-            single = as_numbers("y", y, what=what)  # complex values, dates: refused as such
-            try:
-                arr = self._check(single[None])
-            except (TypeError, ValueError):
-                raise ValueError(f"y must be {what}, got {describe(y)}") from None
-            prev = int(self._trace.start.view()[-1]) if self._trace.start.n else 0
-            stamps = self._next_stamps(1, None if time is None else [time])
-            state, out = self._run(self.state_, arr)
-            object.__setattr__(self, "_state", state)
-            self._record(arr, out)
+        lock = self._acquire()  # as _exclusive, without a context manager's microsecond
+        try:
+            x = _plain_number(y) if self._plain_series else None
+            arr = None
+            if x is None:  # anything but a plain number: checked (and refused) as fit does
+                arr = self._checked_value(y)
+                if arr.shape == (1,):
+                    x = float(arr[0])
+            stream = self._stream
+            if stream is None and x is not None:
+                stream = self._open_stream()
+            if stream is None or x is None:
+                return self._update_generic(arr if arr is not None else np.array([x]), time)
+            stamped = time is not None or self._index is not None or bool(self._stamps)
+            stamps = self._next_stamps(1, None if time is None else [time]) if stamped else []
+            if stream.full:
+                self._flush()
+            _, start, model, mean, log_c, disc, n_active, log_cp = stream.step(x)
             self._stamps.extend(stamps)
-            t = state.t - 1
-            start = int(out["start"][0])
-            mean = out["mean"][0]
-            changed = start > prev
-            disc = float(out["discount"][0])
-            return ChangepointInfo(
-                float(out["log_consistency"][0]), disc, t=t, map_run_length=t - start,
-                map_model=int(out["model"][0]),
-                mean=float(mean) if np.ndim(mean) == 0 else mean,
-                n_active=int(out["n_active"][0]),
-                log_change_possibility=float(out["log_change_possibility"][0]),
-                change_detected=changed,
-                outlier_detected=bool(disc < self._outlier_level) and not changed)
+            t, begin = stream.t - 1, int(start)
+            changed = begin > self._prev_start
+            self._prev_start = begin
+            # ChangepointInfo(...) with the fields written at once: a frozen dataclass's
+            # __init__ sets each through object.__setattr__, several µs for these ten
+            info = _new_object(ChangepointInfo)
+            info.__dict__.update(
+                log_consistency=log_c, discount=disc, t=t, map_run_length=t - begin,
+                map_model=int(model), mean=mean, n_active=int(n_active),
+                log_change_possibility=log_cp, change_detected=changed,
+                outlier_detected=disc < self._outlier_level and not changed)
+            return info
+        finally:
+            lock.release()
+
+    def _checked_value(self, y: Any) -> np.ndarray:
+        """One observation as an array of one row, checked as :meth:`fit` checks a series."""
+        what = "one observation (a number, NaN for a missing value)"
+        single = as_numbers("y", y, what=what)  # complex values, dates: refused as such
+        try:
+            return self._check(single[None])
+        except (TypeError, ValueError):
+            raise ValueError(f"y must be {what}, got {describe(y)}") from None
+
+    def _update_generic(self, arr: np.ndarray, time: Any) -> ChangepointInfo:
+        """:meth:`update` of a checked observation by the engines of :meth:`fit` (the numpy
+        engine, a vector observation)."""
+        self._sync()
+        prev = int(self._trace.start.view()[-1]) if self._trace.start.n else 0
+        stamps = self._next_stamps(1, None if time is None else [time])
+        state, out = self._run(self.state_, arr)
+        object.__setattr__(self, "_state", state)
+        self._record(arr, out)
+        self._stamps.extend(stamps)
+        t = state.t - 1
+        start = int(out["start"][0])
+        mean = out["mean"][0]
+        changed = start > prev
+        disc = float(out["discount"][0])
+        return ChangepointInfo(
+            float(out["log_consistency"][0]), disc, t=t, map_run_length=t - start,
+            map_model=int(out["model"][0]),
+            mean=float(mean) if np.ndim(mean) == 0 else mean,
+            n_active=int(out["n_active"][0]),
+            log_change_possibility=float(out["log_change_possibility"][0]),
+            change_detected=changed,
+            outlier_detected=bool(disc < self._outlier_level) and not changed)
+
+    def _open_stream(self) -> CompiledStream | None:
+        """The compiled state of :meth:`update` from the current state, or None where the
+        compiled engine does not run these models (or does not write every output)."""
+        params = self._params()
+        if self._compiled is None:  # asked once per fit or reset (as _run)
+            self._compiled = (compiled_models(params.models) if self._engine() == "numba"
+                              else None,)
+        compiled = self._compiled[0]
+        if compiled is None or not set(OUTPUTS) <= set(STEP_COLUMNS):
+            return None
+        self._stream = CompiledStream(compiled, self.state_, params)
+        self._prev_start = int(self._trace.start.last()) if self._trace.start.n else 0
+        return self._stream
+
+    def _flush(self) -> None:
+        """Record the rows streamed since the last flush (history and MAP trace)."""
+        stream = self._stream
+        if stream is None or stream.n == 0:
+            return
+        rows = stream.drain()
+        out = {name: rows[:, STEP_COLUMNS.index(name)] for name in OUTPUTS}
+        for name in ("start", "model", "n_active"):
+            out[name] = out[name].astype(np.int64)
+        self._record(rows[:, 0], out)
+
+    def _sync(self) -> None:
+        """Leave streaming: the rows recorded, the compiled state back to a RunState."""
+        stream = self._stream
+        if stream is None:
+            return
+        self._flush()
+        object.__setattr__(self, "_state", stream.state())
+        self._stream = None
 
     def result(self) -> ChangepointResult:
         """Everything processed since the last :meth:`fit` or :meth:`reset` (needs history)."""
@@ -732,6 +833,7 @@ class ChangepointDetector(SequentialEstimator):
             return self._result()
 
     def _result(self) -> ChangepointResult:
+        self._flush()
         if self.t == 0 or self._history is None:
             raise ValueError("no observation processed yet: call fit(y) or update(y)")
         h = {k: g.view().copy() for k, g in self._history.items()}
@@ -748,9 +850,26 @@ class ChangepointDetector(SequentialEstimator):
 
     def history_nbytes(self) -> int:
         """Bytes held for the per-step history and the MAP trace."""
+        self._flush()
         hist = 0 if self._history is None else sum(g.data.nbytes
                                                    for g in self._history.values())
         return hist + self._trace.nbytes()
+
+
+_new_object = object.__new__
+
+#: the series checks of the models that take plain numbers (as_series)
+_SERIES_CHECKS = (NormalMean.check_series, PolynomialTrend.check_series)
+
+
+def _plain_number(y: Any) -> float | None:
+    """``y`` as a float when it is a plain finite (at most MAX_MAGNITUDE) or NaN number,
+    else None (to be checked the long way)."""
+    if type(y) is float or type(y) is np.float64 or (type(y) is int and -2**53 <= y <= 2**53):
+        x = float(y)
+        if -MAX_MAGNITUDE <= x <= MAX_MAGNITUDE or x != x:
+            return x
+    return None
 
 
 def _series(y: Any) -> np.ndarray:

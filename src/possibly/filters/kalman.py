@@ -22,6 +22,7 @@ the learned noise scale :mod:`possibly.filters.noise_scale`, the smoother
 from __future__ import annotations
 
 import dataclasses
+import math
 import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -756,6 +757,88 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
         _, info, new = self._plain_step(state, y)
         return new, info
 
+    def update(self, y: Any) -> KalmanInfo:
+        """Process one observation from the current state (streaming); returns its Info.
+
+        The same step as :meth:`step`. Once the robust start has settled (the state one
+        series in covariance form), it runs the compiled loop's step where
+        ``filter(engine="auto")`` would run that loop, on the state kept between calls: the
+        numbers of ``filter`` (bit for bit for scalar observations, to rounding for vectors),
+        and of the numpy step to about 1e-12.
+
+        Examples
+        --------
+        >>> import possibly as ps
+        >>> kf = ps.KalmanFilter(ps.filters.constant_velocity(obs_sd=1.0))
+        >>> [round(float(kf.update(y).discount), 3) for y in [0.1, 0.2, 0.1, 0.3, 9.0]]
+        [1.0, 1.0, 1.0, 1.0, 0.0]
+        >>> kf.state.t
+        5
+        """
+        lock = self._acquire()  # as _exclusive, without a context manager's microsecond
+        try:
+            live = self._live if self._live is not None else self._open_live()
+            if live is not None:
+                x = _plain_observation(y, self.obs_dim)
+                info = None if x is None else live.step(x)
+                if info is not None:
+                    return info
+            self._sync()
+            state = self.init() if self._state is None else self._state
+            state, info = self.step(state, y)
+            object.__setattr__(self, "_state", state)
+            return info
+        finally:
+            lock.release()
+
+    #: the compiled streaming step's buffers while streaming (_LiveStep), else None
+    _live: Any = None
+    #: (the compiled loop's module, or None for numpy's steps,) once asked by update()
+    _step_engine: tuple[Any] | None = None
+
+    def _open_live(self) -> _LiveStep | None:
+        """The compiled step of :meth:`update` from the current state, or None where
+        ``filter`` would not run the compiled loop (or the state is not one plain series in
+        covariance form: the robust start, the uninformative start, a batch)."""
+        state = self._state
+        if (self._scale is not None or not isinstance(state, KalmanState)
+                or state.information_form or state.mean.ndim != 1):
+            return None
+        if self._step_engine is None:  # asked once: importing numba fails every time
+            self._step_engine = (self._compiled("auto"),)
+        compiled = self._step_engine[0]
+        if compiled is None:
+            return None
+        self._live = _LiveStep(compiled, state, self._kernel_model(), self._kernel_rule(),
+                               self.dim)
+        return self._live
+
+    def _sync(self) -> None:
+        """Leave the compiled step: its state back to a KalmanState."""
+        if self._live is not None:
+            object.__setattr__(self, "_state", self._live.state())
+            object.__setattr__(self, "_live", None)
+
+    @property
+    def state(self) -> Any:
+        """The state after the observations given to :meth:`update` so far (None before)."""
+        live = self._live  # streaming: a copy of the compiled step's state
+        return self._state if live is None else live.state()
+
+    def reset(self) -> KalmanFilter:
+        """Forget the streamed observations; returns ``self``."""
+        with self._exclusive():
+            object.__setattr__(self, "_live", None)
+            object.__setattr__(self, "_state", None)
+        return self
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = super().__getstate__()
+        state.pop("_step_engine", None)  # a module: asked again after unpickling
+        # the compiled step's buffers as a KalmanState (unpickled, update copies them again)
+        state["_state"], state["_live"] = self.state, None
+        return state
+
     def fit(self, y: Any, *, engine: str = "auto") -> FilterResult:
         """Filter a whole series from :meth:`init`: :meth:`filter` (with a learned noise
         scale, without the predicted states, which only the smoother needs)."""
@@ -1121,6 +1204,69 @@ class NoiseScaleKalmanFilter(KalmanFilter):
         super().__init__(model, Q, H, R, robust=robust, tau=tau, dim=dim, coverage=coverage,
                          prior=prior, robust_start=robust_start, learn_noise_scale=True,
                          scale_prior=scale_prior, omega=omega, scale_dim=scale_dim)
+
+
+_new_object = object.__new__
+_float64 = np.float64
+
+
+class _LiveStep:
+    """The compiled loop's step (``kalman_numba.step``) on one series' state, kept in flat
+    buffers between the calls of :meth:`KalmanFilter.update`."""
+
+    def __init__(self, compiled: Any, state: KalmanState, model: tuple[np.ndarray, ...],
+                 rule: tuple[Any, ...], dim: float) -> None:
+        self.step_fn = compiled.step
+        self.io, self.buffer, self.settings = compiled.step_buffers(model, rule)
+        self.n, self.m = model[2].shape[1], model[2].shape[0]
+        self.sizes = compiled.sizes(self.n, self.m)
+        self.buffer[:self.n] = state.mean
+        self.buffer[self.n:] = cast(np.ndarray, state.covariance).ravel()
+        self.t = state.t
+        self.dim = dim
+
+    def step(self, y: Any) -> KalmanInfo | None:
+        """One observation (a float when ``m = 1``, else ``m`` floats); None where a matrix
+        is singular by rounding (the state is then unchanged: the caller runs numpy's step)."""
+        m, n, io = self.m, self.n, self.io
+        saved = None
+        if m == 1:
+            io[1] = y  # m = 1 solves no system: the step never fails
+        else:
+            io[m:2 * m] = y
+            saved = self.buffer.copy()
+        if not self.step_fn(io, self.buffer, self.settings, self.t > 0, *self.sizes):
+            self.buffer[:] = cast(np.ndarray, saved)
+            return None
+        self.t += 1
+        log_c = io[2 * m + 2 * n + 1]  # numpy scalars, as the numpy step's Info
+        # KalmanInfo(...) with its fields written at once (a frozen dataclass's __init__ sets
+        # each through object.__setattr__); γ = c^(1/dim) by math.exp, within an ulp of the
+        # numpy step's np.exp
+        info = _new_object(KalmanInfo)
+        info.__dict__.update(log_consistency=log_c, discount=io[2 * m + 2 * n + 3],
+                             gamma=_float64(math.exp(log_c / self.dim)))
+        return info
+
+    def state(self) -> KalmanState:
+        n = self.n
+        return KalmanState(self.buffer[:n].copy(), self.buffer[n:].reshape(n, n).copy(), None,
+                           self.t)
+
+
+def _plain_observation(y: Any, m: int) -> Any:
+    """``y`` when it is one plain observation of ``m`` components the compiled step takes as
+    it is (a finite or NaN float of magnitude at most 1e300 when ``m = 1``; a checked array
+    of shape ``(m,)`` otherwise), else None (the numpy step checks it)."""
+    if m == 1 and (type(y) is float or type(y) is np.float64):
+        return y if -1e300 <= y <= 1e300 or y != y else None
+    try:
+        arr = _check_observation_values(y)
+    except (TypeError, ValueError):
+        return None
+    if arr.shape == (m,) or (m == 1 and arr.shape == ()):
+        return float(arr.reshape(-1)[0]) if m == 1 else arr
+    return None
 
 
 def _model(model: Any, Q: Any, H: Any, R: Any) -> LinearGaussianModel:

@@ -26,13 +26,14 @@ arrays every step.
 from __future__ import annotations
 
 import math
+from typing import Any, NamedTuple
 
 import numba
 import numpy as np
 
 from possibly.compiled import discount_scalar
 
-__all__ = ["run", "sizes"]
+__all__ = ["run", "sizes", "step", "step_buffers"]
 
 _BIG = 1e100  # as possibly.filters._common._BIG
 _DIFFUSE = 1e4  # as possibly.filters.kalman._DIFFUSE (the numpy step)
@@ -366,3 +367,61 @@ def run(ys, t0, mean, cov, model, rule, n_tup, m_tup, out):  # pragma: no cover 
                 for j in range(n):
                     cov[b, i, j] = P[i, j]
     return True
+
+
+class _StepOutputs(NamedTuple):
+    """The outputs of :func:`run` that :func:`step` keeps (the others empty)."""
+
+    mean: Any
+    variance: Any
+    covariance: Any
+    predicted_mean: Any
+    predicted_covariance: Any
+    log_consistency: Any
+    discount: Any
+    keep_variance: bool
+    keep_covariance: bool
+    keep_predicted: bool
+
+
+def step_buffers(model: tuple[np.ndarray, ...], rule: tuple[Any, ...]
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The ``io``, ``state`` and ``settings`` arrays of :func:`step` for ``model``
+    ``(F, Q, H, R)`` and ``rule`` ``(robust, dim, tau, log_c0)`` (as :func:`run`'s)."""
+    F, Q, H, R = model
+    robust, dim, tau, log_c0 = rule
+    n, m = H.shape[1], H.shape[0]
+    settings = np.concatenate([F.ravel(), Q.ravel(), H.ravel(), R.ravel(), log_c0,
+                               [float(robust), dim, tau]])
+    return np.zeros(2 * m + 2 * n + 4), np.zeros(n + n * n), settings
+
+
+@numba.njit(cache=True, nogil=True)
+def step(io, state, settings, predict, n_tup, m_tup):  # pragma: no cover - compiled
+    """One step of :func:`run` for one series, on flat buffers (few arguments: each costs a
+    call from Python about 0.2 µs). ``state`` is ``(mean, covariance)``, overwritten; the
+    observation is ``io[m:2m]``, predicted first when ``predict``; the step writes the
+    filtered mean at ``io[2m + n:2m + 2n]``, ``log c`` at ``io[2m + 2n + 1]`` and the
+    discount at ``io[2m + 2n + 3]``. ``settings``: :func:`step_buffers`. Returns
+    :func:`run`'s flag (False: a matrix singular by rounding; ``state`` is then partly
+    written)."""
+    n, m = len(n_tup), len(m_tup)
+    F = settings[:n * n].reshape((n, n))
+    Q = settings[n * n:2 * n * n].reshape((n, n))
+    H = settings[2 * n * n:2 * n * n + m * n].reshape((m, n))
+    at = 2 * n * n + m * n
+    R = settings[at:at + m * m].reshape((m, m))
+    log_c0 = settings[at + m * m:at + m * m + m + 1]
+    at += m * m + m + 1
+    rule = (settings[at] != 0.0, settings[at + 1], settings[at + 2], log_c0)
+    # rows first..1 of run's time axis: step 1 predicts first, step 0 (first = 1) does not
+    first = 0 if predict else 1
+    rows = 2 - first
+    ys = io[first * m:2 * m].reshape((rows, 1, m))
+    at = 2 * m + 2 * n
+    out = _StepOutputs(io[2 * m + first * n:at].reshape((rows, 1, n)), np.empty((0, 1, n)),
+                       np.empty((0, 1, n, n)), np.empty((0, 1, n)), np.empty((0, 1, n, n)),
+                       io[at + first:at + 2].reshape((rows, 1)),
+                       io[at + 2 + first:at + 4].reshape((rows, 1)), False, False, False)
+    return run(ys, 1 - first, state[:n].reshape((1, n)), state[n:].reshape((1, n, n)),
+               (F, Q, H, R), rule, n_tup, m_tup, out)
