@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import math
+import types
 from dataclasses import KW_ONLY, dataclass, field, replace
 from typing import Any, ClassVar, NamedTuple
 
@@ -452,6 +453,106 @@ class PolynomialTrend(SegmentModel):
                                        self._replay_weights(z, discount), self.dim)
         return lc < OUTLIER_LOG_CONSISTENCY
 
+    def outlying_segments(self, y: np.ndarray, discount: np.ndarray,
+                          bounds: np.ndarray) -> np.ndarray:
+        """:meth:`outlying` of every segment in one pass (see
+        :meth:`SegmentModel.outlying_segments`): the exponents the segments' runs gave, by a
+        compiled replay (numba) or a numpy one, then the leave-one-out consistencies of all
+        the segments at once, iterated to the fixed point segment by segment."""
+        bounds = np.asarray(bounds, dtype=np.int64).reshape(-1, 2)
+        out = np.zeros(len(y), dtype=bool)
+        if not bounds.size:
+            return out
+        prior = self._prior()
+        lengths = bounds[:, 1] - bounds[:, 0]
+        idx = np.repeat(bounds[:, 0] - np.cumsum(lengths) + lengths, lengths) + np.arange(
+            int(lengths.sum()))
+        z = (np.asarray(y, dtype=np.float64)[idx] - prior.loc) / prior.scale
+        disc = np.asarray(discount, dtype=np.float64)[idx]
+        segments = SegmentLayout.of(lengths)
+        w0 = self.replay_exponents(z, disc, segments)
+        lc = fixed_point_segments(lambda w: self._loo_segments(z, w, segments), w0, self.dim,
+                                  segments)
+        out[idx] = lc < OUTLIER_LOG_CONSISTENCY
+        return out
+
+    def replay_exponents(self, z: np.ndarray, discount: np.ndarray,
+                         segments: SegmentLayout) -> np.ndarray:
+        """:meth:`_replay_weights` of every segment of ``z`` (standardised, segments laid
+        end to end), compiled when numba is installed, else by numpy across the segments."""
+        kernel = self.compiled_kernel() if type(self) is PolynomialTrend else None
+        replay = replay_driver() if kernel is not None else None
+        if replay is not None:
+            w = np.zeros(z.size)
+            replay(kernel.params, np.ascontiguousarray(z), np.ascontiguousarray(discount),
+                   segments.offsets, segments.lengths, w)
+            return w
+        return self._replay_numpy(z, discount, segments)
+
+    def _replay_numpy(self, z: np.ndarray, discount: np.ndarray,
+                      segments: SegmentLayout) -> np.ndarray:
+        """:meth:`_replay_weights` of all the segments at once: step ``i`` of every segment
+        longer than ``i`` in one numpy update (a loop over the longest segment's steps)."""
+        w = np.zeros(z.size)
+        order = np.argsort(-segments.lengths, kind="stable")  # the longest first
+        lengths = segments.lengths[order]
+        offsets = segments.offsets[order]
+        runs = self.new_runs(order.size)
+        integrated = self.evidence == "integrated"
+        for i in range(int(lengths[0])):
+            alive = int(np.searchsorted(-lengths, -i, side="left"))  # lengths > i
+            if i:
+                runs = {k: v[:alive] for k, v in runs.items()}
+                runs = self.forget(runs, 1.0)
+            pos = offsets[:alive] + i
+            zi, gi = z[pos], discount[pos]
+            seen = ~(np.isnan(zi) | np.isnan(gi))
+            if not seen.all():
+                sub = {k: v[seen] for k, v in runs.items()}
+                _, new, floored = observe(sub, zi[seen], gi[seen], integrated,
+                                          self.outlier_cost)
+                for k in runs:
+                    runs[k] = runs[k].copy()
+                    runs[k][seen] = new[k]
+                w[pos[seen]] = np.where(floored, 0.0, gi[seen])
+            else:
+                _, runs, floored = observe(runs, zi, gi, integrated, self.outlier_cost)
+                w[pos] = np.where(floored, 0.0, gi)
+        return w
+
+    def _loo_segments(self, z: np.ndarray, w: np.ndarray, segments: SegmentLayout
+                      ) -> np.ndarray:
+        """:meth:`_loo_log_consistency` of every segment of ``z`` at once (the segments'
+        sums by ``np.add.reduceat``, their small matrices inverted as one stack)."""
+        n, p = segments.lengths, self.degree + 1
+        missing = np.isnan(z)
+        w = np.where(missing, 0.0, w)
+        zf = np.where(missing, 0.0, z)
+        span = np.maximum(n - 1, 1).astype(np.float64)
+        x = (segments.local / np.repeat(span, n))[:, None] ** np.arange(p)
+        prior = self.new_runs(1)
+        unit = span[:, None] ** np.arange(p)
+        precision0 = np.linalg.inv(prior["cov"][0] * (unit[:, :, None] * unit[:, None, :]))
+        wx = w[:, None] * x
+        precision = precision0 + np.add.reduceat(wx[:, :, None] * x[:, None, :],
+                                                 segments.offsets, axis=0)
+        cov = np.linalg.inv(precision)
+        m = np.einsum("gij,gj->gi", cov, np.add.reduceat(wx * zf[:, None], segments.offsets,
+                                                         axis=0))
+        r = zf - np.einsum("ni,ni->n", x, np.repeat(m, n, axis=0))
+        a = float(prior["a"][0]) + 0.5 * np.add.reduceat(w, segments.offsets)
+        kappa = discounted_variance_correction(self.dim)
+        b = float(prior["b"][0]) + 0.5 * kappa * (
+            np.add.reduceat(w * r * r, segments.offsets)
+            + np.einsum("gi,gij,gj->g", m, precision0, m))
+        s = np.einsum("ni,nij,nj->n", x, np.repeat(cov, n, axis=0), x)
+        left = 1.0 - w * s
+        loo = {"m": (zf - r / left)[:, None], "cov": (s / left)[:, None, None],
+               "a": np.repeat(a, n) - 0.5 * w,
+               "b": np.maximum(np.repeat(b, n) - 0.5 * kappa * w * r * r / left,
+                               float(prior["b"][0]))}
+        return np.where(missing, np.nan, run_log_consistency(loo, z))
+
     def _replay_weights(self, z: np.ndarray, discount: np.ndarray) -> np.ndarray:
         """The exponent each observation got in the segment's run: its online discount, or 0
         where the run's outlier floor took it (NaN observations: 0)."""
@@ -562,6 +663,91 @@ def hindsight_log_consistency(loo_log_consistency: Any, weights: np.ndarray, dim
         w = new
         lc = loo_log_consistency(w)
     return lc
+
+
+class SegmentLayout(NamedTuple):
+    """Segments laid end to end in one array: where each begins, its length, and each
+    element's step within its segment."""
+
+    offsets: np.ndarray
+    lengths: np.ndarray
+    local: np.ndarray
+
+    @classmethod
+    def of(cls, lengths: np.ndarray) -> SegmentLayout:
+        """The layout of segments of these (positive) lengths."""
+        lengths = np.asarray(lengths, dtype=np.int64)
+        offsets = np.cumsum(lengths) - lengths
+        local = np.arange(int(lengths.sum())) - np.repeat(offsets, lengths)
+        return cls(offsets, lengths, local.astype(np.float64))
+
+
+def fixed_point_segments(loo_log_consistency: Any, weights: np.ndarray, dim: float,
+                         segments: SegmentLayout) -> np.ndarray:
+    """:func:`hindsight_log_consistency` of several segments laid end to end, each iterated
+    until its own exponents settle (then left as they are), as one call per segment would."""
+    w = np.asarray(weights, dtype=np.float64).copy()
+    lc = loo_log_consistency(w)
+    active = np.ones(segments.lengths.size, dtype=bool)
+    for _ in range(HINDSIGHT_ITERATIONS):
+        new = np.nan_to_num(inference.discount(lc, dim, validate=False), nan=0.0)
+        moved = np.maximum.reduceat(np.abs(new - w), segments.offsets)
+        active &= ~(moved < HINDSIGHT_TOL)
+        if not active.any():
+            break
+        moving = np.repeat(active, segments.lengths)
+        w[moving] = new[moving]
+        lc = np.where(moving, loo_log_consistency(w), lc)
+    return lc
+
+
+def replay_template(params, z, discount, offsets, lengths, w):  # pragma: no cover - compiled
+    """The exponent each observation got in its segment's run (``PolynomialTrend.
+    _replay_weights``) for segments laid end to end, by the compiled kernel's functions:
+    its discount, or 0 where the run's outlier floor took it (NaN: 0)."""
+    runs = np.zeros((1, TREND_WIDTH))
+    work = np.zeros(12)
+    for g in range(offsets.size):
+        kernel_new_run(params, runs, 0)
+        for i in range(offsets[g], offsets[g] + lengths[g]):
+            if i > offsets[g]:
+                kernel_forget(params, runs, 0, 1.0, work)
+            zi = z[i]
+            gi = discount[i]
+            if math.isnan(zi) or math.isnan(gi):
+                w[i] = 0.0
+                continue
+            # the floor test of kernel_update (which leaves a floored run unchanged)
+            aj = runs[0, 12]
+            bj = runs[0, 13]
+            r = zi - runs[0, 0]
+            gq = 1.0 + gi * runs[0, 3]
+            log_ratio = math.log1p(0.5 * gi * r * r / (gq * bj))
+            best = 0.0
+            if params[1] != 0.0:
+                best = (-0.5 * gi * LOG_2PI + math.lgamma(aj + 0.5 * gi) - math.lgamma(aj)
+                        - 0.5 * math.log(gq) - 0.5 * gi * math.log(bj))
+            if best - (aj + 0.5 * gi) * log_ratio < best - params[2]:
+                w[i] = 0.0
+            else:
+                kernel_update(params, runs, 0, zi, gi, work)
+                w[i] = gi
+
+
+@functools.cache
+def replay_driver() -> Any:
+    """:func:`replay_template` compiled with the kernel's functions (None without numba)."""
+    try:
+        import numba
+
+        import possibly.compiled  # noqa: F401 - the package's numba cache folder first
+    except ImportError:
+        return None
+    jit = numba.njit(nogil=True)
+    scope = {**replay_template.__globals__, "kernel_new_run": jit(kernel_new_run),
+             "kernel_forget": jit(kernel_forget), "kernel_update": jit(kernel_update)}
+    driver = types.FunctionType(replay_template.__code__, scope, "replay_exponents_compiled")
+    return numba.njit(cache=True, nogil=True)(driver)
 
 
 def discounted_variance_correction(dim: float) -> float:
