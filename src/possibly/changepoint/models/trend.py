@@ -469,25 +469,33 @@ class PolynomialTrend(SegmentModel):
             int(lengths.sum()))
         z = (np.asarray(y, dtype=np.float64)[idx] - prior.loc) / prior.scale
         disc = np.asarray(discount, dtype=np.float64)[idx]
-        segments = SegmentLayout.of(lengths)
-        w0 = self.replay_exponents(z, disc, segments)
-        lc = fixed_point_segments(lambda w: self._loo_segments(z, w, segments), w0, self.dim,
-                                  segments)
-        out[idx] = lc < OUTLIER_LOG_CONSISTENCY
+        out[idx] = self.hindsight_segments(z, disc, lengths) < OUTLIER_LOG_CONSISTENCY
         return out
 
-    def replay_exponents(self, z: np.ndarray, discount: np.ndarray,
-                         segments: SegmentLayout) -> np.ndarray:
-        """:meth:`_replay_weights` of every segment of ``z`` (standardised, segments laid
-        end to end), compiled when numba is installed, else by numpy across the segments."""
-        kernel = self.compiled_kernel() if type(self) is PolynomialTrend else None
-        replay = replay_driver() if kernel is not None else None
-        if replay is not None:
-            w = np.zeros(z.size)
-            replay(kernel.params, np.ascontiguousarray(z), np.ascontiguousarray(discount),
-                   segments.offsets, segments.lengths, w)
-            return w
-        return self._replay_numpy(z, discount, segments)
+    def hindsight_segments(self, z: np.ndarray, discount: np.ndarray, lengths: np.ndarray,
+                           compiled: bool | None = None) -> np.ndarray:
+        """The log consistencies of :meth:`outlying` for segments of these ``lengths`` laid
+        end to end in ``z`` (standardised) and ``discount``: compiled (numba) when
+        ``compiled`` (None: when numba is installed), else by numpy across the segments."""
+        segments = SegmentLayout.of(lengths)
+        kernel = self.compiled_kernel()
+        driver = hindsight_driver() if compiled is not False and kernel is not None else None
+        if compiled and driver is None:
+            raise ImportError("compiled=True needs numba and a PolynomialTrend (not a "
+                              "subclass)")
+        if driver is not None:
+            start = self.new_runs(1)
+            lc = np.empty(z.size)
+            driver(kernel.params, np.ascontiguousarray(start["cov"][0]), float(start["a"][0]),
+                   float(start["b"][0]), np.ascontiguousarray(z),
+                   np.ascontiguousarray(discount), segments.offsets, segments.lengths,
+                   float(self.dim), discounted_variance_correction(self.dim), HINDSIGHT_TOL,
+                   HINDSIGHT_ITERATIONS, lc)
+            return lc
+        w0 = self._replay_numpy(z, discount, segments)
+        return fixed_point_segments(
+            lambda pos, w, layout: self._loo_segments(z[pos], w, layout), w0, self.dim,
+            segments)
 
     def _replay_numpy(self, z: np.ndarray, discount: np.ndarray,
                       segments: SegmentLayout) -> np.ndarray:
@@ -681,72 +689,174 @@ class SegmentLayout(NamedTuple):
         local = np.arange(int(lengths.sum())) - np.repeat(offsets, lengths)
         return cls(offsets, lengths, local.astype(np.float64))
 
+    def subset(self, which: np.ndarray) -> tuple[np.ndarray, SegmentLayout]:
+        """The positions of the segments ``which`` (indices, increasing) and their layout."""
+        lengths = self.lengths[which]
+        layout = SegmentLayout.of(lengths)
+        return np.repeat(self.offsets[which] - layout.offsets, lengths) + np.arange(
+            int(lengths.sum())), layout
+
 
 def fixed_point_segments(loo_log_consistency: Any, weights: np.ndarray, dim: float,
                          segments: SegmentLayout) -> np.ndarray:
     """:func:`hindsight_log_consistency` of several segments laid end to end, each iterated
-    until its own exponents settle (then left as they are), as one call per segment would."""
+    until its own exponents settle (then left as they are), as one call per segment would.
+
+    ``loo_log_consistency(positions, w, layout)``: the leave-one-out log consistencies at
+    ``positions`` (whole segments, laid out as ``layout``) with exponents ``w`` there."""
     w = np.asarray(weights, dtype=np.float64).copy()
-    lc = loo_log_consistency(w)
-    active = np.ones(segments.lengths.size, dtype=bool)
+    pos, layout = np.arange(w.size), segments
+    lc = loo_log_consistency(pos, w, layout)
+    active = np.arange(segments.lengths.size)  # the segments still moving
     for _ in range(HINDSIGHT_ITERATIONS):
-        new = np.nan_to_num(inference.discount(lc, dim, validate=False), nan=0.0)
-        moved = np.maximum.reduceat(np.abs(new - w), segments.offsets)
-        active &= ~(moved < HINDSIGHT_TOL)
-        if not active.any():
+        new = np.nan_to_num(inference.discount(lc[pos], dim, validate=False), nan=0.0)
+        moved = np.maximum.reduceat(np.abs(new - w[pos]), layout.offsets)
+        still = ~(moved < HINDSIGHT_TOL)
+        if not still.any():
             break
-        moving = np.repeat(active, segments.lengths)
-        w[moving] = new[moving]
-        lc = np.where(moving, loo_log_consistency(w), lc)
+        new = new[np.repeat(still, layout.lengths)]
+        active = active[still]
+        pos, layout = segments.subset(active)
+        w[pos] = new
+        lc[pos] = loo_log_consistency(pos, w[pos], layout)
     return lc
 
 
-def replay_template(params, z, discount, offsets, lengths, w):  # pragma: no cover - compiled
-    """The exponent each observation got in its segment's run (``PolynomialTrend.
-    _replay_weights``) for segments laid end to end, by the compiled kernel's functions:
-    its discount, or 0 where the run's outlier floor took it (NaN: 0)."""
+def replay_segment(params, z, discount, first, stop, w, runs,
+                   work):  # pragma: no cover - compiled
+    """The exponent each observation of ``first..stop`` got in its segment's run
+    (``PolynomialTrend._replay_weights``) into ``w[i - first]``, by the compiled kernel's
+    functions: its discount, or 0 where the run's outlier floor took it (NaN: 0)."""
+    kernel_new_run(params, runs, 0)
+    for i in range(first, stop):
+        if i > first:
+            kernel_forget(params, runs, 0, 1.0, work)
+        zi = z[i]
+        gi = discount[i]
+        w[i - first] = 0.0
+        if math.isnan(zi) or math.isnan(gi):
+            continue
+        # the floor test of kernel_update (which leaves a floored run unchanged)
+        aj = runs[0, 12]
+        bj = runs[0, 13]
+        r = zi - runs[0, 0]
+        gq = 1.0 + gi * runs[0, 3]
+        log_ratio = math.log1p(0.5 * gi * r * r / (gq * bj))
+        best = 0.0
+        if params[1] != 0.0:
+            best = (-0.5 * gi * LOG_2PI + math.lgamma(aj + 0.5 * gi) - math.lgamma(aj)
+                    - 0.5 * math.log(gq) - 0.5 * gi * math.log(bj))
+        if best - (aj + 0.5 * gi) * log_ratio >= best - params[2]:
+            kernel_update(params, runs, 0, zi, gi, work)
+            w[i - first] = gi
+
+
+def loo_segment(z, w, x, precision0, a0, b0, kappa, lc):  # pragma: no cover - compiled
+    """``PolynomialTrend._loo_log_consistency`` of one segment (``x``: its regressors,
+    ``precision0``: the prior's precision in its time unit) into ``lc``."""
+    n, p = x.shape
+    gram = precision0.copy()
+    rhs = np.zeros(p)
+    total = 0.0
+    for i in range(n):
+        if not math.isnan(z[i]):
+            for r in range(p):
+                rhs[r] += w[i] * x[i, r] * z[i]
+                for c in range(p):
+                    gram[r, c] += w[i] * x[i, r] * x[i, c]
+            total += w[i]
+    cov = np.linalg.inv(gram)
+    m = cov @ rhs
+    res = np.zeros(n)
+    ss = 0.0
+    for i in range(n):
+        fit = 0.0
+        for r in range(p):
+            fit += x[i, r] * m[r]
+        res[i] = (0.0 if math.isnan(z[i]) else z[i]) - fit
+        if not math.isnan(z[i]):
+            ss += w[i] * res[i] * res[i]
+    mpm = 0.0
+    for r in range(p):
+        for c in range(p):
+            mpm += m[r] * precision0[r, c] * m[c]
+    a = a0 + 0.5 * total
+    b = b0 + 0.5 * kappa * (ss + mpm)
+    for i in range(n):
+        if math.isnan(z[i]):
+            lc[i] = math.nan
+            continue
+        s = 0.0
+        for r in range(p):
+            for c in range(p):
+                s += x[i, r] * cov[r, c] * x[i, c]
+        left = 1.0 - w[i] * s
+        d = res[i] / left  # z minus the leave-one-out fit
+        q = s / left
+        bi = max(b - 0.5 * kappa * w[i] * res[i] * res[i] / left, b0)
+        lc[i] = -(a - 0.5 * w[i] + 0.5) * math.log1p(d * d / (2.0 * bi * (1.0 + q)))
+
+
+def hindsight_template(params, prior_cov, a0, b0, z, discount, offsets, lengths, dim, kappa,
+                       tol, iterations, lc):  # pragma: no cover - compiled
+    """``PolynomialTrend.outlying``'s log consistencies of segments laid end to end: each
+    segment's replayed exponents, then its leave-one-out fixed point
+    (:func:`hindsight_log_consistency`), into ``lc``."""
+    p = int(params[0]) + 1
     runs = np.zeros((1, TREND_WIDTH))
     work = np.zeros(12)
     for g in range(offsets.size):
-        kernel_new_run(params, runs, 0)
-        for i in range(offsets[g], offsets[g] + lengths[g]):
-            if i > offsets[g]:
-                kernel_forget(params, runs, 0, 1.0, work)
-            zi = z[i]
-            gi = discount[i]
-            if math.isnan(zi) or math.isnan(gi):
-                w[i] = 0.0
-                continue
-            # the floor test of kernel_update (which leaves a floored run unchanged)
-            aj = runs[0, 12]
-            bj = runs[0, 13]
-            r = zi - runs[0, 0]
-            gq = 1.0 + gi * runs[0, 3]
-            log_ratio = math.log1p(0.5 * gi * r * r / (gq * bj))
-            best = 0.0
-            if params[1] != 0.0:
-                best = (-0.5 * gi * LOG_2PI + math.lgamma(aj + 0.5 * gi) - math.lgamma(aj)
-                        - 0.5 * math.log(gq) - 0.5 * gi * math.log(bj))
-            if best - (aj + 0.5 * gi) * log_ratio < best - params[2]:
-                w[i] = 0.0
-            else:
-                kernel_update(params, runs, 0, zi, gi, work)
-                w[i] = gi
+        first = offsets[g]
+        n = lengths[g]
+        w = np.zeros(n)
+        replay_segment(params, z, discount, first, first + n, w, runs, work)
+        span = float(max(n - 1, 1))
+        precision0 = np.empty((p, p))
+        for r in range(p):
+            for c in range(p):
+                precision0[r, c] = prior_cov[r, c] * (span ** r * span ** c)
+        precision0 = np.linalg.inv(precision0)
+        x = np.empty((n, p))
+        for i in range(n):
+            u = i / span
+            for c in range(p):
+                x[i, c] = u ** c
+        zs = z[first:first + n]
+        out = np.empty(n)
+        loo_segment(zs, w, x, precision0, a0, b0, kappa, out)
+        for _ in range(iterations):
+            moved = 0.0
+            new = np.empty(n)
+            for i in range(n):
+                v = discount_scalar(out[i], dim, math.nan, True)
+                new[i] = 0.0 if math.isnan(v) else v
+                moved = max(moved, abs(new[i] - w[i]))
+            if moved < tol:
+                break
+            w = new
+            loo_segment(zs, w, x, precision0, a0, b0, kappa, out)
+        lc[first:first + n] = out
 
 
 @functools.cache
-def replay_driver() -> Any:
-    """:func:`replay_template` compiled with the kernel's functions (None without numba)."""
+def hindsight_driver() -> Any:
+    """:func:`hindsight_template` compiled with the kernel's functions (None without
+    numba)."""
     try:
         import numba
 
-        import possibly.compiled  # noqa: F401 - the package's numba cache folder first
+        from possibly.compiled import discount_scalar  # the package's numba cache folder
     except ImportError:
         return None
     jit = numba.njit(nogil=True)
-    scope = {**replay_template.__globals__, "kernel_new_run": jit(kernel_new_run),
-             "kernel_forget": jit(kernel_forget), "kernel_update": jit(kernel_update)}
-    driver = types.FunctionType(replay_template.__code__, scope, "replay_exponents_compiled")
+    inline = numba.njit(nogil=True, inline="always")
+    scope = {**hindsight_template.__globals__, "kernel_new_run": jit(kernel_new_run),
+             "kernel_forget": jit(kernel_forget), "kernel_update": jit(kernel_update),
+             "discount_scalar": discount_scalar}
+    for helper in (replay_segment, loo_segment):
+        scope[helper.__name__] = inline(types.FunctionType(helper.__code__, scope,
+                                                           helper.__name__))
+    driver = types.FunctionType(hindsight_template.__code__, scope, "hindsight_compiled")
     return numba.njit(cache=True, nogil=True)(driver)
 
 
