@@ -579,9 +579,9 @@ class ChangepointDetector(SequentialEstimator):
         try:
             return self._run(self.state_, arr, peak)
         except BaseException:
-            # a run interrupted between chunks may have raised the peaks of older starts by
-            # hypotheses of the values it processed: only an upper bound is lost
-            if peak is not None:
+            # a run interrupted between chunks may already have raised the peaks of older
+            # starts (by the values it processed): those stay, as upper bounds
+            if peak is not None and self._peak is not None:
                 self._peak.n = t
             raise
 

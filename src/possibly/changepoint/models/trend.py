@@ -35,6 +35,7 @@ from possibly.changepoint.models.segment_model import (
     as_series,
     check_positive_settings,
 )
+from possibly.inference import discount_one
 
 __all__ = [
     "NormalMeanVariance",
@@ -483,7 +484,7 @@ class PolynomialTrend(SegmentModel):
         if compiled and driver is None:
             raise ImportError("compiled=True needs numba and a PolynomialTrend (not a "
                               "subclass)")
-        if driver is not None:
+        if driver is not None and kernel is not None:
             start = self.new_runs(1)
             lc = np.empty(z.size)
             driver(kernel.params, np.ascontiguousarray(start["cov"][0]), float(start["a"][0]),
@@ -722,120 +723,149 @@ def fixed_point_segments(loo_log_consistency: Any, weights: np.ndarray, dim: flo
     return lc
 
 
-def replay_segment(params, z, discount, first, stop, w, runs,
-                   work):  # pragma: no cover - compiled
-    """The exponent each observation of ``first..stop`` got in its segment's run
-    (``PolynomialTrend._replay_weights``) into ``w[i - first]``, by the compiled kernel's
-    functions: its discount, or 0 where the run's outlier floor took it (NaN: 0)."""
-    kernel_new_run(params, runs, 0)
-    for i in range(first, stop):
-        if i > first:
-            kernel_forget(params, runs, 0, 1.0, work)
-        zi = z[i]
-        gi = discount[i]
-        w[i - first] = 0.0
-        if math.isnan(zi) or math.isnan(gi):
-            continue
-        # the floor test of kernel_update (which leaves a floored run unchanged)
-        aj = runs[0, 12]
-        bj = runs[0, 13]
-        r = zi - runs[0, 0]
-        gq = 1.0 + gi * runs[0, 3]
-        log_ratio = math.log1p(0.5 * gi * r * r / (gq * bj))
-        best = 0.0
-        if params[1] != 0.0:
-            best = (-0.5 * gi * LOG_2PI + math.lgamma(aj + 0.5 * gi) - math.lgamma(aj)
-                    - 0.5 * math.log(gq) - 0.5 * gi * math.log(bj))
-        if best - (aj + 0.5 * gi) * log_ratio >= best - params[2]:
-            kernel_update(params, runs, 0, zi, gi, work)
-            w[i - first] = gi
-
-
-def loo_segment(z, w, x, precision0, a0, b0, kappa, lc):  # pragma: no cover - compiled
-    """``PolynomialTrend._loo_log_consistency`` of one segment (``x``: its regressors,
-    ``precision0``: the prior's precision in its time unit) into ``lc``."""
-    n, p = x.shape
-    gram = precision0.copy()
-    rhs = np.zeros(p)
-    total = 0.0
-    for i in range(n):
-        if not math.isnan(z[i]):
-            for r in range(p):
-                rhs[r] += w[i] * x[i, r] * z[i]
-                for c in range(p):
-                    gram[r, c] += w[i] * x[i, r] * x[i, c]
-            total += w[i]
-    cov = np.linalg.inv(gram)
-    m = cov @ rhs
-    res = np.zeros(n)
-    ss = 0.0
-    for i in range(n):
-        fit = 0.0
-        for r in range(p):
-            fit += x[i, r] * m[r]
-        res[i] = (0.0 if math.isnan(z[i]) else z[i]) - fit
-        if not math.isnan(z[i]):
-            ss += w[i] * res[i] * res[i]
-    mpm = 0.0
-    for r in range(p):
-        for c in range(p):
-            mpm += m[r] * precision0[r, c] * m[c]
-    a = a0 + 0.5 * total
-    b = b0 + 0.5 * kappa * (ss + mpm)
-    for i in range(n):
-        if math.isnan(z[i]):
-            lc[i] = math.nan
-            continue
-        s = 0.0
-        for r in range(p):
-            for c in range(p):
-                s += x[i, r] * cov[r, c] * x[i, c]
-        left = 1.0 - w[i] * s
-        d = res[i] / left  # z minus the leave-one-out fit
-        q = s / left
-        bi = max(b - 0.5 * kappa * w[i] * res[i] * res[i] / left, b0)
-        lc[i] = -(a - 0.5 * w[i] + 0.5) * math.log1p(d * d / (2.0 * bi * (1.0 + q)))
+def small_inverse(a, inv):  # pragma: no cover - compiled
+    """``inv`` = the inverse of the small square ``a`` (overwritten) by Gauss-Jordan
+    elimination with partial pivoting (numba's LAPACK bindings take seconds to compile)."""
+    n = a.shape[0]
+    for r in range(n):
+        for c in range(n):
+            inv[r, c] = 1.0 if r == c else 0.0
+    for col in range(n):
+        pivot = col
+        for r in range(col + 1, n):
+            if abs(a[r, col]) > abs(a[pivot, col]):
+                pivot = r
+        for c in range(n):  # rows col and pivot swapped (nothing when equal)
+            t = a[col, c]
+            a[col, c] = a[pivot, c]
+            a[pivot, c] = t
+            t = inv[col, c]
+            inv[col, c] = inv[pivot, c]
+            inv[pivot, c] = t
+        d = a[col, col]
+        for c in range(n):
+            a[col, c] = a[col, c] / d
+            inv[col, c] = inv[col, c] / d
+        for r in range(n):
+            if r != col:
+                f = a[r, col]
+                for c in range(n):
+                    a[r, c] = a[r, c] - f * a[col, c]
+                    inv[r, c] = inv[r, c] - f * inv[col, c]
 
 
 def hindsight_template(params, prior_cov, a0, b0, z, discount, offsets, lengths, dim, kappa,
                        tol, iterations, lc):  # pragma: no cover - compiled
-    """``PolynomialTrend.outlying``'s log consistencies of segments laid end to end: each
-    segment's replayed exponents, then its leave-one-out fixed point
-    (:func:`hindsight_log_consistency`), into ``lc``."""
+    """``PolynomialTrend.outlying``'s log consistencies of segments laid end to end, into
+    ``lc``. Per segment: the exponent each observation got in the segment's run
+    (``PolynomialTrend._replay_weights``, by the compiled kernel's functions: its discount, or
+    0 where the run's outlier floor took it), then the leave-one-out consistencies
+    (``PolynomialTrend._loo_log_consistency``) iterated to their fixed point
+    (:func:`hindsight_log_consistency`). One function: each compiled function costs seconds
+    of compilation the first time."""
     p = int(params[0]) + 1
     runs = np.zeros((1, TREND_WIDTH))
     work = np.zeros(12)
+    scaled = np.empty((p, p))
+    precision0 = np.empty((p, p))
+    gram = np.empty((p, p))
+    cov = np.empty((p, p))
+    rhs = np.empty(p)
+    m = np.empty(p)
     for g in range(offsets.size):
         first = offsets[g]
         n = lengths[g]
+        zs = z[first:first + n]
         w = np.zeros(n)
-        replay_segment(params, z, discount, first, first + n, w, runs, work)
+        new = np.zeros(n)
+        res = np.zeros(n)
+        out = lc[first:first + n]
+        kernel_new_run(params, runs, 0)
+        for i in range(n):
+            if i > 0:
+                kernel_forget(params, runs, 0, 1.0, work)
+            gi = discount[first + i]
+            if math.isnan(zs[i]) or math.isnan(gi):
+                continue
+            # the floor test of kernel_update (which leaves a floored run unchanged)
+            aj = runs[0, 12]
+            bj = runs[0, 13]
+            r = zs[i] - runs[0, 0]
+            gq = 1.0 + gi * runs[0, 3]
+            log_ratio = math.log1p(0.5 * gi * r * r / (gq * bj))
+            best = 0.0
+            if params[1] != 0.0:
+                best = (-0.5 * gi * LOG_2PI + math.lgamma(aj + 0.5 * gi) - math.lgamma(aj)
+                        - 0.5 * math.log(gq) - 0.5 * gi * math.log(bj))
+            if best - (aj + 0.5 * gi) * log_ratio >= best - params[2]:
+                kernel_update(params, runs, 0, zs[i], gi, work)
+                w[i] = gi
+        # the prior's precision and the regressors (1, u, u²) in the time unit u = τ / span
         span = float(max(n - 1, 1))
-        precision0 = np.empty((p, p))
         for r in range(p):
             for c in range(p):
-                precision0[r, c] = prior_cov[r, c] * (span ** r * span ** c)
-        precision0 = np.linalg.inv(precision0)
+                scaled[r, c] = prior_cov[r, c] * (span ** r * span ** c)
+        small_inverse(scaled, precision0)
         x = np.empty((n, p))
         for i in range(n):
-            u = i / span
             for c in range(p):
-                x[i, c] = u ** c
-        zs = z[first:first + n]
-        out = np.empty(n)
-        loo_segment(zs, w, x, precision0, a0, b0, kappa, out)
-        for _ in range(iterations):
-            moved = 0.0
-            new = np.empty(n)
+                x[i, c] = (i / span) ** c
+        for it in range(iterations + 1):
+            for r in range(p):
+                rhs[r] = 0.0
+                for c in range(p):
+                    gram[r, c] = precision0[r, c]
+            total = 0.0
             for i in range(n):
-                v = discount_scalar(out[i], dim, math.nan, True)
+                if not math.isnan(zs[i]):
+                    for r in range(p):
+                        rhs[r] += w[i] * x[i, r] * zs[i]
+                        for c in range(p):
+                            gram[r, c] += w[i] * x[i, r] * x[i, c]
+                    total += w[i]
+            small_inverse(gram, cov)
+            for r in range(p):
+                m[r] = 0.0
+                for c in range(p):
+                    m[r] += cov[r, c] * rhs[c]
+            ss = 0.0
+            for i in range(n):
+                fit = 0.0
+                for r in range(p):
+                    fit += x[i, r] * m[r]
+                res[i] = (0.0 if math.isnan(zs[i]) else zs[i]) - fit
+                if not math.isnan(zs[i]):
+                    ss += w[i] * res[i] * res[i]
+            mpm = 0.0
+            for r in range(p):
+                for c in range(p):
+                    mpm += m[r] * precision0[r, c] * m[c]
+            a = a0 + 0.5 * total
+            b = b0 + 0.5 * kappa * (ss + mpm)
+            for i in range(n):
+                if math.isnan(zs[i]):
+                    out[i] = math.nan
+                    continue
+                s = 0.0
+                for r in range(p):
+                    for c in range(p):
+                        s += x[i, r] * cov[r, c] * x[i, c]
+                left = 1.0 - w[i] * s
+                d = res[i] / left  # z minus the leave-one-out fit
+                bi = max(b - 0.5 * kappa * w[i] * res[i] * res[i] / left, b0)
+                out[i] = -(a - 0.5 * w[i] + 0.5) * math.log1p(
+                    d * d / (2.0 * bi * (1.0 + s / left)))
+            if it == iterations:
+                break
+            moved = 0.0
+            for i in range(n):
+                v = discount_one(out[i], dim, math.nan, True)
                 new[i] = 0.0 if math.isnan(v) else v
                 moved = max(moved, abs(new[i] - w[i]))
             if moved < tol:
                 break
-            w = new
-            loo_segment(zs, w, x, precision0, a0, b0, kappa, out)
-        lc[first:first + n] = out
+            for i in range(n):
+                w[i] = new[i]
 
 
 @functools.cache
@@ -849,13 +879,12 @@ def hindsight_driver() -> Any:
     except ImportError:
         return None
     jit = numba.njit(nogil=True)
-    inline = numba.njit(nogil=True, inline="always")
     scope = {**hindsight_template.__globals__, "kernel_new_run": jit(kernel_new_run),
              "kernel_forget": jit(kernel_forget), "kernel_update": jit(kernel_update),
-             "discount_scalar": discount_scalar}
-    for helper in (replay_segment, loo_segment):
-        scope[helper.__name__] = inline(types.FunctionType(helper.__code__, scope,
-                                                           helper.__name__))
+             "discount_one": discount_scalar}
+    for helper in (small_inverse,):
+        scope[helper.__name__] = jit(types.FunctionType(helper.__code__, scope,
+                                                        helper.__name__))
     driver = types.FunctionType(hindsight_template.__code__, scope, "hindsight_compiled")
     return numba.njit(cache=True, nogil=True)(driver)
 
