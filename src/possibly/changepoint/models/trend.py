@@ -772,6 +772,8 @@ def hindsight_template(params, prior_cov, a0, b0, z, discount, offsets, lengths,
     cov = np.empty((p, p))
     rhs = np.empty(p)
     m = np.empty(p)
+    moments = np.empty(2 * p - 1)
+    quad = np.empty(2 * p - 1)
     for g in range(offsets.size):
         first = offsets[g]
         n = lengths[g]
@@ -787,17 +789,11 @@ def hindsight_template(params, prior_cov, a0, b0, z, discount, offsets, lengths,
             gi = discount[first + i]
             if math.isnan(zs[i]) or math.isnan(gi):
                 continue
-            # the floor test of kernel_update (which leaves a floored run unchanged)
-            aj = runs[0, 12]
-            bj = runs[0, 13]
+            # the floor test of kernel_update (which leaves a floored run unchanged), the
+            # evidence's best value taken off both sides
             r = zs[i] - runs[0, 0]
-            gq = 1.0 + gi * runs[0, 3]
-            log_ratio = math.log1p(0.5 * gi * r * r / (gq * bj))
-            best = 0.0
-            if params[1] != 0.0:
-                best = (-0.5 * gi * LOG_2PI + math.lgamma(aj + 0.5 * gi) - math.lgamma(aj)
-                        - 0.5 * math.log(gq) - 0.5 * gi * math.log(bj))
-            if best - (aj + 0.5 * gi) * log_ratio >= best - params[2]:
+            log_ratio = math.log1p(0.5 * gi * r * r / ((1.0 + gi * runs[0, 3]) * runs[0, 13]))
+            if (runs[0, 12] + 0.5 * gi) * log_ratio <= params[2]:
                 kernel_update(params, runs, 0, zs[i], gi, work)
                 w[i] = gi
         # the prior's precision and the regressors (1, u, u²) in the time unit u = τ / span
@@ -806,33 +802,43 @@ def hindsight_template(params, prior_cov, a0, b0, z, discount, offsets, lengths,
             for c in range(p):
                 scaled[r, c] = prior_cov[r, c] * (span ** r * span ** c)
         small_inverse(scaled, precision0)
-        x = np.empty((n, p))
-        for i in range(n):
-            for c in range(p):
-                x[i, c] = (i / span) ** c
+        # the regressors are (1, u, u²), u = τ / span: x xᵀ has the 2p - 1 entries u^k and
+        # xᵀ C x is a polynomial in u
         for it in range(iterations + 1):
+            for k in range(2 * p - 1):
+                moments[k] = 0.0
             for r in range(p):
                 rhs[r] = 0.0
-                for c in range(p):
-                    gram[r, c] = precision0[r, c]
             total = 0.0
             for i in range(n):
                 if not math.isnan(zs[i]):
-                    for r in range(p):
-                        rhs[r] += w[i] * x[i, r] * zs[i]
-                        for c in range(p):
-                            gram[r, c] += w[i] * x[i, r] * x[i, c]
+                    u = i / span
+                    power = w[i]
+                    for k in range(2 * p - 1):
+                        moments[k] += power
+                        if k < p:
+                            rhs[k] += power * zs[i]
+                        power *= u
                     total += w[i]
+            for r in range(p):
+                for c in range(p):
+                    gram[r, c] = precision0[r, c] + moments[r + c]
             small_inverse(gram, cov)
             for r in range(p):
                 m[r] = 0.0
                 for c in range(p):
                     m[r] += cov[r, c] * rhs[c]
+            for k in range(2 * p - 1):
+                quad[k] = 0.0
+            for r in range(p):
+                for c in range(p):
+                    quad[r + c] += cov[r, c]
             ss = 0.0
             for i in range(n):
-                fit = 0.0
-                for r in range(p):
-                    fit += x[i, r] * m[r]
+                u = i / span
+                fit = m[p - 1]
+                for r in range(p - 2, -1, -1):
+                    fit = fit * u + m[r]
                 res[i] = (0.0 if math.isnan(zs[i]) else zs[i]) - fit
                 if not math.isnan(zs[i]):
                     ss += w[i] * res[i] * res[i]
@@ -846,10 +852,10 @@ def hindsight_template(params, prior_cov, a0, b0, z, discount, offsets, lengths,
                 if math.isnan(zs[i]):
                     out[i] = math.nan
                     continue
-                s = 0.0
-                for r in range(p):
-                    for c in range(p):
-                        s += x[i, r] * cov[r, c] * x[i, c]
+                u = i / span
+                s = quad[2 * p - 2]
+                for k in range(2 * p - 3, -1, -1):
+                    s = s * u + quad[k]
                 left = 1.0 - w[i] * s
                 d = res[i] / left  # z minus the leave-one-out fit
                 bi = max(b - 0.5 * kappa * w[i] * res[i] * res[i] / left, b0)
