@@ -193,6 +193,9 @@ def test_find_outliers_of_a_model_without_a_batch_rule_calls_it_per_segment():
     # the start of a segment (5) is never an outlier, whatever its discount
     found = find_outliers(y, disc, [(0, 5), (5, 9)], [0, 0], [NormalMean(1.0)], 0.1)
     assert found.tolist() == [2, 7]
+    # the segments in any order
+    found = find_outliers(y, disc, [(5, 9), (0, 5)], [0, 0], [NormalMean(1.0)], 0.1)
+    assert found.tolist() == [2, 7]
 
 
 def test_possibility_intervals_equal_the_scan():

@@ -69,7 +69,8 @@ def find_outliers(y: np.ndarray, discount: np.ndarray, segments: Sequence[tuple[
         else:
             candidates = flagged & (model_of == k)
             # only the segments with a candidate are judged
-            judged = bounds[(which == k) & (np.add.reduceat(candidates, bounds[:, 0]) > 0)]
+            count = np.r_[0, np.cumsum(candidates)]
+            judged = bounds[(which == k) & (count[bounds[:, 1]] > count[bounds[:, 0]])]
         if judged.size:
             found |= candidates & model.outlying_segments(y, discount, judged)
     return np.flatnonzero(found).astype(np.int64)
