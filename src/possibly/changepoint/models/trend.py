@@ -477,7 +477,17 @@ class PolynomialTrend(SegmentModel):
                            compiled: bool | None = None) -> np.ndarray:
         """The log consistencies of :meth:`outlying` for segments of these ``lengths`` laid
         end to end in ``z`` (standardised) and ``discount``: compiled (numba) when
-        ``compiled`` (None: when numba is installed), else by numpy across the segments."""
+        ``compiled`` (None: when numba is installed), else by numpy across the segments.
+
+        Examples
+        --------
+        >>> y = np.array([0.1, -0.2, 0.0, 0.2, 9.0, -0.1, 0.1, 0.0, 5.1, 4.9, 5.0, 5.2])
+        >>> model = PolynomialTrend(0, prior=automatic_prior(y))
+        >>> z = (y - model.prior.loc) / model.prior.scale
+        >>> lc = model.hindsight_segments(z, np.ones(12), np.array([8, 4]), compiled=False)
+        >>> np.flatnonzero(lc < -12.5).tolist()  # the spike, judged against its segment
+        [4]
+        """
         segments = SegmentLayout.of(lengths)
         kernel = self.compiled_kernel()
         driver = hindsight_driver() if compiled is not False and kernel is not None else None
