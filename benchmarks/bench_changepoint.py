@@ -1,6 +1,6 @@
 """Change-point detection: possibly's detector against a plain numpy recursion and the peers.
 
-Prints four tables, every timing measured in this process (start-up in fresh subprocesses):
+Prints seven tables, every timing measured in this process (start-up in fresh subprocesses):
 
 1. the well log (4050 points): ours (numba and numpy engines, robust and standard, merged and
    unmerged), a plain numpy recursion (the textbook possibilistic BOCPD, every run length kept,
@@ -15,7 +15,13 @@ Prints four tables, every timing measured in this process (start-up in fresh sub
 5. the segment models' per-step hook (``SegmentModel.prepare``) in the numpy engine: the
    default scalar family and the vector model, each fit with the statistics of a step computed
    once (the hook) against twice (the same models reached the old way, through the base class's
-   default hook: ``log_consistency`` then ``update``, each computing its own).
+   default hook: ``log_consistency`` then ``update``, each computing its own);
+6. results: the fit alone against the first read of everything a result derives from it
+   (``to_frame()``, ``change_possibility``, ``outliers``, ``outlier_score``,
+   ``changepoint_intervals()``), at several lengths, for the default models and the paper's,
+   and the first ``outliers`` of a fresh process (cold and warm numba cache);
+7. the CLI on a 10⁶-row CSV (``possibly changepoint big.csv``, a fresh process) against the
+   fit and the reading of the file in this process.
 
 Timings are medians over repeats with the min–max spread in brackets; ratios are of medians in
 the same run. The machine is shared: compare ratios, not absolute times, across runs.
@@ -23,7 +29,7 @@ the same run. The machine is shared: compare ratios, not absolute times, across 
 Run: ``.venv/bin/python benchmarks/bench_changepoint.py [--quick] [--big] [--stream N]``
 (``--stream 10000000 --tables streaming``: the latency after 10⁷ updates, a few minutes)
 (``--big`` adds the 10⁶-point rows and the 10⁵ long-segment row without merging: about as
-slow as before merging existed, i.e. quadratic).
+slow as before merging existed, i.e. quadratic; and the 10⁷-point rows of the results table).
 """
 
 from __future__ import annotations
@@ -334,6 +340,109 @@ def startup_table(engine: str) -> None:
                   "default model family)")
 
 
+def results_series(n: int, seed: int = 0) -> np.ndarray:
+    """Levels and trends with a change every 2000 points on average and 1 % outliers."""
+    rng = np.random.default_rng(seed)
+    y, _, _ = ps.datasets.piecewise_constant(n, n_changes=max(1, n // 2000),
+                                             outlier_rate=0.01, seed=seed)
+    return y + np.cumsum(rng.normal(scale=0.01, size=n))
+
+
+def read_everything(res) -> None:
+    """The first read of what a result derives from its fit (each is cached afterwards)."""
+    res.to_frame()
+    _ = res.change_possibility, res.outliers, res.outlier_score
+    res.changepoint_intervals()
+
+
+def results_table(big: bool, quick: bool, engine: str) -> None:
+    sizes = [10**4, 10**5, 10**6] + ([10**7] if big else [])
+    print()
+    print(f"## results: the fit alone against the first read of to_frame(), "
+          f"change_possibility, outliers, outlier_score, changepoint_intervals() ({engine})")
+    print(f"{'n':>9s} {'model':>14s} {'fit':>26s} {'results':>26s} {'results / fit':>13s}")
+    import pandas  # noqa: F401 - imported once, not timed in to_frame
+    models = (("default", {}), ("paper (sigma)", {"sigma": 1.0}))
+    for n in sizes:
+        y = results_series(n)
+        for label, kwargs in models:
+            rep = 1 if n >= 10**6 else (2 if quick else (5 if n <= 10**4 else 3))
+            det = ChangepointDetector(engine=engine, **kwargs)
+            read_everything(det.fit(y[:1000]))  # compiled once (see the first-read rows)
+            fits, reads, ratios = [], [], []
+            for _ in range(rep):
+                t0 = time.perf_counter()
+                res = det.fit(y)
+                t1 = time.perf_counter()
+                read_everything(res)
+                t2 = time.perf_counter()
+                fits.append(t1 - t0)
+                reads.append(t2 - t1)
+                ratios.append((t2 - t1) / (t1 - t0))
+                del res
+            spread = (f"{statistics.median(ratios):.2f} [{min(ratios):.2f}–{max(ratios):.2f}]"
+                      if rep > 1 else f"{ratios[0]:.2f}")
+            print(f"{n:9d} {label:>14s} "
+                  f"{fmt((statistics.median(fits), min(fits), max(fits))):>26s} "
+                  f"{fmt((statistics.median(reads), min(reads), max(reads))):>26s} "
+                  f"{spread:>13s}")
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "NUMBA_CACHE_DIR": cache}
+        for label in ("cold cache", "warm cache"):
+            out = subprocess.run([sys.executable, "-c", _FIRST_OUTLIERS], capture_output=True,
+                                 text=True, env=env, check=True)
+            fit, first = (float(v) for v in out.stdout.split())
+            print(f"fresh process, {label}: first default fit (10^4 points) {fit:.2f} s, then "
+                  f"its first .outliers {first:.2f} s")
+
+
+_FIRST_OUTLIERS = """
+import time
+import numpy as np
+import possibly as ps
+y = np.random.default_rng(0).normal(size=10**4)
+t0 = time.perf_counter()
+res = ps.ChangepointDetector().fit(y)
+t1 = time.perf_counter()
+res.outliers
+t2 = time.perf_counter()
+print(t1 - t0, t2 - t1)
+"""
+
+
+def cli_table(repeats: int, engine: str) -> None:
+    from possibly.cli.tables import read_table
+
+    n = 10**6
+    print()
+    print(f"## the CLI on {n:,} rows: possibly changepoint big.csv (a fresh process, warm "
+          f"cache) against the fit and the reading of the file here ({engine})")
+    y = results_series(n)
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "big.csv")
+        np.savetxt(path, y, fmt="%.6f", header="value", comments="")
+        cli = [sys.executable, "-c", "import sys; from possibly.cli import main; "
+               "sys.exit(main())", "changepoint", path]
+        subprocess.run(cli, capture_output=True, check=True)  # the numba cache warmed
+        reads, fits, whole = [], [], []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            values = read_table(path).numbers([0])[:, 0]
+            t1 = time.perf_counter()
+            ChangepointDetector(engine=engine).fit(values)
+            t2 = time.perf_counter()
+            subprocess.run(cli, capture_output=True, check=True)
+            t3 = time.perf_counter()
+            reads.append(t1 - t0)
+            fits.append(t2 - t1)
+            whole.append(t3 - t2)
+    ratios = [(w - r) / f for w, r, f in zip(whole, reads, fits, strict=True)]
+    for label, times in (("read the file", reads), ("fit", fits), ("the whole CLI", whole)):
+        print(f"{label:>14s} {fmt((statistics.median(times), min(times), max(times))):>26s}")
+    print(f"(CLI − reading) / fit: {statistics.median(ratios):.2f} "
+          f"[{min(ratios):.2f}–{max(ratios):.2f}]")
+
+
 def _unshared(cls: type) -> type:
     """``cls`` reached the old way: the recursion's per-step hook computes nothing (the base
     class's ``prepare``), and ``log_consistency`` and ``update`` each compute the step's
@@ -391,7 +500,8 @@ def main() -> int:
     ap.add_argument("--big", action="store_true", help="add the 10^6-point rows")
     ap.add_argument("--stream", type=int, default=None,
                     help="update() calls streamed: 10^6 or 10^7 add the flatness columns")
-    ap.add_argument("--tables", default="well-log,scaling,streaming,startup,prepare",
+    ap.add_argument("--tables",
+                    default="well-log,scaling,streaming,startup,prepare,results,cli",
                     help="comma-separated subset of the tables to print")
     args = ap.parse_args()
     tables = set(args.tables.split(","))
@@ -408,6 +518,10 @@ def main() -> int:
         startup_table(engine)
     if "prepare" in tables:
         prepare_table(3 if args.quick else 9, 1000 if args.quick else 3000)
+    if "results" in tables:
+        results_table(args.big, args.quick, engine)
+    if "cli" in tables:
+        cli_table(1 if args.quick else 3, engine)
     return 0
 
 

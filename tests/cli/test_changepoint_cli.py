@@ -282,3 +282,25 @@ def test_vector_series_refuses_the_scalar_model(correlation_file, capsys, args):
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1
     assert "several columns are one vector series" in err and "--model normal" in err
+
+
+def test_csv_output_computes_the_consistency_column_once(series_file, capsys, monkeypatch):
+    # res.consistency builds the whole column: read per row, the output took O(T²) steps
+    from possibly.changepoint.result import ChangepointResult
+
+    calls = []
+    whole = ChangepointResult.consistency.fget
+
+    def counted(res):
+        calls.append(1)
+        return whole(res)
+
+    monkeypatch.setattr(ChangepointResult, "consistency", property(counted))
+    path, y, _ = series_file
+    assert main(["changepoint", str(path), "--column", "value", "--format", "csv",
+                 "--sigma", "1"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 401 and len(calls) == 1
+    res = ps.ChangepointDetector(sigma=1.0).fit(np.where(np.arange(400) == 10, np.nan, y))
+    column = [ln.split(",")[4] for ln in lines[1:]]
+    assert column == ["" if np.isnan(c) else repr(float(c)) for c in res.consistency]

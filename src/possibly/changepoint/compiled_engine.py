@@ -273,9 +273,16 @@ def packed_state(state: RunState, kernels: tuple[CompiledKernel, ...]
 
 
 def run_compiled(state: RunState, y: np.ndarray, params: ChangepointParams,
-                 interrupted: list[bool], compiled: CompiledModels, chunk: int
-                 ) -> tuple[RunState, dict[str, np.ndarray]]:
-    """The compiled recursion over ``y`` from ``state``, in chunks (Ctrl-C between them)."""
+                 interrupted: list[bool], compiled: CompiledModels, chunk: int,
+                 peak: np.ndarray | None = None) -> tuple[RunState, dict[str, np.ndarray]]:
+    """The compiled recursion over ``y`` from ``state``, in chunks (Ctrl-C between them).
+
+    ``peak[s]`` is raised in place to the largest normalised log weight any kept hypothesis
+    with start ``s`` has after each step (the hindsight change possibility; starts at or past
+    ``peak.size`` are not tracked; None tracks nothing).
+    """
+    # a writeable float64 array always (a read-only one would compile a second version)
+    peak = np.empty(0) if peak is None else peak
     count, start, log_w, runs = packed_state(state, compiled.kernels)
     tau = math.nan if params.tau is None else params.tau
     log_tol = math.log(params.tol) if params.tol > 0.0 else -math.inf
@@ -289,7 +296,7 @@ def run_compiled(state: RunState, y: np.ndarray, params: ChangepointParams,
         res = compiled.driver(part, t, count, start, log_w, runs, compiled.settings,
                               math.log(params.hazard), params.forgetting, params.robust, tau,
                               compiled.dim, log_tol, params.tol > 0.0, params.merge_tol,
-                              compiled.work_size)
+                              compiled.work_size, peak)
         count, start, log_w, runs = res[:4]
         parts.append(res[4:])
         t += part.size
@@ -306,8 +313,8 @@ def run_compiled(state: RunState, y: np.ndarray, params: ChangepointParams,
 
 
 def run_kernels(y, t0, count_in, start_in, log_w_in, runs_in, params, log_h, rho, robust,
-                tau_or_nan, dim, log_tol, prune, merge_tol,
-                work_size):  # pragma: no cover - compiled (covered through the detector)
+                tau_or_nan, dim, log_tol, prune, merge_tol, work_size,
+                peak):  # pragma: no cover - compiled (covered through the detector)
     """Process ``y`` from the given runs (per-model buffers); returns the runs and outputs.
 
     A template, as the helpers below: :func:`compiled_driver` binds the ``kernel_*`` names to
@@ -315,7 +322,8 @@ def run_kernels(y, t0, count_in, start_in, log_w_in, runs_in, params, log_h, rho
     ``runs_in[k, j]`` its run ``j`` (ordered by start); here model ``k``'s run ``j`` is at
     ``k * cap + j`` of one buffer per quantity. Per step: start a run per model, forget the
     older runs, take the consistency's maximum, discount, update, normalise, prune, merge, and
-    record the MAP (the first maximum, model 0 first, then by start).
+    record the MAP (the first maximum, model 0 first, then by start), and raise ``peak`` (see
+    :func:`run_compiled`).
     """
     n_models = count_in.size
     n = y.size
@@ -365,6 +373,8 @@ def run_kernels(y, t0, count_in, start_in, log_w_in, runs_in, params, log_h, rho
         if KERNEL_MERGES and merge_tol > 0.0:
             total = merge_adjacent(params, start, log_w, runs, cnt, cap, keep, merge_tol)
         bk, bj, cur_max, out_cp[i] = map_run(start, log_w, cnt, cap, t)
+        if peak.size:
+            raise_peaks(start, log_w, cnt, cap, peak)
         out_start[i], out_model[i], out_n[i] = start[bk * cap + bj], bk, total
         out_mean[i] = kernel_estimate(settings_of(params[bk], KERNEL_PARAMS), runs, bk * cap + bj)
     return (cnt, start.reshape(n_models, cap), log_w.reshape(n_models, cap),
@@ -484,8 +494,19 @@ def map_run(start, log_w, cnt, cap, t):  # pragma: no cover - compiled
     return bk, bj, bv, cp
 
 
+def raise_peaks(start, log_w, cnt, cap, peak):  # pragma: no cover - compiled
+    """``peak[s] = max(peak[s], log w)`` over the kept runs (NaN kept, as ``np.maximum``)."""
+    for k in range(cnt.size):
+        for j in range(k * cap, k * cap + cnt[k]):
+            s = start[j]
+            v = log_w[j]
+            if s < peak.size and (v > peak[s] or v != v):
+                peak[s] = v
+
+
 #: the templates compiled together per kernel (run_kernels calls the others)
-TEMPLATES = (run_kernels, forget_older, observe, move_run, compact, merge_adjacent, map_run)
+TEMPLATES = (run_kernels, forget_older, observe, move_run, compact, merge_adjacent, map_run,
+             raise_peaks)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -124,8 +124,10 @@ def _interruptible(run: Any, state: RunState, y: np.ndarray, params: Changepoint
         return run(state, y, params, interrupted)
 
 
-def _run_numpy(state: RunState, y: np.ndarray, params: ChangepointParams
-               ) -> tuple[RunState, dict[str, np.ndarray]]:
+def _run_numpy(state: RunState, y: np.ndarray, params: ChangepointParams,
+               peak: np.ndarray | None = None) -> tuple[RunState, dict[str, np.ndarray]]:
+    """The numpy engine over ``y`` from ``state``; ``peak`` as in
+    :func:`~possibly.changepoint.compiled_engine.run_compiled`."""
     n = len(y)
     shape = params.models[0].estimate_shape
     out = {"start": np.empty(n, np.int64), "model": np.empty(n, np.int64),
@@ -142,7 +144,20 @@ def _run_numpy(state: RunState, y: np.ndarray, params: ChangepointParams
         out["discount"][i] = info.discount
         out["n_active"][i] = info.n_active
         out["log_change_possibility"][i] = info.log_change_possibility
+        if peak is not None and peak.size:
+            raise_peaks(peak, state)
     return state, out
+
+
+def raise_peaks(peak: np.ndarray, state: RunState) -> None:
+    """``peak[s] = max(peak[s], log w)`` over the kept hypotheses of ``state`` (the starts
+    below ``peak.size``; one model's starts are distinct)."""
+    for blk in state.blocks:
+        start, log_w = blk.start, blk.log_w
+        if start.size and start[-1] >= peak.size:
+            tracked = start < peak.size
+            start, log_w = start[tracked], log_w[tracked]
+        peak[start] = np.maximum(peak[start], log_w)
 
 
 def _index_step(index: Any) -> Any:
@@ -472,6 +487,8 @@ class ChangepointDetector(SequentialEstimator):
         self.sigma_estimated_ = False
         self._trace = MapTrace()
         self._history: dict[str, Growable] | None = None
+        #: per start, the hindsight log change possibility (kept with the history)
+        self._peak: Growable | None = Growable(np.float64)
         self._index: Any = None
         self._stamps: list[Any] = []  # time stamps of the observations after fit's input
         self._step: tuple[Any] | None = None  # (the index's step,) once computed
@@ -552,7 +569,10 @@ class ChangepointDetector(SequentialEstimator):
             if models != self._models:
                 self._set_models(models)
 
-    def _run(self, state: RunState, arr: np.ndarray) -> tuple[RunState, dict[str, np.ndarray]]:
+    def _run(self, state: RunState, arr: np.ndarray, peak: np.ndarray | None = None
+             ) -> tuple[RunState, dict[str, np.ndarray]]:
+        """The recursion over ``arr`` from ``state``; ``peak[s]`` raised in place to the
+        hindsight log change possibility of start ``s`` (None: not tracked)."""
         params = self._params()
         if self._compiled is None:  # asked once per fit or reset (a streamed value is µs)
             self._compiled = (compiled_models(params.models) if self._engine() == "numba"
@@ -560,8 +580,36 @@ class ChangepointDetector(SequentialEstimator):
         compiled = self._compiled[0]
         if compiled is not None:  # the resolved models' compiled kernel
             return _interruptible(functools.partial(run_compiled, compiled=compiled,
-                                                    chunk=CHUNK), state, arr, params)
-        return _run_numpy(state, arr, params)
+                                                    chunk=CHUNK, peak=peak), state, arr, params)
+        return _run_numpy(state, arr, params, peak)
+
+    def _peak_buffer(self, n: int, keep: bool) -> np.ndarray | None:
+        """The hindsight log change possibility of every start so far and of the next ``n``
+        (-inf), for :meth:`_run` to raise in place; None when it is not ``keep``-t."""
+        peak = getattr(self, "_peak", None)  # absent from a detector pickled without it
+        if not keep or peak is None or peak.n != self.t:
+            return None
+        if n == 1:
+            peak.append(-math.inf)
+        else:
+            peak.extend(np.full(n, -math.inf))
+        return peak.view()
+
+    def _run_tracked(self, arr: np.ndarray, keep: bool | None = None
+                     ) -> tuple[RunState, dict[str, np.ndarray]]:
+        """:meth:`_run` from the current state, with the hindsight change possibility when
+        ``keep`` (default: with the history); the new starts are dropped again when the run
+        fails (no state was stored)."""
+        t = self.t
+        peak = self._peak_buffer(len(arr), self.history if keep is None else keep)
+        try:
+            return self._run(self.state_, arr, peak)
+        except BaseException:
+            # a run interrupted between chunks may already have raised the peaks of older
+            # starts (by the values it processed): those stay, as upper bounds
+            if peak is not None and self._peak is not None:
+                self._peak.n = t
+            raise
 
     def _record(self, arr: np.ndarray, out: dict[str, np.ndarray], index: Any = None) -> None:
         self._trace.extend(out["start"], out["model"])
@@ -675,7 +723,7 @@ class ChangepointDetector(SequentialEstimator):
             self._reset()
             self._name = name
             self._params(arr)
-            state, out = self._run(self.init(), arr)
+            state, out = self._run_tracked(arr, keep=True)
             object.__setattr__(self, "_state", state)
             history, self.history = self.history, True
             try:
@@ -684,7 +732,7 @@ class ChangepointDetector(SequentialEstimator):
             finally:
                 self.history = history
             if not history:
-                self._history, self._index = None, None
+                self._history, self._index, self._peak = None, None, None
             return res
 
     def extend(self, values: Any) -> dict[str, np.ndarray]:
@@ -703,7 +751,7 @@ class ChangepointDetector(SequentialEstimator):
             if _default_positions(index):
                 index = None  # pandas' default index: positions, no stamps
             stamps = self._next_stamps(len(arr), index)
-            state, out = self._run(self.state_, arr)
+            state, out = self._run_tracked(arr)
             object.__setattr__(self, "_state", state)
             self._record(arr, out)
             self._stamps.extend(stamps)
@@ -841,18 +889,22 @@ class ChangepointDetector(SequentialEstimator):
         index = _stamped_index(self._index, self._stamps)
         if index is not None and len(index) != len(t):
             index = None
+        peak = getattr(self, "_peak", None)
+        hindsight = peak.view().copy() if peak is not None and peak.n == len(t) else None
         return ChangepointResult(
             h["y"], t - h["start"], h["model"].astype(np.int64), h["mean"],
             h["log_consistency"], h["discount"], h["n_active"].astype(np.int64),
             h["log_change_possibility"], params=self._params(),
             sigma_estimated=self.sigma_estimated_, outlier_level=self._outlier_level,
-            index=index, name=self._name)
+            index=index, name=self._name, log_change_possibility=hindsight)
 
     def history_nbytes(self) -> int:
         """Bytes held for the per-step history and the MAP trace."""
         self._flush()
         hist = 0 if self._history is None else sum(g.data.nbytes
                                                    for g in self._history.values())
+        peak = getattr(self, "_peak", None)
+        hist += 0 if peak is None else peak.data.nbytes
         return hist + self._trace.nbytes()
 
 

@@ -47,16 +47,30 @@ def find_outliers(y: np.ndarray, discount: np.ndarray, segments: Sequence[tuple[
     >>> find_outliers(y, disc, [(0, 5)], [0], [NormalMean(1.0)], 0.1).tolist()
     [2]
     """
-    flagged = discount < outlier_level  # NaN (missing) compares False
-    found: list[int] = []
-    for k, (a, b) in zip(segment_models, segments, strict=True):
-        if models[int(k)].hindsight_outliers:
+    bounds = np.asarray(segments, dtype=np.int64).reshape(-1, 2)
+    which = np.asarray(segment_models, dtype=np.int64)
+    lengths = bounds[:, 1] - bounds[:, 0]
+    # per observation: its segment's model (-1 outside the segments), and whether it may be
+    # an outlier at all (a segment start is a change)
+    model_of = np.full(len(y), -1, dtype=np.int64)
+    model_of[np.repeat(bounds[:, 0] - np.cumsum(lengths) + lengths, lengths)
+             + np.arange(int(lengths.sum()))] = np.repeat(which, lengths)
+    eligible = model_of >= 0
+    eligible[bounds[:, 0]] = False
+    flagged = eligible & (discount < outlier_level)  # NaN (missing) compares False
+    found = np.zeros(len(y), dtype=bool)
+    for k in np.unique(which).tolist():
+        model = models[k]
+        if model.hindsight_outliers:
             # the model's hindsight rule decides (SegmentModel.outlying): the second value
             # of a burst is well predicted online by the run the first one started
-            candidates = np.arange(a + 1, b)
+            candidates = eligible & (model_of == k)
+            judged = bounds[which == k]
         else:
-            candidates = np.flatnonzero(flagged[a + 1:b]) + a + 1  # a segment start is a change
-        if candidates.size:
-            far = models[int(k)].outlying(y[a:b], discount[a:b])
-            found.extend(int(i) for i in candidates if far[i - a])
-    return np.array(found, dtype=np.int64)
+            candidates = flagged & (model_of == k)
+            # only the segments with a candidate are judged
+            count = np.r_[0, np.cumsum(candidates)]
+            judged = bounds[(which == k) & (count[bounds[:, 1]] > count[bounds[:, 0]])]
+        if judged.size:
+            found |= candidates & model.outlying_segments(y, discount, judged)
+    return np.flatnonzero(found).astype(np.int64)

@@ -88,6 +88,9 @@ class ChangepointResult:
         positions stay integers everywhere else; used by :meth:`to_frame`.
     name : hashable or None
         The ``name`` of the input when it was a pandas Series (the y label of :meth:`plot`).
+    log_change_possibility : ndarray or None
+        ``log`` of :attr:`change_possibility`, kept by the recursion as it ran (the detector
+        fills it); None: :attr:`change_possibility` replays the recursion.
 
     Examples
     --------
@@ -116,6 +119,7 @@ class ChangepointResult:
     outlier_level: float = 0.1
     index: Any = None
     name: Any = None
+    log_change_possibility: np.ndarray | None = None
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
     def __repr__(self) -> str:
@@ -201,11 +205,15 @@ class ChangepointResult:
     @property
     def change_possibility(self) -> np.ndarray:
         """Per step, the possibility that a segment starts there, in [0, 1] (1 at every change
-        point): the largest relative weight its hypotheses reached at any time. Replays the
-        recursion once (:mod:`possibly.changepoint.uncertainty`)."""
+        point): the largest relative weight its hypotheses reached at any time
+        (:mod:`possibly.changepoint.uncertainty`). The detector keeps it as the recursion runs
+        (``log_change_possibility``); without it, the recursion is replayed once."""
         if "change_possibility" not in self._cache:
-            self._cache["change_possibility"] = change_possibility(
-                len(self.y), self.iter_run_lengths())
+            if self.log_change_possibility is not None:
+                self._cache["change_possibility"] = np.exp(self.log_change_possibility)
+            else:
+                self._cache["change_possibility"] = change_possibility(
+                    len(self.y), self.iter_run_lengths())
         return self._cache["change_possibility"].copy()
 
     @property

@@ -54,12 +54,15 @@ def possibility_intervals(possibility: np.ndarray, changepoints: np.ndarray,
     """
     if not (isinstance(alpha, (int, float, np.floating)) and 0 < alpha <= 1):
         raise ValueError(f"alpha must be in (0, 1], got {alpha!r}")
-    out = []
-    for c in np.asarray(changepoints, dtype=np.int64):
-        lo = hi = int(c)
-        while lo > 0 and possibility[lo - 1] >= alpha:
-            lo -= 1
-        while hi + 1 < possibility.size and possibility[hi + 1] >= alpha:
-            hi += 1
-        out.append((lo, hi + 1))
-    return out
+    cps = np.asarray(changepoints, dtype=np.int64)
+    # position i of the series is i + 1 here: a step outside it is below alpha
+    above = np.r_[False, np.asarray(possibility) >= alpha, False]  # NaN compares False
+    edges = np.diff(above.astype(np.int8))
+    # the maximal runs at or above alpha, [first, last] in positions of the series
+    firsts, lasts = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1) - 1
+    lo, hi = cps.copy(), cps.copy()
+    left = above[cps]  # the step before the change point is in a run: its first step
+    lo[left] = firsts[np.searchsorted(firsts, cps[left] - 1, side="right") - 1]
+    right = above[cps + 2]  # the step after it likewise: its last step
+    hi[right] = lasts[np.searchsorted(lasts, cps[right] + 1, side="left")]
+    return list(zip(lo.tolist(), (hi + 1).tolist(), strict=True))

@@ -179,10 +179,13 @@ def _csv(args, res, y, time, names) -> str:
     # the model of the (final MAP) segment holding each row
     model = [name for (a, b), name in zip(res.segments, res.segment_model_names, strict=True)
              for _ in range(a, b)]
+    # each column read once (res.consistency computes the whole array)
+    consistency, discount = res.consistency.tolist(), res.discount.tolist()
+    run_length = res.map_run_length.tolist()
     for t in range(n):
         w.writerow([t, *([time.labels[t]] if time is not None else []), *map(_fmt, ys[t]),
-                    int(res.map_run_length[t]), *map(_fmt, means[t]), _fmt(res.consistency[t]),
-                    _fmt(res.discount[t]), is_cp[t], is_out[t], *([model[t]] if auto else [])])
+                    run_length[t], *map(_fmt, means[t]), _fmt(consistency[t]),
+                    _fmt(discount[t]), is_cp[t], is_out[t], *([model[t]] if auto else [])])
     return buf.getvalue()
 
 

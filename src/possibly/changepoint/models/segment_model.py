@@ -306,6 +306,26 @@ class SegmentModel(abc.ABC):
         observations of one segment lie far from it; the default: none."""
         return np.zeros(len(y), dtype=bool)
 
+    def outlying_segments(self, y: np.ndarray, discount: np.ndarray,
+                          bounds: np.ndarray) -> np.ndarray:
+        """:meth:`outlying` of several segments at once: ``bounds`` holds one ``(start,
+        stop)`` row per segment (half-open, disjoint), and the result one flag per
+        observation of ``y`` (False outside the segments). The default calls
+        :meth:`outlying` per segment; models override it with one pass over all of them.
+
+        Examples
+        --------
+        >>> from possibly.changepoint import NormalMean
+        >>> y = np.array([0.0, 0.1, 9.0, 5.0, 5.1, -4.0, 4.9])
+        >>> bounds = np.array([[0, 3], [3, 7]])
+        >>> np.flatnonzero(NormalMean(1.0).outlying_segments(y, np.ones(7), bounds)).tolist()
+        [2, 5]
+        """
+        out = np.zeros(len(y), dtype=bool)
+        for a, b in np.asarray(bounds, dtype=np.int64).reshape(-1, 2).tolist():
+            out[a:b] = self.outlying(y[a:b], discount[a:b])
+        return out
+
     def compiled_kernel(self) -> CompiledKernel | None:
         """The model's compiled kernel, or None (the default): the numpy engine runs it."""
         return None

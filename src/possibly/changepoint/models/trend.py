@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import math
+import types
 from dataclasses import KW_ONLY, dataclass, field, replace
 from typing import Any, ClassVar, NamedTuple
 
@@ -34,6 +35,7 @@ from possibly.changepoint.models.segment_model import (
     as_series,
     check_positive_settings,
 )
+from possibly.inference import discount_one
 
 __all__ = [
     "NormalMeanVariance",
@@ -452,6 +454,124 @@ class PolynomialTrend(SegmentModel):
                                        self._replay_weights(z, discount), self.dim)
         return lc < OUTLIER_LOG_CONSISTENCY
 
+    def outlying_segments(self, y: np.ndarray, discount: np.ndarray,
+                          bounds: np.ndarray) -> np.ndarray:
+        """:meth:`outlying` of every segment in one pass (see
+        :meth:`SegmentModel.outlying_segments`): the exponents the segments' runs gave, by a
+        compiled replay (numba) or a numpy one, then the leave-one-out consistencies of all
+        the segments at once, iterated to the fixed point segment by segment."""
+        bounds = np.asarray(bounds, dtype=np.int64).reshape(-1, 2)
+        out = np.zeros(len(y), dtype=bool)
+        if not bounds.size:
+            return out
+        prior = self._prior()
+        lengths = bounds[:, 1] - bounds[:, 0]
+        idx = np.repeat(bounds[:, 0] - np.cumsum(lengths) + lengths, lengths) + np.arange(
+            int(lengths.sum()))
+        z = (np.asarray(y, dtype=np.float64)[idx] - prior.loc) / prior.scale
+        disc = np.asarray(discount, dtype=np.float64)[idx]
+        out[idx] = self.hindsight_segments(z, disc, lengths) < OUTLIER_LOG_CONSISTENCY
+        return out
+
+    def hindsight_segments(self, z: np.ndarray, discount: np.ndarray, lengths: np.ndarray,
+                           compiled: bool | None = None) -> np.ndarray:
+        """The log consistencies of :meth:`outlying` for segments of these ``lengths`` laid
+        end to end in ``z`` (standardised) and ``discount``: compiled (numba) when
+        ``compiled`` (None: when numba is installed), else by numpy across the segments.
+
+        Examples
+        --------
+        >>> y = np.array([0.1, -0.2, 0.0, 0.2, 9.0, -0.1, 0.1, 0.0, 5.1, 4.9, 5.0, 5.2])
+        >>> model = PolynomialTrend(0, prior=automatic_prior(y))
+        >>> z = (y - model.prior.loc) / model.prior.scale
+        >>> lc = model.hindsight_segments(z, np.ones(12), np.array([8, 4]), compiled=False)
+        >>> np.flatnonzero(lc < -12.5).tolist()  # the spike, judged against its segment
+        [4]
+        """
+        segments = SegmentLayout.of(lengths)
+        kernel = self.compiled_kernel()
+        driver = hindsight_driver() if compiled is not False and kernel is not None else None
+        if compiled and driver is None:
+            raise ImportError("compiled=True needs numba and a PolynomialTrend (not a "
+                              "subclass)")
+        if driver is not None and kernel is not None:
+            start = self.new_runs(1)
+            lc = np.empty(z.size)
+            driver(kernel.params, np.ascontiguousarray(start["cov"][0]), float(start["a"][0]),
+                   float(start["b"][0]), np.ascontiguousarray(z),
+                   np.ascontiguousarray(discount), segments.offsets, segments.lengths,
+                   float(self.dim), discounted_variance_correction(self.dim), HINDSIGHT_TOL,
+                   HINDSIGHT_ITERATIONS, lc)
+            return lc
+        w0 = self._replay_numpy(z, discount, segments)
+        return fixed_point_segments(
+            lambda pos, w, layout: self._loo_segments(z[pos], w, layout), w0, self.dim,
+            segments)
+
+    def _replay_numpy(self, z: np.ndarray, discount: np.ndarray,
+                      segments: SegmentLayout) -> np.ndarray:
+        """:meth:`_replay_weights` of all the segments at once: step ``i`` of every segment
+        longer than ``i`` in one numpy update (a loop over the longest segment's steps)."""
+        w = np.zeros(z.size)
+        order = np.argsort(-segments.lengths, kind="stable")  # the longest first
+        lengths = segments.lengths[order]
+        offsets = segments.offsets[order]
+        runs = self.new_runs(order.size)
+        integrated = self.evidence == "integrated"
+        for i in range(int(lengths[0])):
+            alive = int(np.searchsorted(-lengths, -i, side="left"))  # lengths > i
+            if i:
+                runs = {k: v[:alive] for k, v in runs.items()}
+                runs = self.forget(runs, 1.0)
+            pos = offsets[:alive] + i
+            zi, gi = z[pos], discount[pos]
+            seen = ~(np.isnan(zi) | np.isnan(gi))
+            if not seen.all():
+                sub = {k: v[seen] for k, v in runs.items()}
+                _, new, floored = observe(sub, zi[seen], gi[seen], integrated,
+                                          self.outlier_cost)
+                for k in runs:
+                    runs[k] = runs[k].copy()
+                    runs[k][seen] = new[k]
+                w[pos[seen]] = np.where(floored, 0.0, gi[seen])
+            else:
+                _, runs, floored = observe(runs, zi, gi, integrated, self.outlier_cost)
+                w[pos] = np.where(floored, 0.0, gi)
+        return w
+
+    def _loo_segments(self, z: np.ndarray, w: np.ndarray, segments: SegmentLayout
+                      ) -> np.ndarray:
+        """:meth:`_loo_log_consistency` of every segment of ``z`` at once (the segments'
+        sums by ``np.add.reduceat``, their small matrices inverted as one stack)."""
+        n, p = segments.lengths, self.degree + 1
+        missing = np.isnan(z)
+        w = np.where(missing, 0.0, w)
+        zf = np.where(missing, 0.0, z)
+        span = np.maximum(n - 1, 1).astype(np.float64)
+        x = (segments.local / np.repeat(span, n))[:, None] ** np.arange(p)
+        prior = self.new_runs(1)
+        unit = span[:, None] ** np.arange(p)
+        precision0 = np.linalg.inv(prior["cov"][0] * (unit[:, :, None] * unit[:, None, :]))
+        wx = w[:, None] * x
+        precision = precision0 + np.add.reduceat(wx[:, :, None] * x[:, None, :],
+                                                 segments.offsets, axis=0)
+        cov = np.linalg.inv(precision)
+        m = np.einsum("gij,gj->gi", cov, np.add.reduceat(wx * zf[:, None], segments.offsets,
+                                                         axis=0))
+        r = zf - np.einsum("ni,ni->n", x, np.repeat(m, n, axis=0))
+        a = float(prior["a"][0]) + 0.5 * np.add.reduceat(w, segments.offsets)
+        kappa = discounted_variance_correction(self.dim)
+        b = float(prior["b"][0]) + 0.5 * kappa * (
+            np.add.reduceat(w * r * r, segments.offsets)
+            + np.einsum("gi,gij,gj->g", m, precision0, m))
+        s = np.einsum("ni,nij,nj->n", x, np.repeat(cov, n, axis=0), x)
+        left = 1.0 - w * s
+        loo = {"m": (zf - r / left)[:, None], "cov": (s / left)[:, None, None],
+               "a": np.repeat(a, n) - 0.5 * w,
+               "b": np.maximum(np.repeat(b, n) - 0.5 * kappa * w * r * r / left,
+                               float(prior["b"][0]))}
+        return np.where(missing, np.nan, run_log_consistency(loo, z))
+
     def _replay_weights(self, z: np.ndarray, discount: np.ndarray) -> np.ndarray:
         """The exponent each observation got in the segment's run: its online discount, or 0
         where the run's outlier floor took it (NaN observations: 0)."""
@@ -562,6 +682,227 @@ def hindsight_log_consistency(loo_log_consistency: Any, weights: np.ndarray, dim
         w = new
         lc = loo_log_consistency(w)
     return lc
+
+
+class SegmentLayout(NamedTuple):
+    """Segments laid end to end in one array: where each begins, its length, and each
+    element's step within its segment."""
+
+    offsets: np.ndarray
+    lengths: np.ndarray
+    local: np.ndarray
+
+    @classmethod
+    def of(cls, lengths: np.ndarray) -> SegmentLayout:
+        """The layout of segments of these (positive) lengths."""
+        lengths = np.asarray(lengths, dtype=np.int64)
+        offsets = np.cumsum(lengths) - lengths
+        local = np.arange(int(lengths.sum())) - np.repeat(offsets, lengths)
+        return cls(offsets, lengths, local.astype(np.float64))
+
+    def subset(self, which: np.ndarray) -> tuple[np.ndarray, SegmentLayout]:
+        """The positions of the segments ``which`` (indices, increasing) and their layout."""
+        lengths = self.lengths[which]
+        layout = SegmentLayout.of(lengths)
+        return np.repeat(self.offsets[which] - layout.offsets, lengths) + np.arange(
+            int(lengths.sum())), layout
+
+
+def fixed_point_segments(loo_log_consistency: Any, weights: np.ndarray, dim: float,
+                         segments: SegmentLayout) -> np.ndarray:
+    """:func:`hindsight_log_consistency` of several segments laid end to end, each iterated
+    until its own exponents settle (then left as they are), as one call per segment would.
+
+    ``loo_log_consistency(positions, w, layout)``: the leave-one-out log consistencies at
+    ``positions`` (whole segments, laid out as ``layout``) with exponents ``w`` there."""
+    w = np.asarray(weights, dtype=np.float64).copy()
+    pos, layout = np.arange(w.size), segments
+    lc = loo_log_consistency(pos, w, layout)
+    active = np.arange(segments.lengths.size)  # the segments still moving
+    for _ in range(HINDSIGHT_ITERATIONS):
+        new = np.nan_to_num(inference.discount(lc[pos], dim, validate=False), nan=0.0)
+        moved = np.maximum.reduceat(np.abs(new - w[pos]), layout.offsets)
+        still = ~(moved < HINDSIGHT_TOL)
+        if not still.any():
+            break
+        new = new[np.repeat(still, layout.lengths)]
+        active = active[still]
+        pos, layout = segments.subset(active)
+        w[pos] = new
+        lc[pos] = loo_log_consistency(pos, w[pos], layout)
+    return lc
+
+
+def small_inverse(a, inv):  # pragma: no cover - compiled
+    """``inv`` = the inverse of the small square ``a`` (overwritten) by Gauss-Jordan
+    elimination with partial pivoting (numba's LAPACK bindings take seconds to compile)."""
+    n = a.shape[0]
+    for r in range(n):
+        for c in range(n):
+            inv[r, c] = 1.0 if r == c else 0.0
+    for col in range(n):
+        pivot = col
+        for r in range(col + 1, n):
+            if abs(a[r, col]) > abs(a[pivot, col]):
+                pivot = r
+        for c in range(n):  # rows col and pivot swapped (nothing when equal)
+            t = a[col, c]
+            a[col, c] = a[pivot, c]
+            a[pivot, c] = t
+            t = inv[col, c]
+            inv[col, c] = inv[pivot, c]
+            inv[pivot, c] = t
+        d = a[col, col]
+        for c in range(n):
+            a[col, c] = a[col, c] / d
+            inv[col, c] = inv[col, c] / d
+        for r in range(n):
+            if r != col:
+                f = a[r, col]
+                for c in range(n):
+                    a[r, c] = a[r, c] - f * a[col, c]
+                    inv[r, c] = inv[r, c] - f * inv[col, c]
+
+
+def hindsight_template(params, prior_cov, a0, b0, z, discount, offsets, lengths, dim, kappa,
+                       tol, iterations, lc):  # pragma: no cover - compiled
+    """``PolynomialTrend.outlying``'s log consistencies of segments laid end to end, into
+    ``lc``. Per segment: the exponent each observation got in the segment's run
+    (``PolynomialTrend._replay_weights``, by the compiled kernel's functions: its discount, or
+    0 where the run's outlier floor took it), then the leave-one-out consistencies
+    (``PolynomialTrend._loo_log_consistency``) iterated to their fixed point
+    (:func:`hindsight_log_consistency`). One function: each compiled function costs seconds
+    of compilation the first time."""
+    p = int(params[0]) + 1
+    runs = np.zeros((1, TREND_WIDTH))
+    work = np.zeros(12)
+    scaled = np.empty((p, p))
+    precision0 = np.empty((p, p))
+    gram = np.empty((p, p))
+    cov = np.empty((p, p))
+    rhs = np.empty(p)
+    m = np.empty(p)
+    moments = np.empty(2 * p - 1)
+    quad = np.empty(2 * p - 1)
+    for g in range(offsets.size):
+        first = offsets[g]
+        n = lengths[g]
+        zs = z[first:first + n]
+        w = np.zeros(n)
+        new = np.zeros(n)
+        res = np.zeros(n)
+        out = lc[first:first + n]
+        kernel_new_run(params, runs, 0)
+        for i in range(n):
+            if i > 0:
+                kernel_forget(params, runs, 0, 1.0, work)
+            gi = discount[first + i]
+            if math.isnan(zs[i]) or math.isnan(gi):
+                continue
+            # the floor test of kernel_update (which leaves a floored run unchanged), the
+            # evidence's best value taken off both sides
+            r = zs[i] - runs[0, 0]
+            log_ratio = math.log1p(0.5 * gi * r * r / ((1.0 + gi * runs[0, 3]) * runs[0, 13]))
+            if (runs[0, 12] + 0.5 * gi) * log_ratio <= params[2]:
+                kernel_update(params, runs, 0, zs[i], gi, work)
+                w[i] = gi
+        # the prior's precision and the regressors (1, u, u²) in the time unit u = τ / span
+        span = float(max(n - 1, 1))
+        for r in range(p):
+            for c in range(p):
+                scaled[r, c] = prior_cov[r, c] * (span ** r * span ** c)
+        small_inverse(scaled, precision0)
+        # the regressors are (1, u, u²), u = τ / span: x xᵀ has the 2p - 1 entries u^k and
+        # xᵀ C x is a polynomial in u
+        for it in range(iterations + 1):
+            for k in range(2 * p - 1):
+                moments[k] = 0.0
+            for r in range(p):
+                rhs[r] = 0.0
+            total = 0.0
+            for i in range(n):
+                if not math.isnan(zs[i]):
+                    u = i / span
+                    power = w[i]
+                    for k in range(2 * p - 1):
+                        moments[k] += power
+                        if k < p:
+                            rhs[k] += power * zs[i]
+                        power *= u
+                    total += w[i]
+            for r in range(p):
+                for c in range(p):
+                    gram[r, c] = precision0[r, c] + moments[r + c]
+            small_inverse(gram, cov)
+            for r in range(p):
+                m[r] = 0.0
+                for c in range(p):
+                    m[r] += cov[r, c] * rhs[c]
+            for k in range(2 * p - 1):
+                quad[k] = 0.0
+            for r in range(p):
+                for c in range(p):
+                    quad[r + c] += cov[r, c]
+            ss = 0.0
+            for i in range(n):
+                u = i / span
+                fit = m[p - 1]
+                for r in range(p - 2, -1, -1):
+                    fit = fit * u + m[r]
+                res[i] = (0.0 if math.isnan(zs[i]) else zs[i]) - fit
+                if not math.isnan(zs[i]):
+                    ss += w[i] * res[i] * res[i]
+            mpm = 0.0
+            for r in range(p):
+                for c in range(p):
+                    mpm += m[r] * precision0[r, c] * m[c]
+            a = a0 + 0.5 * total
+            b = b0 + 0.5 * kappa * (ss + mpm)
+            for i in range(n):
+                if math.isnan(zs[i]):
+                    out[i] = math.nan
+                    continue
+                u = i / span
+                s = quad[2 * p - 2]
+                for k in range(2 * p - 3, -1, -1):
+                    s = s * u + quad[k]
+                left = 1.0 - w[i] * s
+                d = res[i] / left  # z minus the leave-one-out fit
+                bi = max(b - 0.5 * kappa * w[i] * res[i] * res[i] / left, b0)
+                out[i] = -(a - 0.5 * w[i] + 0.5) * math.log1p(
+                    d * d / (2.0 * bi * (1.0 + s / left)))
+            if it == iterations:
+                break
+            moved = 0.0
+            for i in range(n):
+                v = discount_one(out[i], dim, math.nan, True)
+                new[i] = 0.0 if math.isnan(v) else v
+                moved = max(moved, abs(new[i] - w[i]))
+            if moved < tol:
+                break
+            for i in range(n):
+                w[i] = new[i]
+
+
+@functools.cache
+def hindsight_driver() -> Any:
+    """:func:`hindsight_template` compiled with the kernel's functions (None without
+    numba)."""
+    try:
+        import numba
+
+        from possibly.compiled import discount_scalar  # the package's numba cache folder
+    except ImportError:
+        return None
+    jit = numba.njit(nogil=True)
+    scope = {**hindsight_template.__globals__, "kernel_new_run": jit(kernel_new_run),
+             "kernel_forget": jit(kernel_forget), "kernel_update": jit(kernel_update),
+             "discount_one": discount_scalar}
+    for helper in (small_inverse,):
+        scope[helper.__name__] = jit(types.FunctionType(helper.__code__, scope,
+                                                        helper.__name__))
+    driver = types.FunctionType(hindsight_template.__code__, scope, "hindsight_compiled")
+    return numba.njit(cache=True, nogil=True)(driver)
 
 
 def discounted_variance_correction(dim: float) -> float:
