@@ -53,6 +53,7 @@ from possibly.filters._common import (
     _sym,
     _Transition,
     _unscale,
+    kernel_arrays,
     with_rejected,
 )
 from possibly.filters.filter_result import FilterResult, warn_if_mostly_discounted
@@ -939,7 +940,8 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
     def _kernel_model(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``(F, Q, H, R)`` of the compiled loop (a time-invariant model)."""
         model = self.model
-        return model.F, model.Q, model._observation.H, model._observation.R
+        return kernel_arrays(model.F, model.Q,  # type: ignore[return-value]
+                             model._observation.H, model._observation.R)
 
     def _kernel_rule(self) -> tuple[bool, float, float, np.ndarray]:
         """``(robust, dim, tau, log_c0)`` of the compiled loop: ``tau`` NaN for none, the
