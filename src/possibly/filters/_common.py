@@ -113,7 +113,7 @@ def kernel_arrays(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:
     model matrix given in Fortran order, as a view or read-only would compile the whole
     loop again.
     """
-    return tuple(np.require(a, np.float64, "CW") for a in arrays)
+    return tuple(np.require(a, np.float64, ("C", "W")) for a in arrays)
 
 
 def _prepare_transition(F: np.ndarray, Q: np.ndarray) -> _Transition:
