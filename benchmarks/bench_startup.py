@@ -10,8 +10,9 @@ pays that import once.
 (the user cache directory, redirected through ``XDG_CACHE_HOME``) either a new empty folder per
 process (``cold``: a fresh install, every kernel compiled) or a folder that an earlier process
 filled (``warm``): the first default fit of the well log (4050 points) and of the paper's model,
-the first robust Kalman filter (250 steps, the constant-velocity model), with ``import numba``
-and the same fits on the numpy engine as references. Each row gives the wall time and the CPU
+the first robust Kalman filter (250 steps, the constant-velocity model) and the first with a
+learned noise scale, with ``import numba`` and the same fits on the numpy engine as
+references. Each row gives the wall time and the CPU
 time of the call inside the process (CPU time is less disturbed by other load on a shared
 machine). ``--cli`` adds whole command-line runs on a 100-row CSV with a warm cache, timed
 from outside the process (interpreter start included), against the same runs with numba
@@ -64,6 +65,10 @@ FIRST_CALLS = {
         (_TRACK, "kf.filter(y, engine='numpy')", "warm"),
     "Kalman filter, 250 steps, cold cache": (_TRACK, "kf.filter(y)", "cold"),
     "Kalman filter, 250 steps, warm cache": (_TRACK, "kf.filter(y)", "warm"),
+    "learned noise scale, 250 steps, cold cache":
+        (_TRACK, "ps.KalmanFilter(kf.model, learn_noise_scale=True).fit(y)", "cold"),
+    "learned noise scale, 250 steps, warm cache":
+        (_TRACK, "ps.KalmanFilter(kf.model, learn_noise_scale=True).fit(y)", "warm"),
 }
 
 _BLOCK_NUMBA = 'import sys\nsys.modules["numba"] = None\n'
