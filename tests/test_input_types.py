@@ -260,3 +260,46 @@ def test_a_read_only_array_is_copied_once_not_compiled_for_again():
         kf.filter(data, engine="numba")
         det.fit(data)
     assert (len(kalman_numba.run.signatures), len(driver.signatures)) == before
+
+
+def test_strided_inputs_and_fortran_matrices_are_not_compiled_for_again():
+    """numba compiles a kernel once per layout of its array arguments: a strided view (a
+    column of a table, a reversed series, a batch moved time-first) or a model matrix in
+    Fortran order or read-only must reach every compiled loop (change-point engine, Kalman
+    filter, learned noise scale) as the C-contiguous, writeable arrays it was compiled for."""
+    pytest.importorskip("numba")
+    from possibly.changepoint.compiled_engine import compiled_models
+    from possibly.filters import kalman_numba, noise_scale_numba
+
+    rng = np.random.default_rng(4)
+    y = np.cumsum(rng.normal(size=150))
+    table = np.stack([y, y + 1.0], axis=1)
+    model = ps.filters.constant_velocity(obs_sd=1.0, accel_sd=0.5)
+    F, Q, H, R = (np.array(a) for a in model)
+    q_read_only = Q.copy()
+    q_read_only.setflags(write=False)
+    odd = (np.asfortranarray(F), q_read_only, np.asfortranarray(H), R.T)
+    det = ps.ChangepointDetector(engine="numba")
+    paper = ps.ChangepointDetector(sigma=1.0, engine="numba")
+
+    def run_every_loop(data, matrices=(F, Q, H, R)):
+        det.fit(data)
+        paper.fit(data)
+        ps.KalmanFilter(*matrices).filter(data, engine="numba")
+        ps.KalmanFilter(*matrices, learn_noise_scale=True).fit(data, engine="numba")
+
+    def compiled_versions():
+        drivers = (compiled_models(ps.changepoint.model_family()).driver,
+                   compiled_models([ps.changepoint.NormalMean(1.0)]).driver)
+        return [len(d.signatures) for d in (kalman_numba.run, noise_scale_numba.run, *drivers)]
+
+    run_every_loop(y)
+    before = compiled_versions()
+    for strided in (table[:, 0], y[::-1]):
+        run_every_loop(strided)
+    run_every_loop(y, odd)
+    batch = table.T[..., None]  # (2, T, 1)
+    for matrices in ((F, Q, H, R), odd):
+        ps.KalmanFilter(*matrices).filter(batch, engine="numba")
+        ps.KalmanFilter(*matrices, learn_noise_scale=True).fit(batch, engine="numba")
+    assert compiled_versions() == before

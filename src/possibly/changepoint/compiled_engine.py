@@ -327,21 +327,30 @@ def run_kernels(y, t0, count_in, start_in, log_w_in, runs_in, params, log_h, rho
     """
     n_models = count_in.size
     n = y.size
-    cap = count_in.max() + n
+    cap = n
+    for k in range(n_models):  # loops, not count_in.max(), slices or np.zeros: each of those
+        cap = max(cap, count_in[k] + n)  # compiles an implementation (seconds, in all)
     start = np.empty(n_models * cap, np.int64)
     log_w = np.empty(n_models * cap)
-    runs = np.zeros((n_models * cap, KERNEL_WIDTH))
+    runs = np.empty((n_models * cap, KERNEL_WIDTH))
+    for j in range(n_models * cap):
+        for col in range(KERNEL_WIDTH):
+            runs[j, col] = 0.0
     keep = np.empty(cap, np.bool_)
-    work = np.zeros(max(work_size, 1))
+    work = np.empty(max(work_size, 1))
+    for j in range(work.size):
+        work[j] = 0.0
     older = np.empty(n_models, np.int64)
     prepared = np.empty(n_models)  # kernel_prepare of the observation, per model
-    cnt = count_in.copy()
+    cnt = np.empty(n_models, np.int64)
     total = 0
     for k in range(n_models):
-        c = cnt[k]
-        start[k * cap:k * cap + c] = start_in[k, :c]
-        log_w[k * cap:k * cap + c] = log_w_in[k, :c]
-        runs[k * cap:k * cap + c] = runs_in[k, :c]
+        c = cnt[k] = count_in[k]
+        for j in range(c):
+            start[k * cap + j] = start_in[k, j]
+            log_w[k * cap + j] = log_w_in[k, j]
+            for col in range(KERNEL_WIDTH):
+                runs[k * cap + j, col] = runs_in[k, j, col]
         total += c
     out_start, out_model, out_n = (np.empty(n, np.int64), np.empty(n, np.int64),
                                    np.empty(n, np.int64))

@@ -261,7 +261,10 @@ class ChangepointDetector(SequentialEstimator):
         :class:`NormalMean`, bit-identical results; :class:`PolynomialTrend`, the same to
         rounding) that the compiled engine can run (scalar observations; a kernel
         ``indistinguishable`` when the model merges runs), else numpy. ``"numba"`` refuses
-        other models with the reason.
+        other models with the reason. The first compiled fit on a machine compiles the loop
+        (seconds, once: it is cached on disk) and the first of each process loads numba;
+        ``"numpy"`` avoids both for a one-off short series (docs: Numerics, the one-time
+        cost).
     history : bool
         Keep per-step outputs (about 50 bytes per step) so that :meth:`result` works after
         streaming; False streams in bounded memory (:attr:`changepoints` and each step's Info

@@ -106,6 +106,16 @@ def _checked_observation(H: Any, R: Any, n: int) -> tuple[np.ndarray, np.ndarray
     return H, R
 
 
+def kernel_arrays(*arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+    """``arrays`` as C-contiguous, writeable float64 arrays (copied only where they are not).
+
+    numba compiles a kernel once per layout and writeability of its array arguments: a
+    model matrix given in Fortran order, as a view or read-only would compile the whole
+    loop again.
+    """
+    return tuple(np.require(a, np.float64, ("C", "W")) for a in arrays)
+
+
 def _prepare_transition(F: np.ndarray, Q: np.ndarray) -> _Transition:
     lam, vec = np.linalg.eigh(Q)
     keep = lam > 1e-12 * max(lam.max(initial=0.0), 1e-300)

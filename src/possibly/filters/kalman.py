@@ -55,6 +55,7 @@ from possibly.filters._common import (
     _sym,
     _Transition,
     _unscale,
+    kernel_arrays,
     with_rejected,
 )
 from possibly.filters.filter_result import (
@@ -1028,7 +1029,8 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
     def _kernel_model(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``(F, Q, H, R)`` of the compiled loop (a time-invariant model)."""
         model = self.model
-        return model.F, model.Q, model._observation.H, model._observation.R
+        F, Q, H, R = kernel_arrays(model.F, model.Q, model._observation.H, model._observation.R)
+        return F, Q, H, R
 
     def _kernel_rule(self) -> tuple[bool, float, float, np.ndarray]:
         """``(robust, dim, tau, log_c0)`` of the compiled loop: ``tau`` NaN for none, the

@@ -274,7 +274,9 @@ def run(ys, t0, mean, cov, model, rule, n_tup, m_tup, out):  # pragma: no cover 
                     P[0, 0] *= r / (rho1 * hph0 + r)
                 elif rho1 * hph0 > _DIFFUSE * r:
                     _joseph(P, k1.reshape((1, n)), H, R, rho1, ja, jb, pf)
-                    P[:, :] = pf
+                    for i in range(n):  # not P[:, :] = pf, whose shape check compiles slowly
+                        for j in range(n):
+                            P[i, j] = pf[i, j]
                 else:
                     for i in range(n):
                         for j in range(n):

@@ -31,6 +31,7 @@ from possibly.filters._common import (
     _maybe_covariance_form,
     _reference_table,
     _start_state_error,
+    kernel_arrays,
 )
 from possibly.filters.filter_result import FilterResult, warn_if_mostly_discounted
 from possibly.filters.kalman_state import KalmanInfo, KalmanState
@@ -757,7 +758,9 @@ class NoiseScaleEngine:
         out = _CompiledOutputs(run.mean, run.covariance, run.log_consistency, run.discount,
                                run.noise_scale)
         try:
-            compiled.run(ys, t, *args, (model.F, model.Q, model.H, model.R), rule,
+            # contiguous: numba would compile the loop again for a batch's strided view
+            compiled.run(np.ascontiguousarray(ys), t, *args,
+                         kernel_arrays(model.F, model.Q, model.H, model.R), rule,
                          _KappaTable(grid, values, nodes_x, nodes_w), out)
         except np.linalg.LinAlgError:
             return None

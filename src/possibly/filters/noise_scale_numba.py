@@ -144,12 +144,19 @@ def run(ys, t0, mean, cov, alpha, beta, model, rule, kappa_table,
                     rl = discount_scalar(log_c, scale_dim, tau, robust)
                     a, bb = (omega * a + rl * ((1.0 - omega) * a + 0.5 * m * kappa),
                              omega * bb + rl * ((1.0 - omega) * bb + 0.5 * q))
-            o_mean[t, b] = x
-            o_cov[t, b] = P
+            # element loops, not o_mean[t, b] = x: a slice assignment compiles its shape
+            # check's error message, a large part of this loop's compile time
+            n = x.shape[0]
+            for i in range(n):
+                o_mean[t, b, i] = x[i]
+                for j in range(n):
+                    o_cov[t, b, i, j] = P[i, j]
             o_logc[t, b] = log_c
             o_disc[t, b] = rho
             o_scale[t, b] = bb / a
-        mean[b] = x
-        cov[b] = P
+        for i in range(x.shape[0]):
+            mean[b, i] = x[i]
+            for j in range(x.shape[0]):
+                cov[b, i, j] = P[i, j]
         alpha[b] = a
         beta[b] = bb
