@@ -39,8 +39,8 @@ def progress_bar(iterable: Iterable[T], *, enabled: bool = True, total: int | No
 
 
 @contextlib.contextmanager
-def progress_counter(total: int, *, enabled: bool = True, desc: str | None = None
-                     ) -> Iterator[Callable[[int], object] | None]:
+def progress_counter(total: int, *, enabled: bool = True, desc: str | None = None,
+                     unit: str = "it") -> Iterator[Callable[[int], object] | None]:
     """A bar of ``total`` steps for work that is not one loop: yields the function advancing
     it by ``n`` steps, or None when no bar is shown (as for :func:`progress_bar`).
 
@@ -54,7 +54,7 @@ def progress_counter(total: int, *, enabled: bool = True, desc: str | None = Non
     if tqdm is None:
         yield None
         return
-    bar = tqdm(total=total, desc=desc, leave=False)
+    bar = tqdm(total=total, desc=desc, unit=unit, leave=False)
     try:
         yield bar.update
     finally:

@@ -733,8 +733,8 @@ def _run(data: Any, id_column: str, value_columns: list[str], time_column: str |
         _plan_files(out_dir, tables, ids)
         # in this process, a bar over the series (the tasks are few); on a cluster, over the
         # tasks as they complete
-        with progress_counter(len(ids), enabled=progress and client is None,
-                              desc=desc) as advance:
+        with progress_counter(len(ids), enabled=progress and client is None, desc=desc,
+                              unit="series") as advance:
             tasks = [dask.delayed(task)(f, id_column, *task_args, series_dir, time_column,
                                         advance=advance) for f in frames]
             results = _compute(client, tasks, progress, desc)
@@ -865,7 +865,8 @@ def changepoints_many(data: Any, id_column: str, value_column: str, *, scheduler
     overwrite : bool
         Replace the results of a previous run in ``out`` (otherwise an error).
     progress : bool
-        Show a progress bar over the tasks (tqdm, on a terminal).
+        Show a progress bar (tqdm, when installed and stderr is a terminal): over the series
+        in this process, over the tasks as they complete on a cluster.
     connect_timeout : float
         Seconds to wait for a scheduler given by address.
     time_column : str, optional
@@ -1229,7 +1230,7 @@ def kalman_many(data: Any, id_column: str, value_columns: str | Sequence[str], m
         raise ValueError(f"outlier_level must be in (0, 1], got {outlier_level!r}")
     results, out_dir = _run(data, id_column, value_columns, time_column, _kalman_task,
                             (value_columns, kf, names, float(outlier_level)),
-                            ["summary.parquet"], "tracks", scheduler=scheduler,
+                            ["summary.parquet"], "Kalman filter", scheduler=scheduler,
                             n_workers=n_workers, out=out, overwrite=overwrite,
                             progress=progress, connect_timeout=connect_timeout)
     pd = _need("pandas")
