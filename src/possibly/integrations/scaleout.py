@@ -454,6 +454,8 @@ def _series_rows(df: Any, id_column: str) -> tuple[list, list[np.ndarray]]:
 
     codes, uniques = pd.factorize(df[id_column], sort=False)
     keys = list(pd.Index(uniques))  # the Python values a groupby gives as keys
+    if not keys:  # a hash bucket that received no series
+        return [], []
     order = np.argsort(codes, kind="stable")
     return keys, np.split(order, np.cumsum(np.bincount(codes, minlength=len(keys)))[:-1])
 
