@@ -719,8 +719,11 @@ def _run(data: Any, id_column: str, value_columns: list[str], time_column: str |
          n_workers: int | None, out: str | os.PathLike | None, overwrite: bool,
          progress: bool, connect_timeout: float) -> tuple[list, _Out | None]:
     """The run shared by :func:`changepoints_many` and :func:`kalman_many` once their own
-    arguments are checked: ``task(frame, id_column, *task_args, series_dir, time_column)`` on
-    every task. Returns the tasks' results and the output directory (None without ``out``)."""
+    arguments are checked: ``task(frame, id_column, *task_args, series_dir, time_column,
+    advance=...)`` on every task. Returns the tasks' results and the output directory (None
+    without ``out``)."""
+    import dask
+
     _check_cluster(scheduler, n_workers)
     extra = [] if time_column is None else [_check_name("time_column", time_column)]
     # bad input fails before any cluster starts
@@ -728,8 +731,6 @@ def _run(data: Any, id_column: str, value_columns: list[str], time_column: str |
     out_dir = _prepare_out(out, overwrite, data)
     series_dir = None if out_dir is None else str((out_dir.path / "series").resolve())
     ids: list = []
-    import dask
-
     with _client(scheduler, n_workers, connect_timeout, data) as client:
         frames = _task_frames(ddf, id_column, client, ids)
         _plan_files(out_dir, tables, ids)
@@ -756,6 +757,11 @@ def _events(res: Any) -> tuple[np.ndarray, np.ndarray]:
     kind = np.repeat(np.arange(len(_KINDS)), [cps.size, outs.size])
     order = np.lexsort((kind, idx))
     return idx[order], kind[order]
+
+
+def _joined(parts: list[np.ndarray]) -> np.ndarray:
+    """The integer arrays ``parts`` end to end (empty without any)."""
+    return np.concatenate([np.empty(0, np.int64), *parts])
 
 
 def _series_events(idx: np.ndarray, kind: np.ndarray, y: np.ndarray, stamps: Any) -> Any:
@@ -820,14 +826,11 @@ def _changepoint_task(df: Any, id_column: str, value_column: str, kwargs: dict,
         rows.append(row)
         if advance is not None:
             advance(1)
-    def joined(parts: list) -> np.ndarray:
-        return np.concatenate([np.empty(0, np.int64), *parts])
-
-    at = joined(ev_rows)
+    at = _joined(ev_rows)
     # the ids as pandas makes a column of them (their type, e.g. str or datetime64)
-    events = pd.DataFrame({"id": pd.Series(keys).iloc[joined(ev_series)].reset_index(drop=True),
-                           "index": joined(ev_index),
-                           "kind": [_KINDS[k] for k in joined(ev_kind).tolist()],
+    events = pd.DataFrame({"id": pd.Series(keys).iloc[_joined(ev_series)]
+                           .reset_index(drop=True), "index": _joined(ev_index),
+                           "kind": [_KINDS[k] for k in _joined(ev_kind).tolist()],
                            "value": values[at]})
     if times is not None:  # the stamps of the events' rows, after their index
         stamps = times.iloc[at].to_numpy()
