@@ -28,8 +28,8 @@ the median over the repeats with their range, of wall time and of CPU time.
 
 Usage: ``.venv/bin/python benchmarks/bench_scaleout.py [--series N] [--points T] [--workers W]
 [--tracks N] [--repeats R] [--inproc-series N] [--auto-series N] [--inproc-points T]
-[--in-process-only]``. A run with ``--series`` below 10,000 prints the extrapolated full-size
-times.
+[--in-process-only | --cluster-only]``. A run with ``--series`` below 10,000 prints the
+extrapolated full-size times.
 """
 
 from __future__ import annotations
@@ -173,8 +173,11 @@ def main() -> None:
     ap.add_argument("--auto-series", type=int, default=300)
     ap.add_argument("--inproc-points", type=int, default=500)
     ap.add_argument("--in-process-only", action="store_true")
+    ap.add_argument("--cluster-only", action="store_true")
     args = ap.parse_args()
-    in_process_table(args.inproc_series, args.auto_series, args.inproc_points, args.repeats)
+    if not args.cluster_only:
+        in_process_table(args.inproc_series, args.auto_series, args.inproc_points,
+                         args.repeats)
     if args.in_process_only:
         return
     full = 10_000 * 2_000
