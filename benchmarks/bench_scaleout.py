@@ -18,8 +18,18 @@ pair must give identical tables (checked). Prints throughput in series/s and poi
 speed-up of the cluster over one process, and the CPU seconds used with the cores that this
 amounts to (on a shared machine, other jobs take cores from the workers).
 
+First, in this process (no cluster), a table of the many-series functions against a plain loop
+over the same series, already grouped, in the same process, interleaved and repeated
+(``--repeats``): for change points (the default models on ``--auto-series``, the paper's
+normal-mean model on ``--inproc-series``, ``--inproc-points`` each) a loop of ``.fit`` alone and a
+loop of ``.fit`` that also reads what the many-series table holds (change points, outliers,
+segment models or σ); for the Kalman filter a loop of ``.filter`` per track. The ratios are
+the median over the repeats with their range, of wall time and of CPU time.
+
 Usage: ``.venv/bin/python benchmarks/bench_scaleout.py [--series N] [--points T] [--workers W]
-[--tracks N]``. A run with ``--series`` below 10,000 prints the extrapolated full-size times.
+[--tracks N] [--repeats R] [--inproc-series N] [--auto-series N] [--inproc-points T]
+[--in-process-only | --cluster-only]``. A run with ``--series`` below 10,000 prints the
+extrapolated full-size times.
 """
 
 from __future__ import annotations
@@ -62,6 +72,90 @@ def timed(fn):
     return time.perf_counter() - t0, out
 
 
+def fleet_frame(n_series: int, n_points: int):
+    """The fleet of :func:`write_fleet` as one pandas table (id, value)."""
+    import pandas as pd
+
+    import possibly as ps
+
+    ys = [ps.datasets.piecewise_constant(n_points, n_changes=1 + i % 5, seed=i)[0]
+          for i in range(n_series)]
+    return pd.DataFrame({"sensor": np.repeat(np.arange(n_series, dtype=np.int64), n_points),
+                         "v": np.concatenate(ys)})
+
+
+def clocked(fn) -> tuple[float, float]:
+    """Wall and CPU seconds of ``fn()``."""
+    w0, c0 = time.perf_counter(), time.process_time()
+    fn()
+    return time.perf_counter() - w0, time.process_time() - c0
+
+
+def in_process_table(n_series: int, n_auto: int, n_points: int, repeats: int) -> None:
+    """The many-series functions in this process against plain loops over the same series."""
+    import possibly as ps
+    from possibly.integrations.scaleout import changepoints_many, kalman_many
+
+    model = ps.filters.constant_velocity(dt=1.0, accel_sd=0.05, obs_sd=1.0)
+    cases = []
+    for label, n, kw in (("change points, default models", n_auto, {}),
+                         ("change points, normal mean (sigma given)", n_series,
+                          {"sigma": 1.0})):
+        df = fleet_frame(n, n_points)
+        ys = [g["v"].to_numpy() for _, g in df.groupby("sensor", sort=False)]
+        det = ps.ChangepointDetector(**kw)
+
+        def fits(det=det, ys=ys):
+            for y in ys:
+                det.fit(y)
+
+        def fits_and_table(det=det, ys=ys):
+            for y in ys:
+                r = det.fit(y)
+                r.changepoints, r.outliers  # noqa: B018 (what the events table holds)
+                _ = r.segment_model_names if r.sigma is None else r.sigma
+
+        def many(df=df, kw=kw):
+            changepoints_many(df, "sensor", "v", scheduler="synchronous", **kw)
+
+        cases.append((label, n, {"loop of .fit": fits, "loop of .fit + table": fits_and_table,
+                                 "changepoints_many": many}))
+    df = fleet_frame(n_series, n_points)
+    tracks = [g[["v"]].to_numpy() for _, g in df.groupby("sensor", sort=False)]
+    kf = ps.KalmanFilter(model)
+
+    def filters():
+        for y in tracks:
+            kf.filter(y, keep=("mean",))
+
+    cases.append(("Kalman filter (robust CV)", n_series, {
+        "loop of .filter": filters,
+        "kalman_many": lambda: kalman_many(df, "sensor", "v", model, scheduler="synchronous")}))
+
+    print(f"\nIn this process (no cluster), {n_points} points per series, {repeats} repeats "
+          "interleaved; ratio = many-series call / loop (median [min, max] over the repeats)")
+    print("| task | series | run | wall (s), median | ratio, wall | ratio, CPU |")
+    print("|---|---:|---|---:|---:|---:|")
+    for label, n, runs in cases:
+        for fn in runs.values():  # warm: numba, imports, dask
+            fn()
+        times: dict[str, list[tuple[float, float]]] = {k: [] for k in runs}
+        for _ in range(repeats):
+            for name, fn in runs.items():
+                times[name].append(clocked(fn))
+        many_name = list(runs)[-1]
+        many = np.array(times[many_name])
+        for name in runs:
+            t = np.array(times[name])
+            row = f"| {label} | {n} | {name} | {np.median(t[:, 0]):.2f} |"
+            if name == many_name:
+                print(row + " | |")
+                continue
+            wall, cpu = many[:, 0] / t[:, 0], many[:, 1] / t[:, 1]
+            print(row + f" {np.median(wall):.2f} [{wall.min():.2f}, {wall.max():.2f}] | "
+                  f"{np.median(cpu):.2f} [{cpu.min():.2f}, {cpu.max():.2f}] |")
+
+
 def main() -> None:
     import pandas as pd
     from distributed import Client, LocalCluster
@@ -74,7 +168,18 @@ def main() -> None:
     ap.add_argument("--points", type=int, default=2_000)
     ap.add_argument("--tracks", type=int, default=2_000)
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--inproc-series", type=int, default=2_000)
+    ap.add_argument("--auto-series", type=int, default=300)
+    ap.add_argument("--inproc-points", type=int, default=500)
+    ap.add_argument("--in-process-only", action="store_true")
+    ap.add_argument("--cluster-only", action="store_true")
     args = ap.parse_args()
+    if not args.cluster_only:
+        in_process_table(args.inproc_series, args.auto_series, args.inproc_points,
+                         args.repeats)
+    if args.in_process_only:
+        return
     full = 10_000 * 2_000
 
     with tempfile.TemporaryDirectory(prefix="bench_scaleout_") as tmp:

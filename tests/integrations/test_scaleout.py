@@ -23,7 +23,7 @@ from possibly.changepoint import ChangepointDetector  # noqa: E402
 from possibly.cli import main  # noqa: E402
 from possibly.integrations.scaleout import (  # noqa: E402
     _load,
-    _tasks,
+    _task_frames,
     changepoints_many,
     kalman_many,
     series_path,
@@ -150,8 +150,8 @@ def test_sorted_parquet_by_address_and_cli(client, series, tmp_path):
         part.to_parquet(path / f"part-{j}.parquet", index=False)
     # the plan: one task per partition here, hash buckets (4 per worker thread) otherwise
     ddf = _load(path, "sensor", ["v"])
-    assert len(_tasks(ddf, "sensor", client, len)) == ddf.npartitions == 3
-    assert len(_tasks(_load(interleaved(series), "sensor", ["v"]), "sensor", client, len)) == 8
+    assert len(_task_frames(ddf, "sensor", client)) == ddf.npartitions == 3
+    assert len(_task_frames(_load(interleaved(series), "sensor", ["v"]), "sensor", client)) == 8
     addr = client.scheduler.address
     assert addr.startswith("tcp://127.0.0.1:")
     # the paper's model, which the CLI runs

@@ -133,7 +133,7 @@ def _cluster_args(args: argparse.Namespace) -> dict:
     if args.time is not None and args.time in (args.id, *args.value):
         raise ValueError(f"--time {display(args.time)!r} is also the --id or a --value column")
     return {"scheduler": args.scheduler, "n_workers": args.workers, "out": args.out,
-            "overwrite": args.overwrite, "progress": True,
+            "overwrite": args.overwrite, "progress": not args.no_progress,
             "connect_timeout": args.connect_timeout}
 
 
@@ -234,6 +234,8 @@ def _common(p: argparse.ArgumentParser) -> None:
                         "its DIR/.possibly-manifest.json; nothing else is deleted)")
     p.add_argument("--connect-timeout", type=number(0, 3600, low_open=True), default=10.0,
                    metavar="S", help="seconds to wait for --scheduler, in (0, 3600] (10)")
+    p.add_argument("--no-progress", action="store_true",
+                   help="no progress bar (one is shown on a terminal when tqdm is installed)")
     add_robust(p)
 
 

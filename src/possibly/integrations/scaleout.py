@@ -56,6 +56,7 @@ from urllib.parse import quote
 import numpy as np
 
 from possibly._files import replace_file, write_text_atomic
+from possibly.progress import progress_counter
 
 __all__ = ["ManyResult", "changepoints_many", "kalman_many", "series_path"]
 
@@ -415,9 +416,8 @@ def _concat(pieces: list) -> Any:
     return pd.concat(pieces, ignore_index=True)
 
 
-def _tasks(ddf: Any, id_column: str, client: Any, work: Callable, *args: Any,
-           ids: list | None = None) -> list:
-    """One delayed ``work(frame, *args)`` per task, each frame holding whole series.
+def _task_frames(ddf: Any, id_column: str, client: Any, ids: list | None = None) -> list:
+    """The delayed frames of the tasks, each holding whole series.
 
     ``ids``, when given, receives the distinct ids (read before any task runs).
     """
@@ -439,44 +439,72 @@ def _tasks(ddf: Any, id_column: str, client: Any, work: Callable, *args: Any,
     n_ids = sum(len(keys) for keys, _, _ in found)
     threads = _nthreads(client)
     if n_ids == n_series and len(parts) >= threads:
-        return [dask.delayed(work)(p, *args) for p in parts]  # every series in one partition
+        return list(parts)  # every series in one partition
     k = max(1, min(n_series, 4 * threads))
     if k == 1:
-        return [dask.delayed(work)(dask.delayed(_concat)(parts), *args)]
+        return [dask.delayed(_concat)(parts)]
     pieces = [dask.delayed(_split, nout=k)(p, id_column, k) for p in parts]
-    return [dask.delayed(work)(dask.delayed(_concat)([pc[j] for pc in pieces]), *args)
-            for j in range(k)]
+    return [dask.delayed(_concat)([pc[j] for pc in pieces]) for j in range(k)]
 
 
-def _groups(df: Any, id_column: str) -> Iterator[tuple[Any, Any]]:
-    # pandas keeps the order of the rows within each group: the time order of the series
-    yield from df.groupby(id_column, sort=False, dropna=False)
+def _series_rows(df: Any, id_column: str) -> tuple[list, list[np.ndarray]]:
+    """The ids of the series of one task, in order of first appearance, and the positions of
+    each one's rows, in row order (the time order of the series)."""
+    import pandas as pd
+
+    codes, uniques = pd.factorize(df[id_column], sort=False)
+    keys = list(pd.Index(uniques))  # the Python values a groupby gives as keys
+    if not keys:  # a hash bucket that received no series
+        return [], []
+    order = np.argsort(codes, kind="stable")
+    return keys, np.split(order, np.cumsum(np.bincount(codes, minlength=len(keys)))[:-1])
 
 
-def _in_time_order(g: Any, key: Any, time_column: str | None) -> tuple[Any, bool]:
-    """The rows of one series sorted by their time stamps (stably: rows sharing a stamp keep
-    their order), and whether they were out of order.
-
-    Only a column of numbers, dates/times or durations is sorted: other values (text) have no
-    order to trust and are kept in row order. ValueError, naming the series, when the rows
-    need sorting and one has no time stamp (there is no place to put it).
-    """
+def _sortable_stamps(df: Any, time_column: str | None) -> Any:
+    """The time stamps of one task to sort its series by: a numpy array for numbers,
+    dates/times or durations that numpy holds, the pandas column for other such types (time
+    zones, nullable numbers), None for other values (text has no order to trust: its series
+    are kept in row order) or without a time column."""
     if time_column is None:
-        return g, False
+        return None
     api = _need("pandas.api.types")
-    stamps = g[time_column]
+    stamps = df[time_column]
     dtype = stamps.dtype
     if not (api.is_datetime64_any_dtype(dtype) or api.is_timedelta64_dtype(dtype)
             or (api.is_numeric_dtype(dtype) and not api.is_bool_dtype(dtype))):
-        return g, False
-    known = stamps.dropna()
-    if not (known.to_numpy()[1:] < known.to_numpy()[:-1]).any():
-        return g, False
-    if len(known) < len(stamps):
+        return None
+    if isinstance(dtype, np.dtype):
+        return stamps.to_numpy()
+    return stamps.reset_index(drop=True)
+
+
+def _in_time_order(stamps: Any, rows: np.ndarray, key: Any, time_column: str | None
+                   ) -> tuple[np.ndarray, bool]:
+    """The rows of one series sorted by their time stamps (stably: rows sharing a stamp keep
+    their order), and whether they were out of order; ``stamps`` as
+    :func:`_sortable_stamps` gives them.
+
+    ValueError, naming the series, when the rows need sorting and one has no time stamp
+    (there is no place to put it).
+    """
+    if stamps is None:
+        return rows, False
+    if isinstance(stamps, np.ndarray):
+        mine = stamps[rows]
+        known = (mine[~np.isnat(mine)] if mine.dtype.kind in "mM"
+                 else mine[~np.isnan(mine)] if mine.dtype.kind in "fc" else mine)
+    else:
+        mine = stamps.iloc[rows]
+        known = mine.dropna().to_numpy()
+    if not (known[1:] < known[:-1]).any():
+        return rows, False
+    if len(known) < len(mine):
         raise ValueError(f"series {key!r} is not in time order (column {time_column!r}) and "
-                         f"{len(stamps) - len(known)} of its rows have no time stamp to sort "
+                         f"{len(mine) - len(known)} of its rows have no time stamp to sort "
                          "them by: fill in the stamps, or sort the rows yourself")
-    return g.sort_values(time_column, kind="stable"), True
+    if isinstance(mine, np.ndarray):
+        return rows[np.argsort(mine, kind="stable")], True
+    return rows[mine.reset_index(drop=True).sort_values(kind="stable").index.to_numpy()], True
 
 
 def _warn_time_order(results: Sequence[Any], time_column: str | None) -> None:
@@ -637,13 +665,13 @@ def _finish_out(out: _Out, tables: dict[str, Any], files: Sequence[str]) -> None
     _write_manifest(out.path, sorted(written), complete=True)
 
 
-def _event_schema(series: Any, time_column: str | None) -> Any:
-    """The Arrow schema of a series' events file: one for every file, also without events
-    (whose empty columns would otherwise be written as nulls, which pyarrow cannot read
-    together with the other files of ``series/``)."""
+def _event_schema(stamps: Any) -> Any:
+    """The Arrow schema of a series' events file (``stamps``: the series' time stamps, None
+    without a time column): one for every file, also without events (whose empty columns
+    would otherwise be written as nulls, which pyarrow cannot read together with the other
+    files of ``series/``)."""
     pa = _need("pyarrow")
-    time = ([] if time_column is None
-            else [("time", pa.Array.from_pandas(series[time_column]).type)])
+    time = [] if stamps is None else [("time", pa.Array.from_pandas(stamps).type)]
     return pa.schema([("index", pa.int64()), *time, ("kind", pa.string()),
                       ("value", pa.float64())])
 
@@ -691,8 +719,11 @@ def _run(data: Any, id_column: str, value_columns: list[str], time_column: str |
          n_workers: int | None, out: str | os.PathLike | None, overwrite: bool,
          progress: bool, connect_timeout: float) -> tuple[list, _Out | None]:
     """The run shared by :func:`changepoints_many` and :func:`kalman_many` once their own
-    arguments are checked: ``task(frame, id_column, *task_args, series_dir, time_column)`` on
-    every task. Returns the tasks' results and the output directory (None without ``out``)."""
+    arguments are checked: ``task(frame, id_column, *task_args, series_dir, time_column,
+    advance=...)`` on every task. Returns the tasks' results and the output directory (None
+    without ``out``)."""
+    import dask
+
     _check_cluster(scheduler, n_workers)
     extra = [] if time_column is None else [_check_name("time_column", time_column)]
     # bad input fails before any cluster starts
@@ -701,59 +732,114 @@ def _run(data: Any, id_column: str, value_columns: list[str], time_column: str |
     series_dir = None if out_dir is None else str((out_dir.path / "series").resolve())
     ids: list = []
     with _client(scheduler, n_workers, connect_timeout, data) as client:
-        tasks = _tasks(ddf, id_column, client, task, id_column, *task_args, series_dir,
-                       time_column, ids=ids)
+        frames = _task_frames(ddf, id_column, client, ids)
         _plan_files(out_dir, tables, ids)
-        results = _compute(client, tasks, progress, desc)
+        # in this process, a bar over the series (the tasks are few); on a cluster, over the
+        # tasks as they complete
+        with progress_counter(len(ids), enabled=progress and client is None, desc=desc,
+                              unit="series") as advance:
+            tasks = [dask.delayed(task)(f, id_column, *task_args, series_dir, time_column,
+                                        advance=advance) for f in frames]
+            results = _compute(client, tasks, progress, desc)
     return results, out_dir
 
 
 # -- change points ---------------------------------------------------------------------------
+#: the kinds of event, in the order of the events of one index
+_KINDS = ("changepoint", "outlier")
+
+
+def _events(res: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The positions and kinds (indices into :data:`_KINDS`) of a fit's events, ordered by
+    position, a change point before an outlier at the same one."""
+    cps, outs = res.changepoints, res.outliers
+    idx = np.concatenate([cps, outs]).astype(np.int64)
+    kind = np.repeat(np.arange(len(_KINDS)), [cps.size, outs.size])
+    order = np.lexsort((kind, idx))
+    return idx[order], kind[order]
+
+
+def _joined(parts: list[np.ndarray]) -> np.ndarray:
+    """The integer arrays ``parts`` end to end (empty without any)."""
+    return np.concatenate([np.empty(0, np.int64), *parts])
+
+
+def _series_events(idx: np.ndarray, kind: np.ndarray, y: np.ndarray, stamps: Any) -> Any:
+    """The events file of one series: ``index, [time], kind, value``."""
+    import pandas as pd
+
+    ev = pd.DataFrame({"index": idx, "kind": [_KINDS[k] for k in kind.tolist()],
+                       "value": y[idx]})
+    if stamps is not None:  # the stamps of the events' rows, after their index
+        ev.insert(1, "time", stamps.iloc[idx].to_numpy())
+    return ev
+
+
 def _changepoint_task(df: Any, id_column: str, value_column: str, kwargs: dict,
-                      series_dir: str | None, time_column: str | None = None
+                      series_dir: str | None, time_column: str | None = None,
+                      advance: Callable[[int], object] | None = None
                       ) -> tuple[Any, Any, list]:
     """Run the detector on every series of one task; returns (events, summary) frames and
-    the ids of the series sorted by time."""
+    the ids of the series sorted by time. ``advance(1)`` is called after each series."""
     import pandas as pd
 
     from possibly.changepoint import ChangepointDetector
 
     det = ChangepointDetector(**kwargs)
-    events, rows, moved = [], [], []
-    for key, g in _groups(df, id_column):
-        y = g[value_column].to_numpy(dtype=np.float64, na_value=np.nan)
-        row = {"id": key, "n_points": y.size, "n_changepoints": 0, "n_outliers": 0,
+    keys, groups = _series_rows(df, id_column)
+    if not keys:  # a hash bucket that received no series
+        return None, None, []
+    values = df[value_column].to_numpy(dtype=np.float64, na_value=np.nan)
+    stamps = _sortable_stamps(df, time_column)
+    times = None if time_column is None else df[time_column].reset_index(drop=True)
+    # the events of every series, gathered as columns: the series (its place in keys), the
+    # position in the series and the row in df, the kind
+    ev_series, ev_index, ev_rows, ev_kind = [], [], [], []
+    rows, moved = [], []
+    for s, (key, pos) in enumerate(zip(keys, groups, strict=True)):
+        row = {"id": key, "n_points": pos.size, "n_changepoints": 0, "n_outliers": 0,
                "file": None, "error": None}
-        ev = pd.DataFrame({"index": np.empty(0, np.int64), "kind": np.empty(0, str),
-                           "value": np.empty(0)})
         try:
-            g, resorted = _in_time_order(g, key, time_column)
+            pos, resorted = _in_time_order(stamps, pos, key, time_column)
             if resorted:
                 moved.append(key)
-                y = g[value_column].to_numpy(dtype=np.float64, na_value=np.nan)
+            y = values[pos]
             res = det.fit(y)
         except ValueError as exc:  # one bad sensor must not stop the fleet
             row.update(n_changepoints=-1, n_outliers=-1, error=str(exc))
         else:
-            cps, outs = res.changepoints, res.outliers
-            idx = np.concatenate([cps, outs]).astype(np.int64)
-            kind = ["changepoint"] * cps.size + ["outlier"] * outs.size
-            ev = pd.DataFrame({"index": idx, "kind": kind, "value": y[idx]})
-            ev = ev.sort_values(["index", "kind"], kind="stable", ignore_index=True)
-            row.update(n_changepoints=int(cps.size), n_outliers=int(outs.size))
+            idx, kind = _events(res)
+            n_cps = int(np.count_nonzero(kind == 0))
+            row.update(n_changepoints=n_cps, n_outliers=idx.size - n_cps)
             if res.sigma is not None:  # σ belongs to NormalMean; other models have none
                 row["sigma"] = float(res.sigma)
             else:
                 row["segment_models"] = SEGMENT_MODEL_SEPARATOR.join(res.segment_model_names)
-        if time_column is not None:  # the stamps of the events' rows, after their index
-            ev.insert(1, "time", g[time_column].iloc[ev["index"]].to_numpy())
-        if series_dir is not None and row["error"] is None:  # a failed series gets no file
-            row["file"] = _write_series(ev, series_dir, key, _event_schema(g, time_column))
-        events.append(ev.assign(id=key)[["id", *ev.columns]])
+            ev_series.append(np.full(idx.size, s))
+            ev_index.append(idx)
+            ev_rows.append(pos[idx])
+            ev_kind.append(kind)
+            if series_dir is not None:  # a failed series gets no file
+                mine = None if times is None else times.iloc[pos]
+                row["file"] = _write_series(_series_events(idx, kind, y, mine), series_dir, key,
+                                            _event_schema(mine))
         rows.append(row)
-    if not rows:  # a hash bucket that received no series
-        return None, None, []
-    return pd.concat(events, ignore_index=True), pd.DataFrame(rows), moved
+        if advance is not None:
+            advance(1)
+    at = _joined(ev_rows)
+    # the ids as pandas makes a column of them (their type, e.g. str or datetime64)
+    events = pd.DataFrame({"id": pd.Series(keys).iloc[_joined(ev_series)]
+                           .reset_index(drop=True), "index": _joined(ev_index),
+                           "kind": [_KINDS[k] for k in _joined(ev_kind).tolist()],
+                           "value": values[at]})
+    if times is not None:  # the stamps of the events' rows, after their index
+        stamps = times.iloc[at].to_numpy()
+        eventless = len(ev_index) < len(keys) or any(i.size == 0 for i in ev_index)
+        if stamps.dtype == object and eventless:
+            # a series without events has an empty object column, which the others' join
+            stamps = pd.Series(stamps, dtype=object)
+        events.insert(2, "time", stamps)
+    return events, pd.DataFrame(rows), moved
 
 
 def changepoints_many(data: Any, id_column: str, value_column: str, *, scheduler: Any = None,
@@ -784,7 +870,8 @@ def changepoints_many(data: Any, id_column: str, value_column: str, *, scheduler
     overwrite : bool
         Replace the results of a previous run in ``out`` (otherwise an error).
     progress : bool
-        Show a progress bar over the tasks (tqdm, on a terminal).
+        Show a progress bar (tqdm, when installed and stderr is a terminal): over the series
+        in this process, over the tasks as they complete on a cluster.
     connect_timeout : float
         Seconds to wait for a scheduler given by address.
     time_column : str, optional
@@ -900,27 +987,29 @@ def _failed_track(key: Any, n_steps: int, exc: Exception) -> dict[str, Any]:
 
 def _ordered_tracks(df: Any, id_column: str, time_column: str | None
                     ) -> tuple[list, list, list]:
-    """The tracks of one task, each ``(id, rows)`` in time order; the summary rows of those
-    that could not be put in order; the ids of those that were sorted."""
-    groups, unordered, moved = [], [], []
-    for key, g in _groups(df, id_column):
+    """The tracks of one task, each ``(id, positions of its rows in time order)``; the summary
+    rows of those that could not be put in order; the ids of those that were sorted."""
+    keys, groups = _series_rows(df, id_column)
+    stamps = _sortable_stamps(df, time_column)
+    tracks, unordered, moved = [], [], []
+    for key, pos in zip(keys, groups, strict=True):
         try:
-            g, resorted = _in_time_order(g, key, time_column)
+            pos, resorted = _in_time_order(stamps, pos, key, time_column)
         except ValueError as exc:  # that track fails, the others still run
-            unordered.append(_failed_track(key, len(g), exc))
+            unordered.append(_failed_track(key, pos.size, exc))
             continue
-        groups.append((key, g))
+        tracks.append((key, pos))
         if resorted:
             moved.append(key)
-    return groups, unordered, moved
+    return tracks, unordered, moved
 
 
-def _batches(tracks: list, shared: bool) -> Iterator[list[int]]:
-    """The positions of the tracks filtered together: those of equal length with a ``shared``
-    filter, each alone otherwise."""
+def _batches(lengths: list[int], shared: bool) -> Iterator[list[int]]:
+    """The positions of the tracks filtered together: those of equal ``lengths`` with a
+    ``shared`` filter, each alone otherwise."""
     by_length: dict[int, list[int]] = {}
-    for i, (_, ys) in enumerate(tracks):
-        by_length.setdefault(ys.shape[0] if shared else i, []).append(i)
+    for i, n in enumerate(lengths):
+        by_length.setdefault(n if shared else i, []).append(i)
     yield from by_length.values()
 
 
@@ -934,17 +1023,19 @@ def _filter_batch(filt: Any, ys: np.ndarray) -> Any:
         return filt.filter(ys, keep=("mean",))
 
 
-def _track_frame(res: Any, b: int, n_steps: int, names: list[str], g: Any,
-                 time_column: str | None) -> Any:
-    """The states of track ``b`` of the batch result ``res`` (rows ``g`` of the input)."""
+def _track_frame(columns: dict[str, np.ndarray], names: list[str], stamps: Any) -> Any:
+    """The states frame of filtered tracks: ``columns`` holds the steps (``step``), the
+    means (``mean``, ``(T, n)``), ``consistency`` and ``discount`` of their steps, ``stamps``
+    their time stamps (None without a time column)."""
     import pandas as pd
 
-    cols = {"step": np.arange(n_steps, dtype=np.int64)}
-    if time_column is not None:  # each step's stamp, after it
-        cols["time"] = g[time_column].to_numpy()
-    cols.update({f"mean_{s}": res.mean[b, :, j] for j, s in enumerate(names)})
-    cols["consistency"] = res.consistency[b]
-    cols["discount"] = res.discount[b]
+    cols = {"step": columns["step"]}
+    if stamps is not None:  # each step's stamp, after it
+        cols["time"] = stamps
+    mean = columns["mean"]
+    cols.update({f"mean_{s}": mean[:, j] for j, s in enumerate(names)})
+    cols["consistency"] = columns["consistency"]
+    cols["discount"] = columns["discount"]
     return pd.DataFrame(cols)
 
 
@@ -961,55 +1052,76 @@ def _track_row(key: Any, n_steps: int, disc: np.ndarray, outlier_level: float
             "file": None, "error": None}
 
 
-def _store_tracks(tracks: list, frames: list, rows: list, series_dir: str | None) -> Any:
-    """Write each filtered track's states to its file (``series_dir``) and name it in its
-    summary row; without ``series_dir``, return them all as one frame (None if none)."""
+def _tracks_states(tracks: list, states: list, names: list, times: Any) -> Any:
+    """One frame of the states of the filtered ``tracks`` (those whose ``states`` are set), in
+    track order, with an ``id`` column last; None if none was filtered."""
     import pandas as pd
 
-    states = []
-    for i, (key, _) in enumerate(tracks):
-        if frames[i] is None:
-            continue
-        if series_dir is not None:
-            rows[i]["file"] = _write_series(frames[i], series_dir, key)
-        else:
-            states.append(frames[i].assign(id=key))
-    return pd.concat(states, ignore_index=True) if states else None
+    done = [i for i, st in enumerate(states) if st is not None]
+    if not done:
+        return None
+    if any(names[i] != names[done[0]] for i in done):  # models with other states: by track
+        return pd.concat([_track_frame(states[i], names[i], None if times is None else
+                                       times.iloc[tracks[i][1]].to_numpy())
+                          .assign(id=tracks[i][0]) for i in done], ignore_index=True)
+    joined = {c: np.concatenate([states[i][c] for i in done]) for c in states[done[0]]}
+    at = np.concatenate([tracks[i][1] for i in done])
+    frame = _track_frame(joined, names[done[0]],
+                         None if times is None else times.iloc[at].to_numpy())
+    keys = pd.Series([tracks[i][0] for i in done])  # the ids as pandas makes a column of them
+    frame["id"] = keys.iloc[np.repeat(np.arange(len(done)), [tracks[i][1].size for i in done])
+                            ].reset_index(drop=True)
+    return frame
 
 
 def _kalman_task(df: Any, id_column: str, value_columns: list[str], kf: Any,
                  state_names: list[str] | None, outlier_level: float,
-                 series_dir: str | None, time_column: str | None = None
-                 ) -> tuple[Any, Any, list]:
+                 series_dir: str | None, time_column: str | None = None,
+                 advance: Callable[[int], object] | None = None) -> tuple[Any, Any, list]:
     """Filter every track of one task: tracks of equal length as one batch when ``kf`` is a
     filter, each with its own filter ``kf(ys)`` otherwise. Returns the states (None with
     ``series_dir``, where they are written), the summary and the ids of the tracks sorted by
-    time."""
+    time. ``advance(n)`` is called after each batch of ``n`` tracks."""
     import pandas as pd
 
     from possibly.filters.kalman import KalmanFilter
 
-    groups, unordered, moved = _ordered_tracks(df, id_column, time_column)
-    tracks = [(key, g[value_columns].to_numpy(dtype=np.float64, na_value=np.nan))
-              for key, g in groups]
+    tracks, unordered, moved = _ordered_tracks(df, id_column, time_column)
+    values = df[value_columns].to_numpy(dtype=np.float64, na_value=np.nan)
+    times = None if time_column is None else df[time_column].reset_index(drop=True)
     shared = isinstance(kf, KalmanFilter)
-    frames: list[Any] = [None] * len(tracks)
+    # each filtered track's states: steps, means (T, n), consistency, discount
+    states: list[Any] = [None] * len(tracks)
     rows: list[Any] = [None] * len(tracks)
-    for idx in _batches(tracks, shared):
+    names: list[list[str]] = [[]] * len(tracks)  # the state names of each track's model
+    for idx in _batches([pos.size for _, pos in tracks], shared):
+        ys = np.stack([values[tracks[i][1]] for i in idx])
         try:
-            filt = kf if shared else kf(tracks[idx[0]][1])
-            res = _filter_batch(filt, np.stack([tracks[i][1] for i in idx]))
+            filt = kf if shared else kf(ys[0])
+            res = _filter_batch(filt, ys)
         except ValueError as exc:  # reported per track, the others still run
             for i in idx:
-                rows[i] = _failed_track(tracks[i][0], tracks[i][1].shape[0], exc)
-            continue
-        names = state_names or list(filt.model.names)
-        for b, i in enumerate(idx):
-            key, ys = tracks[i]
-            frames[i] = _track_frame(res, b, ys.shape[0], names, groups[i][1], time_column)
-            rows[i] = _track_row(key, ys.shape[0], res.discount[b], outlier_level)
-    states_df = _store_tracks(tracks, frames, rows, series_dir)
-    rows += unordered
+                rows[i] = _failed_track(tracks[i][0], ys.shape[1], exc)
+        else:
+            batch_names = state_names or list(filt.model.names)
+            for b, i in enumerate(idx):
+                key, pos = tracks[i]
+                names[i] = batch_names
+                states[i] = {"step": np.arange(pos.size, dtype=np.int64), "mean": res.mean[b],
+                             "consistency": res.consistency[b], "discount": res.discount[b]}
+                rows[i] = _track_row(key, pos.size, res.discount[b], outlier_level)
+                if series_dir is not None:
+                    stamps = None if times is None else times.iloc[pos].to_numpy()
+                    rows[i]["file"] = _write_series(_track_frame(states[i], batch_names, stamps),
+                                                    series_dir, key)
+        if advance is not None:
+            advance(len(idx))
+    states_df = None
+    if series_dir is None:
+        states_df = _tracks_states(tracks, states, names, times)
+    if advance is not None and unordered:
+        advance(len(unordered))
+    rows = [r for r in rows if r is not None] + unordered
     return states_df, (pd.DataFrame(rows) if rows else None), moved
 
 
@@ -1123,7 +1235,7 @@ def kalman_many(data: Any, id_column: str, value_columns: str | Sequence[str], m
         raise ValueError(f"outlier_level must be in (0, 1], got {outlier_level!r}")
     results, out_dir = _run(data, id_column, value_columns, time_column, _kalman_task,
                             (value_columns, kf, names, float(outlier_level)),
-                            ["summary.parquet"], "tracks", scheduler=scheduler,
+                            ["summary.parquet"], "Kalman filter", scheduler=scheduler,
                             n_workers=n_workers, out=out, overwrite=overwrite,
                             progress=progress, connect_timeout=connect_timeout)
     pd = _need("pandas")
