@@ -22,6 +22,7 @@ import math
 import numba
 import numpy as np
 
+import possibly.compiled  # noqa: F401  (the package's cache folder, before njit(cache=True))
 from possibly.filters.elimination_numba import solve_in_place
 
 __all__ = ["backward", "sizes"]
