@@ -39,6 +39,9 @@ def same(a: ps.ChangepointResult, b: ps.ChangepointResult) -> None:
         np.testing.assert_array_equal(np.asarray(getattr(a, name)),
                                       np.asarray(getattr(b, name)), err_msg=name)
     np.testing.assert_array_equal(a.changepoints, b.changepoints)
+    # the hindsight change possibility kept by the stream's own steps (None: replayed)
+    assert a.log_change_possibility is not None
+    np.testing.assert_array_equal(a.log_change_possibility, b.log_change_possibility)
 
 
 def detectors(engine: str) -> list[tuple[str, ChangepointDetector, int]]:
@@ -84,6 +87,23 @@ def test_update_equals_fit_bit_for_bit(engine, case):
             [info.log_consistency, info.discount, info.mean, info.log_change_possibility],
             [ref.log_consistency[t], ref.discount[t], ref.mean[t],
              ref.log_online_change_possibility[t]])
+
+
+@pytest.mark.parametrize("engine", [pytest.param("numba", marks=needs_numba), "numpy"])
+@pytest.mark.parametrize("case", range(3), ids=["default", "normal", "every-run"])
+def test_update_and_extend_keep_the_change_possibility_of_fit(engine, case):
+    # fit, a loop of update and extend: the same hindsight change possibility bit for bit,
+    # kept by the recursion as it runs (the stream's blocks of rows and its buffers grow)
+    y = series(2500, seed=5)
+    name, det, warm = detectors(engine)[case]
+    streamed(det, y, warm)
+    ref = reference(det, y, warm)
+    same(det.result(), ref)
+    _, extended, _ = detectors(engine)[case]
+    if warm:
+        extended.fit(y[:warm])
+    extended.extend(y[warm:])
+    same(extended.result(), ref)
 
 
 @needs_numba

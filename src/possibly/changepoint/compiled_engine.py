@@ -524,14 +524,15 @@ INT_HEAD = 3
 SCALAR_HEAD = 8
 
 
-def step_kernels(y, row, ints, start, log_w, runs, params,
-                 scal, rows):  # pragma: no cover - compiled (covered through the detector)
+def step_kernels(y, row, ints, start, log_w, runs, params, scal, rows,
+                 peak):  # pragma: no cover - compiled (covered through the detector)
     """One observation ``y`` from the runs in ``start``, ``log_w``, ``runs`` (model ``k``'s
     run ``j`` at ``k * cap + j``), updated in place, as one step of :func:`run_kernels`'s
     loop (the same helpers in the same order: the same numbers bit for bit); writes the row of
     :data:`STEP_COLUMNS` at ``rows[row]`` and returns the largest count of runs of a model
     (the caller keeps it below the capacity). ``ints`` and ``scal``: :data:`INT_HEAD`,
-    :data:`SCALAR_HEAD`."""
+    :data:`SCALAR_HEAD`. ``peak``: as in :func:`run_compiled`, indexed by start, with room
+    for this step's start (empty: not tracked); the new start's entry is set here."""
     n_models = params.shape[0]
     t = ints[0]
     cap = ints[1]
@@ -555,6 +556,8 @@ def step_kernels(y, row, ints, start, log_w, runs, params,
         kernel_new_run(settings_of(params[k], KERNEL_PARAMS), runs, k * cap + c)
         older[k] = c
         cnt[k] = c + 1
+    if peak.size:
+        peak[t] = -math.inf
     if math.isnan(y):
         lc = g = math.nan
         forget_older(params, runs, older, cap, rho, work)
@@ -567,6 +570,8 @@ def step_kernels(y, row, ints, start, log_w, runs, params,
         keep = np.empty(cap, np.bool_)
         total = merge_adjacent(params, start, log_w, runs, cnt, cap, keep, merge_tol)
     bk, bj, cur_max, cp = map_run(start, log_w, cnt, cap, t)
+    if peak.size:
+        raise_peaks(start, log_w, cnt, cap, peak)
     out = rows[row]
     out[0] = y
     out[1] = start[bk * cap + bj]
@@ -636,6 +641,9 @@ class CompiledStream:
             params.merge_tol)
         self.rows = np.empty((rows, len(STEP_COLUMNS)))
         self.n = 0  # rows written since the last drain
+        #: per start, the hindsight log change possibility, raised in place by each step
+        #: (the caller's buffer, with room for the next ``len(rows)`` starts; empty: none)
+        self.peak = np.empty(0)
 
     def _allocate(self, cap: int) -> None:
         n_models = len(self.kernels)
@@ -653,7 +661,7 @@ class CompiledStream:
         Drain the rows first when :attr:`full`."""
         row = self.n
         top = self.stepper(y, row, self.ints, self.start, self.log_w, self.runs,
-                           self.settings, self.scal, self.rows)
+                           self.settings, self.scal, self.rows, self.peak)
         self.n = row + 1
         self.t += 1
         if top >= self.cap:  # the next step adds a run per model: room for it

@@ -820,7 +820,7 @@ class ChangepointDetector(SequentialEstimator):
         self._sync()
         prev = int(self._trace.start.view()[-1]) if self._trace.start.n else 0
         stamps = self._next_stamps(1, None if time is None else [time])
-        state, out = self._run(self.state_, arr)
+        state, out = self._run_tracked(arr)
         object.__setattr__(self, "_state", state)
         self._record(arr, out)
         self._stamps.extend(stamps)
@@ -850,6 +850,7 @@ class ChangepointDetector(SequentialEstimator):
             return None
         self._stream = CompiledStream(compiled, self.state_, params)
         self._prev_start = int(self._trace.start.last()) if self._trace.start.n else 0
+        self._lend_peaks(self._stream)
         return self._stream
 
     def _flush(self) -> None:
@@ -862,6 +863,19 @@ class ChangepointDetector(SequentialEstimator):
         for name in ("start", "model", "n_active"):
             out[name] = out[name].astype(np.int64)
         self._record(rows[:, 0], out)
+        self._lend_peaks(stream)
+
+    def _lend_peaks(self, stream: CompiledStream) -> None:
+        """Count the starts ``stream`` has set in the hindsight buffer (:attr:`_peak`), and
+        lend it the buffer with room for its next block of rows, when the history keeps it
+        (as :meth:`_peak_buffer`)."""
+        peak = getattr(self, "_peak", None)
+        if peak is not None and stream.peak.size:  # lent before: its starts are set
+            peak.n = stream.t
+        if not self.history or peak is None or peak.n != stream.t:
+            stream.peak = _NO_PEAK
+            return
+        stream.peak = peak.reserve(stream.t + len(stream.rows))
 
     def _sync(self) -> None:
         """Leave streaming: the rows recorded, the compiled state back to a RunState."""
@@ -909,6 +923,8 @@ class ChangepointDetector(SequentialEstimator):
 
 
 _new_object = object.__new__
+#: the hindsight buffer of a stream that does not keep it
+_NO_PEAK = np.empty(0)
 
 #: the series checks of the models that take plain numbers (as_series)
 _SERIES_CHECKS = (NormalMean.check_series, PolynomialTrend.check_series)
