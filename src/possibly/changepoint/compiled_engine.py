@@ -346,22 +346,11 @@ def run_kernels(y, t0, count_in, start_in, log_w_in, runs_in, params, log_h, rho
     out_start, out_model, out_n = (np.empty(n, np.int64), np.empty(n, np.int64),
                                    np.empty(n, np.int64))
     out_mean, out_lc, out_g, out_cp = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
-    cur_max = -math.inf
-    for k in range(n_models):
-        for j in range(k * cap, k * cap + cnt[k]):
-            if log_w[j] > cur_max:
-                cur_max = log_w[j]
+    cur_max = largest_weight(log_w, cnt, cap)
     for i in range(n):
         t = t0 + i
-        log_new = log_h + cur_max if total > 0 else 0.0
-        # predict: one new run per model; forgetting the older runs is fused into the next pass
-        for k in range(n_models):
-            c = cnt[k]
-            start[k * cap + c] = t
-            log_w[k * cap + c] = log_new
-            kernel_new_run(settings_of(params[k], KERNEL_PARAMS), runs, k * cap + c)
-            older[k] = c
-            cnt[k] = c + 1
+        new_runs(params, start, log_w, runs, cnt, older, cap, t,
+                 log_h + cur_max if total > 0 else 0.0)
         if math.isnan(y[i]):
             out_lc[i] = out_g[i] = math.nan
             forget_older(params, runs, older, cap, rho, work)
@@ -380,6 +369,29 @@ def run_kernels(y, t0, count_in, start_in, log_w_in, runs_in, params, log_h, rho
     return (cnt, start.reshape(n_models, cap), log_w.reshape(n_models, cap),
             runs.reshape(n_models, cap, KERNEL_WIDTH), out_start, out_model, out_mean, out_lc,
             out_g, out_n, out_cp)
+
+
+def largest_weight(log_w, cnt, cap):  # pragma: no cover - compiled
+    """The largest log weight of the runs (-inf without runs)."""
+    top = -math.inf
+    for k in range(cnt.size):
+        for j in range(k * cap, k * cap + cnt[k]):
+            if log_w[j] > top:
+                top = log_w[j]
+    return top
+
+
+def new_runs(params, start, log_w, runs, cnt, older, cap, t,
+             log_new):  # pragma: no cover - compiled
+    """The prediction of step ``t``: one new run per model, of log weight ``log_new``, after
+    the ``older[k]`` runs of model ``k`` (forgetting those is fused into the next pass)."""
+    for k in range(cnt.size):
+        c = cnt[k]
+        start[k * cap + c] = t
+        log_w[k * cap + c] = log_new
+        kernel_new_run(settings_of(params[k], KERNEL_PARAMS), runs, k * cap + c)
+        older[k] = c
+        cnt[k] = c + 1
 
 
 def forget_older(params, runs, older, cap, rho, work):  # pragma: no cover - compiled
@@ -505,8 +517,8 @@ def raise_peaks(start, log_w, cnt, cap, peak):  # pragma: no cover - compiled
 
 
 #: the templates compiled together per kernel (run_kernels calls the others)
-TEMPLATES = (run_kernels, forget_older, observe, move_run, compact, merge_adjacent, map_run,
-             raise_peaks)
+TEMPLATES = (run_kernels, largest_weight, new_runs, forget_older, observe, move_run, compact,
+             merge_adjacent, map_run, raise_peaks)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -543,19 +555,8 @@ def step_kernels(y, row, ints, start, log_w, runs, params, scal, rows,
     dim, log_tol, prune, merge_tol = scal[4], scal[5], scal[6] != 0.0, scal[7]
     prepared = scal[SCALAR_HEAD:SCALAR_HEAD + n_models]
     work = scal[SCALAR_HEAD + n_models:]
-    cur_max = -math.inf
-    for k in range(n_models):
-        for j in range(k * cap, k * cap + cnt[k]):
-            if log_w[j] > cur_max:
-                cur_max = log_w[j]
-    log_new = log_h + cur_max if total > 0 else 0.0
-    for k in range(n_models):
-        c = cnt[k]
-        start[k * cap + c] = t
-        log_w[k * cap + c] = log_new
-        kernel_new_run(settings_of(params[k], KERNEL_PARAMS), runs, k * cap + c)
-        older[k] = c
-        cnt[k] = c + 1
+    new_runs(params, start, log_w, runs, cnt, older, cap, t,
+             log_h + largest_weight(log_w, cnt, cap) if total > 0 else 0.0)
     if peak.size:
         peak[t] = -math.inf
     if math.isnan(y):
