@@ -203,6 +203,20 @@ def test_numbers_of_every_kind_are_streamed_alike(engine):
     assert all(type(i.mean) is float for i in infos)
 
 
+@pytest.mark.parametrize("bad", ["1.0", "nan", b"1", None, True, False, np.bool_(True),
+                                 [None], ["2"], 10**400], ids=lambda v: repr(v)[:12])
+@pytest.mark.parametrize("engine", [pytest.param("numba", marks=needs_numba), "numpy"])
+def test_text_none_booleans_and_huge_integers_are_refused_by_name(engine, bad):
+    # numpy would read them as 1.0, NaN or raise an OverflowError from deep inside
+    det = ChangepointDetector(sigma=1.0, engine=engine)
+    for x in (0.1, 0.2, 0.3):
+        det.update(x)
+    with pytest.raises(ValueError, match="^y must be one observation .*, got "):
+        det.update(bad)
+    det.update(0.4)
+    same(det.result(), ChangepointDetector(sigma=1.0, engine=engine).fit([0.1, 0.2, 0.3, 0.4]))
+
+
 def test_the_compiled_step_writes_every_output_of_the_loop():
     # update's compiled step records the recursion's outputs itself: a new output of
     # run_kernels must be written by step_kernels too (else update falls back to the slow

@@ -39,7 +39,13 @@ from possibly.changepoint.recursion import (
 )
 from possibly.changepoint.result import ChangepointResult
 from possibly.sequential import SequentialEstimator
-from possibly.validation import as_numbers, check_bool, check_unit_interval, describe
+from possibly.validation import (
+    as_numbers,
+    check_bool,
+    check_unit_interval,
+    describe,
+    refuse_non_numbers,
+)
 
 __all__ = ["ChangepointDetector", "default_forgetting", "default_tol", "numba_available"]
 
@@ -808,6 +814,7 @@ class ChangepointDetector(SequentialEstimator):
     def _checked_value(self, y: Any) -> np.ndarray:
         """One observation as an array of one row, checked as :meth:`fit` checks a series."""
         what = "one observation (a number, NaN for a missing value)"
+        refuse_non_numbers("y", y, what)
         single = as_numbers("y", y, what=what)  # complex values, dates: refused as such
         try:
             return self._check(single[None])
