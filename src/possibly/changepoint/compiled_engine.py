@@ -361,9 +361,7 @@ def run_kernels(y, t0, count_in, start_in, log_w_in, runs_in, params, log_h, rho
         total = compact(start, log_w, runs, cnt, cap, shift, prune, log_tol)
         if KERNEL_MERGES and merge_tol > 0.0:
             total = merge_adjacent(params, start, log_w, runs, cnt, cap, keep, merge_tol)
-        bk, bj, cur_max, out_cp[i] = map_run(start, log_w, cnt, cap, t)
-        if peak.size:
-            raise_peaks(start, log_w, cnt, cap, peak)
+        bk, bj, cur_max, out_cp[i] = map_run(start, log_w, cnt, cap, t, peak)
         out_start[i], out_model[i], out_n[i] = start[bk * cap + bj], bk, total
         out_mean[i] = kernel_estimate(settings_of(params[bk], KERNEL_PARAMS), runs, bk * cap + bj)
     return (cnt, start.reshape(n_models, cap), log_w.reshape(n_models, cap),
@@ -485,19 +483,27 @@ def merge_adjacent(params, start, log_w, runs, cnt, cap, keep,
     return total
 
 
-def map_run(start, log_w, cnt, cap, t):  # pragma: no cover - compiled
+def map_run(start, log_w, cnt, cap, t, peak):  # pragma: no cover - compiled
     """The MAP run ``(model, index, log w)`` (the first maximum) and the log weight of the
-    runs started at ``t`` (the change possibility)."""
+    runs started at ``t`` (the change possibility); ``peak`` raised in the same pass
+    (``peak[s] = max(peak[s], log w)`` for the starts ``s`` below ``peak.size``, NaN kept
+    as ``np.maximum`` keeps it)."""
     bk = -1
     bj = 0
     bv = -math.inf
     cp = -math.inf
+    tracked = peak.size
     for k in range(cnt.size):
         for j in range(cnt[k]):
-            if log_w[k * cap + j] > bv:
+            v = log_w[k * cap + j]
+            if v > bv:
                 bk = k
                 bj = j
-                bv = log_w[k * cap + j]
+                bv = v
+            if tracked:
+                s = start[k * cap + j]
+                if s < tracked and (v > peak[s] or v != v):
+                    peak[s] = v
         c = cnt[k]
         if c > 0 and start[k * cap + c - 1] == t and log_w[k * cap + c - 1] > cp:
             cp = log_w[k * cap + c - 1]
@@ -506,19 +512,9 @@ def map_run(start, log_w, cnt, cap, t):  # pragma: no cover - compiled
     return bk, bj, bv, cp
 
 
-def raise_peaks(start, log_w, cnt, cap, peak):  # pragma: no cover - compiled
-    """``peak[s] = max(peak[s], log w)`` over the kept runs (NaN kept, as ``np.maximum``)."""
-    for k in range(cnt.size):
-        for j in range(k * cap, k * cap + cnt[k]):
-            s = start[j]
-            v = log_w[j]
-            if s < peak.size and (v > peak[s] or v != v):
-                peak[s] = v
-
-
 #: the templates compiled together per kernel (run_kernels calls the others)
 TEMPLATES = (run_kernels, largest_weight, new_runs, forget_older, observe, move_run, compact,
-             merge_adjacent, map_run, raise_peaks)
+             merge_adjacent, map_run)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -570,9 +566,7 @@ def step_kernels(y, row, ints, start, log_w, runs, params, scal, rows,
     if KERNEL_MERGES and merge_tol > 0.0:
         keep = np.empty(cap, np.bool_)
         total = merge_adjacent(params, start, log_w, runs, cnt, cap, keep, merge_tol)
-    bk, bj, cur_max, cp = map_run(start, log_w, cnt, cap, t)
-    if peak.size:
-        raise_peaks(start, log_w, cnt, cap, peak)
+    bk, bj, cur_max, cp = map_run(start, log_w, cnt, cap, t, peak)
     out = rows[row]
     out[0] = y
     out[1] = start[bk * cap + bj]
