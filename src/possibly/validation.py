@@ -7,6 +7,7 @@ the call site with a readable message instead of a NaN or a traceback from insid
 from __future__ import annotations
 
 import datetime
+from typing import Any
 
 import numpy as np
 
@@ -22,11 +23,14 @@ __all__ = [
     "check_psd",
     "check_unit_interval",
     "describe",
+    "refuse_non_numbers",
     "symmetrise",
 ]
 
 #: numpy dtype kinds of dates and durations
 _TIME_KINDS = "Mm"
+#: the largest float (a Python integer beyond it cannot be converted)
+_FLOAT_MAX = float(np.finfo(np.float64).max)
 _TIME_TYPES = (datetime.date, datetime.time, datetime.timedelta, np.datetime64, np.timedelta64)
 
 
@@ -97,7 +101,7 @@ def as_numbers(name: str, value, *, missing: bool = True,
     """
     if type(value) is np.ndarray and value.dtype == np.float64:  # the common cases, quickly
         return _writeable(value)
-    if type(value) is float or type(value) is int:
+    if type(value) is float or (type(value) is int and -2**63 <= value < 2**63):
         return np.asarray(value, dtype=np.float64)
     if isinstance(value, np.ma.MaskedArray):
         mask = np.ma.getmaskarray(value)
@@ -125,6 +129,45 @@ def as_numbers(name: str, value, *, missing: bool = True,
         return _writeable(arr.astype(np.float64, copy=False))
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be {what}, got {describe(given)}") from None
+    except OverflowError:  # a Python integer beyond the floats
+        raise ValueError(f"{name} must be {what}, got {describe(given)}, beyond the range of "
+                         "a float (about ±1.8e308)") from None
+
+
+def refuse_non_numbers(name: str, value, what: str) -> None:
+    """Refuse what numpy would read as a number though it is none: text (``"1.0"``), bytes,
+    None and booleans, alone or inside a list or array (``"{name} must be {what}, ..."``).
+
+    For one observation given on its own, where a slip (a value read as text, a flag) would
+    otherwise be taken silently for 1.0 or NaN.
+
+    Examples
+    --------
+    >>> refuse_non_numbers("y", 1.5, "a number")
+    >>> refuse_non_numbers("y", "1.0", "a number")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: y must be a number, got '1.0': text, None and booleans are not numbers...
+    """
+    kind = getattr(getattr(value, "dtype", None), "kind", None)
+    items: Any
+    if kind is None and isinstance(value, (list, tuple)):
+        try:
+            items = np.asarray(value, dtype=object).ravel()
+        except (TypeError, ValueError):  # ragged: refused by the caller's conversion
+            return
+    elif kind == "O":
+        items = np.asarray(value).ravel()
+    else:
+        items = (value,)
+    if kind in ("U", "S", "b") or any(x is None or isinstance(x, (str, bytes, bool, np.bool_))
+                                      for x in items):
+        raise ValueError(f"{name} must be {what}, got {describe(value)}: text, None and "
+                         "booleans are not numbers (pass float(...) of a number read as "
+                         "text, NaN for a missing value)")
+    if any(type(x) is int and not -_FLOAT_MAX <= x <= _FLOAT_MAX for x in items):
+        raise ValueError(f"{name} must be {what}, got {describe(value)}, beyond the range of "
+                         "a float (about ±1.8e308)")
 
 
 def _writeable(arr: np.ndarray) -> np.ndarray:

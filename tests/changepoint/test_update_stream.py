@@ -39,6 +39,9 @@ def same(a: ps.ChangepointResult, b: ps.ChangepointResult) -> None:
         np.testing.assert_array_equal(np.asarray(getattr(a, name)),
                                       np.asarray(getattr(b, name)), err_msg=name)
     np.testing.assert_array_equal(a.changepoints, b.changepoints)
+    # the hindsight change possibility kept by the stream's own steps (None: replayed)
+    assert a.log_change_possibility is not None
+    np.testing.assert_array_equal(a.log_change_possibility, b.log_change_possibility)
 
 
 def detectors(engine: str) -> list[tuple[str, ChangepointDetector, int]]:
@@ -84,6 +87,23 @@ def test_update_equals_fit_bit_for_bit(engine, case):
             [info.log_consistency, info.discount, info.mean, info.log_change_possibility],
             [ref.log_consistency[t], ref.discount[t], ref.mean[t],
              ref.log_online_change_possibility[t]])
+
+
+@pytest.mark.parametrize("engine", [pytest.param("numba", marks=needs_numba), "numpy"])
+@pytest.mark.parametrize("case", range(3), ids=["default", "normal", "every-run"])
+def test_update_and_extend_keep_the_change_possibility_of_fit(engine, case):
+    # fit, a loop of update and extend: the same hindsight change possibility bit for bit,
+    # kept by the recursion as it runs (the stream's blocks of rows and its buffers grow)
+    y = series(2500, seed=5)
+    name, det, warm = detectors(engine)[case]
+    streamed(det, y, warm)
+    ref = reference(det, y, warm)
+    same(det.result(), ref)
+    _, extended, _ = detectors(engine)[case]
+    if warm:
+        extended.fit(y[:warm])
+    extended.extend(y[warm:])
+    same(extended.result(), ref)
 
 
 @needs_numba
@@ -181,6 +201,20 @@ def test_numbers_of_every_kind_are_streamed_alike(engine):
         np.array([float(np.ravel(v)[0]) for v in values]))
     np.testing.assert_array_equal([i.discount for i in infos], ref.discount)
     assert all(type(i.mean) is float for i in infos)
+
+
+@pytest.mark.parametrize("bad", ["1.0", "nan", b"1", None, True, False, np.bool_(True),
+                                 [None], ["2"], 10**400], ids=lambda v: repr(v)[:12])
+@pytest.mark.parametrize("engine", [pytest.param("numba", marks=needs_numba), "numpy"])
+def test_text_none_booleans_and_huge_integers_are_refused_by_name(engine, bad):
+    # numpy would read them as 1.0, NaN or raise an OverflowError from deep inside
+    det = ChangepointDetector(sigma=1.0, engine=engine)
+    for x in (0.1, 0.2, 0.3):
+        det.update(x)
+    with pytest.raises(ValueError, match="^y must be one observation .*, got "):
+        det.update(bad)
+    det.update(0.4)
+    same(det.result(), ChangepointDetector(sigma=1.0, engine=engine).fit([0.1, 0.2, 0.3, 0.4]))
 
 
 def test_the_compiled_step_writes_every_output_of_the_loop():

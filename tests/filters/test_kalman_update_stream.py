@@ -153,3 +153,24 @@ def test_without_the_compiled_loop_update_is_the_numpy_step(monkeypatch):
         slow.append(info)
     np.testing.assert_array_equal(fast, infos_array(slow))
     np.testing.assert_array_equal(kf.state.mean, state.mean)
+
+
+NOT_NUMBERS = ["1.0", "nan", b"1", None, True, False, np.bool_(True), [None], 10**400]
+
+
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "numpy"])
+@pytest.mark.parametrize("bad", NOT_NUMBERS, ids=lambda v: repr(v)[:12])
+def test_text_none_booleans_and_huge_integers_are_refused_by_name(bad, compiled, monkeypatch):
+    # numpy would read them as 1.0, NaN or raise an OverflowError from deep inside
+    if not compiled:
+        monkeypatch.setattr(ps.KalmanFilter, "_compiled", lambda self, engine: None)
+    ys = track(7, T=200)
+    kf = ps.KalmanFilter(CV)
+    for y in ys[:150]:  # past the robust start: the compiled step is live
+        kf.update(y)
+    assert (kf._live is not None) == compiled
+    with pytest.raises(ValueError, match="^y must be one observation .*, got "):
+        kf.update(bad)
+    rest = infos_array([kf.update(y) for y in ys[150:]])
+    ref = ps.KalmanFilter(CV)
+    np.testing.assert_array_equal(rest, infos_array([ref.update(y) for y in ys])[150:])

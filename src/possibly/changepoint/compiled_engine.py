@@ -355,22 +355,11 @@ def run_kernels(y, t0, count_in, start_in, log_w_in, runs_in, params, log_h, rho
     out_start, out_model, out_n = (np.empty(n, np.int64), np.empty(n, np.int64),
                                    np.empty(n, np.int64))
     out_mean, out_lc, out_g, out_cp = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
-    cur_max = -math.inf
-    for k in range(n_models):
-        for j in range(k * cap, k * cap + cnt[k]):
-            if log_w[j] > cur_max:
-                cur_max = log_w[j]
+    cur_max = largest_weight(log_w, cnt, cap)
     for i in range(n):
         t = t0 + i
-        log_new = log_h + cur_max if total > 0 else 0.0
-        # predict: one new run per model; forgetting the older runs is fused into the next pass
-        for k in range(n_models):
-            c = cnt[k]
-            start[k * cap + c] = t
-            log_w[k * cap + c] = log_new
-            kernel_new_run(settings_of(params[k], KERNEL_PARAMS), runs, k * cap + c)
-            older[k] = c
-            cnt[k] = c + 1
+        new_runs(params, start, log_w, runs, cnt, older, cap, t,
+                 log_h + cur_max if total > 0 else 0.0)
         if math.isnan(y[i]):
             out_lc[i] = out_g[i] = math.nan
             forget_older(params, runs, older, cap, rho, work)
@@ -381,14 +370,35 @@ def run_kernels(y, t0, count_in, start_in, log_w_in, runs_in, params, log_h, rho
         total = compact(start, log_w, runs, cnt, cap, shift, prune, log_tol)
         if KERNEL_MERGES and merge_tol > 0.0:
             total = merge_adjacent(params, start, log_w, runs, cnt, cap, keep, merge_tol)
-        bk, bj, cur_max, out_cp[i] = map_run(start, log_w, cnt, cap, t)
-        if peak.size:
-            raise_peaks(start, log_w, cnt, cap, peak)
+        bk, bj, cur_max, out_cp[i] = map_run(start, log_w, cnt, cap, t, peak)
         out_start[i], out_model[i], out_n[i] = start[bk * cap + bj], bk, total
         out_mean[i] = kernel_estimate(settings_of(params[bk], KERNEL_PARAMS), runs, bk * cap + bj)
     return (cnt, start.reshape(n_models, cap), log_w.reshape(n_models, cap),
             runs.reshape(n_models, cap, KERNEL_WIDTH), out_start, out_model, out_mean, out_lc,
             out_g, out_n, out_cp)
+
+
+def largest_weight(log_w, cnt, cap):  # pragma: no cover - compiled
+    """The largest log weight of the runs (-inf without runs)."""
+    top = -math.inf
+    for k in range(cnt.size):
+        for j in range(k * cap, k * cap + cnt[k]):
+            if log_w[j] > top:
+                top = log_w[j]
+    return top
+
+
+def new_runs(params, start, log_w, runs, cnt, older, cap, t,
+             log_new):  # pragma: no cover - compiled
+    """The prediction of step ``t``: one new run per model, of log weight ``log_new``, after
+    the ``older[k]`` runs of model ``k`` (forgetting those is fused into the next pass)."""
+    for k in range(cnt.size):
+        c = cnt[k]
+        start[k * cap + c] = t
+        log_w[k * cap + c] = log_new
+        kernel_new_run(settings_of(params[k], KERNEL_PARAMS), runs, k * cap + c)
+        older[k] = c
+        cnt[k] = c + 1
 
 
 def forget_older(params, runs, older, cap, rho, work):  # pragma: no cover - compiled
@@ -482,19 +492,27 @@ def merge_adjacent(params, start, log_w, runs, cnt, cap, keep,
     return total
 
 
-def map_run(start, log_w, cnt, cap, t):  # pragma: no cover - compiled
+def map_run(start, log_w, cnt, cap, t, peak):  # pragma: no cover - compiled
     """The MAP run ``(model, index, log w)`` (the first maximum) and the log weight of the
-    runs started at ``t`` (the change possibility)."""
+    runs started at ``t`` (the change possibility); ``peak`` raised in the same pass
+    (``peak[s] = max(peak[s], log w)`` for the starts ``s`` below ``peak.size``, NaN kept
+    as ``np.maximum`` keeps it)."""
     bk = -1
     bj = 0
     bv = -math.inf
     cp = -math.inf
+    tracked = peak.size
     for k in range(cnt.size):
         for j in range(cnt[k]):
-            if log_w[k * cap + j] > bv:
+            v = log_w[k * cap + j]
+            if v > bv:
                 bk = k
                 bj = j
-                bv = log_w[k * cap + j]
+                bv = v
+            if tracked:
+                s = start[k * cap + j]
+                if s < tracked and (v > peak[s] or v != v):
+                    peak[s] = v
         c = cnt[k]
         if c > 0 and start[k * cap + c - 1] == t and log_w[k * cap + c - 1] > cp:
             cp = log_w[k * cap + c - 1]
@@ -503,19 +521,9 @@ def map_run(start, log_w, cnt, cap, t):  # pragma: no cover - compiled
     return bk, bj, bv, cp
 
 
-def raise_peaks(start, log_w, cnt, cap, peak):  # pragma: no cover - compiled
-    """``peak[s] = max(peak[s], log w)`` over the kept runs (NaN kept, as ``np.maximum``)."""
-    for k in range(cnt.size):
-        for j in range(k * cap, k * cap + cnt[k]):
-            s = start[j]
-            v = log_w[j]
-            if s < peak.size and (v > peak[s] or v != v):
-                peak[s] = v
-
-
 #: the templates compiled together per kernel (run_kernels calls the others)
-TEMPLATES = (run_kernels, forget_older, observe, move_run, compact, merge_adjacent, map_run,
-             raise_peaks)
+TEMPLATES = (run_kernels, largest_weight, new_runs, forget_older, observe, move_run, compact,
+             merge_adjacent, map_run)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -533,14 +541,15 @@ INT_HEAD = 3
 SCALAR_HEAD = 8
 
 
-def step_kernels(y, row, ints, start, log_w, runs, params,
-                 scal, rows):  # pragma: no cover - compiled (covered through the detector)
+def step_kernels(y, row, ints, start, log_w, runs, params, scal, rows,
+                 peak):  # pragma: no cover - compiled (covered through the detector)
     """One observation ``y`` from the runs in ``start``, ``log_w``, ``runs`` (model ``k``'s
     run ``j`` at ``k * cap + j``), updated in place, as one step of :func:`run_kernels`'s
     loop (the same helpers in the same order: the same numbers bit for bit); writes the row of
     :data:`STEP_COLUMNS` at ``rows[row]`` and returns the largest count of runs of a model
     (the caller keeps it below the capacity). ``ints`` and ``scal``: :data:`INT_HEAD`,
-    :data:`SCALAR_HEAD`."""
+    :data:`SCALAR_HEAD`. ``peak``: as in :func:`run_compiled`, indexed by start, with room
+    for this step's start (empty: not tracked); the new start's entry is set here."""
     n_models = params.shape[0]
     t = ints[0]
     cap = ints[1]
@@ -551,19 +560,10 @@ def step_kernels(y, row, ints, start, log_w, runs, params,
     dim, log_tol, prune, merge_tol = scal[4], scal[5], scal[6] != 0.0, scal[7]
     prepared = scal[SCALAR_HEAD:SCALAR_HEAD + n_models]
     work = scal[SCALAR_HEAD + n_models:]
-    cur_max = -math.inf
-    for k in range(n_models):
-        for j in range(k * cap, k * cap + cnt[k]):
-            if log_w[j] > cur_max:
-                cur_max = log_w[j]
-    log_new = log_h + cur_max if total > 0 else 0.0
-    for k in range(n_models):
-        c = cnt[k]
-        start[k * cap + c] = t
-        log_w[k * cap + c] = log_new
-        kernel_new_run(settings_of(params[k], KERNEL_PARAMS), runs, k * cap + c)
-        older[k] = c
-        cnt[k] = c + 1
+    new_runs(params, start, log_w, runs, cnt, older, cap, t,
+             log_h + largest_weight(log_w, cnt, cap) if total > 0 else 0.0)
+    if peak.size:
+        peak[t] = -math.inf
     if math.isnan(y):
         lc = g = math.nan
         forget_older(params, runs, older, cap, rho, work)
@@ -575,7 +575,7 @@ def step_kernels(y, row, ints, start, log_w, runs, params,
     if KERNEL_MERGES and merge_tol > 0.0:
         keep = np.empty(cap, np.bool_)
         total = merge_adjacent(params, start, log_w, runs, cnt, cap, keep, merge_tol)
-    bk, bj, cur_max, cp = map_run(start, log_w, cnt, cap, t)
+    bk, bj, cur_max, cp = map_run(start, log_w, cnt, cap, t, peak)
     out = rows[row]
     out[0] = y
     out[1] = start[bk * cap + bj]
@@ -645,6 +645,9 @@ class CompiledStream:
             params.merge_tol)
         self.rows = np.empty((rows, len(STEP_COLUMNS)))
         self.n = 0  # rows written since the last drain
+        #: per start, the hindsight log change possibility, raised in place by each step
+        #: (the caller's buffer, with room for the next ``len(rows)`` starts; empty: none)
+        self.peak = np.empty(0)
 
     def _allocate(self, cap: int) -> None:
         n_models = len(self.kernels)
@@ -662,7 +665,7 @@ class CompiledStream:
         Drain the rows first when :attr:`full`."""
         row = self.n
         top = self.stepper(y, row, self.ints, self.start, self.log_w, self.runs,
-                           self.settings, self.scal, self.rows)
+                           self.settings, self.scal, self.rows, self.peak)
         self.n = row + 1
         self.t += 1
         if top >= self.cap:  # the next step adds a run per model: room for it

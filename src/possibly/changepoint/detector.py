@@ -39,7 +39,13 @@ from possibly.changepoint.recursion import (
 )
 from possibly.changepoint.result import ChangepointResult
 from possibly.sequential import SequentialEstimator
-from possibly.validation import as_numbers, check_bool, check_unit_interval, describe
+from possibly.validation import (
+    as_numbers,
+    check_bool,
+    check_unit_interval,
+    describe,
+    refuse_non_numbers,
+)
 
 __all__ = ["ChangepointDetector", "default_forgetting", "default_tol", "numba_available"]
 
@@ -811,6 +817,7 @@ class ChangepointDetector(SequentialEstimator):
     def _checked_value(self, y: Any) -> np.ndarray:
         """One observation as an array of one row, checked as :meth:`fit` checks a series."""
         what = "one observation (a number, NaN for a missing value)"
+        refuse_non_numbers("y", y, what)
         single = as_numbers("y", y, what=what)  # complex values, dates: refused as such
         try:
             return self._check(single[None])
@@ -823,7 +830,7 @@ class ChangepointDetector(SequentialEstimator):
         self._sync()
         prev = int(self._trace.start.view()[-1]) if self._trace.start.n else 0
         stamps = self._next_stamps(1, None if time is None else [time])
-        state, out = self._run(self.state_, arr)
+        state, out = self._run_tracked(arr)
         object.__setattr__(self, "_state", state)
         self._record(arr, out)
         self._stamps.extend(stamps)
@@ -853,6 +860,7 @@ class ChangepointDetector(SequentialEstimator):
             return None
         self._stream = CompiledStream(compiled, self.state_, params)
         self._prev_start = int(self._trace.start.last()) if self._trace.start.n else 0
+        self._lend_peaks(self._stream)
         return self._stream
 
     def _flush(self) -> None:
@@ -865,6 +873,19 @@ class ChangepointDetector(SequentialEstimator):
         for name in ("start", "model", "n_active"):
             out[name] = out[name].astype(np.int64)
         self._record(rows[:, 0], out)
+        self._lend_peaks(stream)
+
+    def _lend_peaks(self, stream: CompiledStream) -> None:
+        """Count the starts ``stream`` has set in the hindsight buffer (:attr:`_peak`), and
+        lend it the buffer with room for its next block of rows, when the history keeps it
+        (as :meth:`_peak_buffer`)."""
+        peak = getattr(self, "_peak", None)
+        if peak is not None and stream.peak.size:  # lent before: its starts are set
+            peak.n = stream.t
+        if not self.history or peak is None or peak.n != stream.t:
+            stream.peak = _NO_PEAK
+            return
+        stream.peak = peak.reserve(stream.t + len(stream.rows))
 
     def _sync(self) -> None:
         """Leave streaming: the rows recorded, the compiled state back to a RunState."""
@@ -912,6 +933,8 @@ class ChangepointDetector(SequentialEstimator):
 
 
 _new_object = object.__new__
+#: the hindsight buffer of a stream that does not keep it
+_NO_PEAK = np.empty(0)
 
 #: the series checks of the models that take plain numbers (as_series)
 _SERIES_CHECKS = (NormalMean.check_series, PolynomialTrend.check_series)

@@ -367,13 +367,19 @@ class Growable:
 
     def extend(self, values: np.ndarray) -> None:
         need = self.n + len(values)
-        if need > len(self.data):
-            grown = np.empty((max(need, 2 * len(self.data)), *self.data.shape[1:]),
+        self.reserve(need)
+        self.data[self.n:need] = values
+        self.n = need
+
+    def reserve(self, size: int) -> np.ndarray:
+        """Room for at least ``size`` rows (``n`` unchanged); the buffer, rows past ``n``
+        unset, for a caller that writes them before it sets ``n``."""
+        if size > len(self.data):
+            grown = np.empty((max(size, 2 * len(self.data)), *self.data.shape[1:]),
                              dtype=self.data.dtype)
             grown[:self.n] = self.data[:self.n]
             self.data = grown
-        self.data[self.n:need] = values
-        self.n = need
+        return self.data
 
     def append(self, value: Any) -> None:
         if self.n == len(self.data):

@@ -82,7 +82,7 @@ from possibly.filters.state_space import LinearGaussianModel
 from possibly.frames import time_labels
 from possibly.inference import discount, relative_log_consistency
 from possibly.sequential import SequentialEstimator
-from possibly.validation import check_bool
+from possibly.validation import check_bool, refuse_non_numbers
 
 __all__ = [
     "COVERAGE",
@@ -776,6 +776,9 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
         >>> kf.state.t
         5
         """
+        if type(y) is not float and type(y) is not np.float64:  # a float is a number
+            refuse_non_numbers("y", y, f"one observation of {self.obs_dim} number(s) (NaN for "
+                               "a missing value)")
         lock = self._acquire()  # as _exclusive, without a context manager's microsecond
         try:
             live = self._live if self._live is not None else self._open_live()
