@@ -32,10 +32,11 @@ import numpy as np
 
 from possibly.compiled import discount_scalar
 
-__all__ = ["run", "sizes"]
+__all__ = ["run", "run_start", "sizes"]
 
 _BIG = 1e100  # as possibly.filters._common._BIG
 _DIFFUSE = 1e4  # as possibly.filters.kalman._DIFFUSE (the numpy step)
+_MAX_COND = 1e9  # as possibly.filters._common._MAX_COND
 
 
 def sizes(n: int, m: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -167,6 +168,157 @@ def _information_update(P, H, R, hph, rho, ja, jb, wm, wd, out):  # pragma: no c
 
 
 @numba.njit(cache=True, nogil=True)
+def _work(n_tup, m_tup):  # pragma: no cover - compiled
+    """The work arrays of the covariance-form step (:func:`_update_covariance`), allocated
+    once per call of a loop."""
+    n, m = len(n_tup), len(m_tup)
+    return (np.empty(n), np.empty(n), np.empty(m, dtype=np.bool_), np.empty((m, n)),
+            np.empty((m, m)), np.empty((m, n)), np.empty((m, m)), np.empty((m, m)),
+            np.empty(m), np.empty((m, n + 1)), np.empty((n, n)), np.empty((n, n)),
+            np.empty((m, m)), np.empty((m, m)), np.empty((n, n)))
+
+
+@numba.njit(cache=True, nogil=True)
+def _predict_covariance(x, P, F, Q, k1, pf, n_tup):  # pragma: no cover - compiled
+    """``x = F x; P = sym((P Fᵀ)ᵀ Fᵀ) + Q``, as ``_predict``."""
+    n = len(n_tup)
+    for i in range(n):
+        acc = 0.0
+        for j in range(n):
+            acc += F[i, j] * x[j]
+        k1[i] = acc
+    for i in range(n):
+        x[i] = k1[i]
+    _mul_abt(P, F, pf)  # P Fᵀ
+    _mul_abt(F, pf.T, P)  # F (P Fᵀ), the transpose of (P Fᵀ)ᵀ Fᵀ: same sym()
+    for i in range(n):
+        for j in range(i, n):
+            a = 0.5 * (P[i, j] + P[j, i])
+            P[i, j] = a + Q[i, j]
+            P[j, i] = a + Q[j, i]
+
+
+@numba.njit(cache=True, nogil=True)
+def _update_covariance(y, x, P, model, rule, work, n_tup, m_tup):  # pragma: no cover
+    """Update ``x``, ``P`` (covariance form) in place with ``y`` (NaN components missing);
+    returns ``(ok, log c, ρ)``, NaN where ``y`` is missing, ``ok`` False if a matrix to
+    invert is singular by rounding."""
+    _, _, H, R = model
+    robust, dim, tau, log_c0 = rule
+    k1, ph, obs, hm, rm, hp, hph, s, v, rhs, ja, jb, wm, wd, pf = work
+    n, m = len(n_tup), len(m_tup)
+    n_obs = 0
+    for i in range(m):
+        obs[i] = not math.isnan(y[i])
+        if obs[i]:
+            n_obs += 1
+    if n_obs == 0:
+        return True, math.nan, math.nan
+    if m == 1:
+        r = R[0, 0]
+        hph0 = 0.0
+        v0 = y[0]
+        for i in range(n):
+            acc = 0.0
+            for j in range(n):
+                acc += P[i, j] * H[0, j]
+            ph[i] = acc
+        for i in range(n):
+            hph0 += ph[i] * H[0, i]
+            v0 -= x[i] * H[0, i]
+        s0 = hph0 + r
+        log_c = min(-0.5 * v0 * v0 / s0, 0.0)
+        rho = discount_scalar(min(log_c - log_c0[1], 0.0), dim, tau, robust)
+        kk = rho / (rho * hph0 + r) if robust else 1.0 / s0
+        for i in range(n):
+            k1[i] = kk * ph[i]
+            x[i] += k1[i] * v0
+        rho1 = rho if robust else 1.0
+        if rho1 * hph0 > _DIFFUSE * r and n == 1:  # P r / (ρ h² P + r)
+            P[0, 0] *= r / (rho1 * hph0 + r)
+        elif rho1 * hph0 > _DIFFUSE * r:
+            _joseph(P, k1.reshape((1, n)), H, R, rho1, ja, jb, pf)
+            P[:, :] = pf
+        else:
+            for i in range(n):
+                for j in range(n):
+                    P[i, j] -= k1[i] * ph[j]
+        return True, log_c, rho
+    # missing components decoupled exactly (as _observation_at)
+    for i in range(m):
+        for j in range(n):
+            hm[i, j] = H[i, j] if obs[i] else 0.0
+        for j in range(m):
+            rm[i, j] = R[i, j] if obs[i] and obs[j] else 0.0
+        if not obs[i]:
+            rm[i, i] = 1.0
+    _mul_abt(hm, P.T, hp)  # H P
+    big = 0.0
+    for i in range(m):
+        acc = y[i] if obs[i] else 0.0
+        for j in range(n):
+            acc -= hm[i, j] * x[j]
+        v[i] = acc
+        big = max(big, abs(acc))
+    _mul_abt(hp, hm, hph)  # H P Hᵀ
+    scale = 1.0
+    if big > _BIG:  # exact power-of-two scaling: vᵀ S⁻¹ v cannot overflow
+        scale = 2.0 ** math.frexp(big)[1]
+    for i in range(m):
+        rhs[i, 0] = v[i] / scale
+        for j in range(m):
+            s[i, j] = hph[i, j] + rm[i, j]
+        for j in range(n):
+            rhs[i, j + 1] = hp[i, j]
+    if not _solve(s, rhs, 1 if robust else n + 1):
+        return False, math.nan, math.nan
+    q = 0.0
+    for i in range(m):
+        q += v[i] / scale * rhs[i, 0]
+    log_c = -0.5 * q
+    if scale != 1.0 and q > 0:
+        log_c = -0.5 * q * scale * scale
+    log_c = min(log_c, 0.0)
+    rho = discount_scalar(min(log_c - log_c0[n_obs], 0.0), dim, tau, robust)
+    if robust:
+        # K = ρ P Hᵀ (ρ H P Hᵀ + R)⁻¹: continuous down to ρ = 0
+        for i in range(m):
+            for j in range(m):
+                s[i, j] = rho * hph[i, j] + rm[i, j]
+            for j in range(n):
+                rhs[i, j + 1] = rho * hp[i, j]
+        if not _solve(s, rhs[:, 1:], n):
+            return False, math.nan, math.nan
+    # rhs[:, 1:] is now Kᵀ (m, n)
+    for i in range(n):
+        acc = 0.0
+        for j in range(m):
+            acc += rhs[j, i + 1] * (v[j] / scale)
+        x[i] += acc * scale
+    rho1 = rho if robust else 1.0
+    diffuse = False
+    for i in range(m):
+        if rho1 * hph[i, i] > _DIFFUSE * rm[i, i]:
+            diffuse = True
+    if diffuse and not (m == n and n_obs == m and _information_update(
+            P, hm, rm, hph, rho1, ja, jb, wm, wd, pf)):
+        _joseph(P, rhs[:, 1:], hm, rm, rho1, ja, jb, pf)
+    elif not diffuse:
+        for i in range(n):
+            for j in range(n):
+                acc = 0.0
+                for c in range(m):
+                    acc += rhs[c, i + 1] * hp[c, j]
+                pf[i, j] = P[i, j] - acc
+    for i in range(n):
+        for j in range(i, n):
+            a = 0.5 * (pf[i, j] + pf[j, i])
+            P[i, j] = a
+            P[j, i] = a
+    return True, log_c, rho
+
+
+@numba.njit(cache=True, nogil=True)
 def run(ys, t0, mean, cov, model, rule, n_tup, m_tup, out):  # pragma: no cover - compiled
     """Filter steps ``t0..T-1`` of every series, writing the time-major outputs in place.
 
@@ -183,8 +335,7 @@ def run(ys, t0, mean, cov, model, rule, n_tup, m_tup, out):  # pragma: no cover 
     partly written): the caller reruns from its own copy of the state with numpy's
     fallbacks.
     """
-    F, Q, H, R = model
-    robust, dim, tau, log_c0 = rule
+    F, Q, _, _ = model
     o_mean, o_var, o_cov = out.mean, out.variance, out.covariance
     o_pmean, o_pcov = out.predicted_mean, out.predicted_covariance
     o_logc, o_disc = out.log_consistency, out.discount
@@ -192,25 +343,12 @@ def run(ys, t0, mean, cov, model, rule, n_tup, m_tup, out):  # pragma: no cover 
     T, B, _ = ys.shape
     # n and m as compile-time constants (a tuple's length is part of its numba type): one
     # compiled loop per (n, m), whose fixed-count small loops LLVM unrolls (~40% faster)
-    n, m = len(n_tup), len(m_tup)
+    n = len(n_tup)
     # work arrays, allocated once
     x = np.empty(n)
     P = np.empty((n, n))
-    pf = np.empty((n, n))
-    k1 = np.empty(n)
-    ph = np.empty(n)
-    obs = np.empty(m, dtype=np.bool_)
-    hm = np.empty((m, n))
-    rm = np.empty((m, m))
-    hp = np.empty((m, n))
-    hph = np.empty((m, m))
-    s = np.empty((m, m))
-    v = np.empty(m)
-    rhs = np.empty((m, n + 1))  # [v | H P]: S⁻¹ v and the standard gain in one solve
-    ja = np.empty((n, n))  # work arrays of the diffuse updates
-    jb = np.empty((n, n))
-    wm = np.empty((m, m))
-    wd = np.empty((m, m))
+    work = _work(n_tup, m_tup)
+    k1, pf = work[0], work[14]
     # time outer, series inner: the time-major inputs and outputs are then read and written
     # contiguously (series outer strides through them: slower for large batches); the state
     # of each series lives in mean[b], cov[b] between its steps
@@ -221,135 +359,16 @@ def run(ys, t0, mean, cov, model, rule, n_tup, m_tup, out):  # pragma: no cover 
                 for j in range(n):
                     P[i, j] = cov[b, i, j]
             if t > 0:
-                # x = F x; P = sym((P Fᵀ)ᵀ Fᵀ) + Q, as _predict
-                for i in range(n):
-                    acc = 0.0
-                    for j in range(n):
-                        acc += F[i, j] * x[j]
-                    k1[i] = acc
-                for i in range(n):
-                    x[i] = k1[i]
-                _mul_abt(P, F, pf)  # P Fᵀ
-                _mul_abt(F, pf.T, P)  # F (P Fᵀ), the transpose of (P Fᵀ)ᵀ Fᵀ: same sym()
-                for i in range(n):
-                    for j in range(i, n):
-                        a = 0.5 * (P[i, j] + P[j, i])
-                        P[i, j] = a + Q[i, j]
-                        P[j, i] = a + Q[j, i]
+                _predict_covariance(x, P, F, Q, k1, pf, n_tup)
             if keep_pred:
                 for i in range(n):
                     o_pmean[t, b, i] = x[i]
                     for j in range(n):
                         o_pcov[t, b, i, j] = P[i, j]
-            n_obs = 0
-            for i in range(m):
-                obs[i] = not math.isnan(ys[t, b, i])
-                if obs[i]:
-                    n_obs += 1
-            if n_obs == 0:
-                log_c = math.nan
-                rho = math.nan
-            elif m == 1:
-                r = R[0, 0]
-                hph0 = 0.0
-                v0 = ys[t, b, 0]
-                for i in range(n):
-                    acc = 0.0
-                    for j in range(n):
-                        acc += P[i, j] * H[0, j]
-                    ph[i] = acc
-                for i in range(n):
-                    hph0 += ph[i] * H[0, i]
-                    v0 -= x[i] * H[0, i]
-                s0 = hph0 + r
-                log_c = min(-0.5 * v0 * v0 / s0, 0.0)
-                rho = discount_scalar(min(log_c - log_c0[1], 0.0), dim, tau, robust)
-                kk = rho / (rho * hph0 + r) if robust else 1.0 / s0
-                for i in range(n):
-                    k1[i] = kk * ph[i]
-                    x[i] += k1[i] * v0
-                rho1 = rho if robust else 1.0
-                if rho1 * hph0 > _DIFFUSE * r and n == 1:  # P r / (ρ h² P + r)
-                    P[0, 0] *= r / (rho1 * hph0 + r)
-                elif rho1 * hph0 > _DIFFUSE * r:
-                    _joseph(P, k1.reshape((1, n)), H, R, rho1, ja, jb, pf)
-                    P[:, :] = pf
-                else:
-                    for i in range(n):
-                        for j in range(n):
-                            P[i, j] -= k1[i] * ph[j]
-            else:
-                # missing components decoupled exactly (as _observation_at)
-                for i in range(m):
-                    for j in range(n):
-                        hm[i, j] = H[i, j] if obs[i] else 0.0
-                    for j in range(m):
-                        rm[i, j] = R[i, j] if obs[i] and obs[j] else 0.0
-                    if not obs[i]:
-                        rm[i, i] = 1.0
-                _mul_abt(hm, P.T, hp)  # H P
-                big = 0.0
-                for i in range(m):
-                    acc = ys[t, b, i] if obs[i] else 0.0
-                    for j in range(n):
-                        acc -= hm[i, j] * x[j]
-                    v[i] = acc
-                    big = max(big, abs(acc))
-                _mul_abt(hp, hm, hph)  # H P Hᵀ
-                scale = 1.0
-                if big > _BIG:  # exact power-of-two scaling: vᵀ S⁻¹ v cannot overflow
-                    scale = 2.0 ** math.frexp(big)[1]
-                for i in range(m):
-                    rhs[i, 0] = v[i] / scale
-                    for j in range(m):
-                        s[i, j] = hph[i, j] + rm[i, j]
-                    for j in range(n):
-                        rhs[i, j + 1] = hp[i, j]
-                if not _solve(s, rhs, 1 if robust else n + 1):
-                    return False
-                q = 0.0
-                for i in range(m):
-                    q += v[i] / scale * rhs[i, 0]
-                log_c = -0.5 * q
-                if scale != 1.0 and q > 0:
-                    log_c = -0.5 * q * scale * scale
-                log_c = min(log_c, 0.0)
-                rho = discount_scalar(min(log_c - log_c0[n_obs], 0.0), dim, tau, robust)
-                if robust:
-                    # K = ρ P Hᵀ (ρ H P Hᵀ + R)⁻¹: continuous down to ρ = 0
-                    for i in range(m):
-                        for j in range(m):
-                            s[i, j] = rho * hph[i, j] + rm[i, j]
-                        for j in range(n):
-                            rhs[i, j + 1] = rho * hp[i, j]
-                    if not _solve(s, rhs[:, 1:], n):
-                        return False
-                # rhs[:, 1:] is now Kᵀ (m, n)
-                for i in range(n):
-                    acc = 0.0
-                    for j in range(m):
-                        acc += rhs[j, i + 1] * (v[j] / scale)
-                    x[i] += acc * scale
-                rho1 = rho if robust else 1.0
-                diffuse = False
-                for i in range(m):
-                    if rho1 * hph[i, i] > _DIFFUSE * rm[i, i]:
-                        diffuse = True
-                if diffuse and not (m == n and n_obs == m and _information_update(
-                        P, hm, rm, hph, rho1, ja, jb, wm, wd, pf)):
-                    _joseph(P, rhs[:, 1:], hm, rm, rho1, ja, jb, pf)
-                elif not diffuse:
-                    for i in range(n):
-                        for j in range(n):
-                            acc = 0.0
-                            for c in range(m):
-                                acc += rhs[c, i + 1] * hp[c, j]
-                            pf[i, j] = P[i, j] - acc
-                for i in range(n):
-                    for j in range(i, n):
-                        a = 0.5 * (pf[i, j] + pf[j, i])
-                        P[i, j] = a
-                        P[j, i] = a
+            ok, log_c, rho = _update_covariance(ys[t, b], x, P, model, rule, work, n_tup,
+                                                m_tup)
+            if not ok:
+                return False
             for i in range(n):
                 o_mean[t, b, i] = x[i]
             o_logc[t, b] = log_c
@@ -366,3 +385,443 @@ def run(ys, t0, mean, cov, model, rule, n_tup, m_tup, out):  # pragma: no cover 
                 for j in range(n):
                     cov[b, i, j] = P[i, j]
     return True
+
+
+# -- the robust start: information-form steps and the mixture of start hypotheses -------------
+@numba.njit(cache=True, nogil=True)
+def _eigh(a, w, V):  # pragma: no cover - compiled
+    """Eigenvalues ``w`` and eigenvectors (the columns of ``V``) of the symmetric ``a``
+    (destroyed), by cyclic Jacobi rotations: as accurate as LAPACK's ``syevd`` behind
+    ``np.linalg.eigh`` (to a few ulps of the largest eigenvalue) with no allocation."""
+    n = a.shape[0]
+    for i in range(n):
+        for j in range(n):
+            V[i, j] = 1.0 if i == j else 0.0
+    for _ in range(64):
+        off = 0.0
+        diag = 0.0
+        for i in range(n):
+            diag += a[i, i] * a[i, i]
+            for j in range(i + 1, n):
+                off += a[i, j] * a[i, j]
+        if not off > 1e-36 * diag:  # zero (or NaN) off the diagonal, relative to it
+            break
+        for p in range(n - 1):
+            for q in range(p + 1, n):
+                apq = a[p, q]
+                if apq == 0.0:
+                    continue
+                theta = (a[q, q] - a[p, p]) / (2.0 * apq)
+                t = 1.0 / (abs(theta) + math.sqrt(theta * theta + 1.0))
+                if theta < 0.0:
+                    t = -t
+                c = 1.0 / math.sqrt(t * t + 1.0)
+                s = t * c
+                for k in range(n):
+                    akp, akq = a[k, p], a[k, q]
+                    a[k, p] = c * akp - s * akq
+                    a[k, q] = s * akp + c * akq
+                for k in range(n):
+                    apk, aqk = a[p, k], a[q, k]
+                    a[p, k] = c * apk - s * aqk
+                    a[q, k] = s * apk + c * aqk
+                for k in range(n):
+                    vkp, vkq = V[k, p], V[k, q]
+                    V[k, p] = c * vkp - s * vkq
+                    V[k, q] = s * vkp + c * vkq
+    for i in range(n):
+        w[i] = a[i, i]
+
+
+@numba.njit(cache=True, nogil=True)
+def _pinv_mv(a, r, out, ea, w, V):  # pragma: no cover - compiled
+    """``out = pinv(a) r`` for a symmetric ``a`` (as ``np.linalg.pinv(a, hermitian=True)``:
+    eigenvalues below ``1e-15`` times the largest in magnitude are dropped); ``ea``, ``w``,
+    ``V`` work arrays."""
+    n = a.shape[0]
+    for i in range(n):
+        for j in range(n):
+            ea[i, j] = a[i, j]
+        out[i] = 0.0
+    _eigh(ea, w, V)
+    top = 0.0
+    for i in range(n):
+        top = max(top, abs(w[i]))
+    for c in range(n):
+        if abs(w[c]) > 1e-15 * top:
+            acc = 0.0
+            for i in range(n):
+                acc += V[i, c] * r[i]
+            acc /= w[c]
+            for i in range(n):
+                out[i] += V[i, c] * acc
+
+
+@numba.njit(cache=True, nogil=True)
+def _well_conditioned(a, ea, w, V):  # pragma: no cover - compiled
+    """Whether the precision ``a`` has condition number below 10⁹ (as
+    ``possibly.filters._common._well_conditioned``)."""
+    n = a.shape[0]
+    for i in range(n):
+        for j in range(n):
+            ea[i, j] = a[i, j]
+    _eigh(ea, w, V)
+    lo, hi = w[0], w[0]
+    for i in range(n):
+        lo = min(lo, w[i])
+        hi = max(hi, w[i])
+    return lo > hi / _MAX_COND
+
+
+@numba.njit(cache=True, nogil=True)
+def _predict_information(x, Y, F, F_inv, G, Qg_inv, k1, ea, eb, ec):  # pragma: no cover
+    """``x = F x``; ``Y = sym(M - M G (Q_g⁻¹ + Gᵀ M G)⁻¹ Gᵀ M)``, ``M = F⁻ᵀ Y F⁻¹`` (as
+    ``_predict`` in information form); ``ea``, ``eb``, ``ec`` n × n work arrays."""
+    n, g = Y.shape[0], G.shape[1]
+    for i in range(n):
+        acc = 0.0
+        for j in range(n):
+            acc += F[i, j] * x[j]
+        k1[i] = acc
+    for i in range(n):
+        x[i] = k1[i]
+        for j in range(n):  # F⁻ᵀ Y
+            acc = 0.0
+            for c in range(n):
+                acc += F_inv[c, i] * Y[c, j]
+            ea[i, j] = acc
+    for i in range(n):  # M = (F⁻ᵀ Y) F⁻¹
+        for j in range(n):
+            acc = 0.0
+            for c in range(n):
+                acc += ea[i, c] * F_inv[c, j]
+            Y[i, j] = acc
+    if g:
+        for i in range(n):  # mg = M G, in ea[:, :g]
+            for j in range(g):
+                acc = 0.0
+                for c in range(n):
+                    acc += Y[i, c] * G[c, j]
+                ea[i, j] = acc
+        for i in range(g):  # a = Q_g⁻¹ + Gᵀ mg, in eb[:g, :g]; rhs mgᵀ in ec[:g, :]
+            for j in range(g):
+                acc = 0.0
+                for c in range(n):
+                    acc += G[c, i] * ea[c, j]
+                eb[i, j] = Qg_inv[i, j] + acc
+            for j in range(n):
+                ec[i, j] = ea[j, i]
+        if not _solve(eb[:g, :g], ec[:g, :], n):
+            return False
+        for i in range(n):
+            for j in range(n):
+                acc = 0.0
+                for c in range(g):
+                    acc += ea[i, c] * ec[c, j]
+                Y[i, j] -= acc
+    for i in range(n):
+        for j in range(i, n):
+            a = 0.5 * (Y[i, j] + Y[j, i])
+            Y[i, j] = a
+            Y[j, i] = a
+    return True
+
+
+@numba.njit(cache=True, nogil=True)
+def _update_information(y, x, Y, H, R, W, rule, iw, n_tup, m_tup):  # pragma: no cover
+    """Update ``x``, ``Y`` (information form, ``Y`` the precision) in place with ``y`` (NaN
+    components missing), as ``_update`` in information form; returns ``(ok, log c, ρ)``."""
+    robust, dim, tau, log_c0 = rule
+    obs, hm, wmat, rm, htw, j_, b_, vs, wv, ea, w, V, step, eb = iw
+    n, m = len(n_tup), len(m_tup)
+    n_obs = 0
+    for i in range(m):
+        obs[i] = not math.isnan(y[i])
+        if obs[i]:
+            n_obs += 1
+    if n_obs == 0:
+        return True, math.nan, math.nan
+    # missing components decoupled exactly (as _observation_at): W = sym(R⁻¹) of the rest
+    for i in range(m):
+        for j in range(n):
+            hm[i, j] = H[i, j] if obs[i] else 0.0
+        for j in range(m):
+            if n_obs == m:
+                wmat[i, j] = W[i, j]
+            else:
+                rm[i, j] = R[i, j] if obs[i] and obs[j] else 0.0
+                wmat[i, j] = 1.0 if i == j else 0.0
+        if not obs[i]:
+            rm[i, i] = 1.0
+    if n_obs < m:
+        if not _solve(rm, wmat, m):
+            return False, math.nan, math.nan
+        for i in range(m):
+            for j in range(i, m):
+                a = 0.5 * (wmat[i, j] + wmat[j, i])
+                wmat[i, j] = a
+                wmat[j, i] = a
+    big = 0.0
+    for i in range(m):
+        y0 = y[i] if obs[i] else 0.0
+        acc = y0
+        for j in range(n):
+            acc -= hm[i, j] * x[j]
+        vs[i] = acc
+        big = max(big, abs(acc), abs(y0))
+    scale = 1.0
+    if big > _BIG:  # as _scale_exponent: exact power-of-two scaling
+        scale = 2.0 ** math.frexp(big)[1]
+        for i in range(m):
+            vs[i] /= scale
+    for i in range(n):  # Hᵀ W
+        for j in range(m):
+            acc = 0.0
+            for c in range(m):
+                acc += hm[c, i] * wmat[c, j]
+            htw[i, j] = acc
+    informed = False
+    for i in range(n):
+        acc = 0.0
+        for c in range(m):
+            acc += htw[i, c] * vs[c]
+        b_[i] = acc
+        for j in range(n):
+            acc = 0.0
+            for c in range(m):
+                acc += htw[i, c] * hm[c, j]
+            j_[i, j] = acc
+            if Y[i, j] != 0.0:
+                informed = True
+    q = 0.0
+    for i in range(m):
+        acc = 0.0
+        for c in range(m):
+            acc += wmat[i, c] * vs[c]
+        q += vs[i] * acc
+    if informed:  # from the uninformative prior every y fits exactly: c = 1
+        for i in range(n):
+            for j in range(n):
+                eb[i, j] = Y[i, j] + j_[i, j]
+        _pinv_mv(eb, b_, step, ea, w, V)
+        for i in range(n):
+            q -= b_[i] * step[i]
+    else:
+        q = 0.0
+    log_c = -0.5 * q
+    if scale != 1.0 and q > 0:
+        log_c = -0.5 * q * scale * scale
+    log_c = min(log_c, 0.0)
+    rho = discount_scalar(min(log_c - log_c0[n_obs], 0.0), dim, tau, robust)
+    rho1 = rho if robust else 1.0
+    for i in range(n):
+        for j in range(i, n):
+            a = 0.5 * ((Y[i, j] + rho1 * j_[i, j]) + (Y[j, i] + rho1 * j_[j, i]))
+            Y[i, j] = a
+            Y[j, i] = a
+        b_[i] *= rho1
+    _pinv_mv(Y, b_, step, ea, w, V)
+    for i in range(n):
+        x[i] += step[i] * scale
+    return True, log_c, rho
+
+
+@numba.njit(cache=True, nogil=True)
+def _leader(score, rank):  # pragma: no cover - compiled
+    """The leading hypothesis (as ``robust_start.leader``): the largest score up to a
+    relative 1e-9, ties to the smallest ``rank``; every hypothesis ties where all are -inf."""
+    top = -math.inf
+    for h in range(score.shape[0]):
+        top = max(top, score[h])
+    low = top - 1e-9 * (1.0 + abs(top))
+    best, best_rank = 0, rank.shape[0]
+    for h in range(score.shape[0]):
+        if (score[h] >= low or top == -math.inf) and rank[h] < best_rank:
+            best, best_rank = h, rank[h]
+    return best
+
+
+@numba.njit(cache=True, nogil=True)
+def run_start(ys, mean, mat, information, model, inverse, rule, mixture, n_tup, m_tup, out,
+              precisions, forms):  # pragma: no cover - compiled
+    """The robust start (``robust_start.start_step``) for steps ``0..t_end-1`` of every
+    series, ``t_end = len(forms)``, in information form where the state is not yet informed,
+    writing the leader's outputs into ``out`` (as :func:`run`).
+
+    ``mean`` (B, n) and ``mat`` (B, n, n) are the prior (a covariance, or a precision if
+    ``information``), overwritten with the leader's state after the last step. ``inverse`` is
+    ``(F⁻¹, has F⁻¹, G, Q_g⁻¹, R⁻¹)`` of the prepared model; ``mixture`` is ``(drop, rank,
+    rep, floor)``: the hypotheses' dropped observations (H, k), their rank among ties, the
+    first hypothesis that drops the same observations up to step ``t`` (k, H) and ``log ε``.
+    While the whole batch is in information form (as numpy's steps, one batch), the leader's
+    filtered and predicted precisions go to ``precisions[0][t]``, ``precisions[1][t]`` and
+    ``forms[t]`` is True for each; the caller fills in the covariances. Returns 0 if a matrix
+    to invert is singular by rounding, or ``F`` is not invertible while in information form
+    (the caller reruns the start in numpy), 1 if the final state is in covariance form, 2 in
+    information form.
+    """
+    F, Q, H, R = model
+    F_inv, has_inv, G, Qg_inv, W = inverse
+    drop, rank, rep, floor = mixture
+    o_mean, o_var, o_cov = out.mean, out.variance, out.covariance
+    o_pmean, o_pcov = out.predicted_mean, out.predicted_covariance
+    o_logc, o_disc = out.log_consistency, out.discount
+    keep_var, keep_cov, keep_pred = out.keep_variance, out.keep_covariance, out.keep_predicted
+    f_prec, p_prec = precisions
+    B = ys.shape[1]
+    t_end = forms.shape[0]
+    nh, k = drop.shape
+    n, m = len(n_tup), len(m_tup)
+    hx = np.empty((B, nh, n))
+    hM = np.empty((B, nh, n, n))
+    score = np.zeros((B, nh))
+    new = np.empty(nh)
+    px = np.empty((nh, n))
+    pM = np.empty((nh, n, n))
+    lc = np.empty(nh)
+    dc = np.empty(nh)
+    lead = np.zeros(B, dtype=np.int64)
+    nan_y = np.full(m, math.nan)
+    x = np.empty(n)
+    P = np.empty((n, n))
+    work = _work(n_tup, m_tup)
+    k1, pf = work[0], work[14]
+    ea, eb, ec, w, V = (np.empty((n, n)), np.empty((n, n)), np.empty((n, n)), np.empty(n),
+                        np.empty((n, n)))
+    iw = (np.empty(m, dtype=np.bool_), np.empty((m, n)), np.empty((m, m)), np.empty((m, m)),
+          np.empty((n, m)), np.empty((n, n)), np.empty(n), np.empty(m), np.empty(m), ea, w, V,
+          np.empty(n), eb)
+    for b in range(B):
+        for h in range(nh):
+            for i in range(n):
+                hx[b, h, i] = mean[b, i]
+                for j in range(n):
+                    hM[b, h, i, j] = mat[b, i, j]
+    info = information
+    for t in range(t_end):
+        info_before = info
+        if t > 0 and info and not has_inv:
+            return 0
+        for b in range(B):
+            observed = False
+            for i in range(m):
+                if not math.isnan(ys[t, b, i]):
+                    observed = True
+            for h in range(nh):
+                if t < k and rep[t, h] != h:
+                    continue  # the same state as its representative's: copied below
+                for i in range(n):
+                    x[i] = hx[b, h, i]
+                    for j in range(n):
+                        P[i, j] = hM[b, h, i, j]
+                if t > 0:
+                    if info:
+                        if not _predict_information(x, P, F, F_inv, G, Qg_inv, k1, ea, eb,
+                                                    ec):
+                            return 0
+                    else:
+                        _predict_covariance(x, P, F, Q, k1, pf, n_tup)
+                for i in range(n):
+                    px[h, i] = x[i]
+                    for j in range(n):
+                        pM[h, i, j] = P[i, j]
+                y = nan_y if t < k and drop[h, t] else ys[t, b]
+                if info:
+                    ok, lc[h], dc[h] = _update_information(y, x, P, H, R, W, rule, iw,
+                                                           n_tup, m_tup)
+                else:
+                    ok, lc[h], dc[h] = _update_covariance(y, x, P, model, rule, work,
+                                                          n_tup, m_tup)
+                if not ok:
+                    return 0
+                for i in range(n):
+                    hx[b, h, i] = x[i]
+                    for j in range(n):
+                        hM[b, h, i, j] = P[i, j]
+            if t < k:
+                for h in range(nh):
+                    r = rep[t, h]
+                    if r != h:
+                        lc[h], dc[h] = lc[r], dc[r]
+                        for i in range(n):
+                            hx[b, h, i] = hx[b, r, i]
+                            px[h, i] = px[r, i]
+                            for j in range(n):
+                                hM[b, h, i, j] = hM[b, r, i, j]
+                                pM[h, i, j] = pM[r, i, j]
+            # the mixture's scores (as robust_start.mixture_scores)
+            top = -math.inf
+            for h in range(nh):
+                top = max(top, score[b, h])
+            mixed = -math.inf
+            for h in range(nh):
+                if math.isnan(lc[h]):
+                    gain = 0.0
+                else:
+                    gain = max(lc[h], floor) if t >= k else lc[h]
+                    val = score[b, h] - top + lc[h]
+                    if math.isnan(val) or math.isnan(mixed):
+                        mixed = math.nan
+                    else:
+                        mixed = max(mixed, val)
+                if t < k:
+                    gain = gain + (floor if observed and drop[h, t] else 0.0)
+                new[h] = score[b, h] + gain
+            for h in range(nh):
+                score[b, h] = new[h]
+            best = _leader(new, rank)
+            lead[b] = best
+            for i in range(n):
+                o_mean[t, b, i] = hx[b, best, i]
+            if observed:
+                o_logc[t, b] = mixed if math.isnan(lc[best]) else lc[best]
+                o_disc[t, b] = 0.0 if math.isnan(dc[best]) else dc[best]
+            else:
+                o_logc[t, b] = math.nan
+                o_disc[t, b] = math.nan
+            if keep_pred:
+                for i in range(n):
+                    o_pmean[t, b, i] = px[best, i]
+                    for j in range(n):
+                        if info_before:
+                            p_prec[t, b, i, j] = pM[best, i, j]
+                        else:
+                            o_pcov[t, b, i, j] = pM[best, i, j]
+        if info:  # to covariance form once every precision of the batch is well conditioned
+            every = True
+            for b in range(B):
+                for h in range(nh):
+                    if every and not _well_conditioned(hM[b, h], ea, w, V):
+                        every = False
+            if every:
+                for b in range(B):
+                    for h in range(nh):
+                        for i in range(n):
+                            for j in range(n):
+                                ea[i, j] = hM[b, h, i, j]
+                                eb[i, j] = 1.0 if i == j else 0.0
+                        if not _solve(ea, eb, n):
+                            return 0
+                        for i in range(n):
+                            for j in range(n):
+                                hM[b, h, i, j] = 0.5 * (eb[i, j] + eb[j, i])
+                info = False
+        for b in range(B):
+            best = lead[b]
+            for i in range(n):
+                for j in range(n):
+                    if info:
+                        f_prec[t, b, i, j] = hM[b, best, i, j]
+                    elif keep_cov:
+                        o_cov[t, b, i, j] = hM[b, best, i, j]
+                if keep_var and not info:
+                    o_var[t, b, i] = hM[b, best, i, i]
+        forms[t, 0] = info
+        forms[t, 1] = info_before
+    for b in range(B):
+        best = lead[b]
+        for i in range(n):
+            mean[b, i] = hx[b, best, i]
+            for j in range(n):
+                mat[b, i, j] = hM[b, best, i, j]
+    return 2 if info else 1
