@@ -966,8 +966,8 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
         mat = cast(np.ndarray, state.precision if info else state.covariance).copy()
         precisions = (np.empty((t_end, size, n, n)), np.empty((t_end, size, n, n)))
         forms = np.zeros((t_end, 2), dtype=bool)
-        status = compiled.run_start(ys_t, mean, mat, info, self._kernel_model(), inverse,
-                                    self._kernel_rule(), tables,
+        status = compiled.run_start(ys_t, 0, t_end, mean, mat, info, self._kernel_model(),
+                                    inverse, self._kernel_rule(), tables,
                                     *compiled.sizes(n, m), out.arrays, precisions, forms)
         if status == 0:
             return None

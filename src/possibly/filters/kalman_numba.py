@@ -167,226 +167,6 @@ def _information_update(P, H, R, hph, rho, ja, jb, wm, wd, out):  # pragma: no c
     return _solve(ja, out, n)
 
 
-@numba.njit(cache=True, nogil=True)
-def _work(n_tup, m_tup):  # pragma: no cover - compiled
-    """The work arrays of the covariance-form step (:func:`_update_covariance`), allocated
-    once per call of a loop."""
-    n, m = len(n_tup), len(m_tup)
-    return (np.empty(n), np.empty(n), np.empty(m, dtype=np.bool_), np.empty((m, n)),
-            np.empty((m, m)), np.empty((m, n)), np.empty((m, m)), np.empty((m, m)),
-            np.empty(m), np.empty((m, n + 1)), np.empty((n, n)), np.empty((n, n)),
-            np.empty((m, m)), np.empty((m, m)), np.empty((n, n)))
-
-
-@numba.njit(cache=True, nogil=True)
-def _predict_covariance(x, P, F, Q, k1, pf, n_tup):  # pragma: no cover - compiled
-    """``x = F x; P = sym((P Fᵀ)ᵀ Fᵀ) + Q``, as ``_predict``."""
-    n = len(n_tup)
-    for i in range(n):
-        acc = 0.0
-        for j in range(n):
-            acc += F[i, j] * x[j]
-        k1[i] = acc
-    for i in range(n):
-        x[i] = k1[i]
-    _mul_abt(P, F, pf)  # P Fᵀ
-    _mul_abt(F, pf.T, P)  # F (P Fᵀ), the transpose of (P Fᵀ)ᵀ Fᵀ: same sym()
-    for i in range(n):
-        for j in range(i, n):
-            a = 0.5 * (P[i, j] + P[j, i])
-            P[i, j] = a + Q[i, j]
-            P[j, i] = a + Q[j, i]
-
-
-@numba.njit(cache=True, nogil=True)
-def _update_covariance(y, x, P, model, rule, work, n_tup, m_tup):  # pragma: no cover
-    """Update ``x``, ``P`` (covariance form) in place with ``y`` (NaN components missing);
-    returns ``(ok, log c, ρ)``, NaN where ``y`` is missing, ``ok`` False if a matrix to
-    invert is singular by rounding."""
-    _, _, H, R = model
-    robust, dim, tau, log_c0 = rule
-    k1, ph, obs, hm, rm, hp, hph, s, v, rhs, ja, jb, wm, wd, pf = work
-    n, m = len(n_tup), len(m_tup)
-    n_obs = 0
-    for i in range(m):
-        obs[i] = not math.isnan(y[i])
-        if obs[i]:
-            n_obs += 1
-    if n_obs == 0:
-        return True, math.nan, math.nan
-    if m == 1:
-        r = R[0, 0]
-        hph0 = 0.0
-        v0 = y[0]
-        for i in range(n):
-            acc = 0.0
-            for j in range(n):
-                acc += P[i, j] * H[0, j]
-            ph[i] = acc
-        for i in range(n):
-            hph0 += ph[i] * H[0, i]
-            v0 -= x[i] * H[0, i]
-        s0 = hph0 + r
-        log_c = min(-0.5 * v0 * v0 / s0, 0.0)
-        rho = discount_scalar(min(log_c - log_c0[1], 0.0), dim, tau, robust)
-        kk = rho / (rho * hph0 + r) if robust else 1.0 / s0
-        for i in range(n):
-            k1[i] = kk * ph[i]
-            x[i] += k1[i] * v0
-        rho1 = rho if robust else 1.0
-        if rho1 * hph0 > _DIFFUSE * r and n == 1:  # P r / (ρ h² P + r)
-            P[0, 0] *= r / (rho1 * hph0 + r)
-        elif rho1 * hph0 > _DIFFUSE * r:
-            _joseph(P, k1.reshape((1, n)), H, R, rho1, ja, jb, pf)
-            P[:, :] = pf
-        else:
-            for i in range(n):
-                for j in range(n):
-                    P[i, j] -= k1[i] * ph[j]
-        return True, log_c, rho
-    # missing components decoupled exactly (as _observation_at)
-    for i in range(m):
-        for j in range(n):
-            hm[i, j] = H[i, j] if obs[i] else 0.0
-        for j in range(m):
-            rm[i, j] = R[i, j] if obs[i] and obs[j] else 0.0
-        if not obs[i]:
-            rm[i, i] = 1.0
-    _mul_abt(hm, P.T, hp)  # H P
-    big = 0.0
-    for i in range(m):
-        acc = y[i] if obs[i] else 0.0
-        for j in range(n):
-            acc -= hm[i, j] * x[j]
-        v[i] = acc
-        big = max(big, abs(acc))
-    _mul_abt(hp, hm, hph)  # H P Hᵀ
-    scale = 1.0
-    if big > _BIG:  # exact power-of-two scaling: vᵀ S⁻¹ v cannot overflow
-        scale = 2.0 ** math.frexp(big)[1]
-    for i in range(m):
-        rhs[i, 0] = v[i] / scale
-        for j in range(m):
-            s[i, j] = hph[i, j] + rm[i, j]
-        for j in range(n):
-            rhs[i, j + 1] = hp[i, j]
-    if not _solve(s, rhs, 1 if robust else n + 1):
-        return False, math.nan, math.nan
-    q = 0.0
-    for i in range(m):
-        q += v[i] / scale * rhs[i, 0]
-    log_c = -0.5 * q
-    if scale != 1.0 and q > 0:
-        log_c = -0.5 * q * scale * scale
-    log_c = min(log_c, 0.0)
-    rho = discount_scalar(min(log_c - log_c0[n_obs], 0.0), dim, tau, robust)
-    if robust:
-        # K = ρ P Hᵀ (ρ H P Hᵀ + R)⁻¹: continuous down to ρ = 0
-        for i in range(m):
-            for j in range(m):
-                s[i, j] = rho * hph[i, j] + rm[i, j]
-            for j in range(n):
-                rhs[i, j + 1] = rho * hp[i, j]
-        if not _solve(s, rhs[:, 1:], n):
-            return False, math.nan, math.nan
-    # rhs[:, 1:] is now Kᵀ (m, n)
-    for i in range(n):
-        acc = 0.0
-        for j in range(m):
-            acc += rhs[j, i + 1] * (v[j] / scale)
-        x[i] += acc * scale
-    rho1 = rho if robust else 1.0
-    diffuse = False
-    for i in range(m):
-        if rho1 * hph[i, i] > _DIFFUSE * rm[i, i]:
-            diffuse = True
-    if diffuse and not (m == n and n_obs == m and _information_update(
-            P, hm, rm, hph, rho1, ja, jb, wm, wd, pf)):
-        _joseph(P, rhs[:, 1:], hm, rm, rho1, ja, jb, pf)
-    elif not diffuse:
-        for i in range(n):
-            for j in range(n):
-                acc = 0.0
-                for c in range(m):
-                    acc += rhs[c, i + 1] * hp[c, j]
-                pf[i, j] = P[i, j] - acc
-    for i in range(n):
-        for j in range(i, n):
-            a = 0.5 * (pf[i, j] + pf[j, i])
-            P[i, j] = a
-            P[j, i] = a
-    return True, log_c, rho
-
-
-@numba.njit(cache=True, nogil=True)
-def run(ys, t0, mean, cov, model, rule, n_tup, m_tup, out):  # pragma: no cover - compiled
-    """Filter steps ``t0..T-1`` of every series, writing the time-major outputs in place.
-
-    ``ys`` has shape (T, B, m); ``mean`` (B, n) and ``cov`` (B, n, n) are the state before
-    step ``t0`` (predicted first unless ``t0 == 0``) and are overwritten with the final state.
-    ``model`` is ``(F, Q, H, R)``; ``rule`` is ``(robust, dim, tau, log_c0)``: ``tau`` NaN for
-    no threshold, ``log_c0[k]`` the reference log consistency of the relative discount with
-    ``k`` observed components (zeros: the paper's discount). ``n_tup`` and ``m_tup`` are
-    tuples of ``n`` and ``m`` zeros (:func:`sizes`). ``out`` is the named tuple of output
-    arrays and flags of :mod:`possibly.filters.kalman` (``mean, variance, covariance,
-    predicted_mean, predicted_covariance, log_consistency, discount, keep_variance,
-    keep_covariance, keep_predicted``; arrays not kept may be empty). Returns False if a
-    matrix to invert is singular by rounding (``mean``, ``cov`` and the outputs are then
-    partly written): the caller reruns from its own copy of the state with numpy's
-    fallbacks.
-    """
-    F, Q, _, _ = model
-    o_mean, o_var, o_cov = out.mean, out.variance, out.covariance
-    o_pmean, o_pcov = out.predicted_mean, out.predicted_covariance
-    o_logc, o_disc = out.log_consistency, out.discount
-    keep_var, keep_cov, keep_pred = out.keep_variance, out.keep_covariance, out.keep_predicted
-    T, B, _ = ys.shape
-    # n and m as compile-time constants (a tuple's length is part of its numba type): one
-    # compiled loop per (n, m), whose fixed-count small loops LLVM unrolls (~40% faster)
-    n = len(n_tup)
-    # work arrays, allocated once
-    x = np.empty(n)
-    P = np.empty((n, n))
-    work = _work(n_tup, m_tup)
-    k1, pf = work[0], work[14]
-    # time outer, series inner: the time-major inputs and outputs are then read and written
-    # contiguously (series outer strides through them: slower for large batches); the state
-    # of each series lives in mean[b], cov[b] between its steps
-    for t in range(t0, T):
-        for b in range(B):
-            for i in range(n):
-                x[i] = mean[b, i]
-                for j in range(n):
-                    P[i, j] = cov[b, i, j]
-            if t > 0:
-                _predict_covariance(x, P, F, Q, k1, pf, n_tup)
-            if keep_pred:
-                for i in range(n):
-                    o_pmean[t, b, i] = x[i]
-                    for j in range(n):
-                        o_pcov[t, b, i, j] = P[i, j]
-            ok, log_c, rho = _update_covariance(ys[t, b], x, P, model, rule, work, n_tup,
-                                                m_tup)
-            if not ok:
-                return False
-            for i in range(n):
-                o_mean[t, b, i] = x[i]
-            o_logc[t, b] = log_c
-            o_disc[t, b] = rho
-            if keep_cov:
-                for i in range(n):
-                    for j in range(n):
-                        o_cov[t, b, i, j] = P[i, j]
-            if keep_var:
-                for i in range(n):
-                    o_var[t, b, i] = P[i, i]
-            for i in range(n):
-                mean[b, i] = x[i]
-                for j in range(n):
-                    cov[b, i, j] = P[i, j]
-    return True
-
-
 # -- the robust start: information-form steps and the mixture of start hypotheses -------------
 @numba.njit(cache=True, nogil=True)
 def _eigh(a, w, V):  # pragma: no cover - compiled
@@ -642,25 +422,58 @@ def _leader(score, rank):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, nogil=True)
-def run_start(ys, mean, mat, information, model, inverse, rule, mixture, n_tup, m_tup, out,
-              precisions, forms):  # pragma: no cover - compiled
-    """The robust start (``robust_start.start_step``) for steps ``0..t_end-1`` of every
-    series, ``t_end = len(forms)``, in information form where the state is not yet informed,
-    writing the leader's outputs into ``out`` (as :func:`run`).
+def run(ys, t0, mean, cov, model, rule, n_tup, m_tup, out):  # pragma: no cover - compiled
+    """Filter steps ``t0..T-1`` of every series, writing the time-major outputs in place.
 
-    ``mean`` (B, n) and ``mat`` (B, n, n) are the prior (a covariance, or a precision if
-    ``information``), overwritten with the leader's state after the last step. ``inverse`` is
-    ``(F⁻¹, has F⁻¹, G, Q_g⁻¹, R⁻¹)`` of the prepared model; ``mixture`` is ``(drop, rank,
-    rep, floor)``: the hypotheses' dropped observations (H, k), their rank among ties, the
-    first hypothesis that drops the same observations up to step ``t`` (k, H) and ``log ε``.
-    While the whole batch is in information form (as numpy's steps, one batch), the leader's
-    filtered and predicted precisions go to ``precisions[0][t]``, ``precisions[1][t]`` and
-    ``forms[t]`` is True for each; the caller fills in the covariances. Returns 0 if a matrix
-    to invert is singular by rounding, or ``F`` is not invertible while in information form
-    (the caller reruns the start in numpy), 1 if the final state is in covariance form, 2 in
+    ``ys`` has shape (T, B, m); ``mean`` (B, n) and ``cov`` (B, n, n) are the state before
+    step ``t0`` (predicted first unless ``t0 == 0``) and are overwritten with the final state.
+    ``model`` is ``(F, Q, H, R)``; ``rule`` is ``(robust, dim, tau, log_c0)``: ``tau`` NaN for
+    no threshold, ``log_c0[k]`` the reference log consistency of the relative discount with
+    ``k`` observed components (zeros: the paper's discount). ``n_tup`` and ``m_tup`` are
+    tuples of ``n`` and ``m`` zeros (:func:`sizes`). ``out`` is the named tuple of output
+    arrays and flags of :mod:`possibly.filters.kalman` (``mean, variance, covariance,
+    predicted_mean, predicted_covariance, log_consistency, discount, keep_variance,
+    keep_covariance, keep_predicted``; arrays not kept may be empty). Returns False if a
+    matrix to invert is singular by rounding (``mean``, ``cov`` and the outputs are then
+    partly written): the caller reruns from its own copy of the state with numpy's
+    fallbacks. It is :func:`run_start` with one hypothesis in covariance form.
+    """
+    n, B = len(n_tup), ys.shape[1]
+    none = np.zeros((n, n))
+    inverse = (none, False, none, none, none)
+    mixture = (np.zeros((1, 0), dtype=np.bool_), np.zeros(1, dtype=np.int64),
+               np.zeros((0, 1), dtype=np.int64), 0.0)
+    precisions = (np.zeros((0, B, n, n)), np.zeros((0, B, n, n)))
+    forms = np.zeros((0, 2), dtype=np.bool_)
+    covariance_form = t0 < 0  # False, typed as the flag of run_start (not a literal)
+    return run_start(ys, t0, ys.shape[0], mean, cov, covariance_form, model, inverse, rule,
+                     mixture, n_tup, m_tup, out, precisions, forms) != 0
+
+
+@numba.njit(cache=True, nogil=True)
+def run_start(ys, t0, t_end, mean, mat, information, model, inverse, rule, mixture, n_tup,
+              m_tup, out, precisions, forms):  # pragma: no cover - compiled
+    """Steps ``t0..t_end-1`` of every series of the robust start's mixture of hypotheses
+    (``robust_start.start_step``; one hypothesis: the plain recursion, :func:`run`), in
+    information form while a direction of the state is uninformed, writing the leader's
+    outputs into ``out`` (as :func:`run`).
+
+    ``mean`` (B, n) and ``mat`` (B, n, n) are the state before step ``t0`` (a covariance, or
+    a precision if ``information``; with several hypotheses ``t0`` is 0 and this is the
+    prior), overwritten with the leader's state after the last step. ``inverse`` is ``(F⁻¹,
+    has F⁻¹, G, Q_g⁻¹, R⁻¹)`` of the prepared model (read in information form only);
+    ``mixture`` is ``(drop, rank, rep, floor)``: the hypotheses' dropped observations (H, k),
+    their rank among ties, the first hypothesis that drops the same observations up to step
+    ``t < k`` (k, H) and ``log ε`` (``robust_start.mixture_tables``). While the batch is in
+    information form (one batch, as numpy's steps) the leader's filtered and predicted
+    precisions go to ``precisions[0][t]``, ``precisions[1][t]``, ``forms[t]`` says which
+    were, and the caller fills in their covariances. Returns 0 if a matrix to invert is
+    singular by rounding, or ``F`` is not invertible while in information form (the caller
+    reruns these steps in numpy), 1 if the final state is in covariance form, 2 in
     information form.
     """
     F, Q, H, R = model
+    robust, dim, tau, log_c0 = rule
     F_inv, has_inv, G, Qg_inv, W = inverse
     drop, rank, rep, floor = mixture
     o_mean, o_var, o_cov = out.mean, out.variance, out.covariance
@@ -669,44 +482,60 @@ def run_start(ys, mean, mat, information, model, inverse, rule, mixture, n_tup, 
     keep_var, keep_cov, keep_pred = out.keep_variance, out.keep_covariance, out.keep_predicted
     f_prec, p_prec = precisions
     B = ys.shape[1]
-    t_end = forms.shape[0]
     nh, k = drop.shape
+    # n and m as compile-time constants (a tuple's length is part of its numba type): one
+    # compiled loop per (n, m), whose fixed-count small loops LLVM unrolls (~40% faster)
     n, m = len(n_tup), len(m_tup)
-    hx = np.empty((B, nh, n))
-    hM = np.empty((B, nh, n, n))
+    # the hypotheses' states; one hypothesis: the caller's arrays, updated in place
+    if nh == 1:
+        hx = mean.reshape((B, 1, n))
+        hM = mat.reshape((B, 1, n, n))
+    else:
+        hx = np.empty((B, nh, n))
+        hM = np.empty((B, nh, n, n))
+        for b in range(B):
+            for h in range(nh):
+                for i in range(n):
+                    hx[b, h, i] = mean[b, i]
+                    for j in range(n):
+                        hM[b, h, i, j] = mat[b, i, j]
     score = np.zeros((B, nh))
-    new = np.empty(nh)
     px = np.empty((nh, n))
     pM = np.empty((nh, n, n))
     lc = np.empty(nh)
     dc = np.empty(nh)
     lead = np.zeros(B, dtype=np.int64)
-    nan_y = np.full(m, math.nan)
+    # work arrays, allocated once
     x = np.empty(n)
     P = np.empty((n, n))
-    work = _work(n_tup, m_tup)
-    k1, pf = work[0], work[14]
-    ea, eb, ec, w, V = (np.empty((n, n)), np.empty((n, n)), np.empty((n, n)), np.empty(n),
-                        np.empty((n, n)))
+    pf = np.empty((n, n))
+    k1 = np.empty(n)
+    ph = np.empty(n)
+    obs = np.empty(m, dtype=np.bool_)
+    hm = np.empty((m, n))
+    rm = np.empty((m, m))
+    hp = np.empty((m, n))
+    hph = np.empty((m, m))
+    s = np.empty((m, m))
+    v = np.empty(m)
+    rhs = np.empty((m, n + 1))  # [v | H P]: S⁻¹ v and the standard gain in one solve
+    ja = np.empty((n, n))  # work arrays of the diffuse updates
+    jb = np.empty((n, n))
+    wm = np.empty((m, m))
+    wd = np.empty((m, m))
+    ea, eb, ec, ew, ev = (np.empty((n, n)), np.empty((n, n)), np.empty((n, n)), np.empty(n),
+                          np.empty((n, n)))
     iw = (np.empty(m, dtype=np.bool_), np.empty((m, n)), np.empty((m, m)), np.empty((m, m)),
-          np.empty((n, m)), np.empty((n, n)), np.empty(n), np.empty(m), np.empty(m), ea, w, V,
-          np.empty(n), eb)
-    for b in range(B):
-        for h in range(nh):
-            for i in range(n):
-                hx[b, h, i] = mean[b, i]
-                for j in range(n):
-                    hM[b, h, i, j] = mat[b, i, j]
+          np.empty((n, m)), np.empty((n, n)), np.empty(n), np.empty(m), np.empty(m), ea, ew,
+          ev, np.empty(n), eb)
     info = information
-    for t in range(t_end):
+    # time outer, series inner: the time-major inputs and outputs are then read and written
+    # contiguously (series outer strides through them: slower for large batches)
+    for t in range(t0, t_end):
         info_before = info
         if t > 0 and info and not has_inv:
             return 0
         for b in range(B):
-            observed = False
-            for i in range(m):
-                if not math.isnan(ys[t, b, i]):
-                    observed = True
             for h in range(nh):
                 if t < k and rep[t, h] != h:
                     continue  # the same state as its representative's: copied below
@@ -714,114 +543,280 @@ def run_start(ys, mean, mat, information, model, inverse, rule, mixture, n_tup, 
                     x[i] = hx[b, h, i]
                     for j in range(n):
                         P[i, j] = hM[b, h, i, j]
-                if t > 0:
-                    if info:
-                        if not _predict_information(x, P, F, F_inv, G, Qg_inv, k1, ea, eb,
-                                                    ec):
-                            return 0
+                if t > 0 and info:
+                    if not _predict_information(x, P, F, F_inv, G, Qg_inv, k1, ea, eb, ec):
+                        return 0
+                elif t > 0:
+                    # x = F x; P = sym((P Fᵀ)ᵀ Fᵀ) + Q, as _predict
+                    for i in range(n):
+                        acc = 0.0
+                        for j in range(n):
+                            acc += F[i, j] * x[j]
+                        k1[i] = acc
+                    for i in range(n):
+                        x[i] = k1[i]
+                    _mul_abt(P, F, pf)  # P Fᵀ
+                    _mul_abt(F, pf.T, P)  # F (P Fᵀ), the transpose of (P Fᵀ)ᵀ Fᵀ: same sym()
+                    for i in range(n):
+                        for j in range(i, n):
+                            a = 0.5 * (P[i, j] + P[j, i])
+                            P[i, j] = a + Q[i, j]
+                            P[j, i] = a + Q[j, i]
+                if nh > 1:
+                    for i in range(n):
+                        px[h, i] = x[i]
+                        for j in range(n):
+                            pM[h, i, j] = P[i, j]
+                elif keep_pred:
+                    for i in range(n):
+                        o_pmean[t, b, i] = x[i]
+                        for j in range(n):
+                            if info_before:
+                                p_prec[t, b, i, j] = P[i, j]
+                            else:
+                                o_pcov[t, b, i, j] = P[i, j]
+                n_obs = 0
+                if not (t < k and drop[h, t]):  # else y is missing for this hypothesis
+                    for i in range(m):
+                        obs[i] = not math.isnan(ys[t, b, i])
+                        if obs[i]:
+                            n_obs += 1
+                if n_obs == 0:
+                    log_c = math.nan
+                    rho = math.nan
+                elif info:
+                    ok, log_c, rho = _update_information(ys[t, b], x, P, H, R, W, rule, iw,
+                                                         n_tup, m_tup)
+                    if not ok:
+                        return 0
+                elif m == 1:
+                    r = R[0, 0]
+                    hph0 = 0.0
+                    v0 = ys[t, b, 0]
+                    for i in range(n):
+                        acc = 0.0
+                        for j in range(n):
+                            acc += P[i, j] * H[0, j]
+                        ph[i] = acc
+                    for i in range(n):
+                        hph0 += ph[i] * H[0, i]
+                        v0 -= x[i] * H[0, i]
+                    s0 = hph0 + r
+                    log_c = min(-0.5 * v0 * v0 / s0, 0.0)
+                    rho = discount_scalar(min(log_c - log_c0[1], 0.0), dim, tau, robust)
+                    kk = rho / (rho * hph0 + r) if robust else 1.0 / s0
+                    for i in range(n):
+                        k1[i] = kk * ph[i]
+                        x[i] += k1[i] * v0
+                    rho1 = rho if robust else 1.0
+                    if rho1 * hph0 > _DIFFUSE * r and n == 1:  # P r / (ρ h² P + r)
+                        P[0, 0] *= r / (rho1 * hph0 + r)
+                    elif rho1 * hph0 > _DIFFUSE * r:
+                        _joseph(P, k1.reshape((1, n)), H, R, rho1, ja, jb, pf)
+                        P[:, :] = pf
                     else:
-                        _predict_covariance(x, P, F, Q, k1, pf, n_tup)
-                for i in range(n):
-                    px[h, i] = x[i]
-                    for j in range(n):
-                        pM[h, i, j] = P[i, j]
-                y = nan_y if t < k and drop[h, t] else ys[t, b]
-                if info:
-                    ok, lc[h], dc[h] = _update_information(y, x, P, H, R, W, rule, iw,
-                                                           n_tup, m_tup)
+                        for i in range(n):
+                            for j in range(n):
+                                P[i, j] -= k1[i] * ph[j]
                 else:
-                    ok, lc[h], dc[h] = _update_covariance(y, x, P, model, rule, work,
-                                                          n_tup, m_tup)
-                if not ok:
-                    return 0
+                    # missing components decoupled exactly (as _observation_at)
+                    for i in range(m):
+                        for j in range(n):
+                            hm[i, j] = H[i, j] if obs[i] else 0.0
+                        for j in range(m):
+                            rm[i, j] = R[i, j] if obs[i] and obs[j] else 0.0
+                        if not obs[i]:
+                            rm[i, i] = 1.0
+                    _mul_abt(hm, P.T, hp)  # H P
+                    big = 0.0
+                    for i in range(m):
+                        acc = ys[t, b, i] if obs[i] else 0.0
+                        for j in range(n):
+                            acc -= hm[i, j] * x[j]
+                        v[i] = acc
+                        big = max(big, abs(acc))
+                    _mul_abt(hp, hm, hph)  # H P Hᵀ
+                    scale = 1.0
+                    if big > _BIG:  # exact power-of-two scaling: vᵀ S⁻¹ v cannot overflow
+                        scale = 2.0 ** math.frexp(big)[1]
+                    for i in range(m):
+                        rhs[i, 0] = v[i] / scale
+                        for j in range(m):
+                            s[i, j] = hph[i, j] + rm[i, j]
+                        for j in range(n):
+                            rhs[i, j + 1] = hp[i, j]
+                    if not _solve(s, rhs, 1 if robust else n + 1):
+                        return 0
+                    q = 0.0
+                    for i in range(m):
+                        q += v[i] / scale * rhs[i, 0]
+                    log_c = -0.5 * q
+                    if scale != 1.0 and q > 0:
+                        log_c = -0.5 * q * scale * scale
+                    log_c = min(log_c, 0.0)
+                    rho = discount_scalar(min(log_c - log_c0[n_obs], 0.0), dim, tau, robust)
+                    if robust:
+                        # K = ρ P Hᵀ (ρ H P Hᵀ + R)⁻¹: continuous down to ρ = 0
+                        for i in range(m):
+                            for j in range(m):
+                                s[i, j] = rho * hph[i, j] + rm[i, j]
+                            for j in range(n):
+                                rhs[i, j + 1] = rho * hp[i, j]
+                        if not _solve(s, rhs[:, 1:], n):
+                            return 0
+                    # rhs[:, 1:] is now Kᵀ (m, n)
+                    for i in range(n):
+                        acc = 0.0
+                        for j in range(m):
+                            acc += rhs[j, i + 1] * (v[j] / scale)
+                        x[i] += acc * scale
+                    rho1 = rho if robust else 1.0
+                    diffuse = False
+                    for i in range(m):
+                        if rho1 * hph[i, i] > _DIFFUSE * rm[i, i]:
+                            diffuse = True
+                    if diffuse and not (m == n and n_obs == m and _information_update(
+                            P, hm, rm, hph, rho1, ja, jb, wm, wd, pf)):
+                        _joseph(P, rhs[:, 1:], hm, rm, rho1, ja, jb, pf)
+                    elif not diffuse:
+                        for i in range(n):
+                            for j in range(n):
+                                acc = 0.0
+                                for c in range(m):
+                                    acc += rhs[c, i + 1] * hp[c, j]
+                                pf[i, j] = P[i, j] - acc
+                    for i in range(n):
+                        for j in range(i, n):
+                            a = 0.5 * (pf[i, j] + pf[j, i])
+                            P[i, j] = a
+                            P[j, i] = a
+                lc[h] = log_c
+                dc[h] = rho
                 for i in range(n):
                     hx[b, h, i] = x[i]
                     for j in range(n):
                         hM[b, h, i, j] = P[i, j]
-            if t < k:
-                for h in range(nh):
-                    r = rep[t, h]
-                    if r != h:
-                        lc[h], dc[h] = lc[r], dc[r]
-                        for i in range(n):
-                            hx[b, h, i] = hx[b, r, i]
-                            px[h, i] = px[r, i]
-                            for j in range(n):
-                                hM[b, h, i, j] = hM[b, r, i, j]
-                                pM[h, i, j] = pM[r, i, j]
-            # the mixture's scores (as robust_start.mixture_scores)
-            top = -math.inf
-            for h in range(nh):
-                top = max(top, score[b, h])
-            mixed = -math.inf
-            for h in range(nh):
-                if math.isnan(lc[h]):
-                    gain = 0.0
-                else:
-                    gain = max(lc[h], floor) if t >= k else lc[h]
-                    val = score[b, h] - top + lc[h]
-                    if math.isnan(val) or math.isnan(mixed):
-                        mixed = math.nan
-                    else:
-                        mixed = max(mixed, val)
-                if t < k:
-                    gain = gain + (floor if observed and drop[h, t] else 0.0)
-                new[h] = score[b, h] + gain
-            for h in range(nh):
-                score[b, h] = new[h]
-            best = _leader(new, rank)
-            lead[b] = best
+            best = 0
+            if nh == 1:
+                o_logc[t, b] = lc[0]
+                o_disc[t, b] = dc[0]
+            else:
+                best = _mixture_step(score[b], lc, dc, hx[b], hM[b], px, pM, ys[t, b], t,
+                                     drop, rank, rep, floor, o_logc[t, b:b + 1],
+                                     o_disc[t, b:b + 1])
+                lead[b] = best
+                if keep_pred:
+                    for i in range(n):
+                        o_pmean[t, b, i] = px[best, i]
+                        for j in range(n):
+                            if info_before:
+                                p_prec[t, b, i, j] = pM[best, i, j]
+                            else:
+                                o_pcov[t, b, i, j] = pM[best, i, j]
             for i in range(n):
                 o_mean[t, b, i] = hx[b, best, i]
-            if observed:
-                o_logc[t, b] = mixed if math.isnan(lc[best]) else lc[best]
-                o_disc[t, b] = 0.0 if math.isnan(dc[best]) else dc[best]
-            else:
-                o_logc[t, b] = math.nan
-                o_disc[t, b] = math.nan
-            if keep_pred:
-                for i in range(n):
-                    o_pmean[t, b, i] = px[best, i]
-                    for j in range(n):
-                        if info_before:
-                            p_prec[t, b, i, j] = pM[best, i, j]
-                        else:
-                            o_pcov[t, b, i, j] = pM[best, i, j]
-        if info:  # to covariance form once every precision of the batch is well conditioned
-            every = True
+            if not info:  # else the step may end in either form: written below
+                if keep_cov:
+                    for i in range(n):
+                        for j in range(n):
+                            o_cov[t, b, i, j] = hM[b, best, i, j]
+                if keep_var:
+                    for i in range(n):
+                        o_var[t, b, i] = hM[b, best, i, i]
+        if info:
+            form = _to_covariance_form(hM, ea, eb, ew, ev)
+            if form < 0:
+                return 0
+            info = form == 0
             for b in range(B):
-                for h in range(nh):
-                    if every and not _well_conditioned(hM[b, h], ea, w, V):
-                        every = False
-            if every:
-                for b in range(B):
-                    for h in range(nh):
-                        for i in range(n):
-                            for j in range(n):
-                                ea[i, j] = hM[b, h, i, j]
-                                eb[i, j] = 1.0 if i == j else 0.0
-                        if not _solve(ea, eb, n):
-                            return 0
-                        for i in range(n):
-                            for j in range(n):
-                                hM[b, h, i, j] = 0.5 * (eb[i, j] + eb[j, i])
-                info = False
+                best = lead[b]
+                for i in range(n):
+                    for j in range(n):
+                        if info:
+                            f_prec[t, b, i, j] = hM[b, best, i, j]
+                        elif keep_cov:
+                            o_cov[t, b, i, j] = hM[b, best, i, j]
+                    if keep_var and not info:
+                        o_var[t, b, i] = hM[b, best, i, i]
+            forms[t, 0] = info
+            forms[t, 1] = True
+    if nh > 1:
         for b in range(B):
             best = lead[b]
             for i in range(n):
+                mean[b, i] = hx[b, best, i]
                 for j in range(n):
-                    if info:
-                        f_prec[t, b, i, j] = hM[b, best, i, j]
-                    elif keep_cov:
-                        o_cov[t, b, i, j] = hM[b, best, i, j]
-                if keep_var and not info:
-                    o_var[t, b, i] = hM[b, best, i, i]
-        forms[t, 0] = info
-        forms[t, 1] = info_before
-    for b in range(B):
-        best = lead[b]
-        for i in range(n):
-            mean[b, i] = hx[b, best, i]
-            for j in range(n):
-                mat[b, i, j] = hM[b, best, i, j]
+                    mat[b, i, j] = hM[b, best, i, j]
     return 2 if info else 1
+
+
+@numba.njit(cache=True, nogil=True)
+def _mixture_step(score, lc, dc, hx, hM, px, pM, y, t, drop, rank, rep, floor, o_logc,
+                  o_disc):  # pragma: no cover - compiled
+    """One series' mixture after step ``t`` (as ``robust_start.mixture_scores``): copies each
+    hypothesis that was not stepped from its representative, updates the scores ``score``
+    from the log consistencies ``lc``, writes the reported log consistency and discount
+    (``o_logc[0]``, ``o_disc[0]``) and returns the leader."""
+    nh, k = drop.shape
+    n = hx.shape[1]
+    if t < k:
+        for h in range(nh):
+            r = rep[t, h]
+            if r != h:
+                lc[h], dc[h] = lc[r], dc[r]
+                for i in range(n):
+                    hx[h, i] = hx[r, i]
+                    px[h, i] = px[r, i]
+                    for j in range(n):
+                        hM[h, i, j] = hM[r, i, j]
+                        pM[h, i, j] = pM[r, i, j]
+    observed = False
+    for i in range(y.shape[0]):
+        if not math.isnan(y[i]):
+            observed = True
+    top = -math.inf
+    for h in range(nh):
+        top = max(top, score[h])
+    mixed = -math.inf  # the consistency of y with the mixture (where the leader drops y)
+    for h in range(nh):
+        if math.isnan(lc[h]):
+            gain = 0.0
+        else:
+            gain = max(lc[h], floor) if t >= k else lc[h]
+            val = score[h] - top + lc[h]
+            mixed = math.nan if math.isnan(val) or math.isnan(mixed) else max(mixed, val)
+        if t < k:
+            gain = gain + (floor if observed and drop[h, t] else 0.0)
+        score[h] = score[h] + gain
+    best = _leader(score, rank)
+    if observed:
+        o_logc[0] = mixed if math.isnan(lc[best]) else lc[best]
+        o_disc[0] = 0.0 if math.isnan(dc[best]) else dc[best]
+    else:
+        o_logc[0] = math.nan
+        o_disc[0] = math.nan
+    return best
+
+
+@numba.njit(cache=True, nogil=True)
+def _to_covariance_form(hM, ea, eb, w, V):  # pragma: no cover - compiled
+    """The precisions ``hM`` (B, H, n, n) replaced by their covariances ``sym(Y⁻¹)`` if every
+    one is well conditioned (as ``_maybe_covariance_form`` on the batch): 1 if they were, 0
+    if not, -1 if one is singular by rounding after all (``hM`` then partly converted)."""
+    B, nh, n = hM.shape[0], hM.shape[1], hM.shape[2]
+    for b in range(B):
+        for h in range(nh):
+            if not _well_conditioned(hM[b, h], ea, w, V):
+                return 0
+    for b in range(B):
+        for h in range(nh):
+            for i in range(n):
+                for j in range(n):
+                    ea[i, j] = hM[b, h, i, j]
+                    eb[i, j] = 1.0 if i == j else 0.0
+            if not _solve(ea, eb, n):
+                return -1
+            for i in range(n):
+                for j in range(n):
+                    hM[b, h, i, j] = 0.5 * (eb[i, j] + eb[j, i])
+    return 1
