@@ -10,7 +10,12 @@ Three tables, every ratio against a baseline timed in this process:
    engine) against a plain per-step numpy loop of the same robust recursion and filterpy's
    standard filter; median and spread (quartiles) over interleaved repeats. Target: >= 2x
    faster than the plain numpy loop.
-3. memory of 10k series × 1000 steps (``--mem-series``, ``--mem-steps``) by ``keep``: the
+3. the robust start (the default filter): the default ``KalmanFilter`` (robust start, flat
+   prior) against the same filter without the start (``robust_start=False``), batched, from
+   the flat and from a proper prior; and on one series against the plain per-step numpy
+   loop. Ratios per interleaved round, median and quartiles. Targets: start / no start
+   <= 1.3 batched; one series >= 5x faster than the plain loop.
+4. memory of 10k series × 1000 steps (``--mem-series``, ``--mem-steps``) by ``keep``: the
    peak of numpy allocations during ``filter`` (tracemalloc), input excluded. Target: a few
    hundred MB with ``keep=("mean",)``.
 
@@ -107,6 +112,56 @@ def single_series(model, ys, x0, P0, prior, repeats: int) -> None:
     print()
 
 
+def _quartiles(x) -> str:
+    q1, med, q3 = np.percentile(x, [25, 50, 75])
+    return f"{med:6.2f} ({q1:.2f}-{q3:.2f})"
+
+
+def robust_start_cost(model, ys, x0, P0, prior, repeats: int) -> None:
+    """Table 3: what the robust start (the default) costs over the same filter without it,
+    batched and on one series, against the plain per-step numpy loop."""
+    default = ps.KalmanFilter(model)  # robust, robust start, flat prior
+    no_start = ps.KalmanFilter(model, robust_start=False)
+    y = ys[0]
+    rows = {
+        "default (start), flat prior": lambda: default.filter(ys),
+        "no start, flat prior": lambda: no_start.filter(ys),
+        "start, proper prior": lambda: default.filter(ys, prior=prior),
+        "no start, proper prior": lambda: no_start.filter(ys, prior=prior),
+        "one series: default (start), flat prior": lambda: default.filter(y),
+        "one series: no start, flat prior": lambda: no_start.filter(y),
+        "one series: start, proper prior": lambda: default.filter(y, prior=prior),
+        "one series: plain numpy loop": lambda: plain_numpy_loop(y, model, x0, P0, 2.0),
+    }
+    for fn in rows.values():
+        fn()  # compile (cached on disk after the first run)
+    times: dict[str, list[float]] = {k: [] for k in rows}
+    for _ in range(repeats):
+        for name, fn in rows.items():
+            start = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - start)
+    t = {k: np.array(v) for k, v in times.items()}
+    print(f"Robust start, {ys.shape[0]} series x {ys.shape[1]} steps and one series; "
+          f"median and quartiles of {repeats} interleaved runs")
+    print(f"{'method':<42} {'median (ms)':>12} {'q1-q3 (ms)':>18}")
+    for name, ts in t.items():
+        q1, med, q3 = np.percentile(ts, [25, 50, 75])
+        print(f"{name:<42} {1e3 * med:12.3f} {1e3 * q1:8.3f}-{1e3 * q3:<8.3f}")
+    one, one_plain = t["one series: default (start), flat prior"], t["one series: plain numpy loop"]
+    print("ratios per round, median (quartiles):")
+    print(f"  start / no start, batched, flat prior:   "
+          f"{_quartiles(t['default (start), flat prior'] / t['no start, flat prior'])}"
+          "  (target <= 1.3)")
+    print(f"  start / no start, batched, proper prior: "
+          f"{_quartiles(t['start, proper prior'] / t['no start, proper prior'])}")
+    print(f"  one series, plain numpy loop / default:  {_quartiles(one_plain / one)}"
+          "  (target >= 5)")
+    print(f"  one series, default / no start:          "
+          f"{_quartiles(one / t['one series: no start, flat prior'])}")
+    print()
+
+
 def memory(model, series: int, steps: int) -> None:
     rng = np.random.default_rng(1)
     ys = np.cumsum(rng.normal(size=(series, steps, 1)), axis=1)
@@ -137,7 +192,9 @@ def main(argv=None) -> int:
     parser.add_argument("--single-repeats", type=int, default=30)
     parser.add_argument("--mem-series", type=int, default=10_000)
     parser.add_argument("--mem-steps", type=int, default=1000)
-    parser.add_argument("--skip", choices=["batched", "single", "memory"], action="append",
+    parser.add_argument("--start-repeats", type=int, default=15)
+    parser.add_argument("--skip", choices=["batched", "single", "start", "memory"],
+                        action="append",
                         default=[])
     args = parser.parse_args(argv)
     model = ps.filters.constant_velocity(dt=1.0, accel_sd=0.05, obs_sd=1.0)
@@ -146,6 +203,8 @@ def main(argv=None) -> int:
     prior = ps.MultivariateNormal(x0, np.linalg.inv(P0))
     if "single" not in args.skip:
         single_series(model, ys, x0, P0, prior, args.single_repeats)
+    if "start" not in args.skip:
+        robust_start_cost(model, ys, x0, P0, prior, args.start_repeats)
     if "memory" not in args.skip:
         memory(model, args.mem_series, args.mem_steps)
     if "batched" in args.skip:

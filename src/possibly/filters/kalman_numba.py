@@ -178,37 +178,38 @@ def _eigh(a, w, V):  # pragma: no cover - compiled
         for j in range(n):
             V[i, j] = 1.0 if i == j else 0.0
     for _ in range(64):
-        off = 0.0
-        diag = 0.0
-        for i in range(n):
-            diag += a[i, i] * a[i, i]
-            for j in range(i + 1, n):
-                off += a[i, j] * a[i, j]
-        if not off > 1e-36 * diag:  # zero (or NaN) off the diagonal, relative to it
-            break
+        off = False
         for p in range(n - 1):
             for q in range(p + 1, n):
                 apq = a[p, q]
                 if apq == 0.0:
                     continue
-                theta = (a[q, q] - a[p, p]) / (2.0 * apq)
+                app, aqq = a[p, p], a[q, q]
+                if abs(apq) <= 1e-18 * (abs(app) + abs(aqq)):  # below their rounding
+                    a[p, q] = a[q, p] = 0.0
+                    continue
+                off = True
+                theta = (aqq - app) / (2.0 * apq)
                 t = 1.0 / (abs(theta) + math.sqrt(theta * theta + 1.0))
                 if theta < 0.0:
                     t = -t
                 c = 1.0 / math.sqrt(t * t + 1.0)
                 s = t * c
-                for k in range(n):
-                    akp, akq = a[k, p], a[k, q]
-                    a[k, p] = c * akp - s * akq
-                    a[k, q] = s * akp + c * akq
-                for k in range(n):
-                    apk, aqk = a[p, k], a[q, k]
-                    a[p, k] = c * apk - s * aqk
-                    a[q, k] = s * apk + c * aqk
-                for k in range(n):
-                    vkp, vkq = V[k, p], V[k, q]
-                    V[k, p] = c * vkp - s * vkq
-                    V[k, q] = s * vkp + c * vkq
+                tau = s / (1.0 + c)
+                a[p, p] = app - t * apq
+                a[q, q] = aqq + t * apq
+                a[p, q] = a[q, p] = 0.0
+                for r in range(n):
+                    if r != p and r != q:
+                        arp, arq = a[r, p], a[r, q]
+                        a[r, p] = a[p, r] = arp - s * (arq + tau * arp)
+                        a[r, q] = a[q, r] = arq + s * (arp - tau * arq)
+                for r in range(n):
+                    vrp, vrq = V[r, p], V[r, q]
+                    V[r, p] = vrp - s * (vrq + tau * vrp)
+                    V[r, q] = vrq + s * (vrp - tau * vrq)
+        if not off:
+            break
     for i in range(n):
         w[i] = a[i, i]
 
