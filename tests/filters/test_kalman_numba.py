@@ -266,19 +266,22 @@ def test_compiled_start_from_every_prior_equals_numpy(model, prior, T, batch):
     ys = _early_outliers(model, T + model.obs_dim, T, batch)
     make = PRIORS[prior]
     first = None if make is None else make(model.state_dim)
+    # a prior variance of 1e9 against R = 1 loses 9 digits in the first update, whichever
+    # engine runs it: they differ by up to 1e-8 there (as the compiled loop without the start)
+    rtol = 1e-7 if prior == "diffuse" else 1e-10
     for options in ({}, {"robust_start": False}, {"coverage": None}):
         kf = ps.KalmanFilter(model, prior=first, **options)
         a, b = kf.filter(ys, engine="numba"), kf.filter(ys, engine="numpy")
-        _same(a, b)
+        _same(a, b, rtol)
         assert (a._information is None) == (b._information is None)
         for x, y in zip(a._information or (), b._information or (), strict=True):
             assert x.shape == y.shape
-            np.testing.assert_allclose(x, y, rtol=1e-10, atol=1e-12)
+            np.testing.assert_allclose(x, y, rtol=rtol, atol=1e-12)
         for keep in (("mean",), ("mean", "variance")):
             c = kf.filter(ys, engine="numba", keep=keep)
-            np.testing.assert_allclose(c.mean, b.mean, rtol=1e-10, atol=1e-12)
+            np.testing.assert_allclose(c.mean, b.mean, rtol=rtol, atol=1e-12)
             if c.variance is not None:
-                np.testing.assert_allclose(c.variance, b.variance, rtol=1e-10, atol=1e-12)
+                np.testing.assert_allclose(c.variance, b.variance, rtol=rtol, atol=1e-12)
 
 
 def test_the_compiled_start_runs_no_numpy_step(monkeypatch):
