@@ -309,11 +309,12 @@ def _predict_information(x, Y, F, F_inv, G, Qg_inv, k1, ea, eb, ec):  # pragma: 
 
 
 @numba.njit(cache=True, nogil=True)
-def _update_information(y, x, Y, H, R, W, rule, iw, n_tup, m_tup):  # pragma: no cover
+def _update_information(y, x, Y, H, R, W, robust, dim, tau, log_c0, obs, hm, wmat, rm, htw, j_,
+                        b_, vs, ea, w, V, step, eb, n_tup, m_tup):  # pragma: no cover
     """Update ``x``, ``Y`` (information form, ``Y`` the precision) in place with ``y`` (NaN
-    components missing), as ``_update`` in information form; returns ``(ok, log c, ρ)``."""
-    robust, dim, tau, log_c0 = rule
-    obs, hm, wmat, rm, htw, j_, b_, vs, wv, ea, w, V, step, eb = iw
+    components missing), as ``_update`` in information form; returns ``(ok, log c, ρ)``.
+    The arrays from ``obs`` on are work arrays (one by one: a tuple of arrays costs their
+    reference counts at every call)."""
     n, m = len(n_tup), len(m_tup)
     n_obs = 0
     for i in range(m):
@@ -526,9 +527,9 @@ def run_start(ys, t0, t_end, mean, mat, information, model, inverse, rule, mixtu
     wd = np.empty((m, m))
     ea, eb, ec, ew, ev = (np.empty((n, n)), np.empty((n, n)), np.empty((n, n)), np.empty(n),
                           np.empty((n, n)))
-    iw = (np.empty(m, dtype=np.bool_), np.empty((m, n)), np.empty((m, m)), np.empty((m, m)),
-          np.empty((n, m)), np.empty((n, n)), np.empty(n), np.empty(m), np.empty(m), ea, ew,
-          ev, np.empty(n), eb)
+    iobs, ihm, iwm, irm, ihtw = (np.empty(m, dtype=np.bool_), np.empty((m, n)),
+                                 np.empty((m, m)), np.empty((m, m)), np.empty((n, m)))
+    ij, ib, ivs, istep = np.empty((n, n)), np.empty(n), np.empty(m), np.empty(n)
     info = information
     # time outer, series inner: the time-major inputs and outputs are then read and written
     # contiguously (series outer strides through them: slower for large batches)
@@ -586,8 +587,9 @@ def run_start(ys, t0, t_end, mean, mat, information, model, inverse, rule, mixtu
                     log_c = math.nan
                     rho = math.nan
                 elif info:
-                    ok, log_c, rho = _update_information(ys[t, b], x, P, H, R, W, rule, iw,
-                                                         n_tup, m_tup)
+                    ok, log_c, rho = _update_information(
+                        ys[t, b], x, P, H, R, W, robust, dim, tau, log_c0, iobs, ihm, iwm,
+                        irm, ihtw, ij, ib, ivs, ea, ew, ev, istep, eb, n_tup, m_tup)
                     if not ok:
                         return 0
                 elif m == 1:
