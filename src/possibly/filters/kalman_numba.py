@@ -8,9 +8,12 @@ predict ``F μ, F P Fᵀ + Q``; update with the innovation ``v = y - H μ``, ``l
 :func:`possibly.compiled.discount_scalar` (the twin of :func:`possibly.inference.discount`)
 and the gain ``K = ρ P Hᵀ (ρ H P Hᵀ + R)⁻¹``, the covariance in the Joseph or information form
 where the prior is diffuse relative to ``R``; missing components decoupled exactly as in
-``_observation_at``. Time-invariant models with an onto ``H`` only; the information-form
-start runs in numpy first. Tested equal to the numpy path to ~1e-12 (not bit for bit: the
-order of floating-point operations differs).
+``_observation_at``. Time-invariant models with an onto ``H`` only. The same loop runs the
+information-form steps from an uninformed prior (pseudo-inverses from Jacobi
+eigendecompositions, as ``np.linalg.pinv(hermitian=True)``) and the robust start's mixture,
+its hypotheses as extra rows of each series (:func:`run_start`; :func:`run` is its case of
+one hypothesis). Tested equal to the numpy path to ~1e-12 (not bit for bit: the order of
+floating-point operations differs).
 
 Why explicit loops: the states are tiny (n = 4, m = 2 in the tracking benchmark), so the
 cost of ``x @ Ft`` or ``np.linalg.inv`` inside a compiled loop is their allocation, not their
