@@ -444,14 +444,15 @@ def run(ys, t0, mean, cov, model, rule, n_tup, m_tup, out):  # pragma: no cover 
     fallbacks. It is :func:`run_start` with one hypothesis in covariance form.
     """
     n, B = len(n_tup), ys.shape[1]
+    # False as a run-time bool: a literal False would type (and compile) run_start again
+    no = t0 < 0
     none = np.zeros((n, n))
-    inverse = (none, False, none, none, none)
+    inverse = (none, no, none, none, none)
     mixture = (np.zeros((1, 0), dtype=np.bool_), np.zeros(1, dtype=np.int64),
                np.zeros((0, 1), dtype=np.int64), 0.0)
     precisions = (np.zeros((0, B, n, n)), np.zeros((0, B, n, n)))
     forms = np.zeros((0, 2), dtype=np.bool_)
-    covariance_form = t0 < 0  # False, typed as the flag of run_start (not a literal)
-    return run_start(ys, t0, ys.shape[0], mean, cov, covariance_form, model, inverse, rule,
+    return run_start(ys, t0, ys.shape[0], mean, cov, no, model, inverse, rule,
                      mixture, n_tup, m_tup, out, precisions, forms) != 0
 
 
