@@ -258,17 +258,11 @@ def _well_conditioned(a, ea, w, V):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, nogil=True)
-def _predict_information(x, Y, F, F_inv, G, Qg_inv, k1, ea, eb, ec):  # pragma: no cover
-    """``x = F x``; ``Y = sym(M - M G (Q_g⁻¹ + Gᵀ M G)⁻¹ Gᵀ M)``, ``M = F⁻ᵀ Y F⁻¹`` (as
-    ``_predict`` in information form); ``ea``, ``eb``, ``ec`` n × n work arrays."""
+def _predict_information(Y, F_inv, G, Qg_inv, ea, eb, ec):  # pragma: no cover - compiled
+    """``Y = sym(M - M G (Q_g⁻¹ + Gᵀ M G)⁻¹ Gᵀ M)``, ``M = F⁻ᵀ Y F⁻¹``: the precision of
+    ``_predict`` in information form; ``ea``, ``eb``, ``ec`` n × n work arrays."""
     n, g = Y.shape[0], G.shape[1]
     for i in range(n):
-        acc = 0.0
-        for j in range(n):
-            acc += F[i, j] * x[j]
-        k1[i] = acc
-    for i in range(n):
-        x[i] = k1[i]
         for j in range(n):  # F⁻ᵀ Y
             acc = 0.0
             for c in range(n):
@@ -549,11 +543,7 @@ def run_start(ys, t0, t_end, mean, mat, information, model, inverse, rule, mixtu
                     x[i] = hx[b, h, i]
                     for j in range(n):
                         P[i, j] = hM[b, h, i, j]
-                if t > 0 and info:
-                    if not _predict_information(x, P, F, F_inv, G, Qg_inv, k1, ea, eb, ec):
-                        return 0
-                elif t > 0:
-                    # x = F x; P = sym((P Fᵀ)ᵀ Fᵀ) + Q, as _predict
+                if t > 0:  # x = F x, as _predict
                     for i in range(n):
                         acc = 0.0
                         for j in range(n):
@@ -561,6 +551,11 @@ def run_start(ys, t0, t_end, mean, mat, information, model, inverse, rule, mixtu
                         k1[i] = acc
                     for i in range(n):
                         x[i] = k1[i]
+                if t > 0 and info:
+                    if not _predict_information(P, F_inv, G, Qg_inv, ea, eb, ec):
+                        return 0
+                elif t > 0:
+                    # P = sym((P Fᵀ)ᵀ Fᵀ) + Q, as _predict
                     _mul_abt(P, F, pf)  # P Fᵀ
                     _mul_abt(F, pf.T, P)  # F (P Fᵀ), the transpose of (P Fᵀ)ᵀ Fᵀ: same sym()
                     for i in range(n):
