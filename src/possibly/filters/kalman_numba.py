@@ -615,7 +615,9 @@ def run_start(ys, t0, t_end, mean, mat, information, model, inverse, rule, mixtu
                         P[0, 0] *= r / (rho1 * hph0 + r)
                     elif rho1 * hph0 > _DIFFUSE * r:
                         _joseph(P, k1.reshape((1, n)), H, R, rho1, ja, jb, pf)
-                        P[:, :] = pf
+                        for i in range(n):  # not P[:, :] = pf: its shape check compiles slowly
+                            for j in range(n):
+                                P[i, j] = pf[i, j]
                     else:
                         for i in range(n):
                             for j in range(n):
