@@ -1,6 +1,6 @@
 """Benchmark: robust Kalman filter, 500 series × 250 steps of the paper's §5.2 scenario.
 
-Five tables, every ratio against a baseline timed in this process:
+Six tables, every ratio against a baseline timed in this process:
 
 1. batched: our standard and robust filters batched over the 500 series (``engine="auto"``:
    the compiled loop when numba is installed; and the numpy engine), and filterpy's
@@ -12,10 +12,15 @@ Five tables, every ratio against a baseline timed in this process:
    faster than the plain numpy loop.
 3. streaming: ``update()`` latency per call (p50, p99) after 10⁵ calls (and 10⁶, 10⁷ with
    ``--stream``), against filterpy's predict + update in the same process;
-4. memory of 10k series × 1000 steps (``--mem-series``, ``--mem-steps``) by ``keep``: the
+4. the robust start (the default filter): the default ``KalmanFilter`` (robust start, flat
+   prior) against the same filter without the start (``robust_start=False``), batched, from
+   the flat and from a proper prior; and on one series against the plain per-step numpy
+   loop. Ratios per interleaved round, median and quartiles. Targets: start / no start
+   <= 1.3 batched; one series >= 5x faster than the plain loop.
+5. memory of 10k series × 1000 steps (``--mem-series``, ``--mem-steps``) by ``keep``: the
    peak of numpy allocations during ``filter`` (tracemalloc), input excluded. Target: a few
    hundred MB with ``keep=("mean",)``.
-5. smoother against filter: ``smooth`` / ``filter`` of the same filter on the same series, one
+6. smoother against filter: ``smooth`` / ``filter`` of the same filter on the same series, one
    series of 10^3, 10^5 and 10^6 steps (``--smoother-lengths``) and batches (500 x 250 and
    100 x 10^4), for the robust default (the robust start), the standard filter from a prior
    and the learned noise scale; the ratio of each interleaved pair of runs, median [min, max]
@@ -29,6 +34,7 @@ from __future__ import annotations
 import argparse
 import time
 import tracemalloc
+import warnings
 
 import numpy as np
 from timing import best_of, spread, update_latency
@@ -160,6 +166,58 @@ def streaming(model, n_stream: int, repeats: int) -> None:
         ratios = [a / b for a, b in zip(rows[0][1][warm][0], lat[warm][0], strict=True)]
         print(f"p50 of ours (robust) / {peer}, after 10^5: {np.median(ratios):.2f} "
               f"[{min(ratios):.2f}–{max(ratios):.2f}] (window by window)")
+
+
+def _quartiles(x) -> str:
+    q1, med, q3 = np.percentile(x, [25, 50, 75])
+    return f"{med:6.2f} ({q1:.2f}-{q3:.2f})"
+
+
+def robust_start_cost(model, ys, x0, P0, prior, repeats: int) -> None:
+    """Table 3: what the robust start (the default) costs over the same filter without it,
+    batched and on one series, against the plain per-step numpy loop."""
+    default = ps.KalmanFilter(model)  # robust, robust start, flat prior
+    no_start = ps.KalmanFilter(model, robust_start=False)
+    y = ys[0]
+    rows = {
+        "default (start), flat prior": lambda: default.filter(ys),
+        "no start, flat prior": lambda: no_start.filter(ys),
+        "start, proper prior": lambda: default.filter(ys, prior=prior),
+        "no start, proper prior": lambda: no_start.filter(ys, prior=prior),
+        "one series: default (start), flat prior": lambda: default.filter(y),
+        "one series: no start, flat prior": lambda: no_start.filter(y),
+        "one series: start, proper prior": lambda: default.filter(y, prior=prior),
+        "one series: plain numpy loop": lambda: plain_numpy_loop(y, model, x0, P0, 2.0),
+    }
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the simulated outliers: "mostly discounted"
+        for fn in rows.values():
+            fn()  # compile (cached on disk after the first run)
+        times: dict[str, list[float]] = {k: [] for k in rows}
+        for _ in range(repeats):
+            for name, fn in rows.items():
+                # CPU time: a loaded machine's preemption does not count
+                start = time.process_time()
+                fn()
+                times[name].append(time.process_time() - start)
+    t = {k: np.array(v) for k, v in times.items()}
+    print(f"Robust start, {ys.shape[0]} series x {ys.shape[1]} steps and one series; "
+          f"median and quartiles of {repeats} interleaved runs (process CPU time)")
+    print(f"{'method':<42} {'median (ms)':>12} {'q1-q3 (ms)':>18}")
+    for name, ts in t.items():
+        q1, med, q3 = np.percentile(ts, [25, 50, 75])
+        print(f"{name:<42} {1e3 * med:12.3f} {1e3 * q1:8.3f}-{1e3 * q3:<8.3f}")
+    one, one_plain = t["one series: default (start), flat prior"], t["one series: plain numpy loop"]
+    print("ratios per round, median (quartiles):")
+    print(f"  start / no start, batched, flat prior:   "
+          f"{_quartiles(t['default (start), flat prior'] / t['no start, flat prior'])}"
+          "  (target <= 1.3)")
+    print(f"  start / no start, batched, proper prior: "
+          f"{_quartiles(t['start, proper prior'] / t['no start, proper prior'])}")
+    print(f"  one series, plain numpy loop / default:  {_quartiles(one_plain / one)}"
+          "  (target >= 5)")
+    print(f"  one series, default / no start:          "
+          f"{_quartiles(one / t['one series: no start, flat prior'])}")
     print()
 
 
@@ -228,8 +286,10 @@ def main(argv=None) -> int:
     parser.add_argument("--smoother-repeats", type=int, default=5)
     parser.add_argument("--stream", type=int, default=10**5,
                         help="update() calls streamed: 10^6 or 10^7 add the flatness columns")
+    parser.add_argument("--start-repeats", type=int, default=15)
     parser.add_argument("--skip",
-                        choices=["batched", "single", "memory", "smoother", "streaming"],
+                        choices=["batched", "single", "start", "memory", "smoother",
+                                 "streaming"],
                         action="append", default=[])
     args = parser.parse_args(argv)
     model = ps.filters.constant_velocity(dt=1.0, accel_sd=0.05, obs_sd=1.0)
@@ -240,6 +300,8 @@ def main(argv=None) -> int:
         single_series(model, ys, x0, P0, prior, args.single_repeats)
     if "streaming" not in args.skip:
         streaming(model, args.stream, 5)
+    if "start" not in args.skip:
+        robust_start_cost(model, ys, x0, P0, prior, args.start_repeats)
     if "memory" not in args.skip:
         memory(model, args.mem_series, args.mem_steps)
     if "smoother" not in args.skip:

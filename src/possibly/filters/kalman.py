@@ -70,11 +70,10 @@ from possibly.filters.robust_start import (
     WINDOW,
     K,
     KalmanStartState,
-    leader_discount,
     mixture_scores,
+    mixture_tables,
     start_hypotheses,
     start_init,
-    start_observations,
     start_step,
 )
 from possibly.filters.smoother import smooth
@@ -972,36 +971,36 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
         ys_t = np.ascontiguousarray(np.moveaxis(arr, 1, 0))
         out = _Buffer.empty(keep, T, size, self.state_dim)
         t = 0
-        if self._starts(prior):
-            state, t, compiled = self._run_start(start_init(state, (size,)), ys_t, out,
-                                                 compiled)
+        starts = self._starts(prior)
+        if compiled is not None and (starts or state.information_form):
+            # the start's mixture (one hypothesis without it) up to its collapse, compiled
+            # in information form too
+            done = self._compiled_start(compiled, state, ys_t, out, starts)
+            if done is None:
+                compiled = None  # singular by rounding: numpy's steps and fallbacks
+            else:
+                state, t = done
+        if starts and t == 0:
+            state, t = self._run_start(start_init(state, (size,)), ys_t, out)
         state = self._run_plain(state, ys_t, t, out, compiled)
         warn_if_mostly_discounted(out.arrays.discount.T)
         return out.result(batch, state, state_names=self.model.names, dim=self.dim,
                           index=index)
 
-    def _run_start(self, start: KalmanStartState, ys_t: np.ndarray, out: _Buffer,
-                   compiled: Any) -> tuple[KalmanState, int, Any]:
-        """The robust start's steps of :meth:`filter` (robust_start.py), in numpy, or in the
-        compiled loop once its hypotheses are in covariance form; returns the leader's state
-        at the collapse (or at the end), the next step and the compiled loop (None after a
-        fallback)."""
+    def _run_start(self, start: KalmanStartState, ys_t: np.ndarray,
+                   out: _Buffer) -> tuple[KalmanState, int]:
+        """The robust start's steps of :meth:`filter` in numpy (robust_start.py; the
+        reference of :meth:`_compiled_start`); returns the leader's state at the collapse (or
+        at the end) and the next step."""
         state: Any = None  # ys_t has at least one step
         for t in range(ys_t.shape[0]):
-            if compiled is not None and t > 0 and not start.hypotheses.information_form:
-                steps = self._compiled_start(compiled, start, ys_t)
-                if steps is not None:
-                    for s, (predicted, info, state) in enumerate(steps, t):
-                        out.record(s, predicted, state, info)
-                    return state, t + len(steps), compiled
-                compiled = None  # singular by rounding: numpy's fallbacks from step t
             new, info, predicted, state = start_step(start, ys_t[t], self._plain_step,
                                                      self.obs_dim)
             out.record(t, predicted, state, info)
             if not isinstance(new, KalmanStartState):
-                return state, t + 1, compiled
+                return state, t + 1
             start = new
-        return state, ys_t.shape[0], compiled
+        return state, ys_t.shape[0]
 
     def _run_plain(self, state: KalmanState, ys_t: np.ndarray, t0: int, out: _Buffer,
                    compiled: Any) -> KalmanState:
@@ -1041,43 +1040,50 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
         levels = np.zeros(self.obs_dim + 1) if self._log_c0 is None else self._log_c0
         return self.robust, self.dim, np.nan if self.tau is None else self.tau, levels
 
-    def _compiled_start(self, compiled: Any, start: KalmanStartState, ys_t: np.ndarray
-                        ) -> list[tuple[KalmanState, KalmanInfo, KalmanState]] | None:
-        """The robust start's remaining steps (from ``start``, its hypotheses in covariance
-        form) in the compiled loop, the hypotheses as extra series (each is a plain robust
-        filter that misses the observations it drops), then the mixture's scores in numpy as
-        in :func:`~possibly.filters.robust_start.start_step`. Returns the leader's
-        ``(predicted, info, filtered)`` for each step up to the collapse (or the end of
-        ``ys_t``, time-major), or None if a matrix is singular by rounding."""
-        hyp = start.hypotheses
-        t0, T = start.t, min(ys_t.shape[0], K + WINDOW)
-        size, h, n = hyp.mean.shape
-        rows, m = size * h, self.obs_dim
-        # steps t0 - 1 .. T - 1: the loop runs local steps 1.. (predict first), not step 0
-        yh = np.stack([start_observations(ys_t[t], t) for t in range(t0 - 1, T)])
-        yh = yh.reshape(-1, rows, m)
-        mean_r = hyp.mean.reshape(rows, n).copy()
-        cov_r = cast(np.ndarray, hyp.covariance).reshape(rows, n, n).copy()
-        o = _Outputs.allocate(T - t0 + 1, rows, n, variance=False, covariance=True,
-                              predicted=True)
-        if not compiled.run(yh, 1, mean_r, cov_r, self._kernel_model(), self._kernel_rule(),
-                            *compiled.sizes(n, m), o):
+    def _compiled_start(self, compiled: Any, state: KalmanState, ys_t: np.ndarray,
+                        out: _Buffer, starts: bool) -> tuple[KalmanState, int] | None:
+        """The robust start's steps up to its collapse (``starts``; else the plain recursion
+        as a mixture of one hypothesis, over as many steps) from the prior ``state`` in the
+        compiled loop (``kalman_numba.run_start``), information-form steps included, the
+        leader's outputs written into ``out``. Returns the leader's state and the next step,
+        or None where numpy must run them (a matrix singular by rounding, or ``F`` not
+        invertible while a direction is uninformed)."""
+        T, size, m = ys_t.shape
+        n = self.state_dim
+        t_end = min(T, K + WINDOW)
+        tables = mixture_tables(m) if starts else mixture_tables(m, 0, 0)
+        tr, ob = self.model._transition(0), self.model._observation
+        f_inv = tr.F_inv if tr.F_inv is not None else np.zeros((n, n))
+        inverse = (f_inv, tr.F_inv is not None, np.ascontiguousarray(tr.G),
+                   np.ascontiguousarray(tr.Qg_inv), ob.W)
+        info = state.information_form
+        mean = state.mean.copy()
+        mat = cast(np.ndarray, state.precision if info else state.covariance).copy()
+        precisions = (np.empty((t_end, size, n, n)), np.empty((t_end, size, n, n)))
+        forms = np.zeros((t_end, 2), dtype=bool)
+        status = compiled.run_start(ys_t, 0, t_end, mean, mat, info, self._kernel_model(),
+                                    inverse, self._kernel_rule(), tables,
+                                    *compiled.sizes(n, m), out.arrays, precisions, forms)
+        if status == 0:
             return None
-        score, out = start.score, []
-        for i, t in enumerate(range(t0, T), 1):
-            lc = o.log_consistency[i].reshape(size, h)
-            observed = ~np.isnan(ys_t[t]).all(-1)
-            score, lead, lead_c = mixture_scores(score, lc, observed, t, m)
-            row = np.arange(size) * h + lead
-            info = KalmanInfo(log_consistency=lead_c,
-                              discount=leader_discount(o.discount[i].reshape(size, h), lead,
-                                                       observed),
-                              gamma=leader_discount(discount(lc, self.dim, validate=False),
-                                                    lead, observed))
-            out.append((KalmanState(o.predicted_mean[i, row], o.predicted_covariance[i, row],
-                                    None, t), info,
-                        KalmanState(o.mean[i, row], o.covariance[i, row], None, t + 1)))
-        return out
+        # the steps in information form (a prefix): their covariances as numpy's record
+        o = out.arrays
+        for kept, precs, form, lists in (
+                (o.keep_variance, precisions[0], forms[:, 0], out.filtered_precisions),
+                (o.keep_predicted, precisions[1], forms[:, 1], out.predicted_precisions)):
+            steps = int(form.sum())
+            if kept and steps:
+                lists.extend(precs[:steps])
+                cov = _covariance_or_inf(precs[:steps])
+                if lists is out.predicted_precisions:
+                    o.predicted_covariance[:steps] = cov
+                else:
+                    if o.keep_covariance:
+                        o.covariance[:steps] = cov
+                    o.variance[:steps] = np.diagonal(cov, axis1=-2, axis2=-1)
+        final = (KalmanState(mean, None, mat, t_end) if status == 2
+                 else KalmanState(mean, mat, None, t_end))
+        return final, t_end
 
     def smooth(self, ys, prior: MultivariateNormal | None = None, *,
                engine: str = "auto") -> Any:

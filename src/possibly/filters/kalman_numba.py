@@ -8,9 +8,12 @@ predict ``F μ, F P Fᵀ + Q``; update with the innovation ``v = y - H μ``, ``l
 :func:`possibly.compiled.discount_scalar` (the twin of :func:`possibly.inference.discount`)
 and the gain ``K = ρ P Hᵀ (ρ H P Hᵀ + R)⁻¹``, the covariance in the Joseph or information form
 where the prior is diffuse relative to ``R``; missing components decoupled exactly as in
-``_observation_at``. Time-invariant models with an onto ``H`` only; the information-form
-start runs in numpy first. Tested equal to the numpy path to ~1e-12 (not bit for bit: the
-order of floating-point operations differs).
+``_observation_at``. Time-invariant models with an onto ``H`` only. The same loop runs the
+information-form steps from an uninformed prior (pseudo-inverses from Jacobi
+eigendecompositions, as ``np.linalg.pinv(hermitian=True)``) and the robust start's mixture,
+its hypotheses as extra rows of each series (:func:`run_start`; :func:`run` is its case of
+one hypothesis). Tested equal to the numpy path to ~1e-12 (not bit for bit: the order of
+floating-point operations differs).
 
 Why explicit loops: the states are tiny (n = 4, m = 2 in the tracking benchmark), so the
 cost of ``x @ Ft`` or ``np.linalg.inv`` inside a compiled loop is their allocation, not their
@@ -33,10 +36,11 @@ import numpy as np
 
 from possibly.compiled import discount_scalar
 
-__all__ = ["run", "sizes", "step", "step_buffers"]
+__all__ = ["run", "run_start", "sizes", "step", "step_buffers"]
 
 _BIG = 1e100  # as possibly.filters._common._BIG
 _DIFFUSE = 1e4  # as possibly.filters.kalman._DIFFUSE (the numpy step)
+_MAX_COND = 1e9  # as possibly.filters._common._MAX_COND
 
 
 def sizes(n: int, m: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -167,6 +171,256 @@ def _information_update(P, H, R, hph, rho, ja, jb, wm, wd, out):  # pragma: no c
     return _solve(ja, out, n)
 
 
+# -- the robust start: information-form steps and the mixture of start hypotheses -------------
+@numba.njit(cache=True, nogil=True)
+def _eigh(a, w, V):  # pragma: no cover - compiled
+    """Eigenvalues ``w`` and eigenvectors (the columns of ``V``) of the symmetric ``a``
+    (destroyed), by cyclic Jacobi rotations: as accurate as LAPACK's ``syevd`` behind
+    ``np.linalg.eigh`` (to a few ulps of the largest eigenvalue) with no allocation."""
+    n = a.shape[0]
+    for i in range(n):
+        for j in range(n):
+            V[i, j] = 1.0 if i == j else 0.0
+    for _ in range(64):
+        off = False
+        for p in range(n - 1):
+            for q in range(p + 1, n):
+                apq = a[p, q]
+                if apq == 0.0:
+                    continue
+                app, aqq = a[p, p], a[q, q]
+                if abs(apq) <= 1e-18 * (abs(app) + abs(aqq)):  # below their rounding
+                    a[p, q] = a[q, p] = 0.0
+                    continue
+                off = True
+                theta = (aqq - app) / (2.0 * apq)
+                t = 1.0 / (abs(theta) + math.sqrt(theta * theta + 1.0))
+                if theta < 0.0:
+                    t = -t
+                c = 1.0 / math.sqrt(t * t + 1.0)
+                s = t * c
+                tau = s / (1.0 + c)
+                a[p, p] = app - t * apq
+                a[q, q] = aqq + t * apq
+                a[p, q] = a[q, p] = 0.0
+                for r in range(n):
+                    if r != p and r != q:
+                        arp, arq = a[r, p], a[r, q]
+                        a[r, p] = a[p, r] = arp - s * (arq + tau * arp)
+                        a[r, q] = a[q, r] = arq + s * (arp - tau * arq)
+                for r in range(n):
+                    vrp, vrq = V[r, p], V[r, q]
+                    V[r, p] = vrp - s * (vrq + tau * vrp)
+                    V[r, q] = vrq + s * (vrp - tau * vrq)
+        if not off:
+            break
+    for i in range(n):
+        w[i] = a[i, i]
+
+
+@numba.njit(cache=True, nogil=True)
+def _pinv_mv(a, r, out, ea, w, V):  # pragma: no cover - compiled
+    """``out = pinv(a) r`` for a symmetric ``a`` (as ``np.linalg.pinv(a, hermitian=True)``:
+    eigenvalues below ``1e-15`` times the largest in magnitude are dropped); ``ea``, ``w``,
+    ``V`` work arrays."""
+    n = a.shape[0]
+    for i in range(n):
+        for j in range(n):
+            ea[i, j] = a[i, j]
+        out[i] = 0.0
+    _eigh(ea, w, V)
+    top = 0.0
+    for i in range(n):
+        top = max(top, abs(w[i]))
+    for c in range(n):
+        if abs(w[c]) > 1e-15 * top:
+            acc = 0.0
+            for i in range(n):
+                acc += V[i, c] * r[i]
+            acc /= w[c]
+            for i in range(n):
+                out[i] += V[i, c] * acc
+
+
+@numba.njit(cache=True, nogil=True)
+def _well_conditioned(a, ea, w, V):  # pragma: no cover - compiled
+    """Whether the precision ``a`` has condition number below 10⁹ (as
+    ``possibly.filters._common._well_conditioned``)."""
+    n = a.shape[0]
+    for i in range(n):
+        for j in range(n):
+            ea[i, j] = a[i, j]
+    _eigh(ea, w, V)
+    lo, hi = w[0], w[0]
+    for i in range(n):
+        lo = min(lo, w[i])
+        hi = max(hi, w[i])
+    return lo > hi / _MAX_COND
+
+
+@numba.njit(cache=True, nogil=True)
+def _predict_information(Y, F_inv, G, Qg_inv, ea, eb, ec):  # pragma: no cover - compiled
+    """``Y = sym(M - M G (Q_g⁻¹ + Gᵀ M G)⁻¹ Gᵀ M)``, ``M = F⁻ᵀ Y F⁻¹``: the precision of
+    ``_predict`` in information form; ``ea``, ``eb``, ``ec`` n × n work arrays."""
+    n, g = Y.shape[0], G.shape[1]
+    for i in range(n):
+        for j in range(n):  # F⁻ᵀ Y
+            acc = 0.0
+            for c in range(n):
+                acc += F_inv[c, i] * Y[c, j]
+            ea[i, j] = acc
+    for i in range(n):  # M = (F⁻ᵀ Y) F⁻¹
+        for j in range(n):
+            acc = 0.0
+            for c in range(n):
+                acc += ea[i, c] * F_inv[c, j]
+            Y[i, j] = acc
+    if g:
+        for i in range(n):  # mg = M G, in ea[:, :g]
+            for j in range(g):
+                acc = 0.0
+                for c in range(n):
+                    acc += Y[i, c] * G[c, j]
+                ea[i, j] = acc
+        for i in range(g):  # a = Q_g⁻¹ + Gᵀ mg, in eb[:g, :g]; rhs mgᵀ in ec[:g, :]
+            for j in range(g):
+                acc = 0.0
+                for c in range(n):
+                    acc += G[c, i] * ea[c, j]
+                eb[i, j] = Qg_inv[i, j] + acc
+            for j in range(n):
+                ec[i, j] = ea[j, i]
+        if not _solve(eb[:g, :g], ec[:g, :], n):
+            return False
+        for i in range(n):
+            for j in range(n):
+                acc = 0.0
+                for c in range(g):
+                    acc += ea[i, c] * ec[c, j]
+                Y[i, j] -= acc
+    for i in range(n):
+        for j in range(i, n):
+            a = 0.5 * (Y[i, j] + Y[j, i])
+            Y[i, j] = a
+            Y[j, i] = a
+    return True
+
+
+@numba.njit(cache=True, nogil=True)
+def _update_information(y, x, Y, H, R, W, robust, dim, tau, log_c0, obs, hm, wmat, rm, htw, j_,
+                        b_, vs, ea, w, V, step, eb, n_tup, m_tup):  # pragma: no cover
+    """Update ``x``, ``Y`` (information form, ``Y`` the precision) in place with ``y`` (NaN
+    components missing), as ``_update`` in information form; returns ``(ok, log c, ρ)``.
+    The arrays from ``obs`` on are work arrays (one by one: a tuple of arrays costs their
+    reference counts at every call)."""
+    n, m = len(n_tup), len(m_tup)
+    n_obs = 0
+    for i in range(m):
+        obs[i] = not math.isnan(y[i])
+        if obs[i]:
+            n_obs += 1
+    if n_obs == 0:
+        return True, math.nan, math.nan
+    # missing components decoupled exactly (as _observation_at): W = sym(R⁻¹) of the rest
+    for i in range(m):
+        for j in range(n):
+            hm[i, j] = H[i, j] if obs[i] else 0.0
+        for j in range(m):
+            if n_obs == m:
+                wmat[i, j] = W[i, j]
+            else:
+                rm[i, j] = R[i, j] if obs[i] and obs[j] else 0.0
+                wmat[i, j] = 1.0 if i == j else 0.0
+        if not obs[i]:
+            rm[i, i] = 1.0
+    if n_obs < m:
+        if not _solve(rm, wmat, m):
+            return False, math.nan, math.nan
+        for i in range(m):
+            for j in range(i, m):
+                a = 0.5 * (wmat[i, j] + wmat[j, i])
+                wmat[i, j] = a
+                wmat[j, i] = a
+    big = 0.0
+    for i in range(m):
+        y0 = y[i] if obs[i] else 0.0
+        acc = y0
+        for j in range(n):
+            acc -= hm[i, j] * x[j]
+        vs[i] = acc
+        big = max(big, abs(acc), abs(y0))
+    scale = 1.0
+    if big > _BIG:  # as _scale_exponent: exact power-of-two scaling
+        scale = 2.0 ** math.frexp(big)[1]
+        for i in range(m):
+            vs[i] /= scale
+    for i in range(n):  # Hᵀ W
+        for j in range(m):
+            acc = 0.0
+            for c in range(m):
+                acc += hm[c, i] * wmat[c, j]
+            htw[i, j] = acc
+    informed = False
+    for i in range(n):
+        acc = 0.0
+        for c in range(m):
+            acc += htw[i, c] * vs[c]
+        b_[i] = acc
+        for j in range(n):
+            acc = 0.0
+            for c in range(m):
+                acc += htw[i, c] * hm[c, j]
+            j_[i, j] = acc
+            if Y[i, j] != 0.0:
+                informed = True
+    q = 0.0
+    for i in range(m):
+        acc = 0.0
+        for c in range(m):
+            acc += wmat[i, c] * vs[c]
+        q += vs[i] * acc
+    if informed:  # from the uninformative prior every y fits exactly: c = 1
+        for i in range(n):
+            for j in range(n):
+                eb[i, j] = Y[i, j] + j_[i, j]
+        _pinv_mv(eb, b_, step, ea, w, V)
+        for i in range(n):
+            q -= b_[i] * step[i]
+    else:
+        q = 0.0
+    log_c = -0.5 * q
+    if scale != 1.0 and q > 0:
+        log_c = -0.5 * q * scale * scale
+    log_c = min(log_c, 0.0)
+    rho = discount_scalar(min(log_c - log_c0[n_obs], 0.0), dim, tau, robust)
+    rho1 = rho if robust else 1.0
+    for i in range(n):
+        for j in range(i, n):
+            a = 0.5 * ((Y[i, j] + rho1 * j_[i, j]) + (Y[j, i] + rho1 * j_[j, i]))
+            Y[i, j] = a
+            Y[j, i] = a
+        b_[i] *= rho1
+    _pinv_mv(Y, b_, step, ea, w, V)
+    for i in range(n):
+        x[i] += step[i] * scale
+    return True, log_c, rho
+
+
+@numba.njit(cache=True, nogil=True)
+def _leader(score, rank):  # pragma: no cover - compiled
+    """The leading hypothesis (as ``robust_start.leader``): the largest score up to a
+    relative 1e-9, ties to the smallest ``rank``; every hypothesis ties where all are -inf."""
+    top = -math.inf
+    for h in range(score.shape[0]):
+        top = max(top, score[h])
+    low = top - 1e-9 * (1.0 + abs(top))
+    best, best_rank = 0, rank.shape[0]
+    for h in range(score.shape[0]):
+        if (score[h] >= low or top == -math.inf) and rank[h] < best_rank:
+            best, best_rank = h, rank[h]
+    return best
+
+
 @numba.njit(cache=True, nogil=True)
 def run(ys, t0, mean, cov, model, rule, n_tup, m_tup, out):  # pragma: no cover - compiled
     """Filter steps ``t0..T-1`` of every series, writing the time-major outputs in place.
@@ -182,18 +436,76 @@ def run(ys, t0, mean, cov, model, rule, n_tup, m_tup, out):  # pragma: no cover 
     keep_covariance, keep_predicted``; arrays not kept may be empty). Returns False if a
     matrix to invert is singular by rounding (``mean``, ``cov`` and the outputs are then
     partly written): the caller reruns from its own copy of the state with numpy's
-    fallbacks.
+    fallbacks. It is :func:`run_start` with one hypothesis in covariance form.
+    """
+    n, B = len(n_tup), ys.shape[1]
+    # False as a run-time bool: a literal False would type (and compile) run_start again
+    no = t0 < 0
+    none = np.zeros((n, n))
+    inverse = (none, no, none, none, none)
+    mixture = (np.zeros((1, 0), dtype=np.bool_), np.zeros(1, dtype=np.int64),
+               np.zeros((0, 1), dtype=np.int64), 0.0)
+    precisions = (np.zeros((0, B, n, n)), np.zeros((0, B, n, n)))
+    forms = np.zeros((0, 2), dtype=np.bool_)
+    return run_start(ys, t0, ys.shape[0], mean, cov, no, model, inverse, rule,
+                     mixture, n_tup, m_tup, out, precisions, forms) != 0
+
+
+@numba.njit(cache=True, nogil=True)
+def run_start(ys, t0, t_end, mean, mat, information, model, inverse, rule, mixture, n_tup,
+              m_tup, out, precisions, forms):  # pragma: no cover - compiled
+    """Steps ``t0..t_end-1`` of every series of the robust start's mixture of hypotheses
+    (``robust_start.start_step``; one hypothesis: the plain recursion, :func:`run`), in
+    information form while a direction of the state is uninformed, writing the leader's
+    outputs into ``out`` (as :func:`run`).
+
+    ``mean`` (B, n) and ``mat`` (B, n, n) are the state before step ``t0`` (a covariance, or
+    a precision if ``information``; with several hypotheses ``t0`` is 0 and this is the
+    prior), overwritten with the leader's state after the last step. ``inverse`` is ``(F⁻¹,
+    has F⁻¹, G, Q_g⁻¹, R⁻¹)`` of the prepared model (read in information form only);
+    ``mixture`` is ``(drop, rank, rep, floor)``: the hypotheses' dropped observations (H, k),
+    their rank among ties, the first hypothesis that drops the same observations up to step
+    ``t < k`` (k, H) and ``log ε`` (``robust_start.mixture_tables``). While the batch is in
+    information form (one batch, as numpy's steps) the leader's filtered and predicted
+    precisions go to ``precisions[0][t]``, ``precisions[1][t]``, ``forms[t]`` says which
+    were, and the caller fills in their covariances. Returns 0 if a matrix to invert is
+    singular by rounding, or ``F`` is not invertible while in information form (the caller
+    reruns these steps in numpy), 1 if the final state is in covariance form, 2 in
+    information form.
     """
     F, Q, H, R = model
     robust, dim, tau, log_c0 = rule
+    F_inv, has_inv, G, Qg_inv, W = inverse
+    drop, rank, rep, floor = mixture
     o_mean, o_var, o_cov = out.mean, out.variance, out.covariance
     o_pmean, o_pcov = out.predicted_mean, out.predicted_covariance
     o_logc, o_disc = out.log_consistency, out.discount
     keep_var, keep_cov, keep_pred = out.keep_variance, out.keep_covariance, out.keep_predicted
-    T, B, _ = ys.shape
+    f_prec, p_prec = precisions
+    B = ys.shape[1]
+    nh, k = drop.shape
     # n and m as compile-time constants (a tuple's length is part of its numba type): one
     # compiled loop per (n, m), whose fixed-count small loops LLVM unrolls (~40% faster)
     n, m = len(n_tup), len(m_tup)
+    # the hypotheses' states; one hypothesis: the caller's arrays, updated in place
+    if nh == 1:
+        hx = mean.reshape((B, 1, n))
+        hM = mat.reshape((B, 1, n, n))
+    else:
+        hx = np.empty((B, nh, n))
+        hM = np.empty((B, nh, n, n))
+        for b in range(B):
+            for h in range(nh):
+                for i in range(n):
+                    hx[b, h, i] = mean[b, i]
+                    for j in range(n):
+                        hM[b, h, i, j] = mat[b, i, j]
+    score = np.zeros((B, nh))
+    px = np.empty((nh, n))
+    pM = np.empty((nh, n, n))
+    lc = np.empty(nh)
+    dc = np.empty(nh)
+    lead = np.zeros(B, dtype=np.int64)
     # work arrays, allocated once
     x = np.empty(n)
     P = np.empty((n, n))
@@ -212,163 +524,307 @@ def run(ys, t0, mean, cov, model, rule, n_tup, m_tup, out):  # pragma: no cover 
     jb = np.empty((n, n))
     wm = np.empty((m, m))
     wd = np.empty((m, m))
+    ea, eb, ec, ew, ev = (np.empty((n, n)), np.empty((n, n)), np.empty((n, n)), np.empty(n),
+                          np.empty((n, n)))
+    iobs, ihm, iwm, irm, ihtw = (np.empty(m, dtype=np.bool_), np.empty((m, n)),
+                                 np.empty((m, m)), np.empty((m, m)), np.empty((n, m)))
+    ij, ib, ivs, istep = np.empty((n, n)), np.empty(n), np.empty(m), np.empty(n)
+    info = information
     # time outer, series inner: the time-major inputs and outputs are then read and written
-    # contiguously (series outer strides through them: slower for large batches); the state
-    # of each series lives in mean[b], cov[b] between its steps
-    for t in range(t0, T):
+    # contiguously (series outer strides through them: slower for large batches)
+    for t in range(t0, t_end):
+        info_before = info
+        if t > 0 and info and not has_inv:
+            return 0
         for b in range(B):
-            for i in range(n):
-                x[i] = mean[b, i]
-                for j in range(n):
-                    P[i, j] = cov[b, i, j]
-            if t > 0:
-                # x = F x; P = sym((P Fᵀ)ᵀ Fᵀ) + Q, as _predict
+            for h in range(nh):
+                if t < k and rep[t, h] != h:
+                    continue  # the same state as its representative's: copied below
                 for i in range(n):
-                    acc = 0.0
+                    x[i] = hx[b, h, i]
                     for j in range(n):
-                        acc += F[i, j] * x[j]
-                    k1[i] = acc
-                for i in range(n):
-                    x[i] = k1[i]
-                _mul_abt(P, F, pf)  # P Fᵀ
-                _mul_abt(F, pf.T, P)  # F (P Fᵀ), the transpose of (P Fᵀ)ᵀ Fᵀ: same sym()
-                for i in range(n):
-                    for j in range(i, n):
-                        a = 0.5 * (P[i, j] + P[j, i])
-                        P[i, j] = a + Q[i, j]
-                        P[j, i] = a + Q[j, i]
-            if keep_pred:
-                for i in range(n):
-                    o_pmean[t, b, i] = x[i]
-                    for j in range(n):
-                        o_pcov[t, b, i, j] = P[i, j]
-            n_obs = 0
-            for i in range(m):
-                obs[i] = not math.isnan(ys[t, b, i])
-                if obs[i]:
-                    n_obs += 1
-            if n_obs == 0:
-                log_c = math.nan
-                rho = math.nan
-            elif m == 1:
-                r = R[0, 0]
-                hph0 = 0.0
-                v0 = ys[t, b, 0]
-                for i in range(n):
-                    acc = 0.0
-                    for j in range(n):
-                        acc += P[i, j] * H[0, j]
-                    ph[i] = acc
-                for i in range(n):
-                    hph0 += ph[i] * H[0, i]
-                    v0 -= x[i] * H[0, i]
-                s0 = hph0 + r
-                log_c = min(-0.5 * v0 * v0 / s0, 0.0)
-                rho = discount_scalar(min(log_c - log_c0[1], 0.0), dim, tau, robust)
-                kk = rho / (rho * hph0 + r) if robust else 1.0 / s0
-                for i in range(n):
-                    k1[i] = kk * ph[i]
-                    x[i] += k1[i] * v0
-                rho1 = rho if robust else 1.0
-                if rho1 * hph0 > _DIFFUSE * r and n == 1:  # P r / (ρ h² P + r)
-                    P[0, 0] *= r / (rho1 * hph0 + r)
-                elif rho1 * hph0 > _DIFFUSE * r:
-                    _joseph(P, k1.reshape((1, n)), H, R, rho1, ja, jb, pf)
-                    for i in range(n):  # not P[:, :] = pf, whose shape check compiles slowly
-                        for j in range(n):
-                            P[i, j] = pf[i, j]
-                else:
+                        P[i, j] = hM[b, h, i, j]
+                if t > 0:  # x = F x, as _predict
                     for i in range(n):
+                        acc = 0.0
                         for j in range(n):
-                            P[i, j] -= k1[i] * ph[j]
-            else:
-                # missing components decoupled exactly (as _observation_at)
-                for i in range(m):
-                    for j in range(n):
-                        hm[i, j] = H[i, j] if obs[i] else 0.0
-                    for j in range(m):
-                        rm[i, j] = R[i, j] if obs[i] and obs[j] else 0.0
-                    if not obs[i]:
-                        rm[i, i] = 1.0
-                _mul_abt(hm, P.T, hp)  # H P
-                big = 0.0
-                for i in range(m):
-                    acc = ys[t, b, i] if obs[i] else 0.0
-                    for j in range(n):
-                        acc -= hm[i, j] * x[j]
-                    v[i] = acc
-                    big = max(big, abs(acc))
-                _mul_abt(hp, hm, hph)  # H P Hᵀ
-                scale = 1.0
-                if big > _BIG:  # exact power-of-two scaling: vᵀ S⁻¹ v cannot overflow
-                    scale = 2.0 ** math.frexp(big)[1]
-                for i in range(m):
-                    rhs[i, 0] = v[i] / scale
-                    for j in range(m):
-                        s[i, j] = hph[i, j] + rm[i, j]
-                    for j in range(n):
-                        rhs[i, j + 1] = hp[i, j]
-                if not _solve(s, rhs, 1 if robust else n + 1):
-                    return False
-                q = 0.0
-                for i in range(m):
-                    q += v[i] / scale * rhs[i, 0]
-                log_c = -0.5 * q
-                if scale != 1.0 and q > 0:
-                    log_c = -0.5 * q * scale * scale
-                log_c = min(log_c, 0.0)
-                rho = discount_scalar(min(log_c - log_c0[n_obs], 0.0), dim, tau, robust)
-                if robust:
-                    # K = ρ P Hᵀ (ρ H P Hᵀ + R)⁻¹: continuous down to ρ = 0
+                            acc += F[i, j] * x[j]
+                        k1[i] = acc
+                    for i in range(n):
+                        x[i] = k1[i]
+                if t > 0 and info:
+                    if not _predict_information(P, F_inv, G, Qg_inv, ea, eb, ec):
+                        return 0
+                elif t > 0:
+                    # P = sym((P Fᵀ)ᵀ Fᵀ) + Q, as _predict
+                    _mul_abt(P, F, pf)  # P Fᵀ
+                    _mul_abt(F, pf.T, P)  # F (P Fᵀ), the transpose of (P Fᵀ)ᵀ Fᵀ: same sym()
+                    for i in range(n):
+                        for j in range(i, n):
+                            a = 0.5 * (P[i, j] + P[j, i])
+                            P[i, j] = a + Q[i, j]
+                            P[j, i] = a + Q[j, i]
+                if nh > 1:
+                    for i in range(n):
+                        px[h, i] = x[i]
+                        for j in range(n):
+                            pM[h, i, j] = P[i, j]
+                elif keep_pred:
+                    for i in range(n):
+                        o_pmean[t, b, i] = x[i]
+                        for j in range(n):
+                            if info_before:
+                                p_prec[t, b, i, j] = P[i, j]
+                            else:
+                                o_pcov[t, b, i, j] = P[i, j]
+                n_obs = 0
+                if not (t < k and drop[h, t]):  # else y is missing for this hypothesis
                     for i in range(m):
-                        for j in range(m):
-                            s[i, j] = rho * hph[i, j] + rm[i, j]
+                        obs[i] = not math.isnan(ys[t, b, i])
+                        if obs[i]:
+                            n_obs += 1
+                if n_obs == 0:
+                    log_c = math.nan
+                    rho = math.nan
+                elif info:
+                    ok, log_c, rho = _update_information(
+                        ys[t, b], x, P, H, R, W, robust, dim, tau, log_c0, iobs, ihm, iwm,
+                        irm, ihtw, ij, ib, ivs, ea, ew, ev, istep, eb, n_tup, m_tup)
+                    if not ok:
+                        return 0
+                elif m == 1:
+                    r = R[0, 0]
+                    hph0 = 0.0
+                    v0 = ys[t, b, 0]
+                    for i in range(n):
+                        acc = 0.0
                         for j in range(n):
-                            rhs[i, j + 1] = rho * hp[i, j]
-                    if not _solve(s, rhs[:, 1:], n):
-                        return False
-                # rhs[:, 1:] is now Kᵀ (m, n)
+                            acc += P[i, j] * H[0, j]
+                        ph[i] = acc
+                    for i in range(n):
+                        hph0 += ph[i] * H[0, i]
+                        v0 -= x[i] * H[0, i]
+                    s0 = hph0 + r
+                    log_c = min(-0.5 * v0 * v0 / s0, 0.0)
+                    rho = discount_scalar(min(log_c - log_c0[1], 0.0), dim, tau, robust)
+                    kk = rho / (rho * hph0 + r) if robust else 1.0 / s0
+                    for i in range(n):
+                        k1[i] = kk * ph[i]
+                        x[i] += k1[i] * v0
+                    rho1 = rho if robust else 1.0
+                    if rho1 * hph0 > _DIFFUSE * r and n == 1:  # P r / (ρ h² P + r)
+                        P[0, 0] *= r / (rho1 * hph0 + r)
+                    elif rho1 * hph0 > _DIFFUSE * r:
+                        _joseph(P, k1.reshape((1, n)), H, R, rho1, ja, jb, pf)
+                        for i in range(n):  # not P[:, :] = pf: its shape check compiles slowly
+                            for j in range(n):
+                                P[i, j] = pf[i, j]
+                    else:
+                        for i in range(n):
+                            for j in range(n):
+                                P[i, j] -= k1[i] * ph[j]
+                else:
+                    # missing components decoupled exactly (as _observation_at)
+                    for i in range(m):
+                        for j in range(n):
+                            hm[i, j] = H[i, j] if obs[i] else 0.0
+                        for j in range(m):
+                            rm[i, j] = R[i, j] if obs[i] and obs[j] else 0.0
+                        if not obs[i]:
+                            rm[i, i] = 1.0
+                    _mul_abt(hm, P.T, hp)  # H P
+                    big = 0.0
+                    for i in range(m):
+                        acc = ys[t, b, i] if obs[i] else 0.0
+                        for j in range(n):
+                            acc -= hm[i, j] * x[j]
+                        v[i] = acc
+                        big = max(big, abs(acc))
+                    _mul_abt(hp, hm, hph)  # H P Hᵀ
+                    scale = 1.0
+                    if big > _BIG:  # exact power-of-two scaling: vᵀ S⁻¹ v cannot overflow
+                        scale = 2.0 ** math.frexp(big)[1]
+                    for i in range(m):
+                        rhs[i, 0] = v[i] / scale
+                        for j in range(m):
+                            s[i, j] = hph[i, j] + rm[i, j]
+                        for j in range(n):
+                            rhs[i, j + 1] = hp[i, j]
+                    if not _solve(s, rhs, 1 if robust else n + 1):
+                        return 0
+                    q = 0.0
+                    for i in range(m):
+                        q += v[i] / scale * rhs[i, 0]
+                    log_c = -0.5 * q
+                    if scale != 1.0 and q > 0:
+                        log_c = -0.5 * q * scale * scale
+                    log_c = min(log_c, 0.0)
+                    rho = discount_scalar(min(log_c - log_c0[n_obs], 0.0), dim, tau, robust)
+                    if robust:
+                        # K = ρ P Hᵀ (ρ H P Hᵀ + R)⁻¹: continuous down to ρ = 0
+                        for i in range(m):
+                            for j in range(m):
+                                s[i, j] = rho * hph[i, j] + rm[i, j]
+                            for j in range(n):
+                                rhs[i, j + 1] = rho * hp[i, j]
+                        if not _solve(s, rhs[:, 1:], n):
+                            return 0
+                    # rhs[:, 1:] is now Kᵀ (m, n)
+                    for i in range(n):
+                        acc = 0.0
+                        for j in range(m):
+                            acc += rhs[j, i + 1] * (v[j] / scale)
+                        x[i] += acc * scale
+                    rho1 = rho if robust else 1.0
+                    diffuse = False
+                    for i in range(m):
+                        if rho1 * hph[i, i] > _DIFFUSE * rm[i, i]:
+                            diffuse = True
+                    if diffuse and not (m == n and n_obs == m and _information_update(
+                            P, hm, rm, hph, rho1, ja, jb, wm, wd, pf)):
+                        _joseph(P, rhs[:, 1:], hm, rm, rho1, ja, jb, pf)
+                    elif not diffuse:
+                        for i in range(n):
+                            for j in range(n):
+                                acc = 0.0
+                                for c in range(m):
+                                    acc += rhs[c, i + 1] * hp[c, j]
+                                pf[i, j] = P[i, j] - acc
+                    for i in range(n):
+                        for j in range(i, n):
+                            a = 0.5 * (pf[i, j] + pf[j, i])
+                            P[i, j] = a
+                            P[j, i] = a
+                lc[h] = log_c
+                dc[h] = rho
                 for i in range(n):
-                    acc = 0.0
-                    for j in range(m):
-                        acc += rhs[j, i + 1] * (v[j] / scale)
-                    x[i] += acc * scale
-                rho1 = rho if robust else 1.0
-                diffuse = False
-                for i in range(m):
-                    if rho1 * hph[i, i] > _DIFFUSE * rm[i, i]:
-                        diffuse = True
-                if diffuse and not (m == n and n_obs == m and _information_update(
-                        P, hm, rm, hph, rho1, ja, jb, wm, wd, pf)):
-                    _joseph(P, rhs[:, 1:], hm, rm, rho1, ja, jb, pf)
-                elif not diffuse:
+                    hx[b, h, i] = x[i]
+                    for j in range(n):
+                        hM[b, h, i, j] = P[i, j]
+            best = 0
+            if nh == 1:
+                o_logc[t, b] = lc[0]
+                o_disc[t, b] = dc[0]
+            else:
+                best = _mixture_step(score[b], lc, dc, hx[b], hM[b], px, pM, ys[t, b], t,
+                                     drop, rank, rep, floor, o_logc[t, b:b + 1],
+                                     o_disc[t, b:b + 1])
+                lead[b] = best
+                if keep_pred:
+                    for i in range(n):
+                        o_pmean[t, b, i] = px[best, i]
+                        for j in range(n):
+                            if info_before:
+                                p_prec[t, b, i, j] = pM[best, i, j]
+                            else:
+                                o_pcov[t, b, i, j] = pM[best, i, j]
+            for i in range(n):
+                o_mean[t, b, i] = hx[b, best, i]
+            if not info:  # else the step may end in either form: written below
+                if keep_cov:
                     for i in range(n):
                         for j in range(n):
-                            acc = 0.0
-                            for c in range(m):
-                                acc += rhs[c, i + 1] * hp[c, j]
-                            pf[i, j] = P[i, j] - acc
-                for i in range(n):
-                    for j in range(i, n):
-                        a = 0.5 * (pf[i, j] + pf[j, i])
-                        P[i, j] = a
-                        P[j, i] = a
-            for i in range(n):
-                o_mean[t, b, i] = x[i]
-            o_logc[t, b] = log_c
-            o_disc[t, b] = rho
-            if keep_cov:
+                            o_cov[t, b, i, j] = hM[b, best, i, j]
+                if keep_var:
+                    for i in range(n):
+                        o_var[t, b, i] = hM[b, best, i, i]
+        if info:
+            form = _to_covariance_form(hM, ea, eb, ew, ev)
+            if form < 0:
+                return 0
+            info = form == 0
+            for b in range(B):
+                best = lead[b]
                 for i in range(n):
                     for j in range(n):
-                        o_cov[t, b, i, j] = P[i, j]
-            if keep_var:
-                for i in range(n):
-                    o_var[t, b, i] = P[i, i]
+                        if info:
+                            f_prec[t, b, i, j] = hM[b, best, i, j]
+                        elif keep_cov:
+                            o_cov[t, b, i, j] = hM[b, best, i, j]
+                    if keep_var and not info:
+                        o_var[t, b, i] = hM[b, best, i, i]
+            forms[t, 0] = info
+            forms[t, 1] = True
+    if nh > 1:
+        for b in range(B):
+            best = lead[b]
             for i in range(n):
-                mean[b, i] = x[i]
+                mean[b, i] = hx[b, best, i]
                 for j in range(n):
-                    cov[b, i, j] = P[i, j]
-    return True
+                    mat[b, i, j] = hM[b, best, i, j]
+    return 2 if info else 1
+
+
+@numba.njit(cache=True, nogil=True)
+def _mixture_step(score, lc, dc, hx, hM, px, pM, y, t, drop, rank, rep, floor, o_logc,
+                  o_disc):  # pragma: no cover - compiled
+    """One series' mixture after step ``t`` (as ``robust_start.mixture_scores``): copies each
+    hypothesis that was not stepped from its representative, updates the scores ``score``
+    from the log consistencies ``lc``, writes the reported log consistency and discount
+    (``o_logc[0]``, ``o_disc[0]``) and returns the leader."""
+    nh, k = drop.shape
+    n = hx.shape[1]
+    if t < k:
+        for h in range(nh):
+            r = rep[t, h]
+            if r != h:
+                lc[h], dc[h] = lc[r], dc[r]
+                for i in range(n):
+                    hx[h, i] = hx[r, i]
+                    px[h, i] = px[r, i]
+                    for j in range(n):
+                        hM[h, i, j] = hM[r, i, j]
+                        pM[h, i, j] = pM[r, i, j]
+    observed = False
+    for i in range(y.shape[0]):
+        if not math.isnan(y[i]):
+            observed = True
+    top = -math.inf
+    for h in range(nh):
+        top = max(top, score[h])
+    mixed = -math.inf  # the consistency of y with the mixture (where the leader drops y)
+    for h in range(nh):
+        if math.isnan(lc[h]):
+            gain = 0.0
+        else:
+            gain = max(lc[h], floor) if t >= k else lc[h]
+            val = score[h] - top + lc[h]
+            mixed = math.nan if math.isnan(val) or math.isnan(mixed) else max(mixed, val)
+        if t < k:
+            gain = gain + (floor if observed and drop[h, t] else 0.0)
+        score[h] = score[h] + gain
+    best = _leader(score, rank)
+    if observed:
+        o_logc[0] = mixed if math.isnan(lc[best]) else lc[best]
+        o_disc[0] = 0.0 if math.isnan(dc[best]) else dc[best]
+    else:
+        o_logc[0] = math.nan
+        o_disc[0] = math.nan
+    return best
+
+
+@numba.njit(cache=True, nogil=True)
+def _to_covariance_form(hM, ea, eb, w, V):  # pragma: no cover - compiled
+    """The precisions ``hM`` (B, H, n, n) replaced by their covariances ``sym(Y⁻¹)`` if every
+    one is well conditioned (as ``_maybe_covariance_form`` on the batch): 1 if they were, 0
+    if not, -1 if one is singular by rounding after all (``hM`` then partly converted)."""
+    B, nh, n = hM.shape[0], hM.shape[1], hM.shape[2]
+    for b in range(B):
+        for h in range(nh):
+            if not _well_conditioned(hM[b, h], ea, w, V):
+                return 0
+    for b in range(B):
+        for h in range(nh):
+            for i in range(n):
+                for j in range(n):
+                    ea[i, j] = hM[b, h, i, j]
+                    eb[i, j] = 1.0 if i == j else 0.0
+            if not _solve(ea, eb, n):
+                return -1
+            for i in range(n):
+                for j in range(n):
+                    hM[b, h, i, j] = 0.5 * (eb[i, j] + eb[j, i])
+    return 1
 
 
 class _StepOutputs(NamedTuple):

@@ -216,6 +216,32 @@ def _distinct(t: int, k: int, max_outliers: int) -> tuple[np.ndarray, np.ndarray
     return reps, inverse
 
 
+@lru_cache(maxsize=16)
+def mixture_tables(m: int, k: int = K, max_outliers: int = MAX_OUTLIERS
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """The mixture as the compiled start reads it (``kalman_numba.run_start``): ``(drop,
+    rank, rep, floor)``, the hypotheses' dropped observations (H, k), their rank among ties
+    (:func:`leader`), for each step ``t < k`` the first hypothesis that drops the same
+    observations up to ``t`` (k, H), and ``log ε`` for ``m`` observed components. ``k = 0``:
+    one hypothesis that drops nothing, the plain recursion.
+
+    Examples
+    --------
+    >>> drop, rank, rep, floor = mixture_tables(1, 3, 1)
+    >>> rep.tolist()                      # step 0: hypotheses 2, 3 keep y0, as hypothesis 0
+    [[0, 1, 0, 0], [0, 1, 2, 0], [0, 1, 2, 3]]
+    >>> round(floor, 2)
+    -5.41
+    """
+    drop = np.array(_hypotheses(k, max_outliers))
+    rank = np.array(_tie_rank(k, max_outliers))
+    rep = np.empty((k, drop.shape[0]), dtype=np.int64)
+    for t in range(k):
+        reps, inverse = _distinct(t, k, max_outliers)
+        rep[t] = reps[inverse]
+    return drop, rank, rep, _outlier_floor(m)
+
+
 def start_observations(y: np.ndarray, t: int, k: int = K,
                        max_outliers: int = MAX_OUTLIERS) -> np.ndarray:
     """``y`` (``B + (m,)``, step ``t``) as each hypothesis sees it, ``B + (H, m)``: NaN
