@@ -48,11 +48,14 @@ def test_update_equals_filter(kw):
     res = kf.filter(ys)
     got = infos_array(infos)
     ref = np.column_stack([res.log_consistency, res.discount])
-    # after the start: filter's compiled loop, bit for bit
-    np.testing.assert_array_equal(got[START:, :2], ref[START:])
     np.testing.assert_allclose(got[:, :2], ref, rtol=1e-12, atol=1e-300)
-    np.testing.assert_array_equal(kf.state.mean, res.mean[-1])
-    np.testing.assert_array_equal(kf.state.covariance, res.covariance[-1])
+    if "prior" in kw:  # no start: the same compiled steps as filter's, bit for bit
+        np.testing.assert_array_equal(got[START:, :2], ref[START:])
+        np.testing.assert_array_equal(kf.state.mean, res.mean[-1])
+        np.testing.assert_array_equal(kf.state.covariance, res.covariance[-1])
+    else:  # update's start runs numpy's steps, filter's the compiled start: equal to rounding
+        np.testing.assert_allclose(kf.state.mean, res.mean[-1], rtol=1e-12)
+        np.testing.assert_allclose(kf.state.covariance, res.covariance[-1], rtol=1e-12)
     assert kf.state.t == len(ys)
     # γ = c^(1/dim), the one field filter does not report
     with np.errstate(divide="ignore"):

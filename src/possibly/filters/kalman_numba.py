@@ -21,9 +21,7 @@ arithmetic. Every work array is allocated once per call and the ``m × m`` syste
 by Gaussian elimination with partial pivoting (as LAPACK's ``getrf`` behind ``inv``; a
 matrix with an exactly zero pivot is refused and ``filter`` runs numpy's steps, with their
 pseudo-inverse fallback, from there); ``n`` and ``m`` are compile-time constants (one
-compiled loop per ``(n, m)``, cached on disk like the rest). WoLF's tracking model (n = 4,
-m = 2): about 0.14 µs per step, against 2.5 µs for the previous loop that allocated small
-arrays every step.
+compiled loop per ``(n, m)``, cached on disk like the rest).
 """
 
 from __future__ import annotations
