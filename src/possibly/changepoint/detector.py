@@ -608,15 +608,19 @@ class ChangepointDetector(SequentialEstimator):
                      ) -> tuple[RunState, dict[str, np.ndarray]]:
         """:meth:`_run` from the current state, with the hindsight change possibility when
         ``keep`` (default: with the history); the new starts are dropped again when the run
-        fails (no state was stored)."""
+        fails (no state was stored), and the older starts' values restored."""
         t = self.t
+        state = self.state_
         peak = self._peak_buffer(len(arr), self.history if keep is None else keep)
+        # only the starts of the kept hypotheses can be raised: their values are saved, for a
+        # run interrupted between chunks (or steps) raises them by values never stored
+        first = min((int(blk.start[0]) for blk in state.blocks if blk.start.size), default=t)
+        saved = None if peak is None else peak[first:t].copy()
         try:
-            return self._run(self.state_, arr, peak)
+            return self._run(state, arr, peak)
         except BaseException:
-            # a run interrupted between chunks may already have raised the peaks of older
-            # starts (by the values it processed): those stay, as upper bounds
-            if peak is not None and self._peak is not None:
+            if peak is not None and saved is not None and self._peak is not None:
+                peak[first:t] = saved
                 self._peak.n = t
             raise
 
