@@ -474,12 +474,16 @@ class ChangepointDetector(SequentialEstimator):
         return f"ChangepointDetector({', '.join(shown)})"
 
     def __getstate__(self) -> dict[str, Any]:
-        self._flush()  # the streamed rows recorded
-        state = super().__getstate__()
-        state["_compiled"] = None  # compiled code: made again on first use after unpickling
-        # the compiled step's buffers as a RunState (unpickled, update packs them again)
-        state["_state"], state["_stream"] = self.state, None
-        return state
+        lock = self._acquire()  # the stream's buffers are not read while update writes them
+        try:
+            self._flush()  # the streamed rows recorded
+            state = super().__getstate__()
+            state["_compiled"] = None  # compiled code: made again on first use after unpickling
+            # the compiled step's buffers as a RunState (unpickled, update packs them again)
+            state["_state"], state["_stream"] = self._current_state(), None
+            return state
+        finally:
+            lock.release()
 
     # -- state ---------------------------------------------------------------------------------
 
@@ -516,14 +520,30 @@ class ChangepointDetector(SequentialEstimator):
     @property
     def state_(self) -> RunState:
         """The current run hypotheses (:class:`~possibly.changepoint.recursion.RunState`)."""
-        state = self.state
-        return self.init() if state is None else state
+        lock = self._acquire()  # the stream's buffers are not read while update writes them
+        try:
+            return self._current_runs()
+        finally:
+            lock.release()
 
     @property
     def state(self) -> RunState | None:
         """The state after the observations so far (None before any)."""
+        lock = self._acquire()
+        try:
+            return self._current_state()
+        finally:
+            lock.release()
+
+    def _current_state(self) -> RunState | None:
+        """:attr:`state`, for callers that hold the lock."""
         stream = self._stream  # streaming: a copy of the compiled step's runs
         return self._state if stream is None else stream.state()
+
+    def _current_runs(self) -> RunState:
+        """:attr:`state_`, for callers that hold the lock."""
+        state = self._current_state()
+        return self.init() if state is None else state
 
     @property
     def changepoints(self) -> np.ndarray:
@@ -610,7 +630,7 @@ class ChangepointDetector(SequentialEstimator):
         ``keep`` (default: with the history); the new starts are dropped again when the run
         fails (no state was stored), and the older starts' values restored."""
         t = self.t
-        state = self.state_
+        state = self._current_runs()
         peak = self._peak_buffer(len(arr), self.history if keep is None else keep)
         # only the starts of the kept hypotheses can be raised: their values are saved, for a
         # run interrupted between chunks (or steps) raises them by values never stored
@@ -862,7 +882,7 @@ class ChangepointDetector(SequentialEstimator):
         compiled = self._compiled[0]
         if compiled is None or not set(OUTPUTS) <= set(STEP_COLUMNS):
             return None
-        self._stream = CompiledStream(compiled, self.state_, params)
+        self._stream = CompiledStream(compiled, self._current_runs(), params)
         self._prev_start = int(self._trace.start.last()) if self._trace.start.n else 0
         self._lend_peaks(self._stream)
         return self._stream
@@ -928,12 +948,16 @@ class ChangepointDetector(SequentialEstimator):
 
     def history_nbytes(self) -> int:
         """Bytes held for the per-step history and the MAP trace."""
-        self._flush()
-        hist = 0 if self._history is None else sum(g.data.nbytes
-                                                   for g in self._history.values())
-        peak = getattr(self, "_peak", None)
-        hist += 0 if peak is None else peak.data.nbytes
-        return hist + self._trace.nbytes()
+        lock = self._acquire()
+        try:
+            self._flush()
+            hist = 0 if self._history is None else sum(g.data.nbytes
+                                                       for g in self._history.values())
+            peak = getattr(self, "_peak", None)
+            hist += 0 if peak is None else peak.data.nbytes
+            return hist + self._trace.nbytes()
+        finally:
+            lock.release()
 
 
 _new_object = object.__new__

@@ -825,6 +825,14 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
     @property
     def state(self) -> Any:
         """The state after the observations given to :meth:`update` so far (None before)."""
+        lock = self._acquire()  # the compiled step's buffers are not read while update writes
+        try:
+            return self._current_state()
+        finally:
+            lock.release()
+
+    def _current_state(self) -> Any:
+        """:attr:`state`, for callers that hold the lock."""
         live = self._live  # streaming: a copy of the compiled step's state
         return self._state if live is None else live.state()
 
@@ -836,11 +844,15 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
         return self
 
     def __getstate__(self) -> dict[str, Any]:
-        state = super().__getstate__()
-        state.pop("_step_engine", None)  # a module: asked again after unpickling
-        # the compiled step's buffers as a KalmanState (unpickled, update copies them again)
-        state["_state"], state["_live"] = self.state, None
-        return state
+        lock = self._acquire()  # the compiled step's buffers are not read while update writes
+        try:
+            state = super().__getstate__()
+            state.pop("_step_engine", None)  # a module: asked again after unpickling
+            # the compiled step's buffers as a KalmanState (unpickled, update copies them again)
+            state["_state"], state["_live"] = self._current_state(), None
+            return state
+        finally:
+            lock.release()
 
     def fit(self, y: Any, *, engine: str = "auto") -> FilterResult:
         """Filter a whole series from :meth:`init`: :meth:`filter` (with a learned noise
