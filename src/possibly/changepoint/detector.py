@@ -124,7 +124,7 @@ def _interruptible(run: Any, state: RunState, y: np.ndarray, params: Changepoint
                    ) -> tuple[RunState, dict[str, np.ndarray]]:
     """``run(state, y, params, interrupted)``, a compiled engine that runs in chunks and checks
     ``interrupted`` between them, with Ctrl-C deferred so that it stays clean."""
-    if y.size == 1:  # one streamed value: microseconds, not worth two signal() calls
+    if y.size == 1:  # one streamed value: shorter than the two signal() calls
         return run(state, y, params, [False])
     with _deferred_sigint() as interrupted:
         return run(state, y, params, interrupted)
@@ -603,7 +603,7 @@ class ChangepointDetector(SequentialEstimator):
         """The recursion over ``arr`` from ``state``; ``peak[s]`` raised in place to the
         hindsight log change possibility of start ``s`` (None: not tracked)."""
         params = self._params()
-        if self._compiled is None:  # asked once per fit or reset (a streamed value is µs)
+        if self._compiled is None:  # asked once per fit or reset, not per streamed value
             self._compiled = (compiled_models(params.models) if self._engine() == "numba"
                               else None,)
         compiled = self._compiled[0]
@@ -804,7 +804,7 @@ class ChangepointDetector(SequentialEstimator):
         >>> flags, det.changepoints.tolist()
         ([False, False, False, False, True, False], [3])
         """
-        lock = self._acquire()  # as _exclusive, without a context manager's microsecond
+        lock = self._acquire()  # as _exclusive, without a context manager's cost
         try:
             x = _plain_number(y) if self._plain_series else None
             arr = None
@@ -827,7 +827,7 @@ class ChangepointDetector(SequentialEstimator):
             changed = begin > self._prev_start
             self._prev_start = begin
             # ChangepointInfo(...) with the fields written at once: a frozen dataclass's
-            # __init__ sets each through object.__setattr__, several µs for these ten
+            # __init__ sets each of the ten through a call of object.__setattr__
             info = _new_object(ChangepointInfo)
             info.__dict__.update(
                 log_consistency=log_c, discount=disc, t=t, map_run_length=t - begin,

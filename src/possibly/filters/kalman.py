@@ -778,7 +778,7 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
         if type(y) is not float and type(y) is not np.float64:  # a float is a number
             refuse_non_numbers("y", y, f"one observation of {self.obs_dim} number(s) (NaN for "
                                "a missing value)")
-        lock = self._acquire()  # as _exclusive, without a context manager's microsecond
+        lock = self._acquire()  # as _exclusive, without a context manager's cost
         try:
             live = self._live if self._live is not None else self._open_live()
             if live is not None:
@@ -957,12 +957,12 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
             steps of the constant-velocity model hold 305 MiB with ``("mean",)``.
         engine : {"auto", "numpy", "numba"}
             ``"numba"``: a compiled loop (needs numba; time-invariant models with ``H`` of full
-            row rank), much faster for one or a few series and as fast or up to 3× faster
-            for large batches (measured up to 10,000 series); ``"numpy"``: batched numpy
-            steps; ``"auto"`` (default): numba when available and applicable. Both agree to
-            about 1e-12. The first compiled call in a process loads numba (about 0.5-1 s,
-            once; the very first compile takes seconds and is then cached on disk): pass
-            ``"numpy"`` for a one-off short series.
+            row rank), much faster for one or a few series and at least as fast for large
+            batches (measured up to 10,000 series); ``"numpy"``: batched numpy steps;
+            ``"auto"`` (default): numba when available and applicable. Both agree to about
+            1e-12. The first compiled call in a process loads numba (once; the very first
+            compile takes longer and is then cached on disk): pass ``"numpy"`` for a
+            one-off short series.
 
         Returns
         -------
