@@ -151,11 +151,11 @@ def _run_numpy(state: RunState, y: np.ndarray, params: ChangepointParams,
         out["n_active"][i] = info.n_active
         out["log_change_possibility"][i] = info.log_change_possibility
         if peak is not None and peak.size:
-            raise_peaks(peak, state)
+            _raise_peaks(peak, state)
     return state, out
 
 
-def raise_peaks(peak: np.ndarray, state: RunState) -> None:
+def _raise_peaks(peak: np.ndarray, state: RunState) -> None:
     """``peak[s] = max(peak[s], log w)`` over the kept hypotheses of ``state`` (the starts
     below ``peak.size``; one model's starts are distinct)."""
     for blk in state.blocks:
