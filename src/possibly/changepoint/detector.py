@@ -284,8 +284,9 @@ class ChangepointDetector(SequentialEstimator):
     Notes
     -----
     Thread safety: one detector must not be used by several threads at once; concurrent
-    ``fit``/``update`` calls raise :class:`possibly.sequential.ConcurrentUseError`. The pure
-    :meth:`init`/:meth:`step` are safe from any thread. Numeric range: observations up to
+    ``fit``/``update`` calls raise :class:`possibly.sequential.ConcurrentUseError`, and so do
+    ``state``, ``state_``, ``history_nbytes`` and pickling while another thread runs them. The
+    pure :meth:`init`/:meth:`step` are safe from any thread. Numeric range: observations up to
     ``1e150`` in magnitude, σ in ``[1e-100, 1e100]``.
 
     Examples

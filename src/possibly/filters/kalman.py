@@ -612,7 +612,8 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
     Thread safety: ``init``, ``step``, ``filter``/``fit`` and ``smooth`` are pure (they do not
     change the instance) and can be called from several threads at once; the streaming
     ``update``/``reset`` change the instance and raise
-    :class:`~possibly.sequential.ConcurrentUseError` when used from two threads at once.
+    :class:`~possibly.sequential.ConcurrentUseError` when used from two threads at once (as do
+    ``state`` and pickling while another thread runs ``update``).
 
     Examples
     --------

@@ -21,8 +21,8 @@ arithmetic. Every work array is allocated once per call and the ``m × m`` syste
 by Gaussian elimination with partial pivoting (as LAPACK's ``getrf`` behind ``inv``; a
 matrix with an exactly zero pivot is refused and ``filter`` runs numpy's steps, with their
 pseudo-inverse fallback, from there); ``n`` and ``m`` are compile-time constants (one
-compiled loop per ``(n, m)``, cached on disk like the rest): a loop that allocated small
-arrays every step spent most of its time allocating them.
+compiled loop per ``(n, m)``, cached on disk like the rest): allocating small arrays every
+step would cost more than the arithmetic.
 """
 
 from __future__ import annotations
