@@ -62,3 +62,20 @@ def test_an_interrupted_run_leaves_the_hindsight_change_possibility_of_fit(
     np.testing.assert_allclose(got.change_possibility, ref.change_possibility,
                                rtol=0, atol=1e-12)
     np.testing.assert_array_equal(got.discount, ref.discount)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_an_interrupted_fit_leaves_a_fresh_detector(monkeypatch, engine):
+    rng = np.random.default_rng(4)
+    y = np.r_[rng.normal(size=150), rng.normal(size=50) + 4.0]
+    det = ChangepointDetector(sigma=1.0, engine=engine)
+    det.fit(y[:120])
+    with monkeypatch.context() as patch:
+        interrupt_after(patch, engine, 3 if engine == "numba" else 60)
+        with pytest.raises(KeyboardInterrupt):
+            det.fit(rng.normal(size=100) - 3.0)
+    assert det.t == 0
+    det.extend(y)
+    ref = ChangepointDetector(sigma=1.0, engine=engine).fit(y)
+    np.testing.assert_allclose(det.result().change_possibility, ref.change_possibility,
+                               rtol=0, atol=1e-12)
