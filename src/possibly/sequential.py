@@ -170,7 +170,7 @@ class SequentialEstimator(ABC, Generic[StateT, InfoT, ResultT]):
 
     def _acquire(self) -> Any:
         """The guard's lock, acquired (the caller releases it): :meth:`_exclusive` without
-        the cost of a context manager, for steps of a few microseconds."""
+        the cost of a context manager, for steps that cost little more than it."""
         lock = self.__dict__.get("_busy")
         if lock is None:
             lock = self.__dict__.setdefault("_busy", threading.Lock())

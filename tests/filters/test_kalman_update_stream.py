@@ -7,12 +7,14 @@ about 1e-12 as the compiled loop always was.
 
 from __future__ import annotations
 
+import dataclasses
 import pickle
 
 import numpy as np
 import pytest
 
 import possibly as ps
+from possibly.filters import KalmanInfo
 from possibly.filters.robust_start import WINDOW, K
 
 numba = pytest.importorskip("numba")
@@ -177,3 +179,22 @@ def test_text_none_booleans_and_huge_integers_are_refused_by_name(bad, compiled,
     rest = infos_array([kf.update(y) for y in ys[150:]])
     ref = ps.KalmanFilter(CV)
     np.testing.assert_array_equal(rest, infos_array([ref.update(y) for y in ys])[150:])
+
+
+def test_the_compiled_update_sets_every_field_of_the_info(monkeypatch):
+    # the compiled step's Info is built without __init__ (its fields written at once): a
+    # field added to KalmanInfo must be written there too, not left to a class default
+    ys = track(3, T=START + 20)
+    kf = ps.KalmanFilter(CV)
+    for y in ys[:START]:
+        kf.update(y)
+
+    def refused(self, *args, **kwargs):
+        raise AssertionError("update built its Info through __init__, not the compiled step")
+
+    monkeypatch.setattr(KalmanInfo, "__init__", refused)
+    names = {f.name for f in dataclasses.fields(KalmanInfo)}
+    for y in ys[START:]:
+        info = kf.update(y)
+        assert type(info) is KalmanInfo
+        assert set(info.__dict__) == names

@@ -528,7 +528,7 @@ TEMPLATES = (run_kernels, largest_weight, new_runs, forget_older, observe, move_
 
 # ----------------------------------------------------------------------------------------------
 # one observation at a time (the detector's update): the same step as run_kernels's loop, on
-# buffers that persist between calls, with few arguments (each costs the call ~0.2 µs)
+# buffers that persist between calls, with few arguments (each adds to the call's cost)
 
 #: the row step_kernels writes per observation: the observation, then :data:`OUTPUTS`
 STEP_COLUMNS = ("y", "start", "model", "mean", "log_consistency", "discount", "n_active",

@@ -124,7 +124,7 @@ def _interruptible(run: Any, state: RunState, y: np.ndarray, params: Changepoint
                    ) -> tuple[RunState, dict[str, np.ndarray]]:
     """``run(state, y, params, interrupted)``, a compiled engine that runs in chunks and checks
     ``interrupted`` between them, with Ctrl-C deferred so that it stays clean."""
-    if y.size == 1:  # one streamed value: microseconds, not worth two signal() calls
+    if y.size == 1:  # one streamed value: shorter than the two signal() calls
         return run(state, y, params, [False])
     with _deferred_sigint() as interrupted:
         return run(state, y, params, interrupted)
@@ -151,11 +151,11 @@ def _run_numpy(state: RunState, y: np.ndarray, params: ChangepointParams,
         out["n_active"][i] = info.n_active
         out["log_change_possibility"][i] = info.log_change_possibility
         if peak is not None and peak.size:
-            raise_peaks(peak, state)
+            _raise_peaks(peak, state)
     return state, out
 
 
-def raise_peaks(peak: np.ndarray, state: RunState) -> None:
+def _raise_peaks(peak: np.ndarray, state: RunState) -> None:
     """``peak[s] = max(peak[s], log w)`` over the kept hypotheses of ``state`` (the starts
     below ``peak.size``; one model's starts are distinct)."""
     for blk in state.blocks:
@@ -284,8 +284,9 @@ class ChangepointDetector(SequentialEstimator):
     Notes
     -----
     Thread safety: one detector must not be used by several threads at once; concurrent
-    ``fit``/``update`` calls raise :class:`possibly.sequential.ConcurrentUseError`. The pure
-    :meth:`init`/:meth:`step` are safe from any thread. Numeric range: observations up to
+    ``fit``/``update`` calls raise :class:`possibly.sequential.ConcurrentUseError`, and so do
+    ``state``, ``state_``, ``history_nbytes`` and pickling while another thread runs them. The
+    pure :meth:`init`/:meth:`step` are safe from any thread. Numeric range: observations up to
     ``1e150`` in magnitude, σ in ``[1e-100, 1e100]``.
 
     Examples
@@ -474,12 +475,16 @@ class ChangepointDetector(SequentialEstimator):
         return f"ChangepointDetector({', '.join(shown)})"
 
     def __getstate__(self) -> dict[str, Any]:
-        self._flush()  # the streamed rows recorded
-        state = super().__getstate__()
-        state["_compiled"] = None  # compiled code: made again on first use after unpickling
-        # the compiled step's buffers as a RunState (unpickled, update packs them again)
-        state["_state"], state["_stream"] = self.state, None
-        return state
+        lock = self._acquire()  # the stream's buffers are not read while update writes them
+        try:
+            self._flush()  # the streamed rows recorded
+            state = super().__getstate__()
+            state["_compiled"] = None  # compiled code: made again on first use after unpickling
+            # the compiled step's buffers as a RunState (unpickled, update packs them again)
+            state["_state"], state["_stream"] = self._current_state(), None
+            return state
+        finally:
+            lock.release()
 
     # -- state ---------------------------------------------------------------------------------
 
@@ -516,14 +521,30 @@ class ChangepointDetector(SequentialEstimator):
     @property
     def state_(self) -> RunState:
         """The current run hypotheses (:class:`~possibly.changepoint.recursion.RunState`)."""
-        state = self.state
-        return self.init() if state is None else state
+        lock = self._acquire()  # the stream's buffers are not read while update writes them
+        try:
+            return self._current_runs()
+        finally:
+            lock.release()
 
     @property
     def state(self) -> RunState | None:
         """The state after the observations so far (None before any)."""
+        lock = self._acquire()
+        try:
+            return self._current_state()
+        finally:
+            lock.release()
+
+    def _current_state(self) -> RunState | None:
+        """:attr:`state`, for callers that hold the lock."""
         stream = self._stream  # streaming: a copy of the compiled step's runs
         return self._state if stream is None else stream.state()
+
+    def _current_runs(self) -> RunState:
+        """:attr:`state_`, for callers that hold the lock."""
+        state = self._current_state()
+        return self.init() if state is None else state
 
     @property
     def changepoints(self) -> np.ndarray:
@@ -583,7 +604,7 @@ class ChangepointDetector(SequentialEstimator):
         """The recursion over ``arr`` from ``state``; ``peak[s]`` raised in place to the
         hindsight log change possibility of start ``s`` (None: not tracked)."""
         params = self._params()
-        if self._compiled is None:  # asked once per fit or reset (a streamed value is µs)
+        if self._compiled is None:  # asked once per fit or reset, not per streamed value
             self._compiled = (compiled_models(params.models) if self._engine() == "numba"
                               else None,)
         compiled = self._compiled[0]
@@ -608,15 +629,19 @@ class ChangepointDetector(SequentialEstimator):
                      ) -> tuple[RunState, dict[str, np.ndarray]]:
         """:meth:`_run` from the current state, with the hindsight change possibility when
         ``keep`` (default: with the history); the new starts are dropped again when the run
-        fails (no state was stored)."""
+        fails (no state was stored), and the older starts' values restored."""
         t = self.t
+        state = self._current_runs()
         peak = self._peak_buffer(len(arr), self.history if keep is None else keep)
+        # only the starts of the kept hypotheses can be raised: their values are saved, for a
+        # run interrupted between chunks (or steps) raises them by values never stored
+        first = min((int(blk.start[0]) for blk in state.blocks if blk.start.size), default=t)
+        saved = None if peak is None else peak[first:t].copy()
         try:
-            return self._run(self.state_, arr, peak)
+            return self._run(state, arr, peak)
         except BaseException:
-            # a run interrupted between chunks may already have raised the peaks of older
-            # starts (by the values it processed): those stay, as upper bounds
-            if peak is not None and self._peak is not None:
+            if peak is not None and saved is not None and self._peak is not None:
+                peak[first:t] = saved
                 self._peak.n = t
             raise
 
@@ -780,7 +805,7 @@ class ChangepointDetector(SequentialEstimator):
         >>> flags, det.changepoints.tolist()
         ([False, False, False, False, True, False], [3])
         """
-        lock = self._acquire()  # as _exclusive, without a context manager's microsecond
+        lock = self._acquire()  # as _exclusive, without a context manager's cost
         try:
             x = _plain_number(y) if self._plain_series else None
             arr = None
@@ -803,7 +828,7 @@ class ChangepointDetector(SequentialEstimator):
             changed = begin > self._prev_start
             self._prev_start = begin
             # ChangepointInfo(...) with the fields written at once: a frozen dataclass's
-            # __init__ sets each through object.__setattr__, several µs for these ten
+            # __init__ sets each of the ten through a call of object.__setattr__
             info = _new_object(ChangepointInfo)
             info.__dict__.update(
                 log_consistency=log_c, discount=disc, t=t, map_run_length=t - begin,
@@ -858,7 +883,7 @@ class ChangepointDetector(SequentialEstimator):
         compiled = self._compiled[0]
         if compiled is None or not set(OUTPUTS) <= set(STEP_COLUMNS):
             return None
-        self._stream = CompiledStream(compiled, self.state_, params)
+        self._stream = CompiledStream(compiled, self._current_runs(), params)
         self._prev_start = int(self._trace.start.last()) if self._trace.start.n else 0
         self._lend_peaks(self._stream)
         return self._stream
@@ -924,12 +949,16 @@ class ChangepointDetector(SequentialEstimator):
 
     def history_nbytes(self) -> int:
         """Bytes held for the per-step history and the MAP trace."""
-        self._flush()
-        hist = 0 if self._history is None else sum(g.data.nbytes
-                                                   for g in self._history.values())
-        peak = getattr(self, "_peak", None)
-        hist += 0 if peak is None else peak.data.nbytes
-        return hist + self._trace.nbytes()
+        lock = self._acquire()
+        try:
+            self._flush()
+            hist = 0 if self._history is None else sum(g.data.nbytes
+                                                       for g in self._history.values())
+            peak = getattr(self, "_peak", None)
+            hist += 0 if peak is None else peak.data.nbytes
+            return hist + self._trace.nbytes()
+        finally:
+            lock.release()
 
 
 _new_object = object.__new__

@@ -49,6 +49,8 @@ def find_outliers(y: np.ndarray, discount: np.ndarray, segments: Sequence[tuple[
     """
     bounds = np.asarray(segments, dtype=np.int64).reshape(-1, 2)
     which = np.asarray(segment_models, dtype=np.int64)
+    order = np.argsort(bounds[:, 0], kind="stable")  # the models take increasing segments
+    bounds, which = bounds[order], which[order]
     lengths = bounds[:, 1] - bounds[:, 0]
     # per observation: its segment's model (-1 outside the segments), and whether it may be
     # an outlier at all (a segment start is a change)

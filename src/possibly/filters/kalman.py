@@ -612,7 +612,8 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
     Thread safety: ``init``, ``step``, ``filter``/``fit`` and ``smooth`` are pure (they do not
     change the instance) and can be called from several threads at once; the streaming
     ``update``/``reset`` change the instance and raise
-    :class:`~possibly.sequential.ConcurrentUseError` when used from two threads at once.
+    :class:`~possibly.sequential.ConcurrentUseError` when used from two threads at once (as do
+    ``state`` and pickling while another thread runs ``update``).
 
     Examples
     --------
@@ -778,7 +779,7 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
         if type(y) is not float and type(y) is not np.float64:  # a float is a number
             refuse_non_numbers("y", y, f"one observation of {self.obs_dim} number(s) (NaN for "
                                "a missing value)")
-        lock = self._acquire()  # as _exclusive, without a context manager's microsecond
+        lock = self._acquire()  # as _exclusive, without a context manager's cost
         try:
             live = self._live if self._live is not None else self._open_live()
             if live is not None:
@@ -825,6 +826,14 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
     @property
     def state(self) -> Any:
         """The state after the observations given to :meth:`update` so far (None before)."""
+        lock = self._acquire()  # the compiled step's buffers are not read while update writes
+        try:
+            return self._current_state()
+        finally:
+            lock.release()
+
+    def _current_state(self) -> Any:
+        """:attr:`state`, for callers that hold the lock."""
         live = self._live  # streaming: a copy of the compiled step's state
         return self._state if live is None else live.state()
 
@@ -836,11 +845,15 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
         return self
 
     def __getstate__(self) -> dict[str, Any]:
-        state = super().__getstate__()
-        state.pop("_step_engine", None)  # a module: asked again after unpickling
-        # the compiled step's buffers as a KalmanState (unpickled, update copies them again)
-        state["_state"], state["_live"] = self.state, None
-        return state
+        lock = self._acquire()  # the compiled step's buffers are not read while update writes
+        try:
+            state = super().__getstate__()
+            state.pop("_step_engine", None)  # a module: asked again after unpickling
+            # the compiled step's buffers as a KalmanState (unpickled, update copies them again)
+            state["_state"], state["_live"] = self._current_state(), None
+            return state
+        finally:
+            lock.release()
 
     def fit(self, y: Any, *, engine: str = "auto") -> FilterResult:
         """Filter a whole series from :meth:`init`: :meth:`filter` (with a learned noise
@@ -945,12 +958,12 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
             steps of the constant-velocity model hold 305 MiB with ``("mean",)``.
         engine : {"auto", "numpy", "numba"}
             ``"numba"``: a compiled loop (needs numba; time-invariant models with ``H`` of full
-            row rank), much faster for one or a few series and as fast or up to 3× faster
-            for large batches (measured up to 10,000 series); ``"numpy"``: batched numpy
-            steps; ``"auto"`` (default): numba when available and applicable. Both agree to
-            about 1e-12. The first compiled call in a process loads numba (about 0.5-1 s,
-            once; the very first compile takes seconds and is then cached on disk): pass
-            ``"numpy"`` for a one-off short series.
+            row rank), much faster for one or a few series and at least as fast for large
+            batches (measured up to 10,000 series); ``"numpy"``: batched numpy steps;
+            ``"auto"`` (default): numba when available and applicable. Both agree to about
+            1e-12. The first compiled call in a process loads numba (once; the very first
+            compile takes longer and is then cached on disk): pass ``"numpy"`` for a
+            one-off short series.
 
         Returns
         -------

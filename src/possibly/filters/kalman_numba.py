@@ -21,7 +21,8 @@ arithmetic. Every work array is allocated once per call and the ``m × m`` syste
 by Gaussian elimination with partial pivoting (as LAPACK's ``getrf`` behind ``inv``; a
 matrix with an exactly zero pivot is refused and ``filter`` runs numpy's steps, with their
 pseudo-inverse fallback, from there); ``n`` and ``m`` are compile-time constants (one
-compiled loop per ``(n, m)``, cached on disk like the rest).
+compiled loop per ``(n, m)``, cached on disk like the rest): allocating small arrays every
+step would cost more than the arithmetic.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ def sizes(n: int, m: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
     return (0,) * n, (0,) * m
 
 
-@numba.njit(cache=True, nogil=True, inline="always")  # inlined: 20% faster
+@numba.njit(cache=True, nogil=True, inline="always")  # inlined: no call per use
 def _solve(a, rhs, k):  # pragma: no cover - compiled
     """Overwrite ``rhs[:, :k]`` with ``a⁻¹ rhs[:, :k]`` (``a`` is destroyed); partial
     pivoting. False if ``a`` is singular (an exactly zero pivot, as LAPACK's getrf)."""
@@ -82,7 +83,7 @@ def _solve(a, rhs, k):  # pragma: no cover - compiled
     return True
 
 
-@numba.njit(cache=True, nogil=True, inline="always")  # inlined: 20% faster
+@numba.njit(cache=True, nogil=True, inline="always")  # inlined: no call per use
 def _mul_abt(a, b, out):  # pragma: no cover - compiled
     """``out = a @ b.T`` (each entry summed in the order of the columns)."""
     for i in range(a.shape[0]):
@@ -483,7 +484,7 @@ def run_start(ys, t0, t_end, mean, mat, information, model, inverse, rule, mixtu
     B = ys.shape[1]
     nh, k = drop.shape
     # n and m as compile-time constants (a tuple's length is part of its numba type): one
-    # compiled loop per (n, m), whose fixed-count small loops LLVM unrolls (~40% faster)
+    # compiled loop per (n, m), whose fixed-count small loops LLVM unrolls
     n, m = len(n_tup), len(m_tup)
     # the hypotheses' states; one hypothesis: the caller's arrays, updated in place
     if nh == 1:
@@ -854,8 +855,8 @@ def step_buffers(model: tuple[np.ndarray, ...], rule: tuple[Any, ...]
 
 @numba.njit(cache=True, nogil=True)
 def step(io, state, settings, predict, n_tup, m_tup):  # pragma: no cover - compiled
-    """One step of :func:`run` for one series, on flat buffers (few arguments: each costs a
-    call from Python about 0.2 µs). ``state`` is ``(mean, covariance)``, overwritten; the
+    """One step of :func:`run` for one series, on flat buffers (few arguments: each adds to
+    the cost of a call from Python). ``state`` is ``(mean, covariance)``, overwritten; the
     observation is ``io[m:2m]``, predicted first when ``predict``; the step writes the
     filtered mean at ``io[2m + n:2m + 2n]``, ``log c`` at ``io[2m + 2n + 1]`` and the
     discount at ``io[2m + 2n + 3]``. ``settings``: :func:`step_buffers`. Returns

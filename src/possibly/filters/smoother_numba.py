@@ -10,7 +10,7 @@ filtered state is in information form, and a step whose ``P_{t+1|t}`` is singula
 bit for bit: the order of floating-point operations differs).
 
 Why explicit loops: the states are tiny, so the per-step cost of numpy's batched linear
-algebra is its call overhead, tens of microseconds a step; here every work array is allocated
+algebra is its call overhead, many times the arithmetic; here every work array is allocated
 once per call and ``P_{t+1|t}`` is solved in place by Gaussian elimination with partial
 pivoting (:func:`possibly.filters.elimination_numba.solve_in_place`).
 """

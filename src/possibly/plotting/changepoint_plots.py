@@ -297,8 +297,8 @@ def plot_run_length(result, ax=None, *, index=None, max_run_length: int | None =
     ``possibility ** gamma`` (default the fourth root, as in the paper) so that low but
     non-negligible run lengths show; the colour bar is labelled in possibility. Long series
     are reduced to ``columns × rows`` cells (max per cell). The replay runs the numpy step
-    function once per observation (about 0.1–0.3 ms per step with thousands of kept run
-    lengths): seconds for 10⁴ points, minutes for 10⁶.
+    function once per observation (slow with thousands of kept run lengths): fine for
+    10⁴ points, long for 10⁶.
 
     Parameters
     ----------

@@ -18,6 +18,7 @@ from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
+from possibly.changepoint.models._common import checked_bounds
 from possibly.validation import as_numbers
 
 __all__ = [
@@ -309,8 +310,9 @@ class SegmentModel(abc.ABC):
     def outlying_segments(self, y: np.ndarray, discount: np.ndarray,
                           bounds: np.ndarray) -> np.ndarray:
         """:meth:`outlying` of several segments at once: ``bounds`` holds one ``(start,
-        stop)`` row per segment (half-open, disjoint), and the result one flag per
-        observation of ``y`` (False outside the segments). The default calls
+        stop)`` row per segment (half-open, increasing, disjoint, within ``y``: else a
+        ValueError), and the result one flag per observation of ``y`` (False outside the
+        segments). The default calls
         :meth:`outlying` per segment; models override it with one pass over all of them.
 
         Examples
@@ -322,7 +324,7 @@ class SegmentModel(abc.ABC):
         [2, 5]
         """
         out = np.zeros(len(y), dtype=bool)
-        for a, b in np.asarray(bounds, dtype=np.int64).reshape(-1, 2).tolist():
+        for a, b in checked_bounds(bounds, len(y)).tolist():
             out[a:b] = self.outlying(y[a:b], discount[a:b])
         return out
 

@@ -26,6 +26,7 @@ from typing import Any, ClassVar, NamedTuple
 import numpy as np
 
 from possibly import inference
+from possibly.changepoint.models._common import checked_bounds, checked_lengths
 from possibly.changepoint.models.segment_model import (
     DEFAULT_OUTLIER_COST,
     CompiledKernel,
@@ -460,7 +461,7 @@ class PolynomialTrend(SegmentModel):
         :meth:`SegmentModel.outlying_segments`): the exponents the segments' runs gave, by a
         compiled replay (numba) or a numpy one, then the leave-one-out consistencies of all
         the segments at once, iterated to the fixed point segment by segment."""
-        bounds = np.asarray(bounds, dtype=np.int64).reshape(-1, 2)
+        bounds = checked_bounds(bounds, len(y))
         out = np.zeros(len(y), dtype=bool)
         if not bounds.size:
             return out
@@ -488,7 +489,14 @@ class PolynomialTrend(SegmentModel):
         >>> np.flatnonzero(lc < -12.5).tolist()  # the spike, judged against its segment
         [4]
         """
-        segments = SegmentLayout.of(lengths)
+        z = np.asarray(z, dtype=np.float64)
+        discount = np.asarray(discount, dtype=np.float64)
+        if z.ndim != 1 or discount.shape != z.shape:
+            raise ValueError(f"z and discount must be 1-D arrays of one length, got shapes "
+                             f"{z.shape} and {discount.shape}")
+        segments = SegmentLayout.of(checked_lengths(lengths, z.size))
+        if not z.size:
+            return np.zeros(0)
         kernel = self.compiled_kernel()
         driver = hindsight_driver() if compiled is not False and kernel is not None else None
         if compiled and driver is None:
