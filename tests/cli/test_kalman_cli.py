@@ -128,3 +128,17 @@ def test_repeated_column_flags_are_one_vector(tmp_path):
                  str(outs[1])]) == 0
     assert outs[0].read_text() == outs[1].read_text()
     assert "position_x" in read_csv(outs[1])
+
+
+def test_the_mostly_discounted_advice_knows_the_scales_came_from_the_data(tmp_path, capsys):
+    """Scales set from data in steps (one jump, then a constant): the warning must not tell
+    the user to leave out the scales they already left out."""
+    path = tmp_path / "steps.csv"
+    path.write_text("\n\n\n\n1.0,0.0,0.0\n\n" + "\n".join(["0.0,0.0,0.0"] * 5))
+    assert main(["kalman", str(path), "--column", "0"]) == 0
+    err = capsys.readouterr().err
+    assert "noise scales from the data" in err and "were discounted below" in err
+    assert "leave them out" not in err and "--obs-sd and --accel-sd" in err
+    assert main(["kalman", str(path), "--column", "0", "--obs-sd", "0.001",
+                 "--accel-sd", "0.001"]) == 0
+    assert "leave them out" in capsys.readouterr().err  # given scales: leaving them out helps

@@ -118,14 +118,18 @@ def _noise_note(model: LinearGaussianModel, args: argparse.Namespace) -> str:
     return f"noise scales from the data: --accel-sd {accel_sd:.4g} --obs-sd {obs_sd:.4g}"
 
 
-def _discounted_note(fr) -> str:
+def _discounted_note(fr, args: argparse.Namespace) -> str:
     """A warning line when most observations were discounted ('' otherwise)."""
     frac = float(fr.discounted_fraction)
     if frac <= MOSTLY_DISCOUNTED:
         return ""
-    return (f"warning: {frac:.0%} of the observations were discounted below "
-            f"{DISCOUNTED_BELOW:g}: the model does not fit the data; give --obs-sd and "
-            "--accel-sd in the data's units, or leave them out to set them from the data")
+    head = (f"warning: {frac:.0%} of the observations were discounted below "
+            f"{DISCOUNTED_BELOW:g}: the model does not fit the data; ")
+    if args.accel_sd is None and args.obs_sd is None:  # both were set from the data already
+        return head + ("the scales set from the data may be too small (values in steps or "
+                       "constant stretches): give --obs-sd and --accel-sd in the data's units")
+    return head + ("give --obs-sd and --accel-sd in the data's units, or leave them out to "
+                   "set them from the data")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -176,7 +180,7 @@ def run(args: argparse.Namespace) -> int:
         noise = _noise_note(model, args)
         if noise:  # on standard error: standard output is the table
             print(f"possibly kalman: note: {noise}", file=sys.stderr)
-    warning = _discounted_note(fr)
+    warning = _discounted_note(fr, args)
     if warning:  # on standard error: standard output may be the table
         print(f"possibly kalman: {warning}", file=sys.stderr)
     return 0
