@@ -25,32 +25,15 @@ import argparse
 import contextlib
 import io
 import math
-import statistics
-import time
 from collections.abc import Callable
 
 import numpy as np
+from bench_changepoint import fmt, timed
 
 import possibly as ps
 from possibly.changepoint import ChangepointDetector, NormalMean
 
 Timing = tuple[float, float, float]
-
-
-def timed(fn: Callable[[], object], repeats: int) -> Timing:
-    """(median, min, max) wall-clock seconds of ``fn()`` over ``repeats`` runs."""
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times), min(times), max(times)
-
-
-def fmt(t: Timing) -> str:
-    med, lo, hi = t
-    unit, k = ("s", 1.0) if med >= 1 else ("ms", 1e3)
-    return f"{med * k:.3g} {unit} [{lo * k:.3g}–{hi * k:.3g}]"
 
 
 def skchange_detector(name: str, y: np.ndarray, sigma: float) -> np.ndarray:

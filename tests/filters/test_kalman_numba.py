@@ -174,7 +174,7 @@ def test_robust_start_in_the_compiled_loop_equals_numpy(T, options):
 
 
 def test_small_solver_against_numpy():
-    from possibly.filters.kalman_numba import _solve
+    from possibly.filters.elimination_numba import solve_in_place as _solve
 
     rng = np.random.default_rng(7)
     for m in (1, 2, 3, 5):
@@ -194,7 +194,7 @@ def test_small_solver_against_numpy():
 def test_singular_by_rounding_falls_back_to_numpy():
     """``H P Hᵀ + R`` exactly singular in floating point (two nearly equal rows of H, a huge
     P): the compiled loop refuses it and the numpy path's steps run from there."""
-    from possibly.filters.kalman_numba import _solve
+    from possibly.filters.elimination_numba import solve_in_place as _solve
 
     H = np.array([[1.0, 0.0], [1.0, 1e-12]])
     model = LinearGaussianModel(np.eye(2), 0.01 * np.eye(2), H, np.eye(2))

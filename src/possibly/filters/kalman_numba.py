@@ -34,6 +34,7 @@ import numba
 import numpy as np
 
 from possibly.compiled import discount_scalar
+from possibly.filters.elimination_numba import solve_in_place
 
 __all__ = ["run", "run_start", "sizes", "step", "step_buffers"]
 
@@ -46,41 +47,6 @@ def sizes(n: int, m: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """The ``n_tup, m_tup`` arguments of :func:`run` for ``n`` states and ``m`` observed
     components."""
     return (0,) * n, (0,) * m
-
-
-@numba.njit(cache=True, nogil=True, inline="always")  # inlined: no call per use
-def _solve(a, rhs, k):  # pragma: no cover - compiled
-    """Overwrite ``rhs[:, :k]`` with ``a⁻¹ rhs[:, :k]`` (``a`` is destroyed); partial
-    pivoting. False if ``a`` is singular (an exactly zero pivot, as LAPACK's getrf)."""
-    m = a.shape[0]
-    for c in range(m):
-        p = c
-        best = abs(a[c, c])
-        for i in range(c + 1, m):
-            if abs(a[i, c]) > best:
-                best = abs(a[i, c])
-                p = i
-        if best == 0.0 or math.isnan(best):
-            return False
-        if p != c:
-            for j in range(m):
-                a[c, j], a[p, j] = a[p, j], a[c, j]
-            for j in range(k):
-                rhs[c, j], rhs[p, j] = rhs[p, j], rhs[c, j]
-        for i in range(c + 1, m):
-            f = a[i, c] / a[c, c]
-            if f != 0.0:
-                for j in range(c + 1, m):
-                    a[i, j] -= f * a[c, j]
-                for j in range(k):
-                    rhs[i, j] -= f * rhs[c, j]
-    for c in range(m - 1, -1, -1):
-        for j in range(k):
-            s = rhs[c, j]
-            for i in range(c + 1, m):
-                s -= a[c, i] * rhs[i, j]
-            rhs[c, j] = s / a[c, c]
-    return True
 
 
 @numba.njit(cache=True, nogil=True, inline="always")  # inlined: no call per use
@@ -160,14 +126,14 @@ def _information_update(P, H, R, hph, rho, ja, jb, wm, wd, out):  # pragma: no c
         for j in range(m):
             wd[i, j] = R[i, j]
             wm[i, j] = 1.0 if i == j else 0.0
-    if not _solve(ja, jb, n) or not _solve(wd, wm, m):  # P⁻¹, R⁻¹
+    if not solve_in_place(ja, jb, n) or not solve_in_place(wd, wm, m):  # P⁻¹, R⁻¹
         return False
     for i in range(n):
         for j in range(n):
             ja[i, j] = jb[i, j]
             out[i, j] = 1.0 if i == j else 0.0
     _add_congruence(H, wm, rho, ja)  # P⁻¹ + ρ Hᵀ R⁻¹ H
-    return _solve(ja, out, n)
+    return solve_in_place(ja, out, n)
 
 
 # -- the robust start: information-form steps and the mixture of start hypotheses -------------
@@ -289,7 +255,7 @@ def _predict_information(Y, F_inv, G, Qg_inv, ea, eb, ec):  # pragma: no cover -
                 eb[i, j] = Qg_inv[i, j] + acc
             for j in range(n):
                 ec[i, j] = ea[j, i]
-        if not _solve(eb[:g, :g], ec[:g, :], n):
+        if not solve_in_place(eb[:g, :g], ec[:g, :], n):
             return False
         for i in range(n):
             for j in range(n):
@@ -333,7 +299,7 @@ def _update_information(y, x, Y, H, R, W, robust, dim, tau, log_c0, obs, hm, wma
         if not obs[i]:
             rm[i, i] = 1.0
     if n_obs < m:
-        if not _solve(rm, wmat, m):
+        if not solve_in_place(rm, wmat, m):
             return False, math.nan, math.nan
         for i in range(m):
             for j in range(i, m):
@@ -649,7 +615,7 @@ def run_start(ys, t0, t_end, mean, mat, information, model, inverse, rule, mixtu
                             s[i, j] = hph[i, j] + rm[i, j]
                         for j in range(n):
                             rhs[i, j + 1] = hp[i, j]
-                    if not _solve(s, rhs, 1 if robust else n + 1):
+                    if not solve_in_place(s, rhs, 1 if robust else n + 1):
                         return 0
                     q = 0.0
                     for i in range(m):
@@ -666,7 +632,7 @@ def run_start(ys, t0, t_end, mean, mat, information, model, inverse, rule, mixtu
                                 s[i, j] = rho * hph[i, j] + rm[i, j]
                             for j in range(n):
                                 rhs[i, j + 1] = rho * hp[i, j]
-                        if not _solve(s, rhs[:, 1:], n):
+                        if not solve_in_place(s, rhs[:, 1:], n):
                             return 0
                     # rhs[:, 1:] is now Kᵀ (m, n)
                     for i in range(n):
@@ -818,7 +784,7 @@ def _to_covariance_form(hM, ea, eb, w, V):  # pragma: no cover - compiled
                 for j in range(n):
                     ea[i, j] = hM[b, h, i, j]
                     eb[i, j] = 1.0 if i == j else 0.0
-            if not _solve(ea, eb, n):
+            if not solve_in_place(ea, eb, n):
                 return -1
             for i in range(n):
                 for j in range(n):
