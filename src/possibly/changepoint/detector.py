@@ -599,15 +599,20 @@ class ChangepointDetector(SequentialEstimator):
             if models != self._models:
                 self._set_models(models)
 
+    def _compiled_models(self, params: ChangepointParams) -> CompiledModels | None:
+        """The resolved models' compiled kernel (None: the numpy engine), asked once per fit
+        or reset, not per streamed value."""
+        if self._compiled is None:
+            self._compiled = (compiled_models(params.models) if self._engine() == "numba"
+                              else None,)
+        return self._compiled[0]
+
     def _run(self, state: RunState, arr: np.ndarray, peak: np.ndarray | None = None
              ) -> tuple[RunState, dict[str, np.ndarray]]:
         """The recursion over ``arr`` from ``state``; ``peak[s]`` raised in place to the
         hindsight log change possibility of start ``s`` (None: not tracked)."""
         params = self._params()
-        if self._compiled is None:  # asked once per fit or reset, not per streamed value
-            self._compiled = (compiled_models(params.models) if self._engine() == "numba"
-                              else None,)
-        compiled = self._compiled[0]
+        compiled = self._compiled_models(params)
         if compiled is not None:  # the resolved models' compiled kernel
             return _interruptible(functools.partial(run_compiled, compiled=compiled,
                                                     chunk=CHUNK, peak=peak), state, arr, params)
@@ -877,10 +882,7 @@ class ChangepointDetector(SequentialEstimator):
         """The compiled state of :meth:`update` from the current state, or None where the
         compiled engine does not run these models (or does not write every output)."""
         params = self._params()
-        if self._compiled is None:  # asked once per fit or reset (as _run)
-            self._compiled = (compiled_models(params.models) if self._engine() == "numba"
-                              else None,)
-        compiled = self._compiled[0]
+        compiled = self._compiled_models(params)
         if compiled is None or not set(OUTPUTS) <= set(STEP_COLUMNS):
             return None
         self._stream = CompiledStream(compiled, self._current_runs(), params)
