@@ -22,13 +22,10 @@ Run: ``.venv/bin/python benchmarks/bench_peers.py [--repeats 5] [--n 1000000] [-
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
-import math
 from collections.abc import Callable
 
 import numpy as np
-from bench_changepoint import fmt, timed
+from bench_changepoint import bocpd_package, fmt, ruptures_pelt, timed
 
 import possibly as ps
 from possibly.changepoint import ChangepointDetector, NormalMean
@@ -47,29 +44,13 @@ def skchange_detector(name: str, y: np.ndarray, sigma: float) -> np.ndarray:
     return np.asarray(out.iloc[:, 0] if hasattr(out, "iloc") else out)
 
 
-def ruptures_pelt(y: np.ndarray, sigma: float) -> np.ndarray:
-    import ruptures
-
-    pen = 2.0 * sigma * sigma * math.log(y.size)  # BIC-like penalty in l2-cost units
-    return np.array(ruptures.Pelt(model="l2").fit(y).predict(pen=pen)[:-1])
-
-
-def bocpd_package(y: np.ndarray, sigma: float, hazard: float = 2.5e-3) -> object:
-    with contextlib.redirect_stdout(io.StringIO()):  # it prints on import
-        from bocpd.bayesian_models import online_changepoint_detection
-        from bocpd.hazard_functions import constant_hazard
-        from bocpd.online_likelihoods import StudentT
-    lik = StudentT(alpha=1.0, beta=sigma**2, kappa=1.0, mu=float(np.mean(y)))
-    return online_changepoint_detection(y, lambda r: constant_hazard(1 / hazard, r), lik)
-
-
 def changepoint_peers(y: np.ndarray, sigma: float) -> dict[str, Callable[[], object]]:
     return {
         "skchange PELT (L2, default penalty)": lambda: skchange_detector("PELT", y, sigma),
         "skchange FPOP (default penalty)": lambda: skchange_detector("FPOP", y, sigma),
         "skchange CAPA (default savings)": lambda: skchange_detector("CAPA", y, sigma),
         "ruptures Pelt (l2, BIC-like penalty)": lambda: ruptures_pelt(y, sigma),
-        "bocpd 0.0.4 (Student-t, dense)": lambda: bocpd_package(y, sigma),
+        "bocpd 0.0.4 (Student-t, dense)": lambda: bocpd_package(y, sigma, 2.5e-3),
     }
 
 
