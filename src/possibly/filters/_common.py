@@ -5,7 +5,7 @@ Gaussian filters, argument checks and the per-step tables."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -332,3 +332,25 @@ def with_rejected(filtered: Any, rejected: np.ndarray, mean: np.ndarray, cov: np
     lc, disc = filtered.log_consistency.copy(), filtered.discount.copy()
     lc[where], disc[where] = log_c, 0.0
     return dataclasses.replace(filtered, log_consistency=lc, discount=disc)
+
+
+def compiled_module(engine: str, load: Callable[[], Any], unfit: str | None = None) -> Any:
+    """The compiled module that ``load`` imports if ``engine`` selects it, else None.
+
+    ``engine`` is ``"auto"`` (compiled when numba is installed and the call fits), ``"numpy"``
+    or ``"numba"`` (compiled, or a clear error); ``unfit`` says why this call cannot run
+    compiled (None: it can).
+    """
+    if engine not in ("auto", "numpy", "numba"):
+        raise ValueError(f"engine must be 'auto', 'numpy' or 'numba', got {engine!r}")
+    if engine == "numpy":
+        return None
+    if engine == "numba" and unfit is not None:
+        raise ValueError(unfit)
+    try:
+        module = load()
+    except ImportError:
+        if engine == "numba":
+            raise ValueError("engine='numba' needs numba: pip install possibly[fast]") from None
+        return None
+    return module if unfit is None else None

@@ -55,6 +55,7 @@ from possibly.filters._common import (
     _sym,
     _Transition,
     _unscale,
+    compiled_module,
     kernel_arrays,
     with_rejected,
 )
@@ -917,24 +918,18 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
 
     def _compiled(self, engine: str) -> Any:
         """The compiled loop's module if ``engine`` selects it for this call, else None."""
-        if engine not in ("auto", "numpy", "numba"):
-            raise ValueError(f"engine must be 'auto', 'numpy' or 'numba', got {engine!r}")
         # "auto": the compiled loop at every batch size (as fast as numpy's batched steps
         # or faster, from 1 to 10,000 series; benchmarks/bench_filtering.py --speed)
-        if engine == "numpy":
-            return None
         fits = not self.model.time_varying and self.model._observation.resid is None
-        if engine == "numba" and not fits:
-            raise ValueError("engine='numba' needs a time-invariant model whose H has full row "
-                             "rank; use engine='numpy'")
-        try:
+
+        def load() -> Any:
             from possibly.filters import kalman_numba
-        except ImportError:
-            if engine == "numba":
-                raise ValueError("engine='numba' needs numba: pip install possibly[fast]") \
-                    from None
-            return None
-        return kalman_numba if fits else None
+
+            return kalman_numba
+
+        return compiled_module(engine, load, None if fits else (
+            "engine='numba' needs a time-invariant model whose H has full row rank; use "
+            "engine='numpy'"))
 
     def filter(self, ys, prior: MultivariateNormal | None = None, *,
                keep: str | Iterable[str] = "all", engine: str = "auto") -> FilterResult:

@@ -22,6 +22,7 @@ from possibly.filters._common import (
     _sym,
     _Transition,
     _unscale,
+    compiled_module,
     state_dataset,
     state_frame,
 )
@@ -178,17 +179,13 @@ def smooth(model: LinearGaussianModel, filtered: FilterResult, *,
 
 def _compiled(engine: str) -> Any:
     """The compiled backward pass's module if ``engine`` selects it, else None."""
-    if engine not in ("auto", "numpy", "numba"):
-        raise ValueError(f"engine must be 'auto', 'numpy' or 'numba', got {engine!r}")
-    if engine == "numpy":
-        return None
-    try:
+
+    def load() -> Any:
         from possibly.filters import smoother_numba
-    except ImportError:
-        if engine == "numba":
-            raise ValueError("engine='numba' needs numba: pip install possibly[fast]") from None
-        return None
-    return smoother_numba
+
+        return smoother_numba
+
+    return compiled_module(engine, load)
 
 
 def _transitions(model: LinearGaussianModel) -> np.ndarray:
