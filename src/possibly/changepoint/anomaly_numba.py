@@ -1,0 +1,25 @@
+"""The anomaly calibration compiled by numba (``pip install possibly[fast]``).
+
+:func:`calibrate_one` is :func:`possibly.changepoint.anomaly.calibrate_one` compiled
+unchanged, and :func:`calibrate` its loop over many records, so the compiled and the Python
+paths run the same code (tested equal).
+"""
+
+from __future__ import annotations
+
+import numba
+
+import possibly.compiled  # noqa: F401  (the package's cache folder, before njit(cache=True))
+from possibly.changepoint import anomaly
+
+__all__ = ["calibrate", "calibrate_one"]
+
+#: :func:`possibly.changepoint.anomaly.calibrate_one`, compiled
+calibrate_one = numba.njit(cache=True, nogil=True)(anomaly.calibrate_one)
+
+
+@numba.njit(cache=True, nogil=True)
+def calibrate(state, values, out):  # pragma: no cover - compiled
+    """:func:`calibrate_one` of each of ``values`` in turn, written to ``out``."""
+    for i in range(values.shape[0]):
+        out[i] = calibrate_one(state, values[i])
