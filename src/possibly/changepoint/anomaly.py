@@ -65,19 +65,22 @@ def check_period(period: Any) -> int | None:
     return int(period)
 
 
-def calibration_size(period: int | None) -> int:
-    """Length of a stream's state array (fixed by the period).
+def calibration_size(period: int | None, window: int = WINDOW, cycles: int = CYCLES) -> int:
+    """Length of a stream's state array (fixed by the settings).
 
     Examples
     --------
     >>> calibration_size(None) == HEAD + WINDOW + CYCLES
     True
     """
-    return HEAD + CYCLES * (period or 0) + WINDOW + CYCLES
+    return HEAD + cycles * (period or 0) + window + cycles
 
 
-def new_calibration(period: int | None) -> np.ndarray:
-    """The state of a stream before any record.
+def new_calibration(period: int | None, window: int = WINDOW, cycles: int = CYCLES
+                    ) -> np.ndarray:
+    """The state of a stream before any record: ``period`` as the detector's (None: no
+    cycle), ranks among the last ``window`` surprises, the cycle's median over ``cycles``
+    previous periods.
 
     Examples
     --------
@@ -86,9 +89,12 @@ def new_calibration(period: int | None) -> np.ndarray:
     [0.0, 0.5, 0.3333333333333333, 0.75]
     """
     p = check_period(period) or 0
-    state = np.zeros(calibration_size(p))
-    state[_PERIOD], state[_CYCLES], state[_WINDOW] = p, CYCLES, WINDOW
-    state[HEAD:HEAD + CYCLES * p] = math.nan
+    for name, value in (("window", window), ("cycles", cycles)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
+    state = np.zeros(calibration_size(p, window, cycles))
+    state[_PERIOD], state[_CYCLES], state[_WINDOW] = p, cycles, window
+    state[HEAD:HEAD + cycles * p] = math.nan
     return state
 
 
