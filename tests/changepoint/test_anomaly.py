@@ -11,8 +11,7 @@ import numpy as np
 import pytest
 
 import possibly as ps
-from possibly.changepoint import anomaly
-from possibly.changepoint import automatic_prior, model_family
+from possibly.changepoint import anomaly, automatic_prior, model_family
 from possibly.changepoint.detector import numba_available
 
 needs_numba = pytest.mark.skipif(not numba_available(), reason="numba is not installed")

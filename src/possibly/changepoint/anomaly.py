@@ -17,21 +17,19 @@ Interface (for a bank of streams): a stream's whole state is one flat float64 ar
 size :func:`calibration_size`, made by :func:`new_calibration`; :func:`calibrate_one` ``(state,
 value) -> anomaly`` advances it by one record (NaN: a missing record, anomaly 0) and
 :func:`calibrate` ``(state, values, out)`` by many. Both are plain Python on floats, which
-:mod:`possibly.changepoint.anomaly_numba` compiles unchanged (:func:`calibration_functions`
-picks the engine), so a compiled loop over many streams can call the same step on each row
-of a ``(streams, size)`` array.
+:mod:`possibly.changepoint.anomaly_numba` compiles unchanged, so a compiled loop over many
+streams can call the same step on each row of a ``(streams, size)`` array.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 __all__ = ["CYCLES", "MAX_PERIOD", "WINDOW", "calibrate", "calibrate_one",
-           "calibration_functions", "calibration_size", "check_period", "new_calibration"]
+           "calibration_size", "check_period", "new_calibration"]
 
 #: previous periods whose same-phase median is the cycle removed from a record
 CYCLES = 7
@@ -169,24 +167,3 @@ def calibrate(state: np.ndarray, values: np.ndarray, out: np.ndarray) -> None:
     """
     for i in range(values.shape[0]):
         out[i] = calibrate_one(state, values[i])
-
-
-def calibration_functions(engine: str) -> tuple[Callable[..., float], Callable[..., None]]:
-    """``(calibrate_one, calibrate)`` compiled by numba (``engine="numba"``, or ``"auto"``
-    with numba installed), else the plain Python ones (the same code).
-
-    Examples
-    --------
-    >>> one, many = calibration_functions("numpy")
-    >>> one is calibrate_one
-    True
-    """
-    if engine != "numpy":
-        try:
-            from possibly.changepoint import anomaly_numba
-        except ImportError:
-            if engine == "numba":
-                raise
-        else:
-            return anomaly_numba.calibrate_one, anomaly_numba.calibrate
-    return calibrate_one, calibrate

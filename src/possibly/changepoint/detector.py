@@ -13,11 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from possibly.changepoint.anomaly import (
-    calibration_functions,
-    check_period,
-    new_calibration,
-)
+from possibly.changepoint import anomaly as anomaly_calibration
+from possibly.changepoint.anomaly import check_period, new_calibration
 from possibly.changepoint.compiled_engine import (
     OUTPUTS,
     STEP_COLUMNS,
@@ -539,8 +536,13 @@ class ChangepointDetector(SequentialEstimator):
         ``engine="numpy"`` or numba is missing), asked once (not pickled)."""
         fns = self._calibrators
         if fns is None:
-            fns = self._calibrators = calibration_functions(
-                "numpy" if self.engine == "numpy" or not numba_available() else "numba")
+            if self.engine == "numpy" or not numba_available():
+                fns = (anomaly_calibration.calibrate_one, anomaly_calibration.calibrate)
+            else:
+                from possibly.changepoint import anomaly_numba
+
+                fns = (anomaly_numba.calibrate_one, anomaly_numba.calibrate)
+            self._calibrators = fns
         return fns
 
     def _anomalies(self, arr: np.ndarray, log_consistency: np.ndarray) -> np.ndarray:
