@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["CYCLES", "MAX_PERIOD", "WINDOW", "calibrate", "calibrate_one",
+__all__ = ["CYCLES", "MAX_PERIOD", "WINDOW", "calibrate", "calibrate_one", "count_below",
            "calibration_size", "check_period", "new_calibration"]
 
 #: previous periods whose same-phase median is the cycle removed from a record
@@ -96,6 +96,18 @@ def new_calibration(period: int | None, window: int = WINDOW, cycles: int = CYCL
     return state
 
 
+def count_below(values: np.ndarray, level: float) -> int:
+    """``#{i : values[i] < level}`` (numpy; the compiled step counts in a plain loop,
+    :mod:`possibly.changepoint.anomaly_numba`, which numba vectorises).
+
+    Examples
+    --------
+    >>> count_below(np.array([3.0, 1.0, 2.0, 5.0]), 2.5)
+    2
+    """
+    return int(np.count_nonzero(values < level))
+
+
 def calibrate_one(state: np.ndarray, value: float) -> float:
     """Advance ``state`` by one record and return its anomaly in ``[0, 1)``.
 
@@ -147,7 +159,7 @@ def calibrate_one(state: np.ndarray, value: float) -> float:
     else:
         surprise = x
     n = int(state[_N_WIN])
-    below = np.count_nonzero(state[win:win + n] < surprise)
+    below = count_below(state[win:win + n], surprise)
     pos = int(state[_POS])
     state[win + pos] = surprise
     state[_POS] = (pos + 1) % window

@@ -2,17 +2,31 @@
 
 :func:`calibrate_one` is :func:`possibly.changepoint.anomaly.calibrate_one` compiled
 unchanged, and :func:`calibrate` its loop over many records, so the compiled and the Python
-paths run the same code (tested equal).
+paths run the same code (tested equal); only the rank's count,
+:func:`possibly.changepoint.anomaly.count_below`, is compiled from a plain loop (numba
+vectorises it, where ``np.count_nonzero`` of a comparison would allocate).
 """
 
 from __future__ import annotations
 
 import numba
+from numba.extending import overload
 
 import possibly.compiled  # noqa: F401  (the package's cache folder, before njit(cache=True))
 from possibly.changepoint import anomaly
 
 __all__ = ["calibrate", "calibrate_one"]
+
+@overload(anomaly.count_below, jit_options={"cache": True, "nogil": True})
+def _count_below(values, level):  # pragma: no cover - compiled
+    def count(values, level):
+        below = 0
+        for i in range(values.shape[0]):
+            below += values[i] < level
+        return below
+
+    return count
+
 
 #: :func:`possibly.changepoint.anomaly.calibrate_one`, compiled
 calibrate_one = numba.njit(cache=True, nogil=True)(anomaly.calibrate_one)
