@@ -17,7 +17,7 @@ from possibly.changepoint import anomaly
 
 __all__ = ["calibrate", "calibrate_one"]
 
-@overload(anomaly.count_below, jit_options={"cache": True, "nogil": True})
+@overload(anomaly.count_below, jit_options={"nogil": True})
 def _count_below(values, level):  # pragma: no cover - compiled
     def count(values, level):
         below = 0
