@@ -201,3 +201,26 @@ def test_bad_calibration_settings_are_refused():
         anomaly.new_calibration(None, window=0)
     with pytest.raises(ValueError, match="cycles must be a whole number"):
         anomaly.new_calibration(24, cycles=2.0)
+
+
+@pytest.mark.parametrize("where", ["recursion", "calibration"])
+def test_an_interrupted_extend_leaves_the_anomalies_of_fit(monkeypatch, where):
+    from possibly.changepoint import detector as detector_module
+
+    y, day = _stream(4)
+    det = _detector(y, day, "numpy")
+    det.fit(y[:600])
+    with monkeypatch.context() as patch:
+        def interrupted(*args, **kwargs):
+            raise KeyboardInterrupt
+
+        if where == "recursion":
+            patch.setattr(detector_module, "_run_numpy", interrupted)
+        else:
+            patch.setattr(det, "_calibrators", (anomaly.calibrate_one, interrupted))
+        with pytest.raises(KeyboardInterrupt):
+            det.extend(y[600:700] + 50.0)  # never stored
+    det.extend(y[600:900])
+    for x in y[900:]:
+        det.update(x)
+    np.testing.assert_array_equal(det.result().anomaly, _detector(y, day, "numpy").fit(y).anomaly)

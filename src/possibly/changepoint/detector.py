@@ -684,7 +684,8 @@ class ChangepointDetector(SequentialEstimator):
                      ) -> tuple[RunState, dict[str, np.ndarray]]:
         """:meth:`_run` from the current state, with the hindsight change possibility when
         ``keep`` (default: with the history); the new starts are dropped again when the run
-        fails (no state was stored), and the older starts' values restored."""
+        fails (no state was stored), and the older starts' values restored. ``out`` has the
+        calibrated ``anomaly`` too, the calibration advanced with the run."""
         t = self.t
         state = self._current_runs()
         peak = self._peak_buffer(len(arr), self.history if keep is None else keep)
@@ -693,7 +694,9 @@ class ChangepointDetector(SequentialEstimator):
         first = min((int(blk.start[0]) for blk in state.blocks if blk.start.size), default=t)
         saved = None if peak is None else peak[first:t].copy()
         try:
-            return self._run(state, arr, peak)
+            state, out = self._run(state, arr, peak)
+            out["anomaly"] = self._anomalies(arr, out["log_consistency"])
+            return state, out
         except BaseException:
             if peak is not None and saved is not None and self._peak is not None:
                 peak[first:t] = saved
@@ -815,7 +818,6 @@ class ChangepointDetector(SequentialEstimator):
             self._name = name
             self._params(arr)
             state, out = self._run_tracked(arr, keep=True)
-            out["anomaly"] = self._anomalies(arr, out["log_consistency"])
             object.__setattr__(self, "_state", state)
             history, self.history = self.history, True
             try:
@@ -845,7 +847,6 @@ class ChangepointDetector(SequentialEstimator):
             stamps = self._next_stamps(len(arr), index)
             self._check_period(arr)
             state, out = self._run_tracked(arr)
-            out["anomaly"] = self._anomalies(arr, out["log_consistency"])
             object.__setattr__(self, "_state", state)
             self._record(arr, out)
             self._stamps.extend(stamps)
@@ -927,7 +928,6 @@ class ChangepointDetector(SequentialEstimator):
         stamps = self._next_stamps(1, None if time is None else [time])
         self._check_period(arr)
         state, out = self._run_tracked(arr)
-        out["anomaly"] = self._anomalies(arr, out["log_consistency"])
         object.__setattr__(self, "_state", state)
         self._record(arr, out)
         self._stamps.extend(stamps)
