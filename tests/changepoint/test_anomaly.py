@@ -224,3 +224,11 @@ def test_an_interrupted_extend_leaves_the_anomalies_of_fit(monkeypatch, where):
     for x in y[900:]:
         det.update(x)
     np.testing.assert_array_equal(det.result().anomaly, _detector(y, day, "numpy").fit(y).anomaly)
+
+
+def test_update_without_history_reports_the_same_anomalies():
+    y, day = _stream(6)
+    ref = _detector(y, day).fit(y).anomaly
+    det = ps.ChangepointDetector(model=model_family(prior=automatic_prior(y[:150])),
+                                 period=day, history=False)
+    np.testing.assert_array_equal([det.update(v).anomaly for v in y], ref)
