@@ -533,7 +533,8 @@ class ChangepointDetector(SequentialEstimator):
 
     def _calibrate_functions(self) -> tuple[Any, Any]:
         """The anomaly calibration's ``(calibrate_one, calibrate)`` (compiled unless
-        ``engine="numpy"`` or numba is missing), asked once (not pickled)."""
+        ``engine="numpy"`` or numba is missing; the compiled step for a state array and a
+        float, as :meth:`update` passes them), asked once (not pickled)."""
         fns = self._calibrators
         if fns is None:
             if self.engine == "numpy" or not numba_available():
@@ -541,7 +542,7 @@ class ChangepointDetector(SequentialEstimator):
             else:
                 from possibly.changepoint import anomaly_numba
 
-                fns = (anomaly_numba.calibrate_one, anomaly_numba.calibrate)
+                fns = (anomaly_numba.calibrate_one_entry(), anomaly_numba.calibrate)
             self._calibrators = fns
         return fns
 
