@@ -47,4 +47,5 @@ def calibrate_one_entry() -> Any:
     :meth:`possibly.ChangepointDetector.update`, which always passes those types."""
     state = anomaly.new_calibration(None, window=1)
     calibrate_one(state, 0.0)  # compiled (or loaded from the cache) for these types
-    return calibrate_one.overloads[(numba.typeof(state), numba.typeof(0.0))].entry_point
+    compiled = calibrate_one.overloads[(numba.typeof(state), numba.typeof(0.0))]
+    return compiled.entry_point  # type: ignore[attr-defined]
