@@ -108,9 +108,15 @@ def _stream(seed=3):
     return y
 
 
-def test_score_one_does_not_change_later_results():
+ENGINES = ["numpy", pytest.param("numba", marks=pytest.mark.skipif(
+    not ps.changepoint.numba_available(), reason="numba is not installed"))]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_score_one_does_not_change_later_results(engine):
     y = _stream()
-    plain, probed = PossiblyAnomalyDetector(warm_up=80), PossiblyAnomalyDetector(warm_up=80)
+    plain = PossiblyAnomalyDetector(warm_up=80, engine=engine)
+    probed = PossiblyAnomalyDetector(warm_up=80, engine=engine)
     rng = np.random.default_rng(0)
     plain_scores, probed_scores = [], []
     for value in y:
@@ -128,12 +134,14 @@ def test_score_one_does_not_change_later_results():
     assert max(plain_scores) > 0.5  # the scores are not trivially equal
 
 
-def test_score_is_one_minus_the_discount_of_the_next_update():
+@pytest.mark.parametrize("engine", ENGINES)
+def test_score_is_one_minus_the_discount_of_the_next_update(engine):
     # independent of the adapter: a plain detector with the priors of the warm-up, streamed
     y = _stream(seed=5)
     warm = 80
-    reference = ps.ChangepointDetector(model=model_family(prior=automatic_prior(y[:warm])))
-    det = PossiblyAnomalyDetector(warm_up=warm)
+    reference = ps.ChangepointDetector(model=model_family(prior=automatic_prior(y[:warm])),
+                                       engine=engine)
+    det = PossiblyAnomalyDetector(warm_up=warm, engine=engine)
     for t, value in enumerate(y):
         score = det.score_one({"value": value})
         det.learn_one({"value": value})
@@ -161,16 +169,17 @@ def _flags_of_plain_detector(y, **kwargs):
     return [det.update(v).change_detected for v in y]
 
 
-def test_drift_flags_are_the_detectors_change_detected():
+@pytest.mark.parametrize("engine", ENGINES)
+def test_drift_flags_are_the_detectors_change_detected(engine):
     y = _stream()
     warm = 80
-    drift = PossiblyDriftDetector(warm_up=warm)
+    drift = PossiblyDriftDetector(warm_up=warm, engine=engine)
     flags = []
     for value in y:
         drift.update(value)
         flags.append(drift.drift_detected)
     expected = _flags_of_plain_detector(
-        y, model=model_family(prior=automatic_prior(y[:warm])))
+        y, model=model_family(prior=automatic_prior(y[:warm])), engine=engine)
     assert not any(flags[:warm])  # nothing is flagged during the warm-up
     assert flags[warm:] == expected[warm:]
     # the two changes of the stream, a few records after each (the test can fail)
@@ -179,14 +188,15 @@ def test_drift_flags_are_the_detectors_change_detected():
     np.testing.assert_allclose(drift.detector.changepoints, [180, 300], atol=2)
 
 
-def test_drift_flags_of_the_papers_model_start_at_the_first_value():
+@pytest.mark.parametrize("engine", ENGINES)
+def test_drift_flags_of_the_papers_model_start_at_the_first_value(engine):
     y = _stream(seed=8)
-    drift = PossiblyDriftDetector(sigma=4.0, hazard=1e-3)
+    drift = PossiblyDriftDetector(sigma=4.0, hazard=1e-3, engine=engine)
     flags = []
     for value in y:
         drift.update(float(value))
         flags.append(drift.drift_detected)
-    assert flags == _flags_of_plain_detector(y, sigma=4.0, hazard=1e-3)
+    assert flags == _flags_of_plain_detector(y, sigma=4.0, hazard=1e-3, engine=engine)
     assert sum(flags) >= 2
 
 
@@ -267,6 +277,7 @@ def test_drift_detector_refuses_non_numbers(x):
     ({"hazard": 1.5}, "hazard"),
     ({"model": "trend"}, "model must be None, 'auto' or 'normal'"),
     ({"sigma": -1.0}, "sigma"),
+    ({"engine": "fast"}, "engine"),
 ])
 def test_bad_parameters_are_refused(cls, params, match):
     with pytest.raises(ValueError, match=match):

@@ -71,7 +71,7 @@ class _Monitor:
 
     def _configure(self, warm_up: int, model: str | None, sigma: float | str, hazard: float,
                    forgetting: float | None, robust: bool, tau: float | None,
-                   outlier_level: float | None) -> None:
+                   outlier_level: float | None, engine: str) -> None:
         self.warm_up = warm_up
         self.model = model
         self.sigma = sigma
@@ -80,13 +80,14 @@ class _Monitor:
         self.robust = robust
         self.tau = tau
         self.outlier_level = outlier_level
+        self.engine = engine
         check_int("warm_up", warm_up, 2)
         if model not in (None, "auto", "normal"):
             raise ValueError(f"model must be None, 'auto' or 'normal' (the segment models learn "
                              f"their priors on the warm-up), got {model!r}")
         # bad parameters fail here, at the call site (ChangepointDetector checks them all)
         ChangepointDetector(sigma=sigma, model=model, hazard=hazard, forgetting=forgetting,
-                            robust=robust, tau=tau, outlier_level=outlier_level)
+                            robust=robust, tau=tau, outlier_level=outlier_level, engine=engine)
         self._warm: list[float] = []  # the warm-up, from the first observed value on
         self._detector: ChangepointDetector | None = None
 
@@ -107,7 +108,8 @@ class _Monitor:
         """The detector, with the models learnt from ``values``, after processing them."""
         detector = ChangepointDetector(
             model=self._learnt_models(values), hazard=self.hazard, forgetting=self.forgetting,
-            robust=self.robust, tau=self.tau, outlier_level=self.outlier_level, history=False)
+            robust=self.robust, tau=self.tau, outlier_level=self.outlier_level,
+            engine=self.engine, history=False)
         if values.size:
             detector.fit(values)
         return detector
@@ -193,6 +195,9 @@ class PossiblyAnomalyDetector(_Monitor, AnomalyDetector):
     outlier_level : float, optional
         Discount below which an observation counts as discounted (the online
         ``outlier_detected`` flag of each step).
+    engine : {"auto", "numpy", "numba"}
+        The detector's inner loop (:class:`~possibly.ChangepointDetector`); ``score_one``
+        always runs the numpy step.
 
     Attributes
     ----------
@@ -220,9 +225,10 @@ class PossiblyAnomalyDetector(_Monitor, AnomalyDetector):
     def __init__(self, feature: str | None = None, warm_up: int = 100, model: str | None = None,
                  sigma: float | str = "auto", hazard: float = 2.5e-3,
                  forgetting: float | None = None, robust: bool = True, tau: float | None = None,
-                 outlier_level: float | None = None):
+                 outlier_level: float | None = None, engine: str = "auto"):
         self.feature = feature
-        self._configure(warm_up, model, sigma, hazard, forgetting, robust, tau, outlier_level)
+        self._configure(warm_up, model, sigma, hazard, forgetting, robust, tau, outlier_level,
+                        engine)
 
     def _read(self, x: Any) -> float:
         """The monitored value of the record ``x`` (NaN: missing)."""
@@ -251,8 +257,9 @@ class PossiblyAnomalyDetector(_Monitor, AnomalyDetector):
     def _unit_test_params(cls):
         yield {}
         yield {"feature": "value", "warm_up": 50}
+        yield {"warm_up": 40, "engine": "numpy"}
         yield {"feature": "value", "sigma": 1.0, "hazard": 0.01}
-        yield {"model": "normal", "warm_up": 30, "robust": False}
+        yield {"model": "normal", "warm_up": 30, "robust": False, "engine": "numpy"}
 
 
 class PossiblyDriftDetector(_Monitor, DriftDetector):
@@ -269,7 +276,7 @@ class PossiblyDriftDetector(_Monitor, DriftDetector):
 
     Parameters
     ----------
-    warm_up, model, sigma, hazard, forgetting, robust, tau, outlier_level
+    warm_up, model, sigma, hazard, forgetting, robust, tau, outlier_level, engine
         As :class:`PossiblyAnomalyDetector`.
 
     Attributes
@@ -297,9 +304,10 @@ class PossiblyDriftDetector(_Monitor, DriftDetector):
     def __init__(self, warm_up: int = 100, model: str | None = None,
                  sigma: float | str = "auto", hazard: float = 2.5e-3,
                  forgetting: float | None = None, robust: bool = True, tau: float | None = None,
-                 outlier_level: float | None = None):
+                 outlier_level: float | None = None, engine: str = "auto"):
         super().__init__()
-        self._configure(warm_up, model, sigma, hazard, forgetting, robust, tau, outlier_level)
+        self._configure(warm_up, model, sigma, hazard, forgetting, robust, tau, outlier_level,
+                        engine)
 
     def update(self, x: int | float) -> None:
         """Process one value (None or NaN: missing); sets :attr:`drift_detected`."""
@@ -310,4 +318,4 @@ class PossiblyDriftDetector(_Monitor, DriftDetector):
     def _unit_test_params(cls):
         yield {}
         yield {"sigma": 1.0, "hazard": 0.01}
-        yield {"model": "normal", "warm_up": 30, "robust": False}
+        yield {"model": "normal", "warm_up": 30, "robust": False, "engine": "numpy"}
