@@ -183,21 +183,10 @@ class PossiblyAnomalyDetector(_Monitor, AnomalyDetector):
         Noise scale of the paper's model; a number selects that model and starts from the
         first record. ``"auto"`` with ``model="normal"``: estimated on the warm-up
         (:func:`possibly.changepoint.estimate_sigma`).
-    hazard : float
-        Possibility of a change at each step, in (0, 1).
-    forgetting : float, optional
-        Forgetting factor in (0, 1]; None: 1 for the default models, the paper's 0.9 for
-        ``model="normal"``.
-    robust : bool
-        Discount inconsistent observations (True) or run the standard recursion (False).
-    tau : float, optional
-        Threshold variant: keep observations whole unless their discount is ``≤ tau``.
-    outlier_level : float, optional
-        Discount below which an observation counts as discounted (the online
-        ``outlier_detected`` flag of each step).
-    engine : {"auto", "numpy", "numba"}
-        The detector's inner loop (:class:`~possibly.ChangepointDetector`); ``score_one``
-        always runs the numpy step.
+    hazard, forgetting, robust, tau, outlier_level, engine
+        As :class:`possibly.ChangepointDetector` (``hazard``: the possibility of a change at
+        each record; ``outlier_level``: the discount below which a record sets the online
+        ``outlier_detected`` flag). ``score_one`` runs the numpy step whatever the engine.
 
     Attributes
     ----------
