@@ -50,13 +50,10 @@ def generated_datasets(monkeypatch):
 
 
 def _run_river_checks(model) -> list[str]:
-    """What river's check_estimator does, returning the names of the checks that ran. A river
-    drift detector is no river Estimator (check_estimator asks an Estimator for the checks it
-    skips): it gets the same checks, those that yield_checks gives for it, with none skipped."""
-    skips = model._unit_test_skips() if hasattr(model, "_unit_test_skips") else set()
+    """What river's check_estimator does, returning the names of the checks that ran."""
     ran = []
     for check in river.checks.yield_checks(model):
-        if check.__name__ in skips:
+        if check.__name__ in model._unit_test_skips():
             continue
         check(model.clone())
         ran.append(check.__name__)
@@ -292,3 +289,37 @@ def test_importing_possibly_does_not_import_river():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_a_warm_up_that_cannot_set_sigma_says_so_and_slides_on():
+    det = PossiblyAnomalyDetector(model="normal", warm_up=5)
+    for _ in range(4):
+        det.learn_one({"v": 3.0})
+    with pytest.raises(ValueError, match=r"^the warm-up of the last 5 records could not set "
+                                         r"the model: sigma='auto'"):
+        det.learn_one({"v": 3.0})
+    assert det.detector is None
+    with pytest.raises(ValueError, match="could not set the model"):
+        det.learn_one({"v": 4.0})  # the last five: 3, 3, 3, 3, 4 (differences 0, 0, 0, 1)
+    det.learn_one({"v": 2.5})  # 3, 3, 3, 4, 2.5: the differences' MAD is 0.5
+    assert det.detector is not None and det.detector.t == 5
+
+
+@pytest.mark.parametrize("a, b", [(1000.0, -50.0), (1e-3, 7.0), (-2.0, 0.0)])
+def test_scores_and_drifts_do_not_depend_on_the_units(a, b):
+    y = _stream(seed=4)
+
+    def run(values):
+        det, drift = PossiblyAnomalyDetector(warm_up=80), PossiblyDriftDetector(warm_up=80)
+        scores, flags = [], []
+        for v in values:
+            scores.append(det.score_one({"value": v}))
+            det.learn_one({"value": v})
+            drift.update(v)
+            flags.append(drift.drift_detected)
+        return np.asarray(scores), flags, det.detector.changepoints.tolist()
+
+    scores, flags, cps = run(y)
+    scores_ab, flags_ab, cps_ab = run(a * y + b)
+    np.testing.assert_allclose(scores_ab, scores, atol=1e-6)
+    assert flags_ab == flags and cps_ab == cps and sum(flags) >= 2

@@ -128,8 +128,13 @@ class _Monitor:
         if self._warm or x == x:  # missing values before the first observation: no stream yet
             self._warm.append(x)
         if len(self._warm) >= self.warm_up:
-            self._detector = self._start(np.asarray(self._warm))
-            self._warm = []
+            warm, self._warm = np.asarray(self._warm), []
+            try:
+                self._detector = self._start(warm)
+            except ValueError as exc:  # σ of a warm-up with too few or tied values
+                self._warm = warm[1:].tolist()  # the warm-up slides on with the next record
+                raise ValueError(f"the warm-up of the last {warm.size} records could not set "
+                                 f"the model: {exc}") from None
         return None
 
     def _score(self, x: float) -> float:
