@@ -323,3 +323,25 @@ def test_scores_and_drifts_do_not_depend_on_the_units(a, b):
     scores_ab, flags_ab, cps_ab = run(a * y + b)
     np.testing.assert_allclose(scores_ab, scores, atol=1e-6)
     assert flags_ab == flags and cps_ab == cps and sum(flags) >= 2
+
+
+@pytest.mark.parametrize("cut", [50, 200])  # during the warm-up, and after it
+def test_a_pickled_detector_resumes_where_it_stopped(cut):
+    import pickle
+
+    y = _stream(seed=6)
+    det, drift = PossiblyAnomalyDetector(warm_up=80), PossiblyDriftDetector(warm_up=80)
+    for v in y[:cut]:
+        det.learn_one({"value": v})
+        drift.update(v)
+    det2, drift2 = pickle.loads(pickle.dumps(det)), pickle.loads(pickle.dumps(drift))
+    for v in y[cut:]:
+        x = {"value": v}
+        assert det2.score_one(x) == det.score_one(x)
+        det.learn_one(x)
+        det2.learn_one(x)
+        drift.update(v)
+        drift2.update(v)
+        assert drift2.drift_detected == drift.drift_detected
+    assert det2.detector.changepoints.tolist() == det.detector.changepoints.tolist()
+    assert drift2.detector.changepoints.tolist() == drift.detector.changepoints.tolist()
