@@ -36,6 +36,7 @@ from possibly.changepoint.models import (
     automatic_vector_prior,
     estimate_sigma,
     model_family,
+    quantisation_step,
 )
 from possibly.changepoint.recursion import (
     ChangepointInfo,
@@ -69,5 +70,6 @@ __all__ = [
     "init",
     "model_family",
     "numba_available",
+    "quantisation_step",
     "step",
 ]

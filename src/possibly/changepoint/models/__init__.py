@@ -6,13 +6,16 @@
 * :mod:`~possibly.changepoint.models.trend`: :class:`PolynomialTrend` (levels and trends with
   unknown noise, the default family :func:`model_family`);
 * :mod:`~possibly.changepoint.models.vector`: :class:`MultivariateNormalSegments`;
-* :mod:`~possibly.changepoint.models.conjugate`: :class:`ConjugateModel`, any conjugate family.
+* :mod:`~possibly.changepoint.models.conjugate`: :class:`ConjugateModel`, any conjugate family;
+* :mod:`~possibly.changepoint.models.quantisation`: :func:`quantisation_step`, the resolution
+  of a rounded series, below which no model's noise scale goes.
 
 Each model's compiled kernel lives in its module, next to the numpy methods it mirrors.
 """
 
 from possibly.changepoint.models.conjugate import ConjugateModel
 from possibly.changepoint.models.normal_mean import NormalMean, estimate_sigma
+from possibly.changepoint.models.quantisation import quantisation_step
 from possibly.changepoint.models.segment_model import (
     CompiledKernel,
     KernelFunctions,
@@ -50,4 +53,5 @@ __all__ = [
     "estimate_sigma",
     "model_family",
     "outlier_cost_in_dimension",
+    "quantisation_step",
 ]
