@@ -50,7 +50,8 @@ def estimate_sigma(y: Any) -> float:
     >>> y = np.random.default_rng(0).normal(0.0, 2.0, 5000)
     >>> round(estimate_sigma(y), 1)
     2.0
-    >>> round(estimate_sigma([3.0, 3.0, 3.0, 4.0, 3.0, 3.0, 3.0]), 4)  # 1 / √12
+    >>> y = [3.0, 3.0, 3.0, 3.0, 2.0, 3.0, 3.0, 3.0, 3.0, 4.0, 3.0, 3.0, 3.0]
+    >>> round(estimate_sigma(y), 4)  # the differences' MAD is 0: the rounding sd 1 / √12
     0.2887
     """
     y = as_series(y)

@@ -28,13 +28,15 @@ TIE_TOLERANCE = 1e-9
 
 def quantisation_step(y: Any) -> float:
     """The resolution of a series: the smallest gap between its distinct values, when some
-    values repeat; 0 when no value repeats (a continuous series) or fewer than two differ.
+    values repeat and at least three differ; 0 otherwise.
 
     Ties are what rounding leaves (with ``n`` values on ``k < n`` levels, some repeat), and
     the smallest gap between distinct levels is the step (or a divisor of it when a few values
-    lie between the levels, which only lowers the floor). NaN and infinite values are ignored.
-    Equivariant: ``quantisation_step(a * y + b) == a * quantisation_step(y)`` for ``a > 0`` (up
-    to rounding).
+    lie between the levels, which only lowers the floor). Two levels say nothing of the step:
+    a plateau and one value off it is the same series, up to ``y → a y + b``, whether the value
+    is one step away or a billion, so it gets no floor (and the value off the plateau stays an
+    outlier). NaN and infinite values are ignored. Equivariant: ``quantisation_step(a * y + b)
+    == a * quantisation_step(y)`` for ``a > 0`` (up to rounding).
 
     Parameters
     ----------
@@ -54,6 +56,8 @@ def quantisation_step(y: Any) -> float:
     0.25
     >>> quantisation_step([0.31, 1.7, 2.2])                       # no value repeats
     0.0
+    >>> quantisation_step([3.0, 3.0, 3.0, 4.0])                   # two levels: unknown
+    0.0
     """
     arr = np.asarray(y, dtype=np.float64).ravel()
     values = np.sort(arr[np.isfinite(arr)])
@@ -64,6 +68,7 @@ def quantisation_step(y: Any) -> float:
         return 0.0
     gaps = np.diff(values)
     tied = gaps <= TIE_TOLERANCE * span
-    if not tied.any():
+    distinct = gaps[~tied]
+    if not tied.any() or distinct.size < 2:
         return 0.0
-    return float(gaps[~tied].min())
+    return float(distinct.min())

@@ -133,8 +133,8 @@ def automatic_prior(y: Any) -> SegmentPrior:
     --------
     >>> automatic_prior([1.0, 2.0, 3.0, 4.0, 100.0])
     SegmentPrior(loc=3.0, scale=1.4826, horizon=5.0, resolution=0.0)
-    >>> automatic_prior([3.0] * 9 + [4.0])  # std 0.3 < 1 / √12: the rounding floor
-    SegmentPrior(loc=3.0, scale=0.2886751345948129, horizon=10.0, resolution=1.0)
+    >>> automatic_prior([3.0] * 38 + [2.0, 4.0])  # std √0.05 < 1 / √12: the rounding floor
+    SegmentPrior(loc=3.0, scale=0.2886751345948129, horizon=40.0, resolution=1.0)
     """
     y = as_series(y)
     finite = y[np.isfinite(y)]
