@@ -40,6 +40,7 @@ from possibly.changepoint.models.segment_model import (
     SegmentModel,
     as_series,
     check_positive_settings,
+    real_scalar,
 )
 from possibly.inference import discount_one
 
@@ -110,7 +111,7 @@ class SegmentPrior:
         return (ROUNDING_SD * self.resolution / self.scale) ** 2
 
 
-def automatic_prior(y: Any) -> SegmentPrior:
+def automatic_prior(y: Any, resolution: float | None = None) -> SegmentPrior:
     """Scale-free prior summaries of a series: median, 1.4826 · MAD, length and resolution.
 
     When more than half the values tie (a MAD of 0) the scale is their standard deviation (or,
@@ -124,6 +125,9 @@ def automatic_prior(y: Any) -> SegmentPrior:
     ----------
     y : array_like, shape (n,)
         Observations (NaN = missing, ignored).
+    resolution : float, optional
+        The quantisation step in the units of ``y`` when it is known (whole percent: 1), ``>=
+        0``; None: read from ``y`` (a short warm-up may show too few levels to tell it).
 
     Returns
     -------
@@ -147,7 +151,13 @@ def automatic_prior(y: Any) -> SegmentPrior:
     # a MAD 1e100 times below the largest deviation would overflow ((y - loc) / scale)²; the
     # floor is relative to the series, so the prior stays scale-free
     scale = max(scale, RELATIVE_SCALE_FLOOR * float(np.max(np.abs(finite - loc))))
-    step = quantisation_step(finite)
+    if resolution is None:
+        step = quantisation_step(finite)
+    else:
+        step = real_scalar("resolution", resolution)
+        if not (step >= 0.0 and math.isfinite(step)):
+            raise ValueError(f"resolution must be a finite number >= 0 (the quantisation step "
+                             f"in the units of y), got {resolution!r}")
     return SegmentPrior(loc, max(scale, ROUNDING_SD * step), float(max(y.size, 2)), step)
 
 
