@@ -7,6 +7,8 @@
   unknown noise, the default family :func:`model_family`);
 * :mod:`~possibly.changepoint.models.vector`: :class:`MultivariateNormalSegments`;
 * :mod:`~possibly.changepoint.models.conjugate`: :class:`ConjugateModel`, any conjugate family;
+* :mod:`~possibly.changepoint.models.log_scale`: :class:`LogTrend`, segments of ``log y`` for
+  positive heavy-tailed metrics, in one family with the models on ``y``;
 * :mod:`~possibly.changepoint.models.quantisation`: :func:`quantisation_step`, the resolution
   of a rounded series, below which no model's noise scale goes.
 
@@ -14,6 +16,7 @@ Each model's compiled kernel lives in its module, next to the numpy methods it m
 """
 
 from possibly.changepoint.models.conjugate import ConjugateModel
+from possibly.changepoint.models.log_scale import LogTrend
 from possibly.changepoint.models.normal_mean import NormalMean, estimate_sigma
 from possibly.changepoint.models.quantisation import quantisation_step
 from possibly.changepoint.models.segment_model import (
@@ -40,6 +43,7 @@ __all__ = [
     "CompiledKernel",
     "ConjugateModel",
     "KernelFunctions",
+    "LogTrend",
     "MultivariateNormalSegments",
     "NormalMean",
     "NormalMeanVariance",
