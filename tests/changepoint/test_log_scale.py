@@ -60,16 +60,15 @@ def test_increments_of_both_scales_integrate_to_the_same_constant():
     on_y = NormalMeanVariance(prior=ref, outlier_cost=1e9)
     on_log = LogTrend(0, prior=automatic_prior(np.log(ys)), reference_scale=ref.scale,
                       outlier_cost=1e9)
-    for model in (on_y, on_log):
-        runs = _state(model, ys)
-        if model is on_y:
-            total, _ = integrate.quad(lambda y: math.exp(_increment(model, runs, y)),
-                                      -np.inf, np.inf, limit=200)
-        else:  # y = e^u; the Student-t tails of log y are negligible past |u| = 60
-            total, _ = integrate.quad(lambda u: math.exp(_increment(model, runs, math.exp(u))
-                                                         + u), -60.0, 60.0, limit=400,
-                                      points=[0.0, 1.0], epsabs=1e-12)
-        assert total == pytest.approx(ref.scale, rel=1e-6)
+    runs_y, runs_log = _state(on_y, ys), _state(on_log, ys)
+    total_y, _ = integrate.quad(lambda y: math.exp(_increment(on_y, runs_y, y)),
+                                -np.inf, np.inf, limit=200)
+    # y = e^u; the Student-t tails of log y are negligible past |u| = 60
+    total_log, _ = integrate.quad(
+        lambda u: math.exp(_increment(on_log, runs_log, math.exp(u)) + u), -60.0, 60.0,
+        limit=400, points=[0.0, 1.0], epsabs=1e-12)
+    assert total_y == pytest.approx(ref.scale, rel=1e-6)
+    assert total_log == pytest.approx(ref.scale, rel=1e-6)
 
 
 def test_the_evidence_picks_the_scale_of_the_data():
