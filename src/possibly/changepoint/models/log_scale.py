@@ -63,12 +63,11 @@ class LogTrend(PolynomialTrend):
         The scale ``s`` of the models on ``y`` it competes with (their
         ``automatic_prior(y).scale``), ``> 0``; with ``prior`` (set on ``log y``), needed for
         streaming. None: both set by ``fit`` from the whole series.
-    **kwargs
-        The settings of :class:`PolynomialTrend` (``prior`` is the prior of ``log y``).
 
     Notes
     -----
-    Runs on the numpy engine (no compiled kernel). ``fitted`` returns the fit of ``y``
+    The other settings are those of :class:`PolynomialTrend` (``prior`` is that of
+    ``log y``). Runs on the numpy engine (no compiled kernel). ``fitted`` returns the fit of ``y``
     (``exp`` of the fit of ``log y``) and no band (NaN): the band is not symmetric on ``y``.
 
     Examples
