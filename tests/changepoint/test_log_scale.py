@@ -80,6 +80,10 @@ def test_the_evidence_picks_the_scale_of_the_data():
     res = ps.ChangepointDetector(model=family).fit(lognormal)
     assert res.changepoints.tolist() == [200]
     assert res.segment_model_names == ["log level", "log level"]
+    fit, low, _ = res.segment_fit()  # the fit of y (exp of that of log y), no band
+    assert np.isfinite(fit).all() and np.isnan(low).all()
+    assert np.median(fit[:200]) == pytest.approx(np.exp(np.median(np.log(lognormal[:200]))),
+                                                 rel=0.1)
     res = ps.ChangepointDetector(model=family).fit(normal)
     assert res.changepoints.tolist() == [200]
     assert res.segment_model_names == ["level", "level"]

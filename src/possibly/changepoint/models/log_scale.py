@@ -36,10 +36,10 @@ from possibly.changepoint.models.trend import (
     automatic_prior,
 )
 
-__all__ = ["LogTrend", "positive_series"]
+__all__ = ["LogTrend"]
 
 
-def positive_series(y: Any) -> np.ndarray:
+def _positive_series(y: Any) -> np.ndarray:
     """``y`` as a float series whose observed values are all ``> 0`` (NaN: missing);
     ValueError naming ``y`` otherwise."""
     arr = as_series(y)
@@ -109,12 +109,12 @@ class LogTrend(PolynomialTrend):
     def resolve(self, y: np.ndarray) -> LogTrend:
         if self.resolved:
             return self
-        y = positive_series(y)
+        y = _positive_series(y)
         return replace(self, prior=self.prior or automatic_prior(np.log(y)),
                        reference_scale=self.reference_scale or automatic_prior(y).scale)
 
     def check_series(self, y: Any) -> np.ndarray:
-        return positive_series(y)
+        return _positive_series(y)
 
     def _z(self, y: Any) -> float:
         y = float(y)
@@ -145,13 +145,13 @@ class LogTrend(PolynomialTrend):
         return None
 
     def outlying(self, y: np.ndarray, discount: np.ndarray) -> np.ndarray:
-        return super().outlying(np.log(positive_series(y)), discount)
+        return super().outlying(np.log(_positive_series(y)), discount)
 
     def outlying_segments(self, y: np.ndarray, discount: np.ndarray,
                           bounds: np.ndarray) -> np.ndarray:
-        return super().outlying_segments(np.log(positive_series(y)), discount, bounds)
+        return super().outlying_segments(np.log(_positive_series(y)), discount, bounds)
 
     def fitted(self, y: Any, weights: Any, forgetting: float = 1.0, alpha: float = 0.1
                ) -> tuple[np.ndarray, np.ndarray]:
-        fit, half = super().fitted(np.log(positive_series(y)), weights, forgetting, alpha)
+        fit, half = super().fitted(np.log(_positive_series(y)), weights, forgetting, alpha)
         return np.exp(fit), np.full(fit.shape, np.nan)
