@@ -9,6 +9,7 @@
 * :mod:`~possibly.changepoint.models.conjugate`: :class:`ConjugateModel`, any conjugate family;
 * :mod:`~possibly.changepoint.models.log_scale`: :class:`LogTrend`, segments of ``log y`` for
   positive heavy-tailed metrics, in one family with the models on ``y``;
+* :mod:`~possibly.changepoint.models.counts`: :class:`PoissonLevel`, segments of counts;
 * :mod:`~possibly.changepoint.models.quantisation`: :func:`quantisation_step`, the resolution
   of a rounded series, below which no model's noise scale goes.
 
@@ -16,6 +17,7 @@ Each model's compiled kernel lives in its module, next to the numpy methods it m
 """
 
 from possibly.changepoint.models.conjugate import ConjugateModel
+from possibly.changepoint.models.counts import PoissonLevel
 from possibly.changepoint.models.log_scale import LogTrend
 from possibly.changepoint.models.normal_mean import NormalMean, estimate_sigma
 from possibly.changepoint.models.quantisation import quantisation_step
@@ -48,6 +50,7 @@ __all__ = [
     "NormalMean",
     "NormalMeanVariance",
     "Observation",
+    "PoissonLevel",
     "PolynomialTrend",
     "SegmentModel",
     "SegmentPrior",
