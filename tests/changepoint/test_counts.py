@@ -79,6 +79,27 @@ def test_outlier_floor_leaves_the_run_unchanged():
     assert float(incr[0]) == pytest.approx(best - model.outlier_cost, abs=1e-9)
 
 
+def test_hindsight_outliers_by_leaving_each_count_out():
+    model = PoissonLevel(prior_mean=3.0, reference_scale=1.0)
+    y = np.array([3.0, 2.0, 4.0, 40.0, 3.0, np.nan, 1.0, 3.0, 9.0, 2.0])
+    discount = np.array([1.0, 1.0, 0.9, 0.01, 1.0, np.nan, 0.8, 1.0, 0.5, 1.0])
+    expected = np.zeros(y.size, dtype=bool)
+    for i in range(y.size):
+        if np.isnan(y[i]):
+            continue
+        runs = model.new_runs(1)  # the others, each with its discount, then observation i
+        for j in range(y.size):
+            if j != i and not np.isnan(y[j]):
+                _, runs = PoissonLevel(prior_mean=3.0, reference_scale=1.0,
+                                       outlier_cost=1e9).update(model.prepare(runs, y[j]),
+                                                                discount[j])
+        a, b = float(runs["alpha"][0]), float(runs["beta"][0])
+        lc = sup_log_joint(a, b, y[i]) - sup_log_joint(a, b, np.arange(5000.0)).max()
+        expected[i] = lc < -12.5
+    np.testing.assert_array_equal(model.outlying(y, discount), expected)
+    assert expected.tolist() == [False, False, False, True] + [False] * 6
+
+
 def test_the_evidence_picks_the_count_model_on_counts():
     rng = np.random.default_rng(5)
     y = rng.poisson(np.r_[np.full(200, 1.5), np.full(200, 5.0)]).astype(float)
@@ -86,6 +107,10 @@ def test_the_evidence_picks_the_count_model_on_counts():
     assert res.changepoints.tolist() == [200]
     assert res.segment_model_names == ["Poisson level", "Poisson level"]
     assert res.mean[-1] == pytest.approx(5.0, rel=0.15)
+    z = y.copy()
+    z[[50, 300]] = [30.0, 60.0]  # two spikes: outliers, not changes
+    res = ps.ChangepointDetector(model=model_family() + [PoissonLevel()]).fit(z)
+    assert res.changepoints.tolist() == [200] and res.outliers.tolist() == [50, 300]
     # streaming from a warm-up gives the fit's results
     warm = y[:100]
     models = [PoissonLevel(prior_mean=float(np.median(warm)),

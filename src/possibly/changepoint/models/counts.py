@@ -11,7 +11,10 @@ unknown rate λ, whose possibility given its run is the sup-normalised gamma
   largest value over ``k`` minus ``outlier_cost`` (where the floor is taken the run is left
   unchanged, as the other models do);
 * update: ``α ← α + γk``, ``β ← β + γ``; forgetting ``α ← ρα``, ``β ← ρβ`` (``α`` kept ``>=
-  1``, where the possibility is bounded).
+  1``, where the possibility is bounded);
+* outliers in hindsight: each discounted count against the segment's rate from the other
+  observations (each with its discount as exponent), an outlier when its consistency is below
+  ``exp(-12.5)``, the threshold of the other models.
 
 To compete with models of densities (the models on ``y``, in units of their scale ``s``) in
 one family, a probability is compared with the density over its rounding cell: ``P(k) ≈ δ
@@ -34,7 +37,11 @@ from possibly.changepoint.models.segment_model import (
     as_series,
     check_positive_settings,
 )
-from possibly.changepoint.models.trend import automatic_prior, gammaln
+from possibly.changepoint.models.trend import (
+    OUTLIER_LOG_CONSISTENCY,
+    automatic_prior,
+    gammaln,
+)
 
 __all__ = ["PoissonLevel"]
 
@@ -200,6 +207,21 @@ class PoissonLevel(SegmentModel):
         new = {"alpha": a + g * k, "beta": b + g, "seen": runs["seen"] | ~outlier}
         unit = gamma * math.log(self._settings()[2])  # a probability against a density
         return np.where(outlier, best - self.outlier_cost, ev) + unit, new
+
+    def outlying(self, y: np.ndarray, discount: np.ndarray) -> np.ndarray:
+        """Each count against the segment's rate from the others (module docstring)."""
+        k = np.asarray(y, dtype=np.float64)
+        observed = ~(np.isnan(k) | np.isnan(discount))
+        w = np.where(observed, discount, 0.0)
+        kf = np.where(observed, k, 0.0)
+        start = self.new_runs(1)
+        a = start["alpha"][0] + np.sum(w * kf) - w * kf  # each observation left out
+        b = start["beta"][0] + np.sum(w) - w
+        lc = np.zeros(k.size)
+        for i in np.flatnonzero(observed).tolist():
+            runs = {"alpha": a[i:i + 1], "beta": b[i:i + 1], "seen": start["seen"]}
+            lc[i] = self.log_consistency(self.prepare(runs, kf[i]))[0]
+        return observed & (lc < OUTLIER_LOG_CONSISTENCY)
 
     def estimate(self, runs: Runs) -> np.ndarray:
         """E* of the rate: the mode ``(α - 1) / β`` of its possibility."""
