@@ -26,9 +26,11 @@ from possibly.changepoint.models import (
     CompiledKernel,
     ConjugateModel,
     KernelFunctions,
+    LogTrend,
     MultivariateNormalSegments,
     NormalMean,
     NormalMeanVariance,
+    PoissonLevel,
     PolynomialTrend,
     SegmentModel,
     SegmentPrior,
@@ -36,6 +38,7 @@ from possibly.changepoint.models import (
     automatic_vector_prior,
     estimate_sigma,
     model_family,
+    quantisation_step,
 )
 from possibly.changepoint.recursion import (
     ChangepointInfo,
@@ -55,9 +58,11 @@ __all__ = [
     "CompiledKernel",
     "ConjugateModel",
     "KernelFunctions",
+    "LogTrend",
     "MultivariateNormalSegments",
     "NormalMean",
     "NormalMeanVariance",
+    "PoissonLevel",
     "PolynomialTrend",
     "RunState",
     "SegmentModel",
@@ -69,5 +74,6 @@ __all__ = [
     "init",
     "model_family",
     "numba_available",
+    "quantisation_step",
     "step",
 ]
