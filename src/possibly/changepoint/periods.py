@@ -25,7 +25,7 @@ __all__ = ["calendar_periods", "cycle_gain", "infer_period", "models_for_series"
 
 #: a candidate is accepted when its profile, estimated on half of the cycles, explains at
 #: least this fraction of the robust variance of the other half (cycle_gain)
-MIN_GAIN = 0.2
+MIN_GAIN = 0.1
 #: and the two halves' profiles correlate at least this much
 MIN_AGREEMENT = 0.5
 #: deviations beyond this many robust sd count as this many (robust_variance)

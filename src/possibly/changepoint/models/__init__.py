@@ -5,6 +5,8 @@
 * :mod:`~possibly.changepoint.models.normal_mean`: :class:`NormalMean`, the paper's model;
 * :mod:`~possibly.changepoint.models.trend`: :class:`PolynomialTrend` (levels and trends with
   unknown noise, the default family :func:`model_family`);
+* :mod:`~possibly.changepoint.models.seasonal`: :class:`SeasonalTrend` (a level or trend with
+  a cycle; :func:`model_family` with a ``period`` adds it to the default family);
 * :mod:`~possibly.changepoint.models.vector`: :class:`MultivariateNormalSegments`;
 * :mod:`~possibly.changepoint.models.conjugate`: :class:`ConjugateModel`, any conjugate family.
 
@@ -13,6 +15,7 @@ Each model's compiled kernel lives in its module, next to the numpy methods it m
 
 from possibly.changepoint.models.conjugate import ConjugateModel
 from possibly.changepoint.models.normal_mean import NormalMean, estimate_sigma
+from possibly.changepoint.models.seasonal import SeasonalTrend, model_family
 from possibly.changepoint.models.segment_model import (
     CompiledKernel,
     KernelFunctions,
@@ -24,7 +27,6 @@ from possibly.changepoint.models.trend import (
     PolynomialTrend,
     SegmentPrior,
     automatic_prior,
-    model_family,
 )
 from possibly.changepoint.models.vector import (
     MultivariateNormalSegments,
@@ -42,6 +44,7 @@ __all__ = [
     "NormalMeanVariance",
     "Observation",
     "PolynomialTrend",
+    "SeasonalTrend",
     "SegmentModel",
     "SegmentPrior",
     "automatic_prior",

@@ -204,6 +204,8 @@ class SeasonalTrend(SegmentModel):
     def new_runs(self, n: int) -> Runs:
         d = self.state_size
         noise_var = self.noise_scale ** 2
+        if n:  # the empty state of init() has the right shapes before the prior is known
+            self._prior()
         cov = np.diag(self.prior_variances())
         return {"m": np.zeros((n, d)), "cov": np.repeat(cov[None], n, axis=0),
                 "a": np.full(n, float(self.noise_shape)),
