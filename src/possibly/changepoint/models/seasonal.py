@@ -216,33 +216,27 @@ class SeasonalTrend(SegmentModel):
         # the kernel's expressions, in its order (the engines agree bit for bit): F on the
         # rows (trend shift, then each rotation), then Fᵀ on the columns, then f ← f^ρ
         m, cov = runs["m"].copy(), runs["cov"].copy()
-        p = self.degree + 1
-        for rows in (True, False):
-            view = cov if rows else cov.transpose(0, 2, 1)
-            if p == 3:
-                view[:, 0] = view[:, 0] + view[:, 1] + view[:, 2]
-                view[:, 1] = view[:, 1] + 2.0 * view[:, 2]
-            elif p == 2:
-                view[:, 0] = view[:, 0] + view[:, 1]
-            for i, (cw, sw) in enumerate(self._angles):
-                k = p + 2 * i
-                x, y = view[:, k].copy(), view[:, k + 1].copy()
-                view[:, k] = cw * x - sw * y
-                view[:, k + 1] = sw * x + cw * y
-        if p == 3:
-            m[:, 0] = m[:, 0] + m[:, 1] + m[:, 2]
-            m[:, 1] = m[:, 1] + 2.0 * m[:, 2]
-        elif p == 2:
-            m[:, 0] = m[:, 0] + m[:, 1]
-        for i, (cw, sw) in enumerate(self._angles):
-            k = p + 2 * i
-            x, y = m[:, k].copy(), m[:, k + 1].copy()
-            m[:, k] = cw * x - sw * y
-            m[:, k + 1] = sw * x + cw * y
+        for view in (cov, cov.transpose(0, 2, 1), m):  # rows of P, its columns, m
+            self._transition(view)
         if rho == 1.0:
             return {**runs, "m": m, "cov": cov}
         return {"m": m, "cov": cov / rho, "a": runs["a"] * rho,
                 "b": np.maximum(runs["b"] * rho, B_MIN), "seen": runs["seen"]}
+
+    def _transition(self, view: np.ndarray) -> None:
+        """``F`` applied in place along axis 1 of ``view``: the trend's shift, then each
+        harmonic's rotation."""
+        p = self.degree + 1
+        if p == 3:
+            view[:, 0] = view[:, 0] + view[:, 1] + view[:, 2]
+            view[:, 1] = view[:, 1] + 2.0 * view[:, 2]
+        elif p == 2:
+            view[:, 0] = view[:, 0] + view[:, 1]
+        for i, (cw, sw) in enumerate(self._angles):
+            k = p + 2 * i
+            x, y = view[:, k].copy(), view[:, k + 1].copy()
+            view[:, k] = cw * x - sw * y
+            view[:, k + 1] = sw * x + cw * y
 
     def _z(self, y: Any) -> float:
         prior = self._prior()
