@@ -331,3 +331,25 @@ def test_settings_and_errors():
         SeasonalTrend(0, period=24, cycle_scale=0.0)
     with pytest.raises(ValueError, match="prior.*automatic_prior"):
         SeasonalTrend(0, period=24).new_runs(1)
+
+
+@pytest.mark.parametrize("engine", ["numpy", pytest.param("numba", marks=needs_numba)])
+def test_spikes_in_a_cycle_are_outliers_not_changes(engine):
+    y = cyclic_series(5, shift_at=None)
+    y[[120, 333, 500]] += [15.0, -12.0, 20.0]
+    res = ps.ChangepointDetector(model=model_family(period=24), engine=engine).fit(y)
+    assert res.changepoints.size == 0
+    assert res.outliers.tolist() == [120, 333, 500]
+
+
+def test_outlying_replays_the_run():
+    """The hindsight half of the outlier rule: the observations whose evidence took the run's
+    floor, here a spike of 8 in a clean cycle (and nothing in the same cycle without it)."""
+    t = np.arange(96)
+    y = 3 * np.sin(2 * np.pi * t / 24)
+    model = SeasonalTrend(0, period=24, prior=ps.changepoint.automatic_prior(y))
+    assert not model.outlying(y, np.ones(96)).any()
+    y[60] += 8.0
+    assert np.flatnonzero(model.outlying(y, np.ones(96))).tolist() == [60]
+    y[70] = np.nan
+    assert np.flatnonzero(model.outlying(y, np.ones(96))).tolist() == [60]

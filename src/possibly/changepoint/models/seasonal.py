@@ -262,6 +262,12 @@ class SeasonalTrend(SegmentModel):
         return -(runs["a"] + 0.5) * np.log1p(r * r / (2.0 * runs["b"] * (1.0 + prepared.q)))
 
     def update(self, prepared: SeasonalObservation, gamma: float) -> tuple[np.ndarray, Runs]:
+        incr, new, _ = self._observe(prepared, gamma)
+        return incr, new
+
+    def _observe(self, prepared: SeasonalObservation, gamma: float
+                 ) -> tuple[np.ndarray, Runs, np.ndarray]:
+        """:meth:`update` and where the outlier floor was taken (the run left unchanged)."""
         runs, r, q, ph = prepared.runs, prepared.r, prepared.q, prepared.ph
         a, b = runs["a"], runs["b"]
         gq = 1.0 + gamma * q
@@ -280,7 +286,34 @@ class SeasonalTrend(SegmentModel):
                "cov": runs["cov"] - gain[:, :, None] * ph[:, None, :],
                "a": a + 0.5 * g, "b": b + 0.5 * g * r * r / (1.0 + g * q),
                "seen": runs["seen"] | ~outlier}
-        return np.where(outlier, best - self.outlier_cost, ev_in), new
+        return np.where(outlier, best - self.outlier_cost, ev_in), new, outlier
+
+    def outlying(self, y: np.ndarray, discount: np.ndarray) -> np.ndarray:
+        """The observations of one segment that its run left out: the segment's run replayed
+        from its start with the online discounts, an observation is far when its evidence took
+        the outlier floor (it would have cost the run more than ``outlier_cost``).
+
+        Examples
+        --------
+        >>> t = np.arange(96)
+        >>> y = 3 * np.sin(2 * np.pi * t / 24) + 0.1 * np.cos(t)
+        >>> y[60] += 8.0
+        >>> model = SeasonalTrend(0, period=24, prior=automatic_prior(y))
+        >>> np.flatnonzero(model.outlying(y, np.ones(96))).tolist()
+        [60]
+        """
+        z = (np.asarray(y, dtype=np.float64) - self._prior().loc) / self._prior().scale
+        runs = self.new_runs(1)
+        far = np.zeros(z.size, dtype=bool)
+        for i in range(z.size):
+            if i:
+                runs = self.forget(runs, 1.0)
+            if math.isnan(z[i]) or math.isnan(discount[i]):
+                continue
+            obs = self.prepare(runs, float(y[i]))
+            _, runs, floored = self._observe(obs, float(discount[i]))
+            far[i] = bool(floored[0])
+        return far
 
     def estimate(self, runs: Runs) -> np.ndarray:
         """E* of the current fitted value (level plus cycle, in the units of the series)."""
