@@ -353,3 +353,18 @@ def test_outlying_replays_the_run():
     assert np.flatnonzero(model.outlying(y, np.ones(96))).tolist() == [60]
     y[70] = np.nan
     assert np.flatnonzero(model.outlying(y, np.ones(96))).tolist() == [60]
+
+
+def test_pickled_stream_resumes():
+    import pickle
+
+    y = cyclic_series(6, n=300, shift_at=150)
+    models = model_family(period=24, prior=ps.changepoint.automatic_prior(y[:100]))
+    det = ps.ChangepointDetector(model=models)
+    first = [det.update(v).discount for v in y[:120]]
+    clone = pickle.loads(pickle.dumps(det))
+    rest = [det.update(v) for v in y[120:]]
+    again = [clone.update(v) for v in y[120:]]
+    assert [i.discount for i in rest] == [i.discount for i in again]
+    assert [i.map_run_length for i in rest] == [i.map_run_length for i in again]
+    assert len(first) == 120 and rest[-1].map_run_length == 149  # the change at 150
