@@ -37,6 +37,8 @@ def test_calendar_periods_of_time_indexes():
     assert calendar_periods(pd.date_range("2020-01-01", periods=30, freq="MS")) == (12.0,)
     assert calendar_periods(pd.date_range("2020-01-01", periods=30, freq="QS")) == (4.0,)
     assert calendar_periods(pd.Timedelta(hours=1)) == (24.0, 168.0)
+    zoned = pd.date_range("2024-01-01", periods=50, freq="5min", tz="Europe/Paris")
+    assert calendar_periods(zoned) == (288.0, 2016.0)
     days = np.arange("2024-01-01", "2024-03-01", dtype="datetime64[D]")
     assert calendar_periods(days) == (7.0, 365.2425)
     # irregular stamps: the median spacing

@@ -52,6 +52,8 @@ def step_seconds(index_or_step: Any) -> float:
         seconds = float(step / _SECOND)
         name = "step"
     else:
+        if getattr(index_or_step, "tz", None) is not None:  # a zoned pandas DatetimeIndex
+            index_or_step = index_or_step.tz_convert("UTC").tz_localize(None)
         stamps = np.asarray(index_or_step)
         if stamps.dtype.kind != "M" or stamps.ndim != 1:
             raise ValueError(f"index must be a 1-D array of datetime64 (or a pandas "
