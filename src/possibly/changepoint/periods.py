@@ -2,7 +2,7 @@
 
 A seasonal segment model (:class:`~possibly.changepoint.models.seasonal.SeasonalTrend`) needs
 the period in steps. The calendar gives candidates (:func:`calendar_periods`: a day and a week
-for data at an hour or finer, a week and a year for daily data, a year for weekly, monthly and
+for data at half a day or finer, a week and a year for daily data, a year for weekly, monthly and
 quarterly data); without time stamps the periodogram of the first differences gives a few.
 :func:`infer_period` keeps a candidate only when the series shows it strongly, by an
 out-of-sample test (:func:`cycle_gain`): the cycle's profile estimated on half of the cycles
@@ -72,8 +72,8 @@ def step_seconds(index_or_step: Any) -> float:
 def calendar_periods(index_or_step: Any) -> tuple[float, ...]:
     """Candidate periods in steps from the time stamps' spacing: the calendar's cycles.
 
-    Data at an hour or finer: a day and a week (24 and 168 for hourly data, 288 and 2016 for
-    5-minute data); between an hour and a day: a day if it holds at least 2 steps, and a week;
+    Data at half a day or finer: a day and a week (24 and 168 for hourly data, 288 and 2016
+    for 5-minute data);
     daily data: a week (7) and a year; weekly: a year (52.18); monthly: a year (12);
     quarterly: a year (4). Any other step: none.
 
@@ -258,12 +258,17 @@ def infer_period(values: Any, index: Any = None) -> tuple[float, ...] | None:
     """The periods of the series' cycles, or None when none is shown strongly.
 
     Candidates come from the time stamps (:func:`calendar_periods`) when ``index`` is given,
-    else from the strongest peaks of the periodogram of the first differences. A candidate is
+    else from the strongest peaks of the periodogram of the first differences (then only the
+    shortest accepted one is kept: the other peaks are mostly its harmonics). A candidate is
     accepted when the series holds at least two full periods and, on the series minus the
     cycles accepted before it (shortest first), the profile estimated on half of the cycles
-    explains at least 20% of the robust variance of the other half and the two halves'
-    profiles correlate at least 0.5 (:func:`cycle_gain`). Both are about 0 or below for a
-    series without that cycle, whatever its level shifts or trends.
+    explains at least 10% (:func:`required_gain`: ``3/√n`` on a short series) of the robust
+    variance of the other half and the two halves' profiles correlate at least 0.5
+    (:func:`cycle_gain`). The gain is about 0 or below for a series without that cycle,
+    whatever its level shifts or trends; in simulations no period was accepted on white
+    noise, AR(1) series or level shifts, and one on about 1% of random walks. From the
+    values alone, a long cycle of finely sampled data (a day of minute data) is damped by
+    the differencing and is not found: pass the time index.
 
     Parameters
     ----------
