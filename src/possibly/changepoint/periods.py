@@ -73,9 +73,8 @@ def calendar_periods(index_or_step: Any) -> tuple[float, ...]:
     """Candidate periods in steps from the time stamps' spacing: the calendar's cycles.
 
     Data at half a day or finer: a day and a week (24 and 168 for hourly data, 288 and 2016
-    for 5-minute data);
-    daily data: a week (7) and a year; weekly: a year (52.18); monthly: a year (12);
-    quarterly: a year (4). Any other step: none.
+    for 5-minute data); daily data: a week (7) and a year; weekly: a year (52.18); monthly:
+    a year (12); quarterly: a year (4). Any other step: none.
 
     Parameters
     ----------
