@@ -38,7 +38,7 @@ from possibly.changepoint.models.trend import (
     LOG_2PI,
     SegmentPrior,
     automatic_prior,
-    gammaln,
+    floored_evidence,
 )
 from possibly.changepoint.models.trend import model_family as trend_family
 
@@ -270,15 +270,8 @@ class SeasonalTrend(SegmentModel):
         """:meth:`update` and where the outlier floor was taken (the run left unchanged)."""
         runs, r, q, ph = prepared.runs, prepared.r, prepared.q, prepared.ph
         a, b = runs["a"], runs["b"]
-        gq = 1.0 + gamma * q
-        log_ratio = np.log1p(0.5 * gamma * r * r / (gq * b))
-        if self.evidence == "integrated":
-            best = (-0.5 * gamma * LOG_2PI + gammaln(a + 0.5 * gamma) - gammaln(a)
-                    - 0.5 * np.log(gq) - 0.5 * gamma * np.log(b))
-        else:
-            best = np.zeros_like(r)
-        ev_in = best - (a + 0.5 * gamma) * log_ratio
-        outlier = ev_in < best - self.outlier_cost
+        incr, outlier = floored_evidence(a, b, r, q, gamma, self.evidence == "integrated",
+                                         self.outlier_cost)
         g = np.where(outlier, 0.0, gamma)
         f = g / (1.0 + g * q)
         gain = ph * f[:, None]
@@ -286,7 +279,7 @@ class SeasonalTrend(SegmentModel):
                "cov": runs["cov"] - gain[:, :, None] * ph[:, None, :],
                "a": a + 0.5 * g, "b": b + 0.5 * g * r * r / (1.0 + g * q),
                "seen": runs["seen"] | ~outlier}
-        return np.where(outlier, best - self.outlier_cost, ev_in), new, outlier
+        return incr, new, outlier
 
     def outlying(self, y: np.ndarray, discount: np.ndarray) -> np.ndarray:
         """The observations of one segment that its run left out: the segment's run replayed
