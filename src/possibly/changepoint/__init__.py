@@ -6,8 +6,11 @@ The package separates what a segment is from how segmentations are searched:
   (:class:`SegmentModel`) and the models, each with its compiled kernel if it has one:
   :class:`NormalMean` (the paper's), levels and trends with an unknown noise precision
   (:func:`model_family`, the default of ``ChangepointDetector()``),
+  :class:`SeasonalTrend` (a level or trend with a cycle),
   :class:`MultivariateNormalSegments` (the default for a vector series) and
   :class:`ConjugateModel` (any conjugate family);
+* :mod:`~possibly.changepoint.periods`: the periods of a series' cycles
+  (:func:`infer_period`) and the models to run on it (:func:`models_for_series`);
 * :mod:`~possibly.changepoint.compiled_engine`: the one compiled loop that runs any model's
   kernel;
 * :mod:`~possibly.changepoint.recursion`: the run-length recursion (one state type, pure
@@ -32,6 +35,7 @@ from possibly.changepoint.models import (
     NormalMeanVariance,
     PoissonLevel,
     PolynomialTrend,
+    SeasonalTrend,
     SegmentModel,
     SegmentPrior,
     automatic_prior,
@@ -40,6 +44,7 @@ from possibly.changepoint.models import (
     model_family,
     quantisation_step,
 )
+from possibly.changepoint.periods import calendar_periods, infer_period, models_for_series
 from possibly.changepoint.recursion import (
     ChangepointInfo,
     ChangepointParams,
@@ -65,14 +70,18 @@ __all__ = [
     "PoissonLevel",
     "PolynomialTrend",
     "RunState",
+    "SeasonalTrend",
     "SegmentModel",
     "SegmentPrior",
     "automatic_prior",
     "automatic_vector_prior",
     "backtrack",
+    "calendar_periods",
     "estimate_sigma",
+    "infer_period",
     "init",
     "model_family",
+    "models_for_series",
     "numba_available",
     "quantisation_step",
     "step",

@@ -5,6 +5,8 @@
 * :mod:`~possibly.changepoint.models.normal_mean`: :class:`NormalMean`, the paper's model;
 * :mod:`~possibly.changepoint.models.trend`: :class:`PolynomialTrend` (levels and trends with
   unknown noise, the default family :func:`model_family`);
+* :mod:`~possibly.changepoint.models.seasonal`: :class:`SeasonalTrend` (a level or trend with
+  a cycle; :func:`model_family` with a ``period`` adds it to the default family);
 * :mod:`~possibly.changepoint.models.vector`: :class:`MultivariateNormalSegments`;
 * :mod:`~possibly.changepoint.models.conjugate`: :class:`ConjugateModel`, any conjugate family;
 * :mod:`~possibly.changepoint.models.log_scale`: :class:`LogTrend`, segments of ``log y`` for
@@ -21,6 +23,7 @@ from possibly.changepoint.models.counts import PoissonLevel
 from possibly.changepoint.models.log_scale import LogTrend
 from possibly.changepoint.models.normal_mean import NormalMean, estimate_sigma
 from possibly.changepoint.models.quantisation import quantisation_step
+from possibly.changepoint.models.seasonal import SeasonalTrend, model_family
 from possibly.changepoint.models.segment_model import (
     CompiledKernel,
     KernelFunctions,
@@ -32,7 +35,6 @@ from possibly.changepoint.models.trend import (
     PolynomialTrend,
     SegmentPrior,
     automatic_prior,
-    model_family,
 )
 from possibly.changepoint.models.vector import (
     MultivariateNormalSegments,
@@ -52,6 +54,7 @@ __all__ = [
     "Observation",
     "PoissonLevel",
     "PolynomialTrend",
+    "SeasonalTrend",
     "SegmentModel",
     "SegmentPrior",
     "automatic_prior",

@@ -218,15 +218,7 @@ def observe_prepared(obs: TrendObservation, gamma: float, integrated: bool, floo
     """:func:`observe` from the prepared observation."""
     runs, r, q = obs.runs, obs.r, obs.q
     m, cov, a, b = runs["m"], runs["cov"], runs["a"], runs["b"]
-    gq = 1.0 + gamma * q
-    log_ratio = np.log1p(0.5 * gamma * r * r / (gq * b))
-    if integrated:
-        best = (-0.5 * gamma * LOG_2PI + gammaln(a + 0.5 * gamma) - gammaln(a)
-                - 0.5 * np.log(gq) - 0.5 * gamma * np.log(b))
-    else:
-        best = np.zeros_like(r)
-    ev_in = best - (a + 0.5 * gamma) * log_ratio
-    outlier = ev_in < best - floor
+    incr, outlier = floored_evidence(a, b, r, q, gamma, integrated, floor)
     g = np.where(outlier, 0.0, gamma)
     gain = cov[:, :, 0] * (g / (1.0 + g * q))[:, None]    # (n, p)
     new = {"m": m + gain * r[:, None],
@@ -236,7 +228,24 @@ def observe_prepared(obs: TrendObservation, gamma: float, integrated: bool, floo
            "seen": runs["seen"] | ~outlier}
     if noise_floor > 0.0:  # a quantised series: b / a, the noise variance, at least δ²/12
         new["b"] = np.maximum(new["b"], new["a"] * noise_floor)
-    return np.where(outlier, best - floor, ev_in), new, outlier
+    return incr, new, outlier
+
+
+def floored_evidence(a: np.ndarray, b: np.ndarray, r: np.ndarray, q: np.ndarray, gamma: float,
+                     integrated: bool, floor: float) -> tuple[np.ndarray, np.ndarray]:
+    """The run-weight increment of an observation with residual ``r`` and prediction variance
+    ``q`` (relative to the noise's) for runs with gamma shape ``a`` and rate ``b``, floored at
+    its best value minus ``floor``, and where the floor is taken (docs/math.md §6)."""
+    gq = 1.0 + gamma * q
+    log_ratio = np.log1p(0.5 * gamma * r * r / (gq * b))
+    if integrated:
+        best = (-0.5 * gamma * LOG_2PI + gammaln(a + 0.5 * gamma) - gammaln(a)
+                - 0.5 * np.log(gq) - 0.5 * gamma * np.log(b))
+    else:
+        best = np.zeros_like(r)
+    ev_in = best - (a + 0.5 * gamma) * log_ratio
+    outlier = ev_in < best - floor
+    return np.where(outlier, best - floor, ev_in), outlier
 
 
 @dataclass(frozen=True)
