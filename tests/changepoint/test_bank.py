@@ -19,8 +19,11 @@ from possibly.changepoint import (
     numba_available,
 )
 
-ENGINES = ["numpy", pytest.param("numba", marks=pytest.mark.skipif(
-    not numba_available(), reason="numba is not installed"))]
+NO_NUMBA = pytest.mark.skipif(not numba_available(), reason="numba is not installed")
+ENGINES = ["numpy", pytest.param("numba", marks=NO_NUMBA)]
+#: the engines, and the compiled one with the streams shared out among threads
+SETUPS = [("numpy", False), pytest.param("numba", False, marks=NO_NUMBA),
+          pytest.param("numba", True, marks=NO_NUMBA)]
 FIELDS = ("log_consistency", "discount", "change_detected", "outlier_detected",
           "map_run_length", "map_model", "mean", "n_active", "log_change_possibility", "t")
 
@@ -84,14 +87,14 @@ def assert_same(got: dict, want: dict, name: object) -> None:
         assert equal(np.array(got[f]).astype(w.dtype), w), (name, f)
 
 
-@pytest.mark.parametrize("engine", ENGINES)
-def test_default_models_from_warm_ups_match_the_detector(engine):
+@pytest.mark.parametrize("engine, parallel", SETUPS)
+def test_default_models_from_warm_ups_match_the_detector(engine, parallel):
     """Warm-ups of different lengths (with NaNs), then random subsets of the ids in random
     orders: each stream is a detector after fit(warm_up), fed by update()."""
     data = streams(5, 180, seed=1)
     ids = ["cpu", 17, "disk", ("host", 2), 3.5]
     lengths = [40, 60, 25, 60, 33]
-    bank = DetectorBank(engine=engine)
+    bank = DetectorBank(engine=engine, parallel=parallel)
     bank.add(ids, warm_up=[d[:n] for d, n in zip(data, lengths, strict=True)])
     rest = {i: d[n:] for i, d, n in zip(ids, data, lengths, strict=True)}
     got = replay(bank, rest, np.random.default_rng(0), calls=1000)
@@ -142,14 +145,27 @@ def test_priors_without_warm_up_match_a_streaming_detector(engine):
         assert equal(bank.changepoints(i), det.changepoints)
 
 
-@pytest.mark.parametrize("engine", ENGINES)
-def test_paper_model_grows_the_run_buffers(engine):
+@pytest.mark.parametrize("engine, parallel", SETUPS)
+def test_paper_model_grows_the_run_buffers(engine, parallel, monkeypatch):
     """Without pruning or merging every step keeps a new run: each stream outgrows its first
-    capacity several times, interleaved with the others (regions moved, pools compacted)."""
+    capacity several times, interleaved with the others (regions moved, pools compacted),
+    and a pickled copy resumes with its pools packed."""
     data = streams(6, 150, seed=4)
     settings = dict(sigma=2.0, hazard=0.02, tol=0.0, merge_tol=0.0, forgetting=1.0)
-    bank = DetectorBank(engine=engine, **settings)
-    got = replay(bank, dict(enumerate(data)), np.random.default_rng(2), calls=2000)
+    bank = DetectorBank(engine=engine, parallel=parallel, **settings)
+    compacted = []
+    compact = DetectorBank._compact
+
+    def counted(self: DetectorBank) -> None:
+        compacted.append(True)
+        compact(self)
+
+    monkeypatch.setattr(DetectorBank, "_compact", counted)
+    got = replay(bank, dict(enumerate(data[:3])), np.random.default_rng(2), calls=2000)
+    bank = pickle.loads(pickle.dumps(bank))
+    more = replay(bank, dict(enumerate(data[3:], 3)), np.random.default_rng(3), calls=2000)
+    got.update(more)
+    assert bool(compacted) == (engine == "numba")
     for i, d in enumerate(data):
         det = ChangepointDetector(engine=engine, **settings)
         want = expected_steps(det, d)
@@ -168,10 +184,10 @@ def test_paper_model_with_merging_matches(engine):
                     i)
 
 
-@pytest.mark.parametrize("engine", ENGINES)
-def test_pickle_resume(engine):
+@pytest.mark.parametrize("engine, parallel", SETUPS)
+def test_pickle_resume(engine, parallel):
     data = np.array(streams(3, 100, seed=6))
-    whole = DetectorBank(engine=engine)
+    whole = DetectorBank(engine=engine, parallel=parallel)
     whole.add(list("xyz"), warm_up=data[:, :30])
     resumed = pickle.loads(pickle.dumps(whole))
     for t in range(30, 100):

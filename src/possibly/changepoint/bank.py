@@ -39,7 +39,7 @@ from possibly.changepoint.recursion import (
     init,
     step,
 )
-from possibly.validation import as_numbers, describe
+from possibly.validation import as_numbers, check_bool, describe
 
 __all__ = ["BankInfo", "DetectorBank"]
 
@@ -146,13 +146,14 @@ class DetectorBank:
                  hazard: float = 2.5e-3, forgetting: float | None = None, robust: bool = True,
                  tau: float | None = None, tol: float | None = None,
                  outlier_level: float | None = None, engine: str = "auto",
-                 merge_tol: float = 1e-6) -> None:
+                 merge_tol: float = 1e-6, parallel: bool = False) -> None:
         # the detector checks the settings and resolves their defaults
         self._detector = ChangepointDetector(
             model, sigma=sigma, hazard=hazard, forgetting=forgetting, robust=robust, tau=tau,
             tol=tol, outlier_level=outlier_level, engine=engine, history=False,
             merge_tol=merge_tol)
         self.engine = engine
+        self.parallel = check_bool("parallel", parallel)
         self._lock = threading.Lock()
         self._clear()
 
@@ -379,7 +380,7 @@ class DetectorBank:
         """Room for ``size`` more pool entries (the pools doubled, or compacted, when full);
         the offset of the first."""
         if self._used + size > len(self._log_w):
-            if self._garbage > len(self._log_w) // 2:
+            if self._garbage and 3 * self._garbage >= self._used:  # half the live size
                 self._compact()
             if self._used + size > len(self._log_w):
                 grown = max(2 * len(self._log_w), self._used + size)
@@ -394,19 +395,27 @@ class DetectorBank:
 
     def _compact(self) -> None:
         """The pools rebuilt with each stream's region in turn (no garbage)."""
-        sizes = self._ints[:, 1] * self._settings.shape[1]
-        offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-        for name in ("_start", "_log_w", "_runs"):
-            old = getattr(self, name)
-            new = np.zeros_like(old)
-            for r, (src, dst, size) in enumerate(zip(self._offsets, offsets, sizes,
-                                                     strict=True)):
-                del r
-                new[dst:dst + size] = old[src:src + size]
-            setattr(self, name, new)
-        self._offsets = offsets
-        self._used = int(sizes.sum())
+        size = len(self._log_w)
+        self._offsets, self._start, self._log_w, self._runs = self._packed_pools(size)
+        self._used = int(self._offsets[-1] + self._ints[-1, 1] * self._settings.shape[1]) \
+            if len(self._offsets) else 0
         self._garbage = 0
+
+    def _packed_pools(self, size: int | None = None
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The streams' regions one after the other in new pools of ``size`` entries (None:
+        just enough): ``(offsets, start, log_w, runs)``."""
+        sizes = self._ints[:, 1] * self._settings.shape[1]
+        offsets = (np.cumsum(sizes) - sizes).astype(np.int64)
+        size = int(sizes.sum()) if size is None else size
+        pools = []
+        for old in (self._start, self._log_w, self._runs):
+            new = np.zeros((size, *old.shape[1:]), old.dtype)
+            for src, dst, n in zip(self._offsets.tolist(), offsets.tolist(), sizes.tolist(),
+                                   strict=True):
+                new[dst:dst + n] = old[src:src + n]
+            pools.append(new)
+        return offsets, pools[0], pools[1], pools[2]
 
     def _grow(self, rows: np.ndarray) -> None:
         """Double the capacity of the streams ``rows`` (moved to the end of the pools)."""
@@ -533,7 +542,7 @@ class DetectorBank:
             compiled = self._compiled
             assert compiled is not None
             self._driver = compiled_streams(compiled.kernels[0].functions,
-                                            self._settings.shape[2])
+                                            self._settings.shape[2], self.parallel)
         self._driver(y, rows, self._offsets, self._ints, self._start, self._log_w,
                      self._runs, self._settings, self._scal, self._last,
                      self._detector.outlier_level_, out, tops, self._post, _NO_PEAK)
@@ -635,6 +644,11 @@ class DetectorBank:
     def __getstate__(self) -> dict[str, Any]:
         with self._exclusive():
             state = self.__dict__.copy()
+            if self._numba:  # the pools without their spare room and garbage
+                packed = self._packed_pools()
+                state.update(zip(("_offsets", "_start", "_log_w", "_runs"), packed,
+                                 strict=True))
+                state["_used"], state["_garbage"] = len(packed[1]), 0
         state["_driver"] = None  # compiled code: made again at the first update after loading
         state["_grouped"] = None
         del state["_lock"]

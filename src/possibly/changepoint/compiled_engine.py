@@ -94,6 +94,7 @@ KERNEL_WIDTH = 1
 KERNEL_PARAMS = 1
 settings_of = unbound
 bank_post_step = unbound  # step_streams's per-stream hook, bound by compiled_streams
+stream_range = range  # numba.prange once compiled (threads when compiled parallel)
 
 
 def never_indistinguishable(params: Any, runs: Any, j: int, tol: float) -> bool:
@@ -190,14 +191,15 @@ def compiled_driver(functions: KernelFunctions, n_params: int) -> Any:
 
 
 def compiled_template(template: Any, functions: KernelFunctions, n_params: int,
-                      helpers: tuple[Any, ...] = (), hooks: dict[str, Any] | None = None
-                      ) -> Any:
+                      helpers: tuple[Any, ...] = (), hooks: dict[str, Any] | None = None,
+                      parallel: bool = False) -> Any:
     """``template`` (:func:`run_kernels`, :func:`step_kernels` or :func:`step_streams`)
     compiled with ``functions`` and the helpers of :data:`TEMPLATES` inlined, cached on disk
     under a name that carries the kernel's fingerprint. ``helpers``: more templates of this
     module that ``template`` calls (inlined, as those of :data:`TEMPLATES`); ``hooks``: names
     that ``template`` calls bound to functions of any module (inlined, compiled with their own
-    globals, and part of the fingerprint)."""
+    globals, and part of the fingerprint); ``parallel``: compiled with numba's
+    ``parallel=True`` (a template's ``stream_range`` loop runs on numba's threads)."""
     import numba
     from numba.np.unsafe.ndarray import to_fixed_tuple  # array -> tuple of a constant length
 
@@ -217,7 +219,7 @@ def compiled_template(template: Any, functions: KernelFunctions, n_params: int,
              "KERNEL_PARAMS": n_params,
              "settings_of": (to_fixed_tuple if n_params <= TUPLE_SETTINGS
                              else numba.njit(same_settings)),
-             "discount_scalar": discount_scalar}
+             "discount_scalar": discount_scalar, "stream_range": numba.prange}
     hooks = hooks or {}
     scope = {**template.__globals__, **bound}
     for helper in (*TEMPLATES[1:], *helpers):  # compiled into the driver (its cache holds them)
@@ -227,7 +229,10 @@ def compiled_template(template: Any, functions: KernelFunctions, n_params: int,
         scope[name] = numba.njit(nogil=True, inline="always")(getattr(hook, "py_func", hook))
     driver = types.FunctionType(template.__code__, scope, template.__name__)
     digest = fingerprint(functions, *hooks.values())
-    driver.__qualname__ = f"{template.__name__}_{digest}_{n_params}"
+    driver.__qualname__ = f"{template.__name__}_{digest}_{n_params}" + (
+        "_parallel" if parallel else "")
+    if parallel:
+        return numba.njit(cache=True, nogil=True, parallel=True)(driver)
     return numba.njit(cache=True, nogil=True)(driver)
 
 
@@ -751,11 +756,13 @@ def step_streams(ys, which, offsets, ints, start, log_w, runs, params, scal, las
     stream's own buffers (its runs at ``offsets[r]`` of the pools ``start``, ``log_w``,
     ``runs``, its capacity per model ``ints[r, 1]``, its settings ``params[r]`` and scalars
     ``scal[r]``), so each stream gets the numbers of a detector's :meth:`update`, bit for bit.
+    The streams are independent (distinct ``which``): compiled parallel, they are shared out
+    among threads with the same numbers.
     Writes row ``i`` of ``out`` (:data:`BANK_COLUMNS`) and ``tops[i]`` (the caller grows a
     stream whose ``tops`` reached its capacity); ``last[r]`` is the stream's MAP start and
     model after its previous observation (the start 0 and the model -1 before any)."""
     n_models = params.shape[1]
-    for i in range(ys.size):
+    for i in stream_range(ys.size):
         r = which[i]
         first = offsets[r]
         end = first + ints[r, 1] * n_models
@@ -775,9 +782,10 @@ def step_streams(ys, which, offsets, ints, start, log_w, runs, params, scal, las
 
 
 @functools.cache
-def compiled_streams(functions: KernelFunctions, n_params: int,
+def compiled_streams(functions: KernelFunctions, n_params: int, parallel: bool = False,
                      post_step: Any = no_post_step) -> Any:
     """:func:`step_streams` compiled for one kernel (as :func:`compiled_driver`), with
-    ``post_step`` (see :func:`no_post_step`) called after each stream's step."""
+    ``post_step`` (see :func:`no_post_step`) called after each stream's step; ``parallel``:
+    the streams shared out among numba's threads."""
     return compiled_template(step_streams, functions, n_params, helpers=(step_kernels,),
-                             hooks={"bank_post_step": post_step})
+                             hooks={"bank_post_step": post_step}, parallel=parallel)

@@ -26,7 +26,12 @@ from possibly.changepoint.compiled_engine import (
 )
 from possibly.changepoint.models.normal_mean import NormalMean
 from possibly.changepoint.models.segment_model import MAX_MAGNITUDE, SegmentModel, real_scalar
-from possibly.changepoint.models.trend import PolynomialTrend, SegmentPrior, model_family
+from possibly.changepoint.models.trend import (
+    PolynomialTrend,
+    SegmentPrior,
+    automatic_prior,
+    model_family,
+)
 from possibly.changepoint.models.vector import MultivariateNormalSegments
 from possibly.changepoint.recursion import (
     ChangepointInfo,
@@ -622,6 +627,11 @@ class ChangepointDetector(SequentialEstimator):
             models = tuple(replace(m, prior=prior) if isinstance(m, PolynomialTrend) else m
                            for m in models)
         arr = None if warm_up is None else models[0].check_series(_series(warm_up))
+        if arr is not None and all(type(m) is PolynomialTrend for m in models
+                                   if not m.resolved):
+            # what each model's resolve(arr) sets, computed once for all of them
+            prior = automatic_prior(arr)
+            models = tuple(m if m.resolved else replace(m, prior=prior) for m in models)
         return self._resolved_params(arr, models)
 
     @property
