@@ -128,7 +128,7 @@ class DetectorBank:
     ...     info = bank.update_many(["a", "b", "c"], rng.normal(size=3) + [0.0, 8.0, 0.0])
     ...     if info.change_detected.any():
     ...         print(t, info.change_detected.tolist())
-    4 [False, True, False]
+    1 [False, True, False]
     >>> bank.changepoints("b").tolist(), bank.changepoints("a").tolist()
     ([50], [])
 
@@ -367,8 +367,8 @@ class DetectorBank:
         ints = np.zeros((len(params), self._ints.shape[1]), np.int64)
         ints[:, 1] = FIRST_CAPACITY
         scal = np.stack([scalars(p, compiled) for p in params])
-        offsets = self._reserve(len(params) * n_models * FIRST_CAPACITY)
-        offsets = offsets + n_models * FIRST_CAPACITY * np.arange(len(params))
+        first = self._reserve(len(params) * n_models * FIRST_CAPACITY)
+        offsets = first + n_models * FIRST_CAPACITY * np.arange(len(params))
         self._ints = np.concatenate([self._ints, ints])
         self._scal = np.concatenate([self._scal, scal])
         self._settings = np.concatenate([self._settings, settings])
@@ -596,7 +596,7 @@ class DetectorBank:
             n_models = len(compiled.kernels)
             cap, first = int(self._ints[r, 1]), int(self._offsets[r])
             counts = self._ints[r, INT_HEAD:INT_HEAD + n_models].tolist()
-            kernels = [m.compiled_kernel() for m in self._params[r].models]
+            kernels = compiled.kernels  # unpack depends on the model, not on its prior
             blocks = tuple(RunBlock(self._start[first + k * cap:first + k * cap + c].copy(),
                                     self._log_w[first + k * cap:first + k * cap + c].copy(),
                                     kern.unpack(self._runs[first + k * cap:

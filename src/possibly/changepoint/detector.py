@@ -631,7 +631,9 @@ class ChangepointDetector(SequentialEstimator):
                                    if not m.resolved):
             # what each model's resolve(arr) sets, computed once for all of them
             prior = automatic_prior(arr)
-            models = tuple(m if m.resolved else replace(m, prior=prior) for m in models)
+            models = tuple(replace(m, prior=prior)
+                           if isinstance(m, PolynomialTrend) and not m.resolved else m
+                           for m in models)
         return self._resolved_params(arr, models)
 
     @property
