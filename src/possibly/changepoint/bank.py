@@ -219,6 +219,8 @@ class DetectorBank:
             The prior of the models that take one (the default models), for every stream or
             one per id; nothing is processed. Not with ``warm_up``.
 
+        Notes
+        -----
         Without either, the models must need no data (``sigma=1.0``, or priors given to the
         models); such streams are also created by :meth:`update_many` at their first value.
 
