@@ -282,3 +282,25 @@ def test_add_refuses_bad_input_by_name():
 def test_exported_at_the_top_level():
     assert ps.DetectorBank is DetectorBank
     assert "DetectorBank" in repr(DetectorBank(sigma=1.0))
+
+
+def record_discount(post, row, out):  # compiled into the bank's loop by the test below
+    post[row, 0] += 1.0
+    post[row, 1] = out[5]  # BANK_COLUMNS: the discount
+
+
+@NO_NUMBA
+def test_the_per_stream_hook_sees_each_stream_step():
+    """The seam for a per-stream signal: compiled_streams(..., post_step) is called after
+    each stream's step with the bank's per-stream state, the stream's row and its outputs."""
+    from possibly.changepoint.compiled_engine import BANK_COLUMNS, compiled_streams
+
+    assert BANK_COLUMNS[5] == "discount"
+    bank = DetectorBank(sigma=1.0, engine="numba")
+    bank.update_many(["a", "b", "c"], [0.0, 0.0, 0.0])
+    bank._post = np.zeros((3, 2))
+    bank._driver = compiled_streams(bank._compiled.kernels[0].functions,
+                                    bank._settings.shape[2], False, record_discount)
+    info = bank.update_many(["c", "b"], [0.5, 4.0])
+    assert bank._post.tolist() == [[0.0, 0.0], [1.0, info.discount[1]], [1.0, info.discount[0]]]
+    assert info.discount[1] < 0.5 < info.discount[0]
