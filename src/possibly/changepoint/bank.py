@@ -540,14 +540,32 @@ class DetectorBank:
 
     def _compiled_step(self, rows: np.ndarray, y: np.ndarray, out: np.ndarray,
                        tops: np.ndarray) -> None:
-        if self._driver is None:
-            compiled = self._compiled
-            assert compiled is not None
-            self._driver = compiled_streams(compiled.kernels[0].functions,
-                                            self._settings.shape[2], self.parallel)
-        self._driver(y, rows, self._offsets, self._ints, self._start, self._log_w,
-                     self._runs, self._settings, self._scal, self._last,
-                     self._detector.outlier_level_, out, tops, self._post, _NO_PEAK)
+        args = (y, rows, self._offsets, self._ints, self._start, self._log_w, self._runs,
+                self._settings, self._scal, self._last, self._detector.outlier_level_, out,
+                tops, self._post, _NO_PEAK)
+        if self._driver is not None:
+            self._driver(*args)
+            return
+        compiled = self._compiled
+        assert compiled is not None
+        functions = compiled.kernels[0].functions
+        # without reference counts when the step allocates nothing (a kernel that does not
+        # merge runs, in one thread): the same numbers at a fraction of the cost
+        plain = functions.indistinguishable is None and not self.parallel
+        driver = compiled_streams(functions, self._settings.shape[2], self.parallel,
+                                  refcounts=not plain)
+        if plain:
+            from numba.core.errors import NumbaError
+
+            try:
+                driver(*args)  # compiled (or loaded) at this first call, before it runs
+            except NumbaError:  # a kernel function that allocates: with reference counts
+                driver = compiled_streams(functions, self._settings.shape[2], self.parallel)
+            else:
+                self._driver = driver
+                return
+        driver(*args)
+        self._driver = driver
 
     def _numpy_steps(self, rows: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """:func:`~possibly.changepoint.recursion.step` per stream, as the detector's numpy

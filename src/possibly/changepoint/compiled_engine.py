@@ -192,20 +192,26 @@ def compiled_driver(functions: KernelFunctions, n_params: int) -> Any:
 
 def compiled_template(template: Any, functions: KernelFunctions, n_params: int,
                       helpers: tuple[Any, ...] = (), hooks: dict[str, Any] | None = None,
-                      parallel: bool = False) -> Any:
+                      parallel: bool = False, refcounts: bool = True) -> Any:
     """``template`` (:func:`run_kernels`, :func:`step_kernels` or :func:`step_streams`)
     compiled with ``functions`` and the helpers of :data:`TEMPLATES` inlined, cached on disk
     under a name that carries the kernel's fingerprint. ``helpers``: more templates of this
     module that ``template`` calls (inlined, as those of :data:`TEMPLATES`); ``hooks``: names
     that ``template`` calls bound to functions of any module (inlined, compiled with their own
     globals, and part of the fingerprint); ``parallel``: compiled with numba's
-    ``parallel=True`` (a template's ``stream_range`` loop runs on numba's threads)."""
+    ``parallel=True`` (a template's ``stream_range`` loop runs on numba's threads);
+    ``refcounts=False``: compiled without numba's runtime (no reference counts: an atomic
+    increment and decrement for each array passed or sliced, which cost more than the
+    arithmetic of a small kernel), with the kernel's functions inlined; for a template and
+    functions that allocate no array."""
     import numba
     from numba.np.unsafe.ndarray import to_fixed_tuple  # array -> tuple of a constant length
 
     from possibly.compiled import discount_scalar
 
     def jit(fn: Any) -> Any:
+        if not refcounts:  # inlined: compiled with the driver's flags
+            return numba.njit(nogil=True, inline="always")(getattr(fn, "py_func", fn))
         return fn if hasattr(fn, "py_func") else numba.njit(nogil=True)(fn)
 
     merges = functions.indistinguishable is not None
@@ -218,6 +224,7 @@ def compiled_template(template: Any, functions: KernelFunctions, n_params: int,
              "KERNEL_MERGES": merges, "KERNEL_WIDTH": functions.width,
              "KERNEL_PARAMS": n_params,
              "settings_of": (to_fixed_tuple if n_params <= TUPLE_SETTINGS
+                             else jit(same_settings) if not refcounts
                              else numba.njit(same_settings)),
              "discount_scalar": discount_scalar, "stream_range": numba.prange}
     hooks = hooks or {}
@@ -230,10 +237,13 @@ def compiled_template(template: Any, functions: KernelFunctions, n_params: int,
     driver = types.FunctionType(template.__code__, scope, template.__name__)
     digest = fingerprint(functions, *hooks.values())
     driver.__qualname__ = f"{template.__name__}_{digest}_{n_params}" + (
-        "_parallel" if parallel else "")
+        "_parallel" if parallel else "") + ("" if refcounts else "_plain")
+    options: dict[str, Any] = {"cache": True, "nogil": True}
     if parallel:
-        return numba.njit(cache=True, nogil=True, parallel=True)(driver)
-    return numba.njit(cache=True, nogil=True)(driver)
+        options["parallel"] = True
+    if not refcounts:
+        options["_nrt"] = False  # numba's switch for its runtime (allocation, refcounts)
+    return numba.njit(**options)(driver)
 
 
 class CompiledModels(NamedTuple):
@@ -783,9 +793,12 @@ def step_streams(ys, which, offsets, ints, start, log_w, runs, params, scal, las
 
 @functools.cache
 def compiled_streams(functions: KernelFunctions, n_params: int, parallel: bool = False,
-                     post_step: Any = no_post_step) -> Any:
+                     post_step: Any = no_post_step, refcounts: bool = True) -> Any:
     """:func:`step_streams` compiled for one kernel (as :func:`compiled_driver`), with
     ``post_step`` (see :func:`no_post_step`) called after each stream's step; ``parallel``:
-    the streams shared out among numba's threads."""
+    the streams shared out among numba's threads; ``refcounts``: as
+    :func:`compiled_template` (False: for a kernel that does not merge, whose step allocates
+    no array)."""
     return compiled_template(step_streams, functions, n_params, helpers=(step_kernels,),
-                             hooks={"bank_post_step": post_step}, parallel=parallel)
+                             hooks={"bank_post_step": post_step}, parallel=parallel,
+                             refcounts=refcounts)
