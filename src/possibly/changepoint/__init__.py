@@ -28,9 +28,11 @@ from possibly.changepoint.models import (
     CompiledKernel,
     ConjugateModel,
     KernelFunctions,
+    LogTrend,
     MultivariateNormalSegments,
     NormalMean,
     NormalMeanVariance,
+    PoissonLevel,
     PolynomialTrend,
     SegmentModel,
     SegmentPrior,
@@ -38,6 +40,7 @@ from possibly.changepoint.models import (
     automatic_vector_prior,
     estimate_sigma,
     model_family,
+    quantisation_step,
 )
 from possibly.changepoint.recursion import (
     ChangepointInfo,
@@ -59,9 +62,11 @@ __all__ = [
     "ConjugateModel",
     "DetectorBank",
     "KernelFunctions",
+    "LogTrend",
     "MultivariateNormalSegments",
     "NormalMean",
     "NormalMeanVariance",
+    "PoissonLevel",
     "PolynomialTrend",
     "RunState",
     "SegmentModel",
@@ -73,5 +78,6 @@ __all__ = [
     "init",
     "model_family",
     "numba_available",
+    "quantisation_step",
     "step",
 ]
