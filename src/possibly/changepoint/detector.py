@@ -607,8 +607,9 @@ class ChangepointDetector(SequentialEstimator):
         --------
         >>> from possibly.changepoint import SegmentPrior
         >>> det = ChangepointDetector()
-        >>> det.stream_params([1.0, 2.0, 3.0, 4.0, 100.0]).models[0].prior
-        SegmentPrior(loc=3.0, scale=1.4826, horizon=5.0)
+        >>> prior = det.stream_params([1.0, 2.0, 3.0, 4.0, 100.0]).models[0].prior
+        >>> prior.loc, prior.scale, prior.horizon
+        (3.0, 1.4826, 5.0)
         >>> det.stream_params(prior=SegmentPrior(0.0, 2.0, 50.0)).models[2].prior.scale
         2.0
         >>> ChangepointDetector(sigma=2.0).stream_params().models
