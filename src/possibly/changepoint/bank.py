@@ -108,10 +108,11 @@ class DetectorBank:
     -----
     ``engine="auto"`` uses the compiled engine when numba is installed and the models have a
     compiled kernel (as the detector); the numpy engine steps each stream in Python (the same
-    numbers as the detector's numpy engine). Memory: about ``3 · 17 · 8`` bytes per kept run
-    hypothesis with the default models (a stream keeps a few tens), plus the MAP trace (a few
-    integers per change of the MAP segment). One bank must not be used by several threads at
-    once (a :class:`RuntimeError` says so).
+    numbers as the detector's numpy engine). Memory of the compiled engine: each stream has
+    room for 16 run hypotheses per model (136 bytes each with the default models: about 6.5 kB
+    per stream), doubled when it needs more, in pools that grow by doubling; plus the MAP
+    trace (four integers per change of a stream's MAP segment or model). One bank must not be
+    used by several threads at once (a :class:`RuntimeError` says so).
 
     Examples
     --------
