@@ -551,8 +551,8 @@ class DetectorBank:
         assert compiled is not None
         functions = compiled.kernels[0].functions
         # without reference counts when the step allocates nothing (a kernel that does not
-        # merge runs, in one thread): the same numbers at a fraction of the cost
-        plain = functions.indistinguishable is None and not self.parallel
+        # merge runs): the same numbers at a fraction of the cost
+        plain = functions.indistinguishable is None
         driver = compiled_streams(functions, self._settings.shape[2], self.parallel,
                                   refcounts=not plain)
         if plain:
