@@ -304,3 +304,35 @@ def test_the_per_stream_hook_sees_each_stream_step():
     info = bank.update_many(["c", "b"], [0.5, 4.0])
     assert bank._post.tolist() == [[0.0, 0.0], [1.0, info.discount[1]], [1.0, info.discount[0]]]
     assert info.discount[1] < 0.5 < info.discount[0]
+
+
+def allocating_estimate(params, runs, j):  # the trend kernel's estimate, through an array
+    level = np.empty(1)
+    level[0] = params[3] + params[4] * runs[j, 0]
+    return level[0] if runs[j, 14] != 0.0 else np.nan
+
+
+class AllocatingLevel(ps.PolynomialTrend):
+    """A level whose compiled kernel allocates an array in a kernel function."""
+
+    def compiled_kernel(self):
+        kernel = ps.PolynomialTrend(self.degree, prior=self.prior).compiled_kernel()
+        return kernel._replace(functions=ALLOCATING)
+
+
+ALLOCATING = ps.PolynomialTrend(0).compiled_kernel().functions._replace(
+    estimate=allocating_estimate)
+
+
+@NO_NUMBA
+def test_a_kernel_that_allocates_runs_with_reference_counts():
+    """The compiled loop without numba's runtime cannot allocate: such a kernel falls back to
+    the loop with reference counts, with the same numbers as the detector."""
+    data = streams(2, 60, seed=8)
+    model = AllocatingLevel(0, prior=SegmentPrior(0.0, 5.0, 60.0))
+    bank = DetectorBank(model=model, engine="numba")
+    got = replay(bank, dict(enumerate(data)), np.random.default_rng(4), calls=500)
+    assert not bank._driver.py_func.__qualname__.endswith("_plain")
+    for i, d in enumerate(data):
+        assert_same(got[i], expected_steps(ChangepointDetector(model=model, engine="numba"),
+                                           d), i)
