@@ -17,13 +17,15 @@ The package separates what a segment is from how segmentations are searched:
   ``init``/``step``, the exact MAP backtracking, the bounded-cost pruning and merging);
 * :mod:`~possibly.changepoint.outliers`: the outlier rule;
 * :mod:`~possibly.changepoint.result`: :class:`ChangepointResult`;
-* :mod:`~possibly.changepoint.detector`: :class:`ChangepointDetector`, the streaming class.
+* :mod:`~possibly.changepoint.detector`: :class:`ChangepointDetector`, the streaming class;
+* :mod:`~possibly.changepoint.bank`: :class:`DetectorBank`, many streams advanced together.
 
 How to choose ``model``, ``hazard``, ``forgetting`` and ``sigma``: docs/choosing.md.
 """
 
 from __future__ import annotations
 
+from possibly.changepoint.bank import BankInfo, DetectorBank
 from possibly.changepoint.detector import ChangepointDetector, numba_available
 from possibly.changepoint.models import (
     CompiledKernel,
@@ -56,12 +58,14 @@ from possibly.changepoint.recursion import (
 from possibly.changepoint.result import ChangepointResult
 
 __all__ = [
+    "BankInfo",
     "ChangepointDetector",
     "ChangepointInfo",
     "ChangepointParams",
     "ChangepointResult",
     "CompiledKernel",
     "ConjugateModel",
+    "DetectorBank",
     "KernelFunctions",
     "LogTrend",
     "MultivariateNormalSegments",
