@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-EXTRAS ?= test,dev,plot,progress,data,dask,fast,xarray,sktime
+EXTRAS ?= test,dev,plot,progress,data,dask,fast,xarray,sktime,river
 
 # The well log ships with the package: the tests need neither POSSIBLY_DATA_DIR nor a network.
 

@@ -32,7 +32,7 @@ from doc_examples import GETTING_STARTED, ROOT, commands, runnable_blocks
 #: the extra README.md documents for its examples (and the getting-started pages for theirs)
 EXAMPLES_EXTRA = "pandas,plot"
 #: extras a user installs; the others (test, dev, docs, bench) are the project's tooling
-USER_EXTRAS = ("pandas", "plot", "fast", "progress", "xarray", "dask", "sktime", "data")
+USER_EXTRAS = ("pandas", "plot", "fast", "progress", "xarray", "dask", "sktime", "river", "data")
 
 # Runs in the fresh venv: the steps of one page in order, the python blocks in one namespace,
 # the ``possibly`` commands with the venv's console script.

@@ -19,6 +19,7 @@ from possibly.changepoint import (
     ChangepointDetector,
     ChangepointResult,
     ConjugateModel,
+    DetectorBank,
     MultivariateNormalSegments,
     NormalMean,
     PolynomialTrend,
@@ -76,6 +77,7 @@ __version__ = "0.1.0"
 __all__ = [
     # estimators
     "ChangepointDetector",
+    "DetectorBank",
     "ExtendedKalmanFilter",
     "KalmanFilter",
     "NoiseScaleKalmanFilter",

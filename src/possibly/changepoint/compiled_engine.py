@@ -93,6 +93,8 @@ KERNEL_MERGES = False
 KERNEL_WIDTH = 1
 KERNEL_PARAMS = 1
 settings_of = unbound
+bank_post_step = unbound  # step_streams's per-stream hook, bound by compiled_streams
+stream_range = range  # numba.prange once compiled (threads when compiled parallel)
 
 
 def never_indistinguishable(params: Any, runs: Any, j: int, tol: float) -> bool:
@@ -100,7 +102,7 @@ def never_indistinguishable(params: Any, runs: Any, j: int, tol: float) -> bool:
     return False
 
 
-def fingerprint(functions: KernelFunctions) -> str:
+def fingerprint(functions: KernelFunctions, *extra: Any) -> str:
     """A digest of the content of the kernel functions, so that a changed kernel gets its own
     cache entry (numba checks only the driver's file, this one).
 
@@ -108,13 +110,14 @@ def fingerprint(functions: KernelFunctions) -> str:
     objects by their content, never by a repr that carries an address), its closure cells and
     defaults, and the globals it names: functions and numba dispatchers (recursively), numbers,
     strings, tuples and arrays. Two kernels that differ in any of these get different digests,
-    and the digest is the same in every process.
+    and the digest is the same in every process. ``extra``: more functions compiled into the
+    driver from outside this module (hashed after the kernel's).
     """
     from possibly.compiled import discount_scalar
 
     digest = hashlib.sha256(repr(functions.width).encode())
     visited: set[int] = set()
-    for fn in (*functions[1:], discount_scalar):
+    for fn in (*functions[1:], discount_scalar, *extra):
         content_hash(fn, digest, visited)
     return digest.hexdigest()[:16]
 
@@ -187,16 +190,28 @@ def compiled_driver(functions: KernelFunctions, n_params: int) -> Any:
     return compiled_template(run_kernels, functions, n_params)
 
 
-def compiled_template(template: Any, functions: KernelFunctions, n_params: int) -> Any:
-    """``template`` (:func:`run_kernels` or :func:`step_kernels`) compiled with ``functions``
-    and the helpers of :data:`TEMPLATES` inlined, cached on disk under a name that carries the
-    kernel's fingerprint."""
+def compiled_template(template: Any, functions: KernelFunctions, n_params: int,
+                      helpers: tuple[Any, ...] = (), hooks: dict[str, Any] | None = None,
+                      parallel: bool = False, refcounts: bool = True) -> Any:
+    """``template`` (:func:`run_kernels`, :func:`step_kernels` or :func:`step_streams`)
+    compiled with ``functions`` and the helpers of :data:`TEMPLATES` inlined, cached on disk
+    under a name that carries the kernel's fingerprint. ``helpers``: more templates of this
+    module that ``template`` calls (inlined, as those of :data:`TEMPLATES`); ``hooks``: names
+    that ``template`` calls bound to functions of any module (inlined, compiled with their own
+    globals, and part of the fingerprint); ``parallel``: compiled with numba's
+    ``parallel=True`` (a template's ``stream_range`` loop runs on numba's threads);
+    ``refcounts=False``: compiled without numba's runtime (no reference counts: an atomic
+    increment and decrement for each array passed or sliced, which cost more than the
+    arithmetic of a small kernel), with the kernel's functions inlined; for a template and
+    functions that allocate no array."""
     import numba
     from numba.np.unsafe.ndarray import to_fixed_tuple  # array -> tuple of a constant length
 
     from possibly.compiled import discount_scalar
 
     def jit(fn: Any) -> Any:
+        if not refcounts:  # inlined: compiled with the driver's flags
+            return numba.njit(nogil=True, inline="always")(getattr(fn, "py_func", fn))
         return fn if hasattr(fn, "py_func") else numba.njit(nogil=True)(fn)
 
     merges = functions.indistinguishable is not None
@@ -209,15 +224,26 @@ def compiled_template(template: Any, functions: KernelFunctions, n_params: int) 
              "KERNEL_MERGES": merges, "KERNEL_WIDTH": functions.width,
              "KERNEL_PARAMS": n_params,
              "settings_of": (to_fixed_tuple if n_params <= TUPLE_SETTINGS
+                             else jit(same_settings) if not refcounts
                              else numba.njit(same_settings)),
-             "discount_scalar": discount_scalar}
+             "discount_scalar": discount_scalar, "stream_range": numba.prange}
+    hooks = hooks or {}
     scope = {**template.__globals__, **bound}
-    for helper in TEMPLATES[1:]:  # compiled into the driver (its cache holds them)
+    for helper in (*TEMPLATES[1:], *helpers):  # compiled into the driver (its cache holds them)
         scope[helper.__name__] = numba.njit(nogil=True, inline="always")(
             types.FunctionType(helper.__code__, scope, helper.__name__))
+    for name, hook in hooks.items():
+        scope[name] = numba.njit(nogil=True, inline="always")(getattr(hook, "py_func", hook))
     driver = types.FunctionType(template.__code__, scope, template.__name__)
-    driver.__qualname__ = f"{template.__name__}_{fingerprint(functions)}_{n_params}"
-    return numba.njit(cache=True, nogil=True)(driver)
+    digest = fingerprint(functions, *hooks.values())
+    driver.__qualname__ = f"{template.__name__}_{digest}_{n_params}" + (
+        "_parallel" if parallel else "") + ("" if refcounts else "_plain")
+    options: dict[str, Any] = {"cache": True, "nogil": True}
+    if parallel:
+        options["parallel"] = True
+    if not refcounts:
+        options["_nrt"] = False  # numba's switch for its runtime (allocation, refcounts)
+    return numba.njit(**options)(driver)
 
 
 class CompiledModels(NamedTuple):
@@ -242,12 +268,18 @@ def compiled_models(models: Sequence[SegmentModel]) -> CompiledModels | None:
     kernels = shared_kernels(models)
     if kernels is None:
         return None
-    settings = np.full((len(kernels), max(kern.params.size for kern in kernels)), np.nan)
-    for k, kern in enumerate(kernels):
-        settings[k, :kern.params.size] = kern.params
+    settings = packed_settings(kernels, max(kern.params.size for kern in kernels))
     return CompiledModels(kernels, compiled_driver(kernels[0].functions, settings.shape[1]),
                           settings, max(kern.work_size for kern in kernels),
                           max(float(m.dim) for m in models))
+
+
+def packed_settings(kernels: Sequence[CompiledKernel], width: int) -> np.ndarray:
+    """The kernels' settings, one row of ``width`` floats per model (NaN-padded)."""
+    settings = np.full((len(kernels), width), np.nan)
+    for k, kern in enumerate(kernels):
+        settings[k, :kern.params.size] = kern.params
+    return settings
 
 
 def packed_state(state: RunState, kernels: tuple[CompiledKernel, ...]
@@ -593,6 +625,17 @@ def step_kernels(y, row, ints, start, log_w, runs, params, scal, rows,
     return top
 
 
+def scalars(params: ChangepointParams, compiled: CompiledModels) -> np.ndarray:
+    """``scal`` of :func:`step_kernels` for ``params`` (:data:`SCALAR_HEAD`, then scratch)."""
+    scal = np.zeros(SCALAR_HEAD + len(compiled.kernels) + max(compiled.work_size, 1))
+    scal[:SCALAR_HEAD] = (
+        math.log(params.hazard), params.forgetting, params.robust,
+        math.nan if params.tau is None else params.tau, compiled.dim,
+        math.log(params.tol) if params.tol > 0.0 else -math.inf, params.tol > 0.0,
+        params.merge_tol)
+    return scal
+
+
 @functools.cache
 def compiled_stepper(functions: KernelFunctions, n_params: int) -> Any:
     """:func:`step_kernels` compiled for one kernel (as :func:`compiled_driver`)."""
@@ -637,12 +680,7 @@ class CompiledStream:
             self.start[first:first + count[k]] = start[k, :count[k]]
             self.log_w[first:first + count[k]] = log_w[k, :count[k]]
             self.runs[first:first + count[k]] = runs[k, :count[k]]
-        self.scal = np.zeros(SCALAR_HEAD + n_models + max(compiled.work_size, 1))
-        self.scal[:SCALAR_HEAD] = (
-            math.log(params.hazard), params.forgetting, params.robust,
-            math.nan if params.tau is None else params.tau, compiled.dim,
-            math.log(params.tol) if params.tol > 0.0 else -math.inf, params.tol > 0.0,
-            params.merge_tol)
+        self.scal = scalars(params, compiled)
         self.rows = np.empty((rows, len(STEP_COLUMNS)))
         self.n = 0  # rows written since the last drain
         #: per start, the hindsight log change possibility, raised in place by each step
@@ -699,3 +737,68 @@ class CompiledStream:
                        for k, (kern, c) in enumerate(zip(self.kernels, self.counts(),
                                                           strict=True)))
         return RunState(self.t, blocks)
+
+
+# ----------------------------------------------------------------------------------------------
+# many streams, one observation each (DetectorBank.update_many): step_kernels per stream, on
+# each stream's own buffers, in one compiled call
+
+#: the row step_streams writes per stream: :data:`STEP_COLUMNS`, then the detector's online
+#: flags (change detected, outlier detected) and whether the MAP ``(start, model)`` moved (an
+#: event of the stream's :class:`~possibly.changepoint.recursion.MapTrace`), as 0/1
+BANK_COLUMNS = (*STEP_COLUMNS, "change_detected", "outlier_detected", "map_event")
+
+
+def no_post_step(post, row, out):  # pragma: no cover - compiled
+    """The per-stream step after the recursion in :func:`step_streams`: none.
+
+    A hook receives ``post`` (the bank's per-stream state, one row per stream), the stream's
+    ``row`` and its output ``out`` (:data:`BANK_COLUMNS`: the observation, its log
+    consistency, discount, change possibility, flags, ...), and may update ``post[row]``.
+    """
+    return
+
+
+def step_streams(ys, which, offsets, ints, start, log_w, runs, params, scal, last,
+                 outlier_level, out, tops, post,
+                 peak):  # pragma: no cover - compiled (covered through DetectorBank)
+    """One observation ``ys[i]`` for each stream ``which[i]``: :func:`step_kernels` on the
+    stream's own buffers (its runs at ``offsets[r]`` of the pools ``start``, ``log_w``,
+    ``runs``, its capacity per model ``ints[r, 1]``, its settings ``params[r]`` and scalars
+    ``scal[r]``), so each stream gets the numbers of a detector's :meth:`update`, bit for bit.
+    The streams are independent (distinct ``which``): compiled parallel, they are shared out
+    among threads with the same numbers.
+    Writes row ``i`` of ``out`` (:data:`BANK_COLUMNS`) and ``tops[i]`` (the caller grows a
+    stream whose ``tops`` reached its capacity); ``last[r]`` is the stream's MAP start and
+    model after its previous observation (the start 0 and the model -1 before any)."""
+    n_models = params.shape[1]
+    for i in stream_range(ys.size):
+        r = which[i]
+        first = offsets[r]
+        end = first + ints[r, 1] * n_models
+        tops[i] = step_kernels(ys[i], i, ints[r], start[first:end], log_w[first:end],
+                               runs[first:end], params[r], scal[r], out, peak)
+        begin = int(out[i, 1])
+        model = int(out[i, 2])
+        changed = begin > last[r, 0]
+        out[i, 8] = 1.0 if changed else 0.0
+        out[i, 9] = 1.0 if out[i, 5] < outlier_level and not changed else 0.0
+        out[i, 10] = 1.0 if begin != last[r, 0] or model != last[r, 1] else 0.0
+        last[r, 0] = begin
+        last[r, 1] = model
+        # the per-stream step after the recursion (a calibrated signal, ...): bound by
+        # compiled_streams, a no-op by default
+        bank_post_step(post, r, out[i])
+
+
+@functools.cache
+def compiled_streams(functions: KernelFunctions, n_params: int, parallel: bool = False,
+                     post_step: Any = no_post_step, refcounts: bool = True) -> Any:
+    """:func:`step_streams` compiled for one kernel (as :func:`compiled_driver`), with
+    ``post_step`` (see :func:`no_post_step`) called after each stream's step; ``parallel``:
+    the streams shared out among numba's threads; ``refcounts``: as
+    :func:`compiled_template` (False: for a kernel that does not merge, whose step allocates
+    no array)."""
+    return compiled_template(step_streams, functions, n_params, helpers=(step_kernels,),
+                             hooks={"bank_post_step": post_step}, parallel=parallel,
+                             refcounts=refcounts)

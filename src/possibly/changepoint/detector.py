@@ -9,6 +9,7 @@ import math
 import signal
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -27,7 +28,12 @@ from possibly.changepoint.compiled_engine import (
 )
 from possibly.changepoint.models.normal_mean import NormalMean
 from possibly.changepoint.models.segment_model import MAX_MAGNITUDE, SegmentModel, real_scalar
-from possibly.changepoint.models.trend import PolynomialTrend, model_family
+from possibly.changepoint.models.trend import (
+    PolynomialTrend,
+    SegmentPrior,
+    automatic_prior,
+    model_family,
+)
 from possibly.changepoint.models.vector import MultivariateNormalSegments
 from possibly.changepoint.recursion import (
     ChangepointInfo,
@@ -614,23 +620,79 @@ class ChangepointDetector(SequentialEstimator):
 
     def _params(self, y: np.ndarray | None = None) -> ChangepointParams:
         if self.params_ is None:
-            if not all(m.resolved for m in self._models):
-                if y is None and self._default_models():
-                    raise ValueError(
-                        "the default models set their priors from the whole series: call "
-                        "fit(y) first; to stream, pass sigma=<float> (the paper's model) or "
-                        "model=model_family(prior=automatic_prior(warm_up))")
-                if y is None:
-                    raise ValueError("sigma='auto' needs the whole series: call fit(y) first, "
-                                     "or construct the detector with sigma=<float> to stream")
-                models = tuple(m.resolve(y) for m in self._models)
-                self.sigma_estimated_ = True
-            else:
-                models = self._models
-            self.params_ = ChangepointParams(models, *(
-                getattr(self._base_params, f) for f in
-                ("hazard", "forgetting", "robust", "tau", "tol", "merge_tol")))
+            self.params_ = self._resolved_params(y)
+            self.sigma_estimated_ = not all(m.resolved for m in self._models)
         return self.params_
+
+    def _resolved_params(self, y: np.ndarray | None,
+                         models: tuple[SegmentModel, ...] | None = None) -> ChangepointParams:
+        """The parameters with ``models`` (default: the detector's) resolved from the checked
+        series ``y`` (None: the models must need no data)."""
+        models = self._models if models is None else models
+        if not all(m.resolved for m in models):
+            if y is None and self._default_models():
+                raise ValueError(
+                    "the default models set their priors from the whole series: call "
+                    "fit(y) first; to stream, pass sigma=<float> (the paper's model) or "
+                    "model=model_family(prior=automatic_prior(warm_up))")
+            if y is None:
+                raise ValueError("sigma='auto' needs the whole series: call fit(y) first, "
+                                 "or construct the detector with sigma=<float> to stream")
+            models = tuple(m.resolve(y) for m in models)
+        return ChangepointParams(models, *(
+            getattr(self._base_params, f) for f in
+            ("hazard", "forgetting", "robust", "tau", "tol", "merge_tol")))
+
+    def stream_params(self, warm_up: Any = None, prior: SegmentPrior | None = None
+                      ) -> ChangepointParams:
+        """The recursion's parameters of a new scalar stream with these settings.
+
+        The models are resolved from ``warm_up`` as :meth:`fit` resolves them from its series
+        (the default models' priors, ``sigma="auto"``), or get ``prior`` (a
+        :class:`~possibly.changepoint.SegmentPrior`, for the models that take one: the
+        :class:`~possibly.changepoint.PolynomialTrend` models of the default family); with
+        neither, the models must need no data (a given ``sigma``, or priors given to the
+        models). The detector is not changed.
+
+        Examples
+        --------
+        >>> from possibly.changepoint import SegmentPrior
+        >>> det = ChangepointDetector()
+        >>> prior = det.stream_params([1.0, 2.0, 3.0, 4.0, 100.0]).models[0].prior
+        >>> prior.loc, prior.scale, prior.horizon
+        (3.0, 1.4826, 5.0)
+        >>> det.stream_params(prior=SegmentPrior(0.0, 2.0, 50.0)).models[2].prior.scale
+        2.0
+        >>> ChangepointDetector(sigma=2.0).stream_params().models
+        (NormalMean(sigma=2.0),)
+        """
+        models = self._models
+        if self._default_models():
+            models = tuple(model_family())
+        if prior is not None:
+            if not isinstance(prior, SegmentPrior):
+                raise ValueError(f"prior must be a SegmentPrior (see automatic_prior), got "
+                                 f"{describe(prior)}")
+            if not any(isinstance(m, PolynomialTrend) for m in models):
+                raise ValueError("prior applies to the models that take one (PolynomialTrend, "
+                                 "the default family); these models take none: drop prior")
+            models = tuple(replace(m, prior=prior) if isinstance(m, PolynomialTrend) else m
+                           for m in models)
+        arr = None if warm_up is None else models[0].check_series(_series(warm_up))
+        if arr is not None and all(type(m) is PolynomialTrend for m in models
+                                   if not m.resolved):
+            # what each model's resolve(arr) sets, computed once for all of them
+            prior = automatic_prior(arr)
+            models = tuple(replace(m, prior=prior)
+                           if isinstance(m, PolynomialTrend) and not m.resolved else m
+                           for m in models)
+        return self._resolved_params(arr, models)
+
+    @property
+    def outlier_level_(self) -> float:
+        """The discount below which an observation counts as an outlier: ``outlier_level``,
+        or its default (see the class's parameters)."""
+        return self._outlier_level
 
     def step(self, state: RunState, y: Any) -> tuple[RunState, ChangepointInfo]:
         """One observation from ``state``: ``(new_state, info)`` (pure; numpy engine)."""

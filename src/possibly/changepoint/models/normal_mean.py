@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from possibly.changepoint.models.quantisation import ROUNDING_SD, quantisation_step
 from possibly.changepoint.models.segment_model import (
     DEFAULT_OUTLIER_COST,
     CompiledKernel,
@@ -39,13 +40,19 @@ def estimate_sigma(y: Any) -> float:
 
     Differencing removes the piecewise-constant level (a jump only moves one difference) and
     the median ignores outliers; ``1.4826 · MAD`` is consistent for the normal standard deviation
-    and a difference of two independent noises has variance ``2σ²``.
+    and a difference of two independent noises has variance ``2σ²``. On a quantised series
+    (:func:`~possibly.changepoint.models.quantisation.quantisation_step`: step δ, e.g. whole
+    percent) σ is at least ``δ / √12``, the sd of a rounding error: more than half the
+    differences can be 0 there.
 
     Examples
     --------
     >>> y = np.random.default_rng(0).normal(0.0, 2.0, 5000)
     >>> round(estimate_sigma(y), 1)
     2.0
+    >>> y = [3.0, 3.0, 3.0, 3.0, 2.0, 3.0, 3.0, 3.0, 3.0, 4.0, 3.0, 3.0, 3.0]
+    >>> round(estimate_sigma(y), 4)  # the differences' MAD is 0: the rounding sd 1 / √12
+    0.2887
     """
     y = as_series(y)
     d = np.diff(y[~np.isnan(y)])
@@ -53,10 +60,13 @@ def estimate_sigma(y: Any) -> float:
         raise ValueError("sigma='auto' needs at least 3 observed (non-NaN) values; "
                          "pass sigma=<float> instead")
     mad = float(np.median(np.abs(d - np.median(d))))
-    if not mad > 0.0:
+    sigma = 1.482602218505602 * mad / math.sqrt(2.0)
+    step = quantisation_step(y)
+    if step > 0.0:
+        sigma = max(sigma, ROUNDING_SD * step)
+    if not sigma > 0.0:
         raise ValueError("sigma='auto' failed: the first differences have zero median absolute "
                          "deviation (constant or heavily tied series); pass sigma=<float>")
-    sigma = 1.482602218505602 * mad / math.sqrt(2.0)
     if not MIN_SIGMA <= sigma <= MAX_SIGMA:
         raise ValueError(f"sigma='auto' gave {sigma:g}, outside the accepted range "
                          f"[{MIN_SIGMA:g}, {MAX_SIGMA:g}]: rescale y")

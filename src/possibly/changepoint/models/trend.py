@@ -12,7 +12,11 @@ Scale-free priors: ``resolve(y)`` (called by ``fit``) sets :class:`SegmentPrior`
 summaries of the whole series (median, 1.4826 · MAD, length), never from first differences
 (tiny on a smooth series); the models work on ``(y - loc) / scale``, so the change points and
 the segment models are unchanged under ``y → a y + b`` with ``a > 0``. For streaming, pass
-``prior=automatic_prior(warm_up)`` with a warm-up window of the series.
+``prior=automatic_prior(warm_up)`` with a warm-up window of the series. On a rounded series
+(CPU in whole percent, counts) the prior also holds the quantisation step δ
+(:func:`~possibly.changepoint.models.quantisation.quantisation_step`): neither the scale nor a
+run's noise variance estimate ``b / a`` goes below the rounding error's ``δ²/12``, so a plateau
+of identical values does not make a value one step away look infinitely far.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import numpy as np
 
 from possibly import inference
 from possibly.changepoint.models._common import checked_bounds, checked_lengths
+from possibly.changepoint.models.quantisation import ROUNDING_SD, quantisation_step
 from possibly.changepoint.models.segment_model import (
     DEFAULT_OUTLIER_COST,
     CompiledKernel,
@@ -35,6 +40,7 @@ from possibly.changepoint.models.segment_model import (
     SegmentModel,
     as_series,
     check_positive_settings,
+    real_scalar,
 )
 from possibly.inference import discount_one
 
@@ -78,29 +84,50 @@ class SegmentPrior:
     horizon : float
         Time scale in steps (the series length) over which a slope may move the level by
         about ``slope_scale · scale``.
+    resolution : float
+        Quantisation step δ of the series (0: not quantised), ``>= 0``: a run's noise variance
+        estimate stays at or above the rounding error's ``δ²/12``.
     """
 
     loc: float
     scale: float
     horizon: float
+    resolution: float = 0.0
 
     def __post_init__(self) -> None:
-        for name in ("loc", "scale", "horizon"):
+        for name in ("loc", "scale", "horizon", "resolution"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) \
                     or not math.isfinite(v):
                 raise ValueError(f"prior.{name} must be a finite number, got {v!r}")
-        if not (self.scale > 0 and self.horizon >= 1):
-            raise ValueError(f"prior needs scale > 0 and horizon >= 1, got {self!r}")
+        if not (self.scale > 0 and self.horizon >= 1 and self.resolution >= 0):
+            raise ValueError(f"prior needs scale > 0, horizon >= 1 and resolution >= 0, got "
+                             f"{self!r}")
+
+    @property
+    def noise_floor(self) -> float:
+        """The rounding error's variance ``δ²/12`` in standardised units (``(y - loc) /
+        scale``): the least noise variance of a run (0 when not quantised)."""
+        return (ROUNDING_SD * self.resolution / self.scale) ** 2
 
 
-def automatic_prior(y: Any) -> SegmentPrior:
-    """Scale-free prior summaries of a series: median, 1.4826 · MAD and length.
+def automatic_prior(y: Any, resolution: float | None = None) -> SegmentPrior:
+    """Scale-free prior summaries of a series: median, 1.4826 · MAD, length and resolution.
+
+    When more than half the values tie (a MAD of 0) the scale is their standard deviation (or,
+    on a constant series, ``max(|median|, 1)``, which no data can set). On a quantised series
+    (:func:`~possibly.changepoint.models.quantisation.quantisation_step`: step δ) the scale is
+    at least ``δ / √12``, the sd of a rounding error, and the step is kept in the prior
+    (``resolution``) for the runs' noise floor. A series whose values do not repeat gets
+    ``resolution=0`` and no floor.
 
     Parameters
     ----------
     y : array_like, shape (n,)
         Observations (NaN = missing, ignored).
+    resolution : float, optional
+        The quantisation step in the units of ``y`` when it is known (whole percent: 1), ``>=
+        0``; None: read from ``y`` (a short warm-up may show too few levels to tell it).
 
     Returns
     -------
@@ -109,7 +136,9 @@ def automatic_prior(y: Any) -> SegmentPrior:
     Examples
     --------
     >>> automatic_prior([1.0, 2.0, 3.0, 4.0, 100.0])
-    SegmentPrior(loc=3.0, scale=1.4826, horizon=5.0)
+    SegmentPrior(loc=3.0, scale=1.4826, horizon=5.0, resolution=0.0)
+    >>> automatic_prior([3.0] * 38 + [2.0, 4.0])  # std √0.05 < 1 / √12: the rounding floor
+    SegmentPrior(loc=3.0, scale=0.2886751345948129, horizon=40.0, resolution=1.0)
     """
     y = as_series(y)
     finite = y[np.isfinite(y)]
@@ -122,7 +151,14 @@ def automatic_prior(y: Any) -> SegmentPrior:
     # a MAD 1e100 times below the largest deviation would overflow ((y - loc) / scale)²; the
     # floor is relative to the series, so the prior stays scale-free
     scale = max(scale, RELATIVE_SCALE_FLOOR * float(np.max(np.abs(finite - loc))))
-    return SegmentPrior(loc, scale, float(max(y.size, 2)))
+    if resolution is None:
+        step = quantisation_step(finite)
+    else:
+        step = real_scalar("resolution", resolution)
+        if not (step >= 0.0 and math.isfinite(step)):
+            raise ValueError(f"resolution must be a finite number >= 0 (the quantisation step "
+                             f"in the units of y), got {resolution!r}")
+    return SegmentPrior(loc, max(scale, ROUNDING_SD * step), float(max(y.size, 2)), step)
 
 
 
@@ -166,21 +202,40 @@ def trend_log_consistency(obs: TrendObservation) -> np.ndarray:
     return -(obs.runs["a"] + 0.5) * np.log1p(r * r / (2.0 * obs.runs["b"] * (1.0 + obs.q)))
 
 
-def observe(runs: Runs, z: float, gamma: float, integrated: bool, floor: float
-            ) -> tuple[np.ndarray, Runs, np.ndarray]:
+def observe(runs: Runs, z: float, gamma: float, integrated: bool, floor: float,
+            noise_floor: float = 0.0) -> tuple[np.ndarray, Runs, np.ndarray]:
     """One standardised observation with exponent γ: ``(evidence, new runs, outlier)``.
 
     The evidence is floored at its value for a perfectly predicted observation minus
-    ``floor``; where the floor is taken (``outlier``) the run is left unchanged.
+    ``floor``; where the floor is taken (``outlier``) the run is left unchanged. The updated
+    ``b`` is kept at or above ``a · noise_floor`` (:attr:`SegmentPrior.noise_floor`).
     """
-    return observe_prepared(prepare_trend(runs, z), gamma, integrated, floor)
+    return observe_prepared(prepare_trend(runs, z), gamma, integrated, floor, noise_floor)
 
 
-def observe_prepared(obs: TrendObservation, gamma: float, integrated: bool, floor: float
-                     ) -> tuple[np.ndarray, Runs, np.ndarray]:
+def observe_prepared(obs: TrendObservation, gamma: float, integrated: bool, floor: float,
+                     noise_floor: float = 0.0) -> tuple[np.ndarray, Runs, np.ndarray]:
     """:func:`observe` from the prepared observation."""
     runs, r, q = obs.runs, obs.r, obs.q
     m, cov, a, b = runs["m"], runs["cov"], runs["a"], runs["b"]
+    incr, outlier = floored_evidence(a, b, r, q, gamma, integrated, floor)
+    g = np.where(outlier, 0.0, gamma)
+    gain = cov[:, :, 0] * (g / (1.0 + g * q))[:, None]    # (n, p)
+    new = {"m": m + gain * r[:, None],
+           "cov": cov - gain[:, :, None] * cov[:, None, 0, :],
+           "a": a + 0.5 * g,
+           "b": b + 0.5 * g * r * r / (1.0 + g * q),
+           "seen": runs["seen"] | ~outlier}
+    if noise_floor > 0.0:  # a quantised series: b / a, the noise variance, at least δ²/12
+        new["b"] = np.maximum(new["b"], new["a"] * noise_floor)
+    return incr, new, outlier
+
+
+def floored_evidence(a: np.ndarray, b: np.ndarray, r: np.ndarray, q: np.ndarray, gamma: float,
+                     integrated: bool, floor: float) -> tuple[np.ndarray, np.ndarray]:
+    """The run-weight increment of an observation with residual ``r`` and prediction variance
+    ``q`` (relative to the noise's) for runs with gamma shape ``a`` and rate ``b``, floored at
+    its best value minus ``floor``, and where the floor is taken (docs/math.md §6)."""
     gq = 1.0 + gamma * q
     log_ratio = np.log1p(0.5 * gamma * r * r / (gq * b))
     if integrated:
@@ -190,14 +245,7 @@ def observe_prepared(obs: TrendObservation, gamma: float, integrated: bool, floo
         best = np.zeros_like(r)
     ev_in = best - (a + 0.5 * gamma) * log_ratio
     outlier = ev_in < best - floor
-    g = np.where(outlier, 0.0, gamma)
-    gain = cov[:, :, 0] * (g / (1.0 + g * q))[:, None]    # (n, p)
-    new = {"m": m + gain * r[:, None],
-           "cov": cov - gain[:, :, None] * cov[:, None, 0, :],
-           "a": a + 0.5 * g,
-           "b": b + 0.5 * g * r * r / (1.0 + g * q),
-           "seen": runs["seen"] | ~outlier}
-    return np.where(outlier, best - floor, ev_in), new, outlier
+    return np.where(outlier, best - floor, ev_in), outlier
 
 
 @dataclass(frozen=True)
@@ -298,6 +346,8 @@ class PolynomialTrend(SegmentModel):
         noise_var = self.noise_scale ** 2
         # the empty state of init() has the right shapes before the prior is known
         horizon = 1.0 if n == 0 and self.prior is None else self._prior().horizon
+        if self.prior is not None and self.prior.noise_floor > noise_var:
+            noise_var = self.prior.noise_floor  # the prior's b / a at the rounding floor too
         sds = [self.level_scale] + [self.slope_scale / horizon ** j for j in range(1, p)]
         cov = np.diag(np.square(sds)) / noise_var  # relative to the noise variance 1/λ
         return {"m": np.zeros((n, p)), "cov": np.repeat(cov[None], n, axis=0),
@@ -328,7 +378,7 @@ class PolynomialTrend(SegmentModel):
     def update(self, prepared: TrendObservation, gamma: float
                ) -> tuple[np.ndarray, Runs]:
         incr, new, _ = observe_prepared(prepared, gamma, self.evidence == "integrated",
-                                        self.outlier_cost)
+                                        self.outlier_cost, self._prior().noise_floor)
         return incr, new
 
     def estimate(self, runs: Runs) -> np.ndarray:
@@ -357,7 +407,7 @@ class PolynomialTrend(SegmentModel):
             cov0 = np.zeros((3, 3))
             cov0[:p, :p] = new["cov"][0]
             params[3:] = (self.prior.loc, self.prior.scale, new["a"][0], new["b"][0],
-                          *cov0.ravel())
+                          *cov0.ravel(), self.prior.noise_floor)
         return CompiledKernel(KERNEL, params, pack_runs, functools.partial(
             unpack_runs, p=self.degree + 1), work_size=12)
 
@@ -441,6 +491,7 @@ class PolynomialTrend(SegmentModel):
         a = rho_n * float(start["a"][0]) + 0.5 * float(v.sum())
         b = rho_n * float(start["b"][0]) + 0.5 * (float(np.sum(v * r * r))
                                                   + rho_n * float(m @ precision0 @ m))
+        b = max(b, a * prior.noise_floor)
         q = np.einsum("ni,ij,nj->n", x, cov, x)
         half = prior.scale * np.sqrt(2.0 * b * np.expm1(-math.log(alpha) / a) * q)
         return prior.loc + prior.scale * (x @ m), half
@@ -526,6 +577,7 @@ class PolynomialTrend(SegmentModel):
         offsets = segments.offsets[order]
         runs = self.new_runs(order.size)
         integrated = self.evidence == "integrated"
+        noise_floor = self._prior().noise_floor
         for i in range(int(lengths[0])):
             alive = int(np.searchsorted(-lengths, -i, side="left"))  # lengths > i
             if i:
@@ -537,13 +589,14 @@ class PolynomialTrend(SegmentModel):
             if not seen.all():
                 sub = {k: v[seen] for k, v in runs.items()}
                 _, new, floored = observe(sub, zi[seen], gi[seen], integrated,
-                                          self.outlier_cost)
+                                          self.outlier_cost, noise_floor)
                 for k in runs:
                     runs[k] = runs[k].copy()
                     runs[k][seen] = new[k]
                 w[pos[seen]] = np.where(floored, 0.0, gi[seen])
             else:
-                _, runs, floored = observe(runs, zi, gi, integrated, self.outlier_cost)
+                _, runs, floored = observe(runs, zi, gi, integrated, self.outlier_cost,
+                                           noise_floor)
                 w[pos] = np.where(floored, 0.0, gi)
         return w
 
@@ -578,7 +631,7 @@ class PolynomialTrend(SegmentModel):
                "a": np.repeat(a, n) - 0.5 * w,
                "b": np.maximum(np.repeat(b, n) - 0.5 * kappa * w * r * r / left,
                                float(prior["b"][0]))}
-        return np.where(missing, np.nan, run_log_consistency(loo, z))
+        return np.where(missing, np.nan, run_log_consistency(self._floored(loo), z))
 
     def _replay_weights(self, z: np.ndarray, discount: np.ndarray) -> np.ndarray:
         """The exponent each observation got in the segment's run: its online discount, or 0
@@ -592,7 +645,7 @@ class PolynomialTrend(SegmentModel):
             if math.isnan(z[i]) or math.isnan(discount[i]):
                 continue
             _, runs, floored = observe(runs, float(z[i]), float(discount[i]), integrated,
-                                       self.outlier_cost)
+                                       self.outlier_cost, self._prior().noise_floor)
             w[i] = 0.0 if floored[0] else discount[i]
         return w
 
@@ -631,7 +684,15 @@ class PolynomialTrend(SegmentModel):
         loo = {"m": (zf - r / left)[:, None], "cov": (s / left)[:, None, None],
                "a": a - 0.5 * w, "b": np.maximum(b - 0.5 * kappa * w * r * r / left,
                                                   float(prior["b"][0]))}
-        return np.where(missing, np.nan, run_log_consistency(loo, z))
+        return np.where(missing, np.nan, run_log_consistency(self._floored(loo), z))
+
+    def _floored(self, runs: Runs) -> Runs:
+        """``runs`` with ``b`` at or above ``a · noise_floor`` (the rounding error's variance
+        on a quantised series; unchanged otherwise)."""
+        noise_floor = self._prior().noise_floor
+        if noise_floor > 0.0:
+            return {**runs, "b": np.maximum(runs["b"], runs["a"] * noise_floor)}
+        return runs
 
 
 def hindsight_log_consistency(loo_log_consistency: Any, weights: np.ndarray, dim: float
@@ -877,6 +938,8 @@ def hindsight_template(params, prior_cov, a0, b0, z, discount, offsets, lengths,
                 left = 1.0 - w[i] * s
                 d = res[i] / left  # z minus the leave-one-out fit
                 bi = max(b - 0.5 * kappa * w[i] * res[i] * res[i] / left, b0)
+                if params[16] > 0.0:  # PolynomialTrend._floored
+                    bi = max(bi, (a - 0.5 * w[i]) * params[16])
                 out[i] = -(a - 0.5 * w[i] + 0.5) * math.log1p(
                     d * d / (2.0 * bi * (1.0 + s / left)))
             if it == iterations:
@@ -970,10 +1033,10 @@ def gammaln(x: Any) -> Any:
 # ----------------------------------------------------------------------------------------------
 # the compiled kernel (KernelFunctions), the formulas of observe_prepared and forget per run.
 # A run is the row (m (3), cov (3 × 3, row-major), a, b, seen), coefficients padded to 3; params
-# are (degree, integrated, floor, loc, scale, a₀, b₀, cov₀ (9)).
+# are (degree, integrated, floor, loc, scale, a₀, b₀, cov₀ (9), noise floor).
 
 TREND_WIDTH = 15
-TREND_PARAMS = 16
+TREND_PARAMS = 17
 #: the shift matrix F[i, j] = C(j, i) of the largest degree
 SHIFT = ((1.0, 1.0, 1.0), (0.0, 1.0, 2.0), (0.0, 0.0, 1.0))
 
@@ -1074,6 +1137,8 @@ def kernel_update(params: np.ndarray, runs: np.ndarray, j: int, z: float, g: flo
             runs[j, 3 + 3 * row + c] = runs[j, 3 + 3 * row + c] - gain * work[c]
     runs[j, 12] = aj + 0.5 * g
     runs[j, 13] = bj + 0.5 * g * r * r / (1.0 + g * q)
+    if params[16] > 0.0:  # a quantised series: b / a at least the rounding variance
+        runs[j, 13] = max(runs[j, 13], runs[j, 12] * params[16])
     runs[j, 14] = 1.0
     return ev_in
 

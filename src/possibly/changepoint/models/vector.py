@@ -16,6 +16,7 @@ from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
+from possibly.changepoint.models.quantisation import ROUNDING_SD, quantisation_step
 from possibly.changepoint.models.segment_model import (
     DEFAULT_OUTLIER_COST,
     Runs,
@@ -93,6 +94,11 @@ def automatic_vector_prior(y: Any) -> tuple[np.ndarray, np.ndarray]:
     """Componentwise median and ``1.4826 · MAD`` of a vector series ``(T, d)`` (NaN rows
     ignored): the location and scale that :class:`MultivariateNormalSegments` standardises by.
 
+    A component whose MAD is 0 takes its standard deviation (a constant one ``max(|median|,
+    1)``); a quantised component (step δ,
+    :func:`~possibly.changepoint.models.quantisation.quantisation_step`) at least ``δ / √12``,
+    the sd of a rounding error.
+
     Examples
     --------
     >>> loc, scale = automatic_vector_prior([[0.0, 10.0], [1.0, 30.0], [2.0, 20.0]])
@@ -108,15 +114,21 @@ def automatic_vector_prior(y: Any) -> tuple[np.ndarray, np.ndarray]:
     spread = rows.std(axis=0)
     scale = np.where(scale > 0, scale, np.where(spread > 0, spread, np.maximum(np.abs(loc), 1.0)))
     scale = np.maximum(scale, RELATIVE_SCALE_FLOOR * np.abs(rows - loc).max(axis=0))
-    return loc, scale
+    return loc, np.maximum(scale, ROUNDING_SD * _quantisation_steps(rows))
+
+
+def _quantisation_steps(rows: np.ndarray) -> np.ndarray:
+    """:func:`quantisation_step` of each column."""
+    return np.array([quantisation_step(column) for column in rows.T])
 
 
 def automatic_vector_noise(y: Any) -> float:
     """Prior noise sd of :class:`MultivariateNormalSegments` in units of the componentwise
     scale of :func:`automatic_vector_prior`: the median over the components of the
     within-segment noise estimate ``1.4826 · MAD(first differences) / √2`` (a level shift
-    moves one difference, an outlier two) divided by the component's scale, at most 1;
-    ``0.5`` when the differences are mostly tied.
+    moves one difference, an outlier two), at least a quantised component's rounding sd
+    ``δ / √12``, divided by the component's scale, at most 1; ``0.5`` when the differences
+    are mostly tied (and no component is quantised).
 
     Examples
     --------
@@ -135,6 +147,7 @@ def automatic_vector_noise(y: Any) -> float:
         return STREAMING_NOISE_SCALE
     diff = np.diff(rows, axis=0)
     noise = 1.4826 * np.median(np.abs(diff - np.median(diff, axis=0)), axis=0) / math.sqrt(2.0)
+    noise = np.maximum(noise, ROUNDING_SD * _quantisation_steps(rows))
     ratio = float(np.median(noise / scale))
     return min(ratio, 1.0) if ratio > 0 else STREAMING_NOISE_SCALE
 

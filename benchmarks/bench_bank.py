@@ -1,0 +1,120 @@
+"""A fleet of streams: DetectorBank.update_many against a loop of ChangepointDetector.update.
+
+Run as ``python benchmarks/bench_bank.py [--streams 100 1000 10000] [--steps 20]
+[--repeats 3]``.
+
+Every stream is a metric with its own level and scale (noise, a level shift in a fifth of the
+streams, 1% spikes); each gets the default models with its priors from a warm-up of 100
+values (``add(ids, warm_up=...)``, the same as ``fit(warm_up)`` of a detector), then
+``--steps`` values, one per stream per call. Timed in this process, per stream-record (µs):
+``update_many`` over all the streams (serial, and ``parallel=True`` on numba's threads),
+and a loop of ``ChangepointDetector.update`` over the same streams (the detectors fitted on
+the same warm-ups). Each cell is ``median [min–max]`` over the timed calls of ``--repeats``
+runs (wall clock; the CPU time of the process is shown too: on a shared machine the wall
+clock counts the time the process waits). Every run checks that the bank gives the
+detectors' numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+from timing import spread
+
+from possibly.changepoint import ChangepointDetector, DetectorBank
+
+WARM_UP = 100
+
+
+def fleet(n_streams: int, length: int, seed: int = 0) -> np.ndarray:
+    """``(n_streams, length)`` metrics: own level and scale, shifts, spikes."""
+    rng = np.random.default_rng(seed)
+    scale = np.exp(rng.normal(size=(n_streams, 1)))
+    level = 50.0 * rng.normal(size=(n_streams, 1))
+    y = level + scale * rng.normal(size=(n_streams, length))
+    t = np.arange(length)
+    shift_at = rng.integers(WARM_UP, length, n_streams)
+    shifted = rng.random(n_streams) < 0.2
+    y += 5.0 * scale * ((t >= shift_at[:, None]) & shifted[:, None])
+    y += 20.0 * scale * (rng.random((n_streams, length)) < 0.01)
+    return y
+
+
+def bank_run(y: np.ndarray, parallel: bool) -> tuple[list[float], list[float], float,
+                                                      list[np.ndarray]]:
+    """µs per stream-record of each timed call (wall, CPU), the seconds of ``add``, and the
+    log consistency of each call."""
+    n = len(y)
+    ids = list(range(n))
+    bank = DetectorBank(parallel=parallel)
+    start = time.perf_counter()
+    bank.add(ids, warm_up=y[:, :WARM_UP])
+    added = time.perf_counter() - start
+    wall, cpu, lc = [], [], []
+    for t in range(WARM_UP, y.shape[1]):
+        values = y[:, t].copy()
+        w0, c0 = time.perf_counter(), time.process_time()
+        info = bank.update_many(ids, values)
+        wall.append((time.perf_counter() - w0) / n * 1e6)
+        cpu.append((time.process_time() - c0) / n * 1e6)
+        lc.append(info.log_consistency)
+    return wall, cpu, added, lc
+
+
+def loop_run(y: np.ndarray) -> tuple[list[float], list[float], list[np.ndarray]]:
+    """The same with one detector per stream and a Python loop of ``update``."""
+    dets = []
+    for row in y[:, :WARM_UP]:
+        det = ChangepointDetector(history=False)
+        det.fit(row)
+        dets.append(det)
+    wall, cpu, lc = [], [], []
+    for t in range(WARM_UP, y.shape[1]):
+        values = y[:, t].tolist()
+        out = np.empty(len(dets))
+        w0, c0 = time.perf_counter(), time.process_time()
+        for s, (det, x) in enumerate(zip(dets, values, strict=True)):
+            out[s] = det.update(x).log_consistency
+        wall.append((time.perf_counter() - w0) / len(dets) * 1e6)
+        cpu.append((time.process_time() - c0) / len(dets) * 1e6)
+        lc.append(out)
+    return wall, cpu, lc
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--streams", type=int, nargs="+", default=[100, 1000, 10000])
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    small = fleet(10, WARM_UP + 5)
+    bank_run(small, False), bank_run(small, True)  # compile / load outside the timings
+    print("| streams | update_many (µs/stream-record) | CPU | update_many parallel=True | "
+          "CPU | loop of update() | CPU | loop / update_many | add(warm_up) s |")
+    print("|---:|---|---|---|---|---|---|---:|---:|")
+    for n in args.streams:
+        cells: dict[str, list[float]] = {k: [] for k in
+                                         ("s", "sc", "p", "pc", "l", "lc", "add")}
+        for rep in range(args.repeats):
+            y = fleet(n, WARM_UP + args.steps, seed=rep)
+            s, sc, added, lc_s = bank_run(y, False)
+            p, pc, _, lc_p = bank_run(y, True)
+            loop, loopc, lc_l = loop_run(y)
+            for a, b, c in zip(lc_s, lc_p, lc_l, strict=True):
+                if not (np.array_equal(a, c, equal_nan=True)
+                        and np.array_equal(b, c, equal_nan=True)):
+                    raise AssertionError("the bank and the detectors disagree")
+            for key, vals in (("s", s), ("sc", sc), ("p", p), ("pc", pc), ("l", loop),
+                              ("lc", loopc), ("add", [added])):
+                cells[key].extend(vals)
+        ratio = float(np.median(cells["l"]) / np.median(cells["s"]))
+        print(f"| {n} | {spread(cells['s'])} | {spread(cells['sc'])} | {spread(cells['p'])} "
+              f"| {spread(cells['pc'])} | {spread(cells['l'])} | {spread(cells['lc'])} | "
+              f"{ratio:.1f} | {np.median(cells['add']):.2f} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,153 @@
+"""infer_period and its parts: the calendar's candidates, the out-of-sample test, and the
+rate of false periods on series without a cycle.
+
+Reference values: the calendar's periods written by hand (24 hours a day, 7 days a week, ...);
+the gain and agreement of an exact periodic series computed by hand (1 and 1); the false
+acceptance rate on white noise, random walks and AR(1) series simulated here.
+"""
+
+from __future__ import annotations
+
+import datetime
+
+import numpy as np
+import pytest
+
+import possibly as ps
+from possibly.changepoint import calendar_periods, infer_period, models_for_series
+from possibly.changepoint.periods import cycle_gain
+
+
+@pytest.mark.parametrize(("step", "expected"), [
+    (datetime.timedelta(hours=1), (24.0, 168.0)),
+    (datetime.timedelta(minutes=5), (288.0, 2016.0)),
+    (np.timedelta64(1, "m"), (1440.0, 10080.0)),
+    (np.timedelta64(30, "m"), (48.0, 336.0)),
+    (datetime.timedelta(days=1), (7.0, 365.2425)),
+    (datetime.timedelta(weeks=1), (52.1775,)),
+    (datetime.timedelta(days=2), ()),
+])
+def test_calendar_periods_of_a_step(step, expected):
+    assert calendar_periods(step) == expected
+
+
+def test_calendar_periods_of_time_indexes():
+    pd = pytest.importorskip("pandas")
+    assert calendar_periods(pd.date_range("2024-01-01", periods=50, freq="h")) == (24.0, 168.0)
+    assert calendar_periods(pd.date_range("2020-01-01", periods=30, freq="MS")) == (12.0,)
+    assert calendar_periods(pd.date_range("2020-01-01", periods=30, freq="QS")) == (4.0,)
+    assert calendar_periods(pd.Timedelta(hours=1)) == (24.0, 168.0)
+    zoned = pd.date_range("2024-01-01", periods=50, freq="5min", tz="Europe/Paris")
+    assert calendar_periods(zoned) == (288.0, 2016.0)
+    days = np.arange("2024-01-01", "2024-03-01", dtype="datetime64[D]")
+    assert calendar_periods(days) == (7.0, 365.2425)
+    # irregular stamps: the median spacing
+    stamps = np.datetime64("2024-01-01T00") + np.array([0, 1, 2, 4, 5, 6], dtype="timedelta64[h]")
+    assert calendar_periods(stamps) == (24.0, 168.0)
+
+
+@pytest.mark.parametrize(("arg", "match"), [
+    (np.arange(10), "index must be a 1-D array of datetime64"),
+    (np.array(["2024-01-01"], dtype="datetime64[D]"), "at least 2 time stamps"),
+    (np.array(["2024-01-02", "2024-01-01"], dtype="datetime64[D]"), "must advance in time"),
+    (datetime.timedelta(0), "step must advance in time"),
+])
+def test_calendar_periods_errors(arg, match):
+    with pytest.raises(ValueError, match=match):
+        calendar_periods(arg)
+
+
+def test_gain_of_an_exact_cycle_is_one():
+    # 0, 1, 0, 1, ...: each cycle's median is 1/2, the profile (-1/2, 1/2) in both halves
+    gain, agreement = cycle_gain(np.tile([0.0, 1.0], 10), 2)
+    assert gain == 1.0 and agreement == pytest.approx(1.0)
+    t = np.arange(120)
+    gain, agreement = cycle_gain(np.sin(2 * np.pi * t / 12) + 0.01 * t, 12)
+    assert gain > 0.999 and agreement > 0.999
+
+
+def test_gain_errors_and_constant_series():
+    gain, agreement = cycle_gain(np.ones(50), 5)
+    assert np.isnan(gain) and np.isnan(agreement)
+    with pytest.raises(ValueError, match="at least 2 periods"):
+        cycle_gain(np.arange(30.0), 24)
+    with pytest.raises(ValueError, match="period must be a number >= 2"):
+        cycle_gain(np.arange(30.0), 1)
+
+
+def test_hourly_streams_get_a_day_and_a_week():
+    for seed in range(3):
+        series, _ = ps.datasets.cycle_idle(seed=seed)
+        assert infer_period(series.values, series.index) == (24.0, 168.0)
+        assert infer_period(series.values) == (24.0,)  # from the values alone
+
+
+def test_minute_streams_get_a_day():
+    series, _ = ps.datasets.cycle_flat_middle(seed=0)
+    assert infer_period(series.values, series.index) == (1440.0,)
+
+
+def test_values_alone():
+    for seed in range(5):
+        y, _ = ps.datasets.seasonal(seed=seed)
+        assert infer_period(y) == (50.0,)
+    rng = np.random.default_rng(0)
+    t = np.arange(400)
+    y = 3 * np.sign(np.sin(2 * np.pi * t / 20)) + rng.normal(size=400)  # a square wave
+    assert infer_period(y) == (20.0,)
+
+
+def test_two_full_cycles_are_needed():
+    pd = pytest.importorskip("pandas")
+    t = np.arange(47)
+    y = np.sin(2 * np.pi * t / 24) + 0.01 * np.random.default_rng(1).normal(size=47)
+    index = pd.date_range("2024-01-01", periods=47, freq="h")
+    assert infer_period(y, index) is None
+    t = np.arange(48)
+    y = np.sin(2 * np.pi * t / 24) + 0.01 * np.random.default_rng(1).normal(size=48)
+    assert infer_period(y, pd.date_range("2024-01-01", periods=48, freq="h")) == (24.0,)
+
+
+def test_no_period_for_series_without_a_cycle():
+    rng = np.random.default_rng(2)
+    found = 0
+    for n in (40, 100, 500, 2000):
+        for _ in range(30):
+            e = rng.normal(size=n)
+            ar = np.zeros(n)
+            for i in range(1, n):
+                ar[i] = 0.8 * ar[i - 1] + e[i]
+            shifted = e + 4.0 * (np.arange(n) > rng.integers(n))
+            found += sum(infer_period(y) is not None for y in (e, np.cumsum(e), ar, shifted))
+    assert found <= 5  # of 480 series (measured: about 1% of the random walks, none else)
+    for name in ("level_shifts_outliers", "variance_changes", "trend_jumps", "growth_curve",
+                 "ar1_shifts", "heavy_tailed", "short_series", "count_shifts"):
+        for seed in range(5):
+            y = ps.datasets.SYNTHETIC_SUITE[name](seed=seed)[0]
+            assert infer_period(y) is None, (name, seed)
+    series, _ = ps.datasets.idle_stream(seed=0)
+    assert infer_period(series.values, series.index) is None
+
+
+def test_infer_period_errors():
+    with pytest.raises(ValueError, match="one time stamp per value"):
+        infer_period(np.ones(10), np.arange("2024-01-01", "2024-01-06", dtype="datetime64[D]"))
+    with pytest.raises(ValueError, match="y must be finite or NaN"):
+        infer_period(np.array([1.0, np.inf]))
+
+
+def test_missing_values_are_ignored():
+    series, _ = ps.datasets.cycle_idle(seed=1)
+    y = series.values.copy()
+    y[::7] = np.nan
+    assert infer_period(y, series.index) == (24.0, 168.0)
+
+
+def test_models_for_series():
+    series, _ = ps.datasets.cycle_idle(seed=0)
+    models = models_for_series(series.values, series.index, outlier_cost=5.0)
+    assert [m.name for m in models][3:] == ["level + cycle 24/168",
+                                           "linear trend + cycle 24/168"]
+    assert all(m.outlier_cost == 5.0 for m in models)
+    y, _ = ps.datasets.level_shifts(seed=0)
+    assert models_for_series(y) == ps.changepoint.model_family()
