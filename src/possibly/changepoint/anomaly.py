@@ -3,7 +3,7 @@
 The anomaly of record ``t`` is one minus a conformal p-value: the rank of its surprise among
 the surprises of the stream's previous records (at most :data:`WINDOW` of them). The same
 threshold then means the same false-alarm rate on every stream, whatever its units, resolution
-or tails, and no scale floor is needed (docs: Monitoring streams, the calibration).
+or tails, and no scale floor is needed (docs: The mathematics, §6; Monitoring streams).
 
 The surprise of record ``t`` is
 
