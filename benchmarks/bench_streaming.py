@@ -39,7 +39,11 @@ Methods:
   1 − the discount, the online change possibility (the possibility, right after record t,
   that a segment starts at t), and their maximum; ``possibly max, not causal``: the same
   with ``ChangepointDetector().fit(y)``, whose default priors come from the whole stream
-  (a reference only: it sees the future).
+  (a reference only: it sees the future);
+* ``possibly anomaly``: the calibrated anomaly signal ``result.anomaly`` (the same numbers
+  as ``info.anomaly`` from ``update``) of the streaming detector above with ``period`` = a
+  day in records (from the series' time step); ``possibly anomaly, no period``: the same
+  without a period (the segment model's surprise, ranked).
 
 Public annotated anomaly collections are NOT used (they are reserved for independent
 evaluation).
@@ -229,6 +233,22 @@ def _possibly(kind: str, causal: bool = True) -> Callable[[np.ndarray], np.ndarr
     return run
 
 
+def _possibly_anomaly(with_period: bool) -> Callable[..., np.ndarray]:
+    def run(y: np.ndarray, period: int | None = None) -> np.ndarray:
+        prior = automatic_prior(y[:_warmup(len(y))])
+        det = ps.ChangepointDetector(model=model_family(prior=prior),
+                                     period=period if with_period else None)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = det.fit(y)
+        assert res.anomaly is not None
+        return res.anomaly
+
+    run.__name__ = "possibly_anomaly" + ("" if with_period else "_no_period")
+    run.uses_period = with_period  # type: ignore[attr-defined]
+    return run
+
+
 METHODS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "windowed gaussian": windowed_gaussian,
     "|y - past mean| pct": past_mean_percentile,
@@ -242,6 +262,8 @@ METHODS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "possibly change poss.": _possibly("change"),
     "possibly max": _possibly("max"),
     "possibly max, not causal": _possibly("max", causal=False),
+    "possibly anomaly": _possibly_anomaly(True),
+    "possibly anomaly, no period": _possibly_anomaly(False),
 }
 #: the package each peer needs (skipped with a message when it is missing)
 NEEDS = {"skchange CAPA": "skchange", "river HST": "river", "river ADWIN": "river",
@@ -260,7 +282,8 @@ def _available(name: str) -> bool:
     return True
 
 
-Stream = tuple[str, int, np.ndarray, np.ndarray]  # scenario, seed, values, windows
+#: scenario, seed, values, windows, records per day
+Stream = tuple[str, int, np.ndarray, np.ndarray, int]
 
 
 def load(scenarios: list[str], seeds: list[int]) -> list[Stream]:
@@ -268,7 +291,8 @@ def load(scenarios: list[str], seeds: list[int]) -> list[Stream]:
     for name in scenarios:
         for seed in seeds:
             series, windows = datasets.STREAMING_SUITE[name](seed=seed)
-            out.append((name, seed, series.values, windows))
+            out.append((name, seed, series.values, windows,
+                        series.steps_per(np.timedelta64(1, "D"))))
     return out
 
 
@@ -276,9 +300,10 @@ def score_streams(fn: Callable[[np.ndarray], np.ndarray], streams: list[Stream]
                   ) -> tuple[list[np.ndarray], list[float]]:
     """Per-record scores (warm-up set to NaN) and µs per record, per stream."""
     scores, costs = [], []
-    for _, _, y, _ in streams:
+    for _, _, y, _, day in streams:
         start = time.perf_counter()
-        s = np.asarray(fn(y), dtype=np.float64)
+        s = np.asarray(fn(y, day) if getattr(fn, "uses_period", False) else fn(y),
+                       dtype=np.float64)
         costs.append((time.perf_counter() - start) / len(y) * 1e6)
         s = s.copy()
         s[:_warmup(len(y))] = np.nan
@@ -289,7 +314,7 @@ def score_streams(fn: Callable[[np.ndarray], np.ndarray], streams: list[Stream]
 
 def top_in_window(scores: list[np.ndarray], streams: list[Stream]) -> float:
     hits, labelled = 0, 0
-    for s, (_, _, _, w) in zip(scores, streams, strict=True):
+    for s, (_, _, _, w, _) in zip(scores, streams, strict=True):
         if w.size == 0 or not np.isfinite(s).any():
             continue
         labelled += 1
@@ -301,7 +326,7 @@ def top_in_window(scores: list[np.ndarray], streams: list[Stream]) -> float:
 def update_cost(streams: list[Stream], limit: int = 2000) -> float:
     """Median µs per ``update()`` call over the first ``limit`` records of each stream."""
     costs = []
-    for _, _, y, _ in streams:
+    for _, _, y, _, _ in streams:
         det = streaming_detector(y, history=False)
         x = y[:limit].tolist()
         with warnings.catch_warnings():
@@ -328,14 +353,16 @@ def main() -> int:
 
     tune = load(args.scenario, args.tune)
     test = load(args.scenario, args.test)
-    n_windows = sum(len(w) for *_, w in test)
+    n_windows = sum(len(w) for *_, w, _ in test)
     print(f"{len(args.scenario)} scenarios; tuning seeds {args.tune}, held-out seeds "
           f"{args.test} ({len(test)} streams, {n_windows} windows, "
-          f"{sum(len(y) for _, _, y, _ in test)} records)")
+          f"{sum(len(st[2]) for st in test)} records)")
     # one warm-up call so that no method pays its compilation or import in the timings
     for name in args.method:
         if _available(name):
-            METHODS[name](tune[0][2][:600])
+            fn = METHODS[name]
+            warm = tune[0][2][:600]
+            fn(warm, tune[0][4]) if getattr(fn, "uses_period", False) else fn(warm)
     rows, per_scenario = [], {}
     own: dict[str, dict[str, float | None]] = {}  # a threshold per scenario (diagnostic)
     for name in args.method:
@@ -343,9 +370,9 @@ def main() -> int:
             continue
         fn = METHODS[name]
         s_tune, _ = score_streams(fn, tune)
-        best = best_threshold(s_tune, [w for *_, w in tune])
+        best = best_threshold(s_tune, [w for *_, w, _ in tune])
         s_test, costs = score_streams(fn, test)
-        held = streaming_score(s_test, [w for *_, w in test], best.threshold)
+        held = streaming_score(s_test, [w for *_, w, _ in test], best.threshold)
         by_seed = [streaming_score([s for s, st in zip(s_test, test, strict=True)
                                     if st[1] == seed],
                                    [st[3] for st in test if st[1] == seed], best.threshold).score

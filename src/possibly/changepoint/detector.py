@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from possibly.changepoint import anomaly as anomaly_calibration
+from possibly.changepoint.anomaly import check_period, new_calibration
 from possibly.changepoint.compiled_engine import (
     OUTPUTS,
     STEP_COLUMNS,
@@ -286,6 +288,14 @@ class ChangepointDetector(SequentialEstimator):
         tolerance are merged (the larger weight is kept), which bounds the cost per observation
         at any segment length with forgetting; 0 never merges. See
         :mod:`possibly.changepoint.recursion`.
+    period : int, optional
+        The length of a cycle in records (24 for hourly data with a daily cycle), used by the
+        calibrated anomaly signal (``info.anomaly``, ``result.anomaly``): each record's
+        surprise is then its deviation from the median of the same phase over the previous
+        periods, measured against the mean of all earlier such deviations. None (default):
+        no cycle; the surprise is the segment model's, ``−log c_t``. A whole number in
+        ``[2, 10⁶]``, for scalar series; it changes no other output. See
+        :mod:`possibly.changepoint.anomaly`.
 
     Notes
     -----
@@ -340,6 +350,7 @@ class ChangepointDetector(SequentialEstimator):
     #: the compiled state of update() while streaming (CompiledStream), else None
     _stream: CompiledStream | None = None
     _prev_start = 0  # the MAP segment's start after the last streamed value
+    _calibrators: tuple[Any, Any] | None = None
 
     def __init__(self, model: (str | SegmentModel | list[SegmentModel]
                                | tuple[SegmentModel, ...] | None) = None, *,
@@ -347,7 +358,8 @@ class ChangepointDetector(SequentialEstimator):
                  forgetting: float | None = None, robust: bool = True,
                  tau: float | None = None, tol: float | None = None,
                  outlier_level: float | None = None, engine: str = "auto",
-                 history: bool = True, merge_tol: float = 1e-6) -> None:
+                 history: bool = True, merge_tol: float = 1e-6,
+                 period: int | None = None) -> None:
         self.model = model
         self.sigma = sigma
         self.hazard = hazard
@@ -359,6 +371,7 @@ class ChangepointDetector(SequentialEstimator):
         self.engine = engine
         self.history = history
         self.merge_tol = merge_tol
+        self.period = period
         self._configure()
 
     # -- parameters ----------------------------------------------------------------------------
@@ -367,6 +380,7 @@ class ChangepointDetector(SequentialEstimator):
         """Validate the parameters (errors point at the call site) and reset."""
         self._set_models(self._build_models())
         check_bool("history", self.history)
+        check_period(self.period)
         self.reset()
 
     def _set_models(self, models: tuple[SegmentModel, ...]) -> None:
@@ -486,6 +500,7 @@ class ChangepointDetector(SequentialEstimator):
             self._flush()  # the streamed rows recorded
             state = super().__getstate__()
             state["_compiled"] = None  # compiled code: made again on first use after unpickling
+            state["_calibrators"] = None
             # the compiled step's buffers as a RunState (unpickled, update packs them again)
             state["_state"], state["_stream"] = self._current_state(), None
             return state
@@ -515,7 +530,43 @@ class ChangepointDetector(SequentialEstimator):
         self._name: Any = None
         self._stream = None
         self._prev_start = 0
+        #: the anomaly calibration's state (:mod:`possibly.changepoint.anomaly`), the
+        #: anomalies of the streamed rows not yet recorded, and the calibration's functions
+        self._calibration = new_calibration(self.period)
+        self._streamed_anomaly = np.empty(0)
+        self._calibrators = None
         return self
+
+    def _calibrate_functions(self) -> tuple[Any, Any]:
+        """The anomaly calibration's ``(calibrate_one, calibrate)`` (compiled unless
+        ``engine="numpy"`` or numba is missing; the compiled step for a state array and a
+        float, as :meth:`update` passes them), asked once (not pickled)."""
+        fns = self._calibrators
+        if fns is None:
+            if self.engine == "numpy" or not numba_available():
+                fns = (anomaly_calibration.calibrate_one, anomaly_calibration.calibrate)
+            else:
+                from possibly.changepoint import anomaly_numba
+
+                fns = (anomaly_numba.calibrate_one_entry(), anomaly_numba.calibrate)
+            self._calibrators = fns
+        return fns
+
+    def _anomalies(self, arr: np.ndarray, log_consistency: np.ndarray) -> np.ndarray:
+        """The calibrated anomaly of each of ``arr`` (the recursion's ``log_consistency``),
+        the calibration advanced only when every record is done (an interrupt changes
+        nothing)."""
+        if self.period is not None:
+            values = np.ascontiguousarray(arr, dtype=np.float64)
+        else:  # the segment model's surprise; NaN for a missing record
+            values = -np.asarray(log_consistency, dtype=np.float64)
+            missing = np.isnan(arr.reshape(len(arr), -1)).any(axis=1)
+            values[missing] = math.nan
+        state = self._calibration.copy()
+        out = np.empty(len(values))
+        self._calibrate_functions()[1](state, values, out)
+        self._calibration = state
+        return out
 
     @property
     def t(self) -> int:
@@ -696,7 +747,8 @@ class ChangepointDetector(SequentialEstimator):
                      ) -> tuple[RunState, dict[str, np.ndarray]]:
         """:meth:`_run` from the current state, with the hindsight change possibility when
         ``keep`` (default: with the history); the new starts are dropped again when the run
-        fails (no state was stored), and the older starts' values restored."""
+        fails (no state was stored), and the older starts' values restored. ``out`` has the
+        calibrated ``anomaly`` too, the calibration advanced with the run."""
         t = self.t
         state = self._current_runs()
         peak = self._peak_buffer(len(arr), self.history if keep is None else keep)
@@ -705,7 +757,9 @@ class ChangepointDetector(SequentialEstimator):
         first = min((int(blk.start[0]) for blk in state.blocks if blk.start.size), default=t)
         saved = None if peak is None else peak[first:t].copy()
         try:
-            return self._run(state, arr, peak)
+            state, out = self._run(state, arr, peak)
+            out["anomaly"] = self._anomalies(arr, out["log_consistency"])
+            return state, out
         except BaseException:
             if peak is not None and saved is not None and self._peak is not None:
                 peak[first:t] = saved
@@ -723,13 +777,14 @@ class ChangepointDetector(SequentialEstimator):
                 dtype = (np.int8 if name == "model" else np.int32 if name == "n_active"
                          else v.dtype)
                 self._history[name] = Growable(dtype, v.shape[1:])
+            self._history["anomaly"] = Growable(np.float64)
         if len(arr) == 1:  # streaming: scalar appends
             self._history["y"].append(arr[0])
-            for name in OUTPUTS:
+            for name in _RECORDED:
                 self._history[name].append(out[name][0])
         else:
             self._history["y"].extend(arr)
-            for name in OUTPUTS:
+            for name in _RECORDED:
                 self._history[name].extend(out[name])
         if index is not None:
             self._index = index
@@ -821,6 +876,7 @@ class ChangepointDetector(SequentialEstimator):
             y = _series(y)
             self._select_models(y)
             arr = self._check(y)
+            self._check_period(arr)
             self._reset()
             self._name = name
             self._params(arr)
@@ -852,6 +908,7 @@ class ChangepointDetector(SequentialEstimator):
             if _default_positions(index):
                 index = None  # pandas' default index: positions, no stamps
             stamps = self._next_stamps(len(arr), index)
+            self._check_period(arr)
             state, out = self._run_tracked(arr)
             object.__setattr__(self, "_state", state)
             self._record(arr, out)
@@ -890,6 +947,9 @@ class ChangepointDetector(SequentialEstimator):
             if stream.full:
                 self._flush()
             _, start, model, mean, log_c, disc, n_active, log_cp = stream.step(x)
+            anomaly = self._calibrators[0](  # type: ignore[index]
+                self._calibration, x if self.period is not None or x != x else -log_c)
+            self._streamed_anomaly[stream.n - 1] = anomaly
             self._stamps.extend(stamps)
             t, begin = stream.t - 1, int(start)
             changed = begin > self._prev_start
@@ -901,10 +961,17 @@ class ChangepointDetector(SequentialEstimator):
                 log_consistency=log_c, discount=disc, t=t, map_run_length=t - begin,
                 map_model=int(model), mean=mean, n_active=int(n_active),
                 log_change_possibility=log_cp, change_detected=changed,
-                outlier_detected=disc < self._outlier_level and not changed)
+                outlier_detected=disc < self._outlier_level and not changed,
+                anomaly=anomaly)
             return info
         finally:
             lock.release()
+
+    def _check_period(self, arr: np.ndarray) -> None:
+        if self.period is not None and arr.ndim != 1:
+            raise ValueError(f"period applies to a scalar series (the cycle of one value per "
+                             f"record), got observations of shape {arr.shape[1:]}: use "
+                             f"period=None")
 
     def _checked_value(self, y: Any) -> np.ndarray:
         """One observation as an array of one row, checked as :meth:`fit` checks a series."""
@@ -922,6 +989,7 @@ class ChangepointDetector(SequentialEstimator):
         self._sync()
         prev = int(self._trace.start.view()[-1]) if self._trace.start.n else 0
         stamps = self._next_stamps(1, None if time is None else [time])
+        self._check_period(arr)
         state, out = self._run_tracked(arr)
         object.__setattr__(self, "_state", state)
         self._record(arr, out)
@@ -938,7 +1006,8 @@ class ChangepointDetector(SequentialEstimator):
             n_active=int(out["n_active"][0]),
             log_change_possibility=float(out["log_change_possibility"][0]),
             change_detected=changed,
-            outlier_detected=bool(disc < self._outlier_level) and not changed)
+            outlier_detected=bool(disc < self._outlier_level) and not changed,
+            anomaly=float(out["anomaly"][0]))
 
     def _open_stream(self) -> CompiledStream | None:
         """The compiled state of :meth:`update` from the current state, or None where the
@@ -948,6 +1017,8 @@ class ChangepointDetector(SequentialEstimator):
         if compiled is None or not set(OUTPUTS) <= set(STEP_COLUMNS):
             return None
         self._stream = CompiledStream(compiled, self._current_runs(), params)
+        self._streamed_anomaly = np.empty(len(self._stream.rows))
+        self._calibrate_functions()
         self._prev_start = int(self._trace.start.last()) if self._trace.start.n else 0
         self._lend_peaks(self._stream)
         return self._stream
@@ -961,6 +1032,7 @@ class ChangepointDetector(SequentialEstimator):
         out = {name: rows[:, STEP_COLUMNS.index(name)] for name in OUTPUTS}
         for name in ("start", "model", "n_active"):
             out[name] = out[name].astype(np.int64)
+        out["anomaly"] = self._streamed_anomaly[:len(rows)].copy()
         self._record(rows[:, 0], out)
         self._lend_peaks(stream)
 
@@ -1004,12 +1076,14 @@ class ChangepointDetector(SequentialEstimator):
             index = None
         peak = getattr(self, "_peak", None)
         hindsight = peak.view().copy() if peak is not None and peak.n == len(t) else None
+        anomaly = h.get("anomaly")
         return ChangepointResult(
             h["y"], t - h["start"], h["model"].astype(np.int64), h["mean"],
             h["log_consistency"], h["discount"], h["n_active"].astype(np.int64),
             h["log_change_possibility"], params=self._params(),
             sigma_estimated=self.sigma_estimated_, outlier_level=self._outlier_level,
-            index=index, name=self._name, log_change_possibility=hindsight)
+            index=index, name=self._name, log_change_possibility=hindsight,
+            anomaly=anomaly if anomaly is not None and len(anomaly) == len(t) else None)
 
     def history_nbytes(self) -> int:
         """Bytes held for the per-step history and the MAP trace."""
@@ -1026,6 +1100,8 @@ class ChangepointDetector(SequentialEstimator):
 
 
 _new_object = object.__new__
+#: the per-step outputs the history keeps
+_RECORDED = (*OUTPUTS, "anomaly")
 #: the hindsight buffer of a stream that does not keep it
 _NO_PEAK = np.empty(0)
 

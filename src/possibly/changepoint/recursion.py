@@ -209,6 +209,11 @@ class ChangepointInfo(Info):
         The observation was discounted below the detector's ``outlier_level`` without a
         change being detected (online; the first observations after a change are flagged
         too until it is confirmed).
+    anomaly : float
+        The calibrated anomaly of the observation, in ``[0, 1)``: one minus its conformal
+        p-value among the stream's earlier surprises
+        (:mod:`possibly.changepoint.anomaly`); 0 for a missing one. Set by the detector's
+        :meth:`~possibly.ChangepointDetector.update`; 0 from the pure :func:`step`.
     """
 
     t: int = 0
@@ -219,6 +224,7 @@ class ChangepointInfo(Info):
     log_change_possibility: float = -math.inf
     change_detected: bool = False
     outlier_detected: bool = False
+    anomaly: float = 0.0
 
 
 def init(model: Any = None) -> RunState:

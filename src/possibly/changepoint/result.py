@@ -91,6 +91,12 @@ class ChangepointResult:
     log_change_possibility : ndarray or None
         ``log`` of :attr:`change_possibility`, kept by the recursion as it ran (the detector
         fills it); None: :attr:`change_possibility` replays the recursion.
+    anomaly : ndarray or None
+        The calibrated online anomaly of each observation, in ``[0, 1)``, the values
+        :meth:`ChangepointDetector.update` reports (``info.anomaly``): one minus the
+        conformal p-value of its surprise among the stream's earlier ones
+        (:mod:`possibly.changepoint.anomaly`); 0 at missing observations. None when the
+        result was not made by the detector.
 
     Examples
     --------
@@ -120,6 +126,7 @@ class ChangepointResult:
     index: Any = None
     name: Any = None
     log_change_possibility: np.ndarray | None = None
+    anomaly: np.ndarray | None = None
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
     def __repr__(self) -> str:

@@ -1,0 +1,51 @@
+"""The anomaly calibration compiled by numba (``pip install possibly[fast]``).
+
+:func:`calibrate_one` is :func:`possibly.changepoint.anomaly.calibrate_one` compiled
+unchanged, and :func:`calibrate` its loop over many records, so the compiled and the Python
+paths run the same code (tested equal); only the rank's count,
+:func:`possibly.changepoint.anomaly.count_below`, is compiled from a plain loop (numba
+vectorises it, where ``np.count_nonzero`` of a comparison would allocate).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numba
+from numba.extending import overload
+
+import possibly.compiled  # noqa: F401  (the package's cache folder, before njit(cache=True))
+from possibly.changepoint import anomaly
+
+__all__ = ["calibrate", "calibrate_one", "calibrate_one_entry"]
+
+@overload(anomaly.count_below, jit_options={"nogil": True})
+def _count_below(values, level):  # pragma: no cover - compiled
+    def count(values, level):
+        below = 0
+        for i in range(values.shape[0]):
+            below += values[i] < level
+        return below
+
+    return count
+
+
+#: :func:`possibly.changepoint.anomaly.calibrate_one`, compiled
+calibrate_one = numba.njit(cache=True, nogil=True)(anomaly.calibrate_one)
+
+
+@numba.njit(cache=True, nogil=True)
+def calibrate(state, values, out):  # pragma: no cover - compiled
+    """:func:`calibrate_one` of each of ``values`` in turn, written to ``out``."""
+    for i in range(values.shape[0]):
+        out[i] = calibrate_one(state, values[i])
+
+
+def calibrate_one_entry() -> Any:
+    """:func:`calibrate_one` for a float64 state array and a Python float, without numba's
+    dispatch by argument types (a per-call cost comparable to the step itself): for
+    :meth:`possibly.ChangepointDetector.update`, which always passes those types."""
+    state = anomaly.new_calibration(None, window=1)
+    calibrate_one(state, 0.0)  # compiled (or loaded from the cache) for these types
+    compiled = calibrate_one.overloads[(numba.typeof(state), numba.typeof(0.0))]
+    return compiled.entry_point  # type: ignore[attr-defined]
