@@ -87,6 +87,14 @@ def tuned_thresholds() -> tuple[float, float]:
                  for j in (0, 1))  # type: ignore[return-value]
 
 
+def _save(fig: plt.Figure, name: str) -> Path:
+    fig.tight_layout()
+    out = HERE / name
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+    return out
+
+
 def _shade(ax, index, windows, warm: int) -> None:
     ax.axvspan(index[0], index[warm - 1], color="0.9", lw=0, label="warm-up")
     for k, (a, b) in enumerate(windows):
@@ -138,11 +146,7 @@ def cycle_figure(threshold: float) -> Path:
     ax.set_ylabel("anomaly (period: a day)")
     ax.set_ylim(-0.02, 1.3)
     ax.legend(loc="upper left", fontsize=8, ncol=4)
-    fig.tight_layout()
-    out = HERE / "monitoring_cycle.png"
-    fig.savefig(out, dpi=100)
-    plt.close(fig)
-    return out
+    return _save(fig, "monitoring_cycle.png")
 
 
 def scores_figure(threshold: float) -> Path:
@@ -165,11 +169,7 @@ def scores_figure(threshold: float) -> Path:
                       f"{threshold:.4f} tuned on seeds 0–4; red: labelled windows; "
                       "triangles: alarms", fontsize=9)
     axes[-1].set_xlabel("record")
-    fig.tight_layout()
-    out = HERE / "monitoring_scores.png"
-    fig.savefig(out, dpi=100)
-    plt.close(fig)
-    return out
+    return _save(fig, "monitoring_scores.png")
 
 
 def above_rates(j: int, threshold: float) -> tuple[list[str], np.ndarray, np.ndarray]:
@@ -219,11 +219,7 @@ def calibration_figure(thresholds: tuple[float, float]) -> Path:
     axes[1].legend(loc="lower left", fontsize=8)
     fig.suptitle(f"Held-out seeds {HELD_OUT[0]}–{HELD_OUT[-1]}, one row per stream: each "
                  "signal's one threshold tuned on seeds 0–4", fontsize=10)
-    fig.tight_layout()
-    out = HERE / "monitoring_calibration.png"
-    fig.savefig(out, dpi=100)
-    plt.close(fig)
-    return out
+    return _save(fig, "monitoring_calibration.png")
 
 
 def fleet_figure() -> Path:
@@ -252,11 +248,7 @@ def fleet_figure() -> Path:
     ax.set_xlabel("record (hours); the first two weeks: warm-up")
     ax.legend(loc="upper left", fontsize=8, ncol=2, bbox_to_anchor=(0, 1.2))
     fig.colorbar(image, ax=ax, label="anomaly")
-    fig.tight_layout()
-    out = HERE / "monitoring_fleet.png"
-    fig.savefig(out, dpi=100)
-    plt.close(fig)
-    return out
+    return _save(fig, "monitoring_fleet.png")
 
 
 def main() -> None:
