@@ -131,6 +131,44 @@ def test_fit_equals_update_extend_and_resume(engine, with_period):
     np.testing.assert_array_equal(other.changepoints, res.changepoints)
 
 
+@pytest.mark.parametrize("period", [None, 5])
+def test_peek_is_the_next_anomaly_of_the_definition_and_changes_nothing(period):
+    rng = np.random.default_rng(3)
+    t = np.arange(160)
+    y = np.round(10.0 * np.sin(2 * np.pi * t / 5) + rng.normal(size=160), 1)  # ties too
+    y[[17, 18, 90]] = np.nan
+    y[120] += 30.0
+    want = reference(y, period, 37, 3)
+    state = anomaly.new_calibration(period, window=37, cycles=3)
+    for k, v in enumerate(y):
+        before = state.copy()
+        assert anomaly.peek_one(state, v) == want[k], k
+        assert anomaly.peek_one(state, 1e6) >= anomaly.peek_one(state, v)
+        np.testing.assert_array_equal(state, before)  # nothing learnt
+        assert anomaly.calibrate_one(state, v) == want[k], k
+    assert want[120] == 37 / 38
+
+
+@pytest.mark.parametrize("engine", ["numpy", pytest.param("numba", marks=needs_numba)])
+@pytest.mark.parametrize("with_period", [False, True])
+def test_peek_anomaly_is_what_update_reports_without_learning(engine, with_period):
+    y, day = _stream(seed=1)
+    y = y[:500]
+    period = day if with_period else None
+    det = _detector(y, period, engine)
+    det.fit(y[:150])
+    peeks, got = [], []
+    for k, v in enumerate(y[150:], 150):
+        for probe in (1e6, -3e3, float("nan")):  # leave no trace
+            det.peek_anomaly(probe)
+        peeks.append(det.peek_anomaly(v))
+        assert det.t == k
+        got.append(det.update(v).anomaly)
+    assert peeks == got  # exactly
+    np.testing.assert_array_equal(got, _detector(y, period, engine).fit(y).anomaly[150:])
+    assert max(got) > 0.99
+
+
 def test_missing_records_have_anomaly_zero_and_are_not_ranked():
     y, day = _stream()
     res = _detector(y, day).fit(y)

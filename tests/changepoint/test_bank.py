@@ -18,6 +18,7 @@ from possibly.changepoint import (
     model_family,
     numba_available,
 )
+from possibly.changepoint.anomaly import new_calibration
 
 NO_NUMBA = pytest.mark.skipif(not numba_available(), reason="numba is not installed")
 ENGINES = ["numpy", pytest.param("numba", marks=NO_NUMBA)]
@@ -25,7 +26,8 @@ ENGINES = ["numpy", pytest.param("numba", marks=NO_NUMBA)]
 SETUPS = [("numpy", False), pytest.param("numba", False, marks=NO_NUMBA),
           pytest.param("numba", True, marks=NO_NUMBA)]
 FIELDS = ("log_consistency", "discount", "change_detected", "outlier_detected",
-          "map_run_length", "map_model", "mean", "n_active", "log_change_possibility", "t")
+          "map_run_length", "map_model", "mean", "n_active", "log_change_possibility", "t",
+          "anomaly")
 
 
 def streams(n_streams: int, length: int, seed: int) -> list[np.ndarray]:
@@ -201,6 +203,83 @@ def test_pickle_resume(engine, parallel):
         assert equal(whole.changepoints(i), resumed.changepoints(i))
 
 
+def cyclic_streams(n_streams: int, length: int, seed: int) -> list[np.ndarray]:
+    """Daily cycles (24 records) of different units, a level shift, a missing peak, spikes
+    and missing values."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(length)
+    out = []
+    for s in range(n_streams):
+        y = 10.0 ** s * (5.0 + 3.0 * np.sin(2 * np.pi * (t + 5 * s) / 24) + rng.normal(size=length))
+        y[length // 2:] += 10.0 ** s * 2.0 * (s % 2)
+        peak = 24 * (length // 48) + 6 - 5 * s % 24
+        y[peak - 2:peak + 3] = 10.0 ** s * 5.0  # a flat stretch where the peak should be
+        y[rng.integers(0, length, 2)] += 10.0 ** s * 15.0
+        y[rng.integers(0, length, 5)] = np.nan
+        out.append(y)
+    return out
+
+
+@pytest.mark.parametrize("engine, parallel", SETUPS)
+def test_anomaly_with_a_period_per_stream_matches_the_detector(engine, parallel):
+    """Streams with their own periods (and none), from warm-ups, in random subsets and
+    orders; streams with a longer period added later (wider calibration rows), a pickled
+    copy resumed: every stream's anomaly is the detector's with its period, bit for bit."""
+    data = cyclic_streams(6, 200, seed=11)
+    ids, periods, lengths = ["a", "b", "c", "d"], [24, None, 12, None], [60, 50, 72, 49]
+    bank = DetectorBank(engine=engine, parallel=parallel, period=24)
+    bank.add(ids[:2], warm_up=[data[0][:60], data[1][:50]], period=[24, None])
+    bank.add(ids[2:], warm_up=[data[2][:72], data[3][:49]], period=[12, None])
+    rest = {i: d[n:] for i, d, n in zip(ids, data[:4], lengths, strict=True)}
+    got = replay(bank, {i: r[:70] for i, r in rest.items()}, np.random.default_rng(5), 400)
+    bank.add(["e"], warm_up=[data[4][:30]], period=96)
+    bank.add(["f"], warm_up=[data[5][:30]])
+    bank = pickle.loads(pickle.dumps(bank))
+    more = {i: r[70:] for i, r in rest.items()} | {"e": data[4][30:], "f": data[5][30:]}
+    later = replay(bank, more, np.random.default_rng(6), 800)
+    for i in ids:
+        for f in FIELDS:
+            got[i][f] += later[i][f]
+    got["e"], got["f"] = later["e"], later["f"]
+    lengths += [30, 30]
+    for i, d, n, p in zip([*ids, "e", "f"], data, lengths, [*periods, 96, 24], strict=True):
+        det = ChangepointDetector(engine=engine, period=p)
+        det.fit(d[:n])
+        want = expected_steps(det, d[n:])
+        assert_same(got[i], want, i)
+        assert max(want["anomaly"]) > 0.9, i  # not trivially equal: the spikes rank high
+    assert bank._post.shape[1] == len(new_calibration(96))
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_new_streams_of_update_many_take_the_banks_period(engine):
+    data = cyclic_streams(2, 150, seed=12)
+    bank = DetectorBank(sigma=2.0, hazard=0.01, engine=engine, period=24)
+    got = replay(bank, dict(enumerate(data)), np.random.default_rng(7), 600)
+    for i, d in enumerate(data):
+        det = ChangepointDetector(sigma=2.0, hazard=0.01, engine=engine, period=24)
+        assert_same(got[i], expected_steps(det, d), i)
+
+
+def test_anomaly_is_zero_for_missing_values_and_the_first_records():
+    bank = DetectorBank(sigma=1.0, period=3)
+    rows = [bank.update_many(["a", "b"], [x, np.nan]).anomaly.tolist()
+            for x in (1.0, 2.0, 3.0, 1.5, np.nan)]
+    # with a period, no anomaly before a first earlier period of the phase and a first
+    # residual; a missing value: 0
+    assert rows == [[0.0, 0.0]] * 5
+
+
+@NO_NUMBA
+def test_the_compiled_loop_with_the_calibration_keeps_no_reference_counts():
+    """The calibration step allocates nothing: the bank keeps the loop compiled without
+    numba's runtime (a step that allocated would fall back to the refcounted loop)."""
+    bank = DetectorBank(engine="numba", period=24)
+    bank.add(["a"], warm_up=[cyclic_streams(1, 60, seed=1)[0]])
+    bank.update_many(["a"], [1.0])
+    assert bank._driver.py_func.__qualname__.endswith("_plain")
+
+
 def test_engines_agree_to_rounding():
     """The two engines run the same recursion (the compiled one to rounding)."""
     if not numba_available():
@@ -276,6 +355,14 @@ def test_add_refuses_bad_input_by_name():
         bank.changepoints("zz")
     with pytest.raises(ValueError, match="hazard"):
         DetectorBank(hazard=2.0)
+    with pytest.raises(ValueError, match=r"period must be None or a whole number of records "
+                                         r"in \[2, 1000000\], got 1"):
+        DetectorBank(period=1)
+    with pytest.raises(ValueError, match=r"period must be None or a whole number .* got 2.5"):
+        bank.add(["b"], prior=SegmentPrior(0.0, 1.0, 10.0), period=2.5)
+    with pytest.raises(ValueError, match=r"period must be one period \(or None\) per id "
+                                         r"\(1\), got 2"):
+        bank.add(["b"], prior=SegmentPrior(0.0, 1.0, 10.0), period=[24, 12])
     assert bank.ids == ["a"]
 
 

@@ -131,22 +131,25 @@ def test_score_one_does_not_change_later_results(engine):
     assert max(plain_scores) > 0.5  # the scores are not trivially equal
 
 
+@pytest.mark.parametrize("period", [None, 24])
 @pytest.mark.parametrize("engine", ENGINES)
-def test_score_is_one_minus_the_discount_of_the_next_update(engine):
+def test_score_is_the_anomaly_of_the_next_update(engine, period):
     # independent of the adapter: a plain detector with the priors of the warm-up, streamed
     y = _stream(seed=5)
+    y[[120, 121, 300]] = np.nan
+    y += 6.0 * np.sin(2 * np.pi * np.arange(y.size) / 24)
     warm = 80
     reference = ps.ChangepointDetector(model=model_family(prior=automatic_prior(y[:warm])),
-                                       engine=engine)
-    det = PossiblyAnomalyDetector(warm_up=warm, engine=engine)
+                                       engine=engine, period=period)
+    det = PossiblyAnomalyDetector(warm_up=warm, engine=engine, period=period)
+    scores = []
     for t, value in enumerate(y):
         score = det.score_one({"value": value})
         det.learn_one({"value": value})
         info = reference.update(value)
-        if t < warm:
-            assert score == 0.0
-        else:
-            assert score == pytest.approx(1.0 - info.discount, abs=1e-9)
+        scores.append(score)
+        assert score == (0.0 if t < warm else info.anomaly), t  # exactly
+    assert max(scores) > 0.99 and len(set(scores)) > 100  # not trivially equal
 
 
 def test_scores_rank_the_spikes_first():

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["CYCLES", "MAX_PERIOD", "WINDOW", "calibrate", "calibrate_one", "count_below",
-           "calibration_size", "check_period", "new_calibration"]
+           "calibration_size", "check_period", "new_calibration", "peek_one", "state_period"]
 
 #: previous periods whose same-phase median is the cycle removed from a record
 CYCLES = 7
@@ -168,6 +168,50 @@ def calibrate_one(state: np.ndarray, value: float) -> float:
     state[_POS] = (pos + 1) % window
     state[_N_WIN] = min(n + 1, window)
     return below / (n + 1.0)
+
+
+def state_period(state: np.ndarray) -> int | None:
+    """The period of a stream's state (None: no cycle).
+
+    Examples
+    --------
+    >>> state_period(new_calibration(24)), state_period(new_calibration(None))
+    (24, None)
+    """
+    return int(state[_PERIOD]) or None
+
+
+def peek_one(state: np.ndarray, value: float) -> float:
+    """The anomaly :func:`calibrate_one` ``(state, value)`` would return, ``state`` unchanged:
+    the rank of the would-be surprise among the kept ones, without inserting it (numpy; a
+    scorer that must not learn, such as river's ``score_one``).
+
+    Examples
+    --------
+    >>> state = new_calibration(None)
+    >>> [calibrate_one(state, s) for s in (1.0, 3.0, 2.0)]
+    [0.0, 0.5, 0.3333333333333333]
+    >>> peek_one(state, 5.0), peek_one(state, 2.5), calibrate_one(state, 5.0)
+    (0.75, 0.5, 0.75)
+    """
+    period = int(state[_PERIOD])
+    t = int(state[_T])
+    span = int(state[_CYCLES]) * period
+    win = HEAD + span
+    if value != value:
+        return 0.0
+    surprise = value
+    if period > 0:
+        lags = t - period * np.arange(1, int(state[_CYCLES]) + 1)
+        same_phase = state[HEAD + lags[lags >= 0] % span]
+        same_phase = np.sort(same_phase[~np.isnan(same_phase)])
+        m = same_phase.size
+        if m == 0 or state[_N_REF] == 0.0:
+            return 0.0
+        x = value - 0.5 * (same_phase[(m - 1) // 2] + same_phase[m // 2])
+        surprise = abs(x - state[_MEAN_REF])
+    n = int(state[_N_WIN])
+    return count_below(state[win:win + n], surprise) / (n + 1.0)
 
 
 def calibrate(state: np.ndarray, values: np.ndarray, out: np.ndarray) -> None:

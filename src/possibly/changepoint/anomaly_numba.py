@@ -5,6 +5,9 @@ unchanged, and :func:`calibrate` its loop over many records, so the compiled and
 paths run the same code (tested equal); only the rank's count,
 :func:`possibly.changepoint.anomaly.count_below`, is compiled from a plain loop (numba
 vectorises it, where ``np.count_nonzero`` of a comparison would allocate).
+:func:`bank_calibration` is the same step as the per-stream hook of a
+:class:`~possibly.changepoint.DetectorBank`'s compiled loop (inlined there, allocating
+nothing).
 """
 
 from __future__ import annotations
@@ -16,10 +19,17 @@ from numba.extending import overload
 
 import possibly.compiled  # noqa: F401  (the package's cache folder, before njit(cache=True))
 from possibly.changepoint import anomaly
+from possibly.changepoint.compiled_engine import BANK_COLUMNS
 
-__all__ = ["calibrate", "calibrate_one", "calibrate_one_entry"]
+__all__ = ["ANOMALY_COLUMN", "bank_calibration", "calibrate", "calibrate_one",
+           "calibrate_one_entry"]
 
-@overload(anomaly.count_below, jit_options={"nogil": True})
+#: the column of a bank's output row that :func:`bank_calibration` writes (after
+#: :data:`~possibly.changepoint.compiled_engine.BANK_COLUMNS`)
+ANOMALY_COLUMN = len(BANK_COLUMNS)
+_Y, _LOG_C = BANK_COLUMNS.index("y"), BANK_COLUMNS.index("log_consistency")
+
+@overload(anomaly.count_below, jit_options={"nogil": True}, inline="always")
 def _count_below(values, level):  # pragma: no cover - compiled
     def count(values, level):
         below = 0
@@ -32,6 +42,24 @@ def _count_below(values, level):  # pragma: no cover - compiled
 
 #: :func:`possibly.changepoint.anomaly.calibrate_one`, compiled
 calibrate_one = numba.njit(cache=True, nogil=True)(anomaly.calibrate_one)
+
+
+#: the same, inlined into its caller (compiled with the caller's flags: the bank's loop
+#: without numba's runtime)
+calibrate_inline = numba.njit(nogil=True, inline="always")(anomaly.calibrate_one)
+
+
+def bank_calibration(post, row, out):  # pragma: no cover - compiled into the bank's loop
+    """The per-stream hook of :func:`~possibly.changepoint.compiled_engine.step_streams`:
+    the stream's calibration state ``post[row]`` advanced by its step's record (its
+    observation with a period, else its surprise ``−log c``, as
+    :meth:`possibly.ChangepointDetector.update`), the anomaly written to
+    ``out[ANOMALY_COLUMN]``."""
+    y = out[_Y]
+    state = post[row]
+    # state[0]: the period in the state's header (0: none)
+    out[ANOMALY_COLUMN] = calibrate_inline(state, y if state[0] > 0.0 or y != y
+                                           else -out[_LOG_C])
 
 
 @numba.njit(cache=True, nogil=True)

@@ -6,7 +6,9 @@ for bit (with the same engine). With the compiled engine, every stream keeps its
 hypotheses in pools shared by the bank (each stream at its own offset, with its own capacity,
 doubled when full), and :meth:`DetectorBank.update_many` advances all the streams it is given
 in one compiled call (:func:`~possibly.changepoint.compiled_engine.step_streams`): a fleet of
-metrics pays the arithmetic of the recursion, not a Python call per stream.
+metrics pays the arithmetic of the recursion, not a Python call per stream. Each stream's
+calibrated anomaly signal (:mod:`possibly.changepoint.anomaly`) is advanced in the same loop,
+by a per-stream hook after the recursion.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from possibly.changepoint import anomaly as calibration
 from possibly.changepoint.compiled_engine import (
     BANK_COLUMNS,
     INT_HEAD,
@@ -70,6 +73,9 @@ class BankInfo:
         Number of kept hypotheses.
     log_change_possibility : ndarray of float
         Log possibility that a segment starts at this observation.
+    anomaly : ndarray of float
+        The calibrated anomaly signal in ``[0, 1)`` (0 for a missing value): the detector's
+        ``info.anomaly`` with the stream's period.
     """
 
     t: np.ndarray
@@ -82,6 +88,7 @@ class BankInfo:
     mean: np.ndarray
     n_active: np.ndarray
     log_change_possibility: np.ndarray
+    anomaly: np.ndarray
 
     def __len__(self) -> int:
         return len(self.t)
@@ -103,6 +110,10 @@ class DetectorBank:
         set their priors from data: give each stream a warm-up or a prior (:meth:`add`);
         models that need no data (``sigma=1.0``, or priors given to the models) start a
         stream at the first value of a new id.
+    period : int, optional
+        The cycle, in records, of the calibrated anomaly signal (``BankInfo.anomaly``) of
+        every stream, as the detector's ``period`` (None: no cycle); :meth:`add` sets one per
+        stream.
 
     Notes
     -----
@@ -111,7 +122,10 @@ class DetectorBank:
     numbers as the detector's numpy engine). Memory of the compiled engine: each stream has
     room for 16 run hypotheses per model (136 bytes each with the default models: about 6.5 kB
     per stream), doubled when it needs more, in pools that grow by doubling; plus the MAP
-    trace (four integers per change of a stream's MAP segment or model). One bank must not be
+    trace (four integers per change of a stream's MAP segment or model). Every stream also
+    keeps the calibration of its anomaly signal: the last ``WINDOW = 2000`` surprises and,
+    with a period ``P``, the last ``7 P`` values (16 kB without a period, 17.4 kB with
+    ``P = 24``; a bank's rows have the size of its longest period). One bank must not be
     used by several threads at once (a :class:`RuntimeError` says so).
 
     Examples
@@ -133,6 +147,14 @@ class DetectorBank:
     >>> bank.changepoints("b").tolist(), bank.changepoints("a").tolist()
     ([50], [])
 
+    Each stream's calibrated anomaly signal, the detector's ``info.anomaly``: the rank of the
+    record's surprise among the stream's own past ones, so that one threshold means the same
+    false-alarm rate on every stream:
+
+    >>> info = bank.update_many(["a", "b", "c"], [0.1, 8.2, 9.0])  # "c" jumps
+    >>> (info.anomaly > 0.95).tolist()
+    [False, False, True]
+
     Ids in any order, any subset per call; models that need no data create a stream at its
     first value (here the paper's model with σ = 1):
 
@@ -147,7 +169,8 @@ class DetectorBank:
                  hazard: float = 2.5e-3, forgetting: float | None = None, robust: bool = True,
                  tau: float | None = None, tol: float | None = None,
                  outlier_level: float | None = None, engine: str = "auto",
-                 merge_tol: float = 1e-6, parallel: bool = False) -> None:
+                 merge_tol: float = 1e-6, parallel: bool = False,
+                 period: int | None = None) -> None:
         # the detector checks the settings and resolves their defaults
         self._detector = ChangepointDetector(
             model, sigma=sigma, hazard=hazard, forgetting=forgetting, robust=robust, tau=tau,
@@ -155,6 +178,7 @@ class DetectorBank:
             merge_tol=merge_tol)
         self.engine = engine
         self.parallel = check_bool("parallel", parallel)
+        self.period = calibration.check_period(period)
         self._lock = threading.Lock()
         self._clear()
 
@@ -181,7 +205,8 @@ class DetectorBank:
         self._runs = np.zeros((0, 1))
         self._used = 0  # pool entries in use (the regions of streams, and garbage)
         self._garbage = 0  # pool entries left behind by streams that grew
-        #: the state of the per-stream hook of the compiled loop (no_post_step: no columns)
+        #: each stream's anomaly calibration (:mod:`possibly.changepoint.anomaly`), one row
+        #: per stream, as wide as the largest (the per-stream hook's state in the compiled loop)
         self._post = np.zeros((0, 0))
         #: every stream's MAP trace events: (stream, time, start, model)
         self._events = tuple(Growable(np.int64) for _ in range(4))
@@ -203,7 +228,8 @@ class DetectorBank:
         """The ids of the streams, in the order they were created."""
         return list(self._ids)
 
-    def add(self, ids: Any, warm_up: Any = None, prior: Any = None) -> None:
+    def add(self, ids: Any, warm_up: Any = None, prior: Any = None,
+            period: Any = None) -> None:
         """Create streams.
 
         Parameters
@@ -219,6 +245,10 @@ class DetectorBank:
         prior : SegmentPrior or sequence of SegmentPrior, optional
             The prior of the models that take one (the default models), for every stream or
             one per id; nothing is processed. Not with ``warm_up``.
+        period : int or sequence of (int or None), optional
+            The cycle, in records, of the streams' calibrated anomaly signal: one for every
+            new stream, or one per id (None in the sequence: no cycle). None (default): the
+            bank's ``period``. A warm-up calibrates the signal as ``fit`` does.
 
         Notes
         -----
@@ -239,6 +269,7 @@ class DetectorBank:
             ids = self._new_ids(ids)
             if warm_up is not None and prior is not None:
                 raise ValueError("give warm_up or prior, not both (a warm-up sets the prior)")
+            periods = self._periods(period, len(ids))
             if warm_up is not None:
                 series = self._warm_up_series(warm_up, len(ids))
                 params = [self._stream_params(i, w, None) for i, w in zip(ids, series,
@@ -247,7 +278,7 @@ class DetectorBank:
                 priors = self._priors(prior, len(ids))
                 params = [self._stream_params(i, None, p) for i, p in zip(ids, priors,
                                                                           strict=True)]
-            rows = self._create(ids, params)
+            rows = self._create(ids, params, periods)
             if warm_up is not None:
                 self._process_warm_up(rows, series)
 
@@ -300,6 +331,17 @@ class DetectorBank:
                              f"{len(prior)}")
         return list(prior)
 
+    def _periods(self, period: Any, n: int) -> list[int | None]:
+        """The period of each of ``n`` new streams (``period`` checked)."""
+        if period is None:
+            return [self.period] * n
+        if isinstance(period, (str, bytes)) or not hasattr(period, "__len__"):
+            return [calibration.check_period(period)] * n
+        if len(period) != n:
+            raise ValueError(f"period must be one period (or None) per id ({n}), got "
+                             f"{len(period)}")
+        return [calibration.check_period(p) for p in period]
+
     def _stream_params(self, stream_id: Hashable, warm_up: Any,
                        prior: SegmentPrior | None) -> ChangepointParams:
         try:
@@ -318,8 +360,10 @@ class DetectorBank:
                              "scalars (event_ndim == 0)")
         return params
 
-    def _create(self, ids: list[Hashable], params: list[ChangepointParams]) -> np.ndarray:
-        """New streams (their state before any observation); their rows."""
+    def _create(self, ids: list[Hashable], params: list[ChangepointParams],
+                periods: list[int | None]) -> np.ndarray:
+        """New streams (their state before any observation, with the anomaly calibration of
+        ``periods``); their rows."""
         if not ids:
             return np.zeros(0, np.int64)
         if self._numba is None:
@@ -331,6 +375,7 @@ class DetectorBank:
             self._create_compiled(params)
         else:
             self._states.extend(init(p) for p in params)
+        self._add_calibrations(periods)
         for i, r in zip(ids, rows.tolist(), strict=True):
             self._row[i] = r
         self._ids.extend(ids)
@@ -376,8 +421,17 @@ class DetectorBank:
         self._scal = np.concatenate([self._scal, scal])
         self._settings = np.concatenate([self._settings, settings])
         self._offsets = np.concatenate([self._offsets, offsets])
-        self._post = np.concatenate([self._post, np.zeros((len(params),
-                                                             self._post.shape[1]))])
+
+    def _add_calibrations(self, periods: list[int | None]) -> None:
+        """Rows of :attr:`_post` for new streams, the rows widened to the largest state (the
+        step reads a state's layout from its header: the padding is never read)."""
+        states = {p: calibration.new_calibration(p) for p in set(periods)}
+        width = max(self._post.shape[1], *(len(s) for s in states.values()))
+        post = np.zeros((len(self._post) + len(periods), width))
+        post[:len(self._post), :self._post.shape[1]] = self._post
+        for i, p in enumerate(periods, start=len(self._post)):
+            post[i, :len(states[p])] = states[p]
+        self._post = post
 
     def _reserve(self, size: int) -> int:
         """Room for ``size`` more pool entries (the pools doubled, or compacted, when full);
@@ -507,14 +561,14 @@ class DetectorBank:
             if len(set(new)) != len(new):
                 raise ValueError("ids must be distinct within one call (one value per stream)")
             params = self._stream_params(new[0], None, None)  # the same for every new stream
-            created = self._create(new, [params] * len(new))
+            created = self._create(new, [params] * len(new), [self.period] * len(new))
             rows[rows < 0] = created
         return rows
 
     def _step_rows(self, rows: np.ndarray, y: np.ndarray) -> BankInfo:
         n = len(rows)
         if self._numba:
-            out = np.empty((n, len(BANK_COLUMNS)))
+            out = np.empty((n, len(BANK_COLUMNS) + 1))  # and the anomaly
             t = self._ints[rows, 0].copy()
             tops = np.empty(n, np.int64)
             self._compiled_step(rows, y, out, tops)
@@ -537,7 +591,8 @@ class DetectorBank:
             outlier_detected=out[:, COLUMN["outlier_detected"]] != 0.0,
             map_run_length=t - start, map_model=model, mean=out[:, COLUMN["mean"]],
             n_active=out[:, COLUMN["n_active"]].astype(np.int64),
-            log_change_possibility=out[:, COLUMN["log_change_possibility"]])
+            log_change_possibility=out[:, COLUMN["log_change_possibility"]],
+            anomaly=out[:, len(BANK_COLUMNS)])
 
     def _compiled_step(self, rows: np.ndarray, y: np.ndarray, out: np.ndarray,
                        tops: np.ndarray) -> None:
@@ -550,18 +605,21 @@ class DetectorBank:
         compiled = self._compiled
         assert compiled is not None
         functions = compiled.kernels[0].functions
+        from possibly.changepoint.anomaly_numba import bank_calibration
+
         # without reference counts when the step allocates nothing (a kernel that does not
         # merge runs): the same numbers at a fraction of the cost
         plain = functions.indistinguishable is None
         driver = compiled_streams(functions, self._settings.shape[2], self.parallel,
-                                  refcounts=not plain)
+                                  bank_calibration, refcounts=not plain)
         if plain:
             from numba.core.errors import NumbaError
 
             try:
                 driver(*args)  # compiled (or loaded) at this first call, before it runs
             except NumbaError:  # a kernel function that allocates: with reference counts
-                driver = compiled_streams(functions, self._settings.shape[2], self.parallel)
+                driver = compiled_streams(functions, self._settings.shape[2], self.parallel,
+                                          bank_calibration)
             else:
                 self._driver = driver
                 return
@@ -570,8 +628,9 @@ class DetectorBank:
 
     def _numpy_steps(self, rows: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """:func:`~possibly.changepoint.recursion.step` per stream, as the detector's numpy
-        engine; the rows of :data:`BANK_COLUMNS` and the streams' times."""
-        out = np.empty((len(rows), len(BANK_COLUMNS)))
+        engine, then the anomaly calibration; the rows of :data:`BANK_COLUMNS` and the
+        anomaly, and the streams' times."""
+        out = np.empty((len(rows), len(BANK_COLUMNS) + 1))
         t = np.empty(len(rows), np.int64)
         level = self._detector.outlier_level_
         for i, (r, x) in enumerate(zip(rows.tolist(), y.tolist(), strict=True)):
@@ -580,10 +639,14 @@ class DetectorBank:
             begin = info.t - info.map_run_length
             prev_start, prev_model = self._last[r]
             changed = begin > prev_start
+            post = self._post[r]
+            surprise = x if calibration.state_period(post) or x != x \
+                else -info.log_consistency
             out[i] = (x, begin, info.map_model, info.mean, info.log_consistency,
                       info.discount, info.n_active, info.log_change_possibility, changed,
                       bool(info.discount < level) and not changed,
-                      begin != prev_start or info.map_model != prev_model)
+                      begin != prev_start or info.map_model != prev_model,
+                      calibration.calibrate_one(post, surprise))
             self._last[r] = begin, info.map_model
             t[i] = info.t
         return out, t

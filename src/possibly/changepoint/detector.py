@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from possibly.changepoint import anomaly as anomaly_calibration
-from possibly.changepoint.anomaly import check_period, new_calibration
+from possibly.changepoint.anomaly import check_period, new_calibration, peek_one, state_period
 from possibly.changepoint.compiled_engine import (
     OUTPUTS,
     STEP_COLUMNS,
@@ -697,6 +697,33 @@ class ChangepointDetector(SequentialEstimator):
     def step(self, state: RunState, y: Any) -> tuple[RunState, ChangepointInfo]:
         """One observation from ``state``: ``(new_state, info)`` (pure; numpy engine)."""
         return step(state, y, self._params())
+
+    def peek_anomaly(self, y: Any) -> float:
+        """The calibrated anomaly that :meth:`update` would report for ``y`` (its
+        ``info.anomaly``), without processing ``y``: the detector is unchanged (a scorer
+        that must not learn, as river's ``score_one``). The same engine as :meth:`update`;
+        without a period, the step is run on a copy of the run hypotheses.
+
+        Examples
+        --------
+        >>> det = ChangepointDetector(sigma=1.0, hazard=0.01)
+        >>> for x in [0.0, 0.3, -0.2, 0.1, -0.4, 0.2]:
+        ...     _ = det.update(x)
+        >>> peek = det.peek_anomaly(4.0)  # above the six earlier surprises: 6 / 7
+        >>> peek, det.t, det.update(4.0).anomaly == peek
+        (0.8571428571428571, 6, True)
+        """
+        lock = self._acquire()
+        try:
+            arr = self._checked_value(y)
+            if np.isnan(arr).any():  # a missing record (anomaly_calibration: 0)
+                return 0.0
+            if state_period(self._calibration) is not None:
+                return peek_one(self._calibration, float(arr[0]))
+            _, out = self._run(self._current_runs(), arr)
+            return peek_one(self._calibration, -float(out["log_consistency"][0]))
+        finally:
+            lock.release()
 
     # -- processing ----------------------------------------------------------------------------
 

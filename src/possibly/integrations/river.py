@@ -2,9 +2,9 @@
 
 river learns from one record at a time, which is how :meth:`possibly.ChangepointDetector.update`
 runs. :class:`PossiblyAnomalyDetector` is a river anomaly detector (``learn_one`` /
-``score_one``) on one numeric feature of river's feature dicts; :class:`PossiblyDriftDetector`
-is a river drift detector (``update`` / ``drift_detected``) whose flag is the detector's
-``change_detected``.
+``score_one``) on one numeric feature of river's feature dicts, whose score is the detector's
+calibrated anomaly signal (``info.anomaly``); :class:`PossiblyDriftDetector` is a river drift
+detector (``update`` / ``drift_detected``) whose flag is the detector's ``change_detected``.
 
 Both run the default models of ``ChangepointDetector()`` (levels and trends with an unknown
 noise scale) with their scale-free priors taken from a warm-up: the first ``warm_up`` records
@@ -44,13 +44,6 @@ from possibly.validation import check_int, describe
 __all__ = ["PossiblyAnomalyDetector", "PossiblyDriftDetector"]
 
 
-def _anomaly_score(info: ChangepointInfo) -> float:
-    """The anomaly score of one observation from its step: ``1 − discount`` (0 for a missing
-    observation). The one place where the adapter's score is defined."""
-    discount = info.discount
-    return 0.0 if discount != discount else 1.0 - float(discount)
-
-
 def _value(name: str, value: Any) -> float:
     """``value`` as a float: a real number (NaN or None: missing), refused otherwise."""
     if value is None:
@@ -71,7 +64,7 @@ class _Monitor:
 
     def _configure(self, warm_up: int, model: str | None, sigma: float | str, hazard: float,
                    forgetting: float | None, robust: bool, tau: float | None,
-                   outlier_level: float | None, engine: str) -> None:
+                   outlier_level: float | None, engine: str, period: int | None = None) -> None:
         self.warm_up = warm_up
         self.model = model
         self.sigma = sigma
@@ -87,7 +80,9 @@ class _Monitor:
                              f"their priors on the warm-up), got {model!r}")
         # bad parameters fail here, at the call site (ChangepointDetector checks them all)
         ChangepointDetector(sigma=sigma, model=model, hazard=hazard, forgetting=forgetting,
-                            robust=robust, tau=tau, outlier_level=outlier_level, engine=engine)
+                            robust=robust, tau=tau, outlier_level=outlier_level, engine=engine,
+                            period=period)
+        self._period = period
         self._warm: list[float] = []  # the warm-up, from the first observed value on
         self._detector: ChangepointDetector | None = None
 
@@ -109,7 +104,7 @@ class _Monitor:
         detector = ChangepointDetector(
             model=self._learnt_models(values), hazard=self.hazard, forgetting=self.forgetting,
             robust=self.robust, tau=self.tau, outlier_level=self.outlier_level,
-            engine=self.engine, history=False)
+            engine=self.engine, history=False, period=self._period)
         if values.size:
             detector.fit(values)
         return detector
@@ -138,13 +133,13 @@ class _Monitor:
         return None
 
     def _score(self, x: float) -> float:
-        """The anomaly score of ``x`` against the current state, without learning it: one pure
-        step from a copy of the detector's runs (0 during the warm-up and for a missing value)."""
+        """The calibrated anomaly of ``x`` against the current state, without learning it
+        (:meth:`~possibly.ChangepointDetector.peek_anomaly`: what ``update(x)`` would report;
+        0 during the warm-up and for a missing value)."""
         detector = self._running()
         if detector is None or x != x:
             return 0.0
-        _, info = detector.step(detector.state_, x)
-        return _anomaly_score(info)
+        return detector.peek_anomaly(x)
 
     @property
     def detector(self) -> ChangepointDetector | None:
@@ -163,13 +158,15 @@ class PossiblyAnomalyDetector(_Monitor, AnomalyDetector):
     come and go) and ``score_one`` gives it 0.
 
     ``score_one(x)`` scores ``x`` against the detector's current state without learning it
-    (it runs the step on a copy of the run hypotheses), ``learn_one(x)`` processes it
-    (:meth:`possibly.ChangepointDetector.update`). The score is ``1 − discount`` of the
-    observation, in [0, 1]: 0 for a value fully consistent with the current segment, close to
-    1 for one the detector cannot explain (an outlier, or the first values of a new segment);
-    its scale depends on the stream (a threshold that fits one stream may not fit another).
-    During the warm-up (the first ``warm_up`` records from the first observed value, from
-    which the priors are learnt) the score is 0.
+    (:meth:`possibly.ChangepointDetector.peek_anomaly`), ``learn_one(x)`` processes it
+    (:meth:`possibly.ChangepointDetector.update`), and the score is the ``info.anomaly`` that
+    this update reports: the calibrated anomaly signal, in [0, 1), the rank of the record's
+    surprise among those of the stream's previous records (at most 2000; its surprise: the
+    segment model's ``−log c``, or with a ``period``, its deviation from the same phase of the
+    previous cycles). A threshold then means the same false-alarm rate on every stream,
+    whatever its units or tails (docs: Monitoring streams). During the warm-up (the first
+    ``warm_up`` records from the first observed value, from which the priors are learnt; they
+    calibrate the signal) the score is 0.
 
     Parameters
     ----------
@@ -191,7 +188,11 @@ class PossiblyAnomalyDetector(_Monitor, AnomalyDetector):
     hazard, forgetting, robust, tau, outlier_level, engine
         As :class:`possibly.ChangepointDetector` (``hazard``: the possibility of a change at
         each record; ``outlier_level``: the discount below which a record sets the online
-        ``outlier_detected`` flag). ``score_one`` runs the numpy step whatever the engine.
+        ``outlier_detected`` flag).
+    period : int, optional
+        The cycle of the stream in records (24 for hourly records with a daily cycle), as
+        :class:`possibly.ChangepointDetector`'s ``period``: the score measures each record
+        against the same phase of the previous cycles. None (default): no cycle.
 
     Attributes
     ----------
@@ -212,17 +213,21 @@ class PossiblyAnomalyDetector(_Monitor, AnomalyDetector):
     ...     x = {"latency": value, "host": 3}            # other features are ignored
     ...     scores.append(det.score_one(x))
     ...     det.learn_one(x)
-    >>> int(np.argmax(scores)), round(scores[200], 2), max(scores[:100])
-    (200, 0.88, 0.0)
+    >>> int(np.argmax(scores)), max(scores[:100])
+    (200, 0.0)
+    >>> scores[200] == 200 / 201  # above the surprises of all 200 earlier records
+    True
     """
 
     def __init__(self, feature: str | None = None, warm_up: int = 100, model: str | None = None,
                  sigma: float | str = "auto", hazard: float = 2.5e-3,
                  forgetting: float | None = None, robust: bool = True, tau: float | None = None,
-                 outlier_level: float | None = None, engine: str = "auto"):
+                 outlier_level: float | None = None, engine: str = "auto",
+                 period: int | None = None):
         self.feature = feature
+        self.period = period
         self._configure(warm_up, model, sigma, hazard, forgetting, robust, tau, outlier_level,
-                        engine)
+                        engine, period)
 
     def _read(self, x: Any) -> float:
         """The monitored value of the record ``x`` (NaN: missing)."""
@@ -254,6 +259,7 @@ class PossiblyAnomalyDetector(_Monitor, AnomalyDetector):
         yield {"warm_up": 40, "engine": "numpy"}
         yield {"feature": "value", "sigma": 1.0, "hazard": 0.01}
         yield {"model": "normal", "warm_up": 30, "robust": False, "engine": "numpy"}
+        yield {"warm_up": 48, "period": 24}
 
 
 class PossiblyDriftDetector(_Monitor, DriftDetector):
