@@ -549,7 +549,7 @@ class ChangepointDetector(SequentialEstimator):
         #: anomalies of the streamed rows not yet recorded, and the calibration's functions
         #: the anomaly signal's period (None: no cycle) and the periods the models were given;
         #: with period="auto", set by the first fit or extend (None before)
-        self.period_: int | None = None if self._auto_period() else self.period
+        self.period_: int | None = None if self._auto_period() else check_period(self.period)
         self.periods_: tuple[float, ...] | None = None
         self._calibration = new_calibration(self.period_)
         self._streamed_anomaly = np.empty(0)
