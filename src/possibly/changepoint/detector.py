@@ -392,8 +392,8 @@ class ChangepointDetector(SequentialEstimator):
         check_bool("history", self.history)
         if not (isinstance(self.period, str) and self.period == "auto"):
             if isinstance(self.period, str):
-                raise ValueError(f"period must be None, 'auto' or a whole number of records "
-                                 f"in [2, {anomaly_calibration.MAX_PERIOD}], got "
+                raise ValueError(f"period must be None or a whole number of records in "
+                                 f"[2, {anomaly_calibration.MAX_PERIOD}], or 'auto', got "
                                  f"{self.period!r}")
             check_period(self.period)
         self.reset()
