@@ -20,6 +20,9 @@ from possibly.changepoint import (
     model_family,
     quantisation_step,
 )
+from possibly.changepoint.detector import numba_available
+from possibly.changepoint.models import seasonal
+from possibly.changepoint.models.seasonal import SEASONAL_KERNEL, SeasonalTrend
 from possibly.changepoint.models.trend import (
     KERNEL,
     OUTLIER_LOG_CONSISTENCY,
@@ -28,6 +31,7 @@ from possibly.changepoint.models.trend import (
     run_log_consistency,
     unpack_runs,
 )
+from possibly.changepoint.models.trend import model_family as trend_family
 from possibly.changepoint.models.vector import automatic_vector_noise
 
 SQRT12 = math.sqrt(12.0)
@@ -287,3 +291,156 @@ def test_compiled_and_numpy_agree_on_a_plateau():
     lc_numba = model.hindsight_segments(z, np.ones(y.size), lengths, compiled=True)
     np.testing.assert_allclose(lc_numba, lc_numpy, rtol=1e-9, atol=1e-9, equal_nan=True)
 
+
+# -- the seasonal runs: the same floor ---------------------------------------------------------
+
+needs_numba = pytest.mark.skipif(not numba_available(), reason="numba is not installed")
+
+
+def plateau_with_blips(n: int = 3000, blips: int = 40, seed: int = 4) -> np.ndarray:
+    """An idle stream at 5 with rare single values one step off (1.3% of the records): a noise
+    variance below the rounding variance 1/12, so the floor binds."""
+    rng = np.random.default_rng(seed)
+    y = np.full(n, 5.0)
+    at = rng.choice(n, blips, replace=False)
+    y[at] += rng.choice([-1.0, 1.0], blips)
+    return y
+
+
+def test_seasonal_runs_hold_the_rounding_variance_by_hand():
+    # step 3 in units of the scale: rounding variance 9/12 = 0.75 > the prior's 0.5², so
+    # b₀ = a₀ · 0.75 and the prior covariance (level 2², six cycle coefficients 1², relative
+    # to the noise variance) is divided by 0.75
+    model = SeasonalTrend(0, period=24, prior=SegmentPrior(0.0, 1.0, 100.0, 3.0))
+    runs = model.new_runs(1)
+    assert runs["a"][0] == 1.0 and runs["b"][0] == pytest.approx(0.75, rel=1e-15)
+    np.testing.assert_allclose(np.diag(runs["cov"][0]), np.r_[4.0, np.ones(6)] / 0.75,
+                               rtol=1e-15)
+    kernel = model.compiled_kernel()
+    rows = np.zeros((1, SEASONAL_KERNEL.width))
+    SEASONAL_KERNEL.new_run(kernel.params, rows, 0)
+    np.testing.assert_array_equal(rows, seasonal.pack_runs(runs))
+    work = np.zeros(kernel.work_size)
+    for i in range(4):  # identical observations at the prediction 0: nothing adds to b
+        if i:
+            runs = model.forget(runs, 1.0)
+            SEASONAL_KERNEL.forget(kernel.params, rows, 0, 1.0, work)
+        runs = model.update(model.prepare(runs, 0.0), 1.0)[1]
+        SEASONAL_KERNEL.update(kernel.params, rows, 0, 0.0, 1.0, work)
+    # a = 1 + 4/2 = 3 and b = 3 · 0.75 (without the floor b would stay 0.75)
+    assert runs["a"][0] == 3.0 and runs["b"][0] == pytest.approx(2.25, rel=1e-15)
+    back = seasonal.unpack_runs(rows, model.state_size)
+    assert back["a"][0] == 3.0 and back["b"][0] == pytest.approx(2.25, rel=1e-15)
+
+
+def test_seasonal_kernel_update_has_the_numpy_floor():
+    model = SeasonalTrend(1, period=12, harmonics=2, prior=SegmentPrior(2.0, 1.5, 50.0, 1.0))
+    floor = (1.0 / SQRT12 / 1.5) ** 2
+    assert model.prior.noise_floor == pytest.approx(floor, rel=1e-15)
+    kernel = model.compiled_kernel()
+    runs = model.new_runs(1)
+    rows = seasonal.pack_runs(runs)
+    work = np.zeros(kernel.work_size)
+    # two steps off, then a plateau long enough for b / a to reach the floor
+    values = [2.0, 2.0, 2.0, 3.0, 2.0, 2.0, 2.0, 2.0, 1.0] + [2.0] * 60
+    for i, y in enumerate(values):
+        if i:
+            runs = model.forget(runs, 1.0)
+            SEASONAL_KERNEL.forget(kernel.params, rows, 0, 1.0, work)
+        runs = model.update(model.prepare(runs, y), 1.0)[1]
+        SEASONAL_KERNEL.update(kernel.params, rows, 0, model._z(y), 1.0, work)
+        assert runs["b"][0] >= runs["a"][0] * floor * (1.0 - 1e-15)
+        back = seasonal.unpack_runs(rows, model.state_size)
+        for key in ("m", "cov", "a", "b"):
+            np.testing.assert_allclose(back[key], runs[key], rtol=1e-13, atol=1e-300)
+    assert runs["b"][0] == pytest.approx(runs["a"][0] * floor, rel=1e-12)  # the floor binds
+
+
+def test_seasonal_outlier_replay_has_the_floor():
+    # scale δ/√12 (the rounding floor): the floor is 1 and the blip one step away is r² = 12;
+    # after 200 identical values (a ≈ 101, b = a) its evidence falls by about
+    # 101.5 log(1 + 6 / 101) ≈ 5.8 < outlier_cost ≈ 5.99: kept; three steps away (r² = 108)
+    # it falls by far more and is an outlier. Without the floor b / a ≈ 0.0025 and the blip
+    # one step away is far too.
+    y = np.r_[np.full(200, 3.0), 4.0, np.full(50, 3.0), 6.0, np.full(20, 3.0)]
+    model = SeasonalTrend(0, period=24, prior=SegmentPrior(3.0, 1.0 / SQRT12, 271.0, 1.0))
+    assert model.prior.noise_floor == pytest.approx(1.0, rel=1e-12)
+    assert np.flatnonzero(model.outlying(y, np.ones(y.size))).tolist() == [251]
+
+
+@pytest.mark.parametrize("engine", ["numpy", pytest.param("numba", marks=needs_numba)])
+def test_plateau_with_blips_and_a_period(engine):
+    y = plateau_with_blips()
+    y[[700, 701, 1900]] = np.nan
+    fit = ps.ChangepointDetector(model=seasonal.model_family(period=24), engine=engine).fit(y)
+    prior = automatic_prior(y[:400], resolution=1.0)
+    det = ps.ChangepointDetector(model=seasonal.model_family(period=24, prior=prior),
+                                 engine=engine)
+    det.extend(y)
+    for res in (fit, det.result()):
+        _finite_outputs(res)
+        assert res.changepoints.size == 0
+        assert res.outliers.size == 0  # the default family's count on the same stream
+
+
+@needs_numba
+def test_seasonal_engines_agree_on_a_plateau():
+    y = plateau_with_blips(2000, 30, seed=5)
+    y[[100, 101, 900]] = np.nan
+    y[1500:1504] = [9.0, 9.0, 5.0, 1.0]
+    models = seasonal.model_family(period=(24.0, 60.0), prior=automatic_prior(y[:300]))
+    assert models[0].prior.noise_floor > 0.0
+    ref = ps.ChangepointDetector(model=models, engine="numpy").fit(y)
+    res = ps.ChangepointDetector(model=models, engine="numba").fit(y)
+    for name in ("changepoints", "n_active", "outliers", "map_model", "map_run_length"):
+        np.testing.assert_array_equal(getattr(res, name), getattr(ref, name))
+    for name in ("discount", "log_consistency", "mean", "log_online_change_possibility"):
+        np.testing.assert_allclose(getattr(res, name), getattr(ref, name), rtol=1e-9,
+                                   atol=1e-12, equal_nan=True)
+    assert ref.outliers.size <= 4  # the burst at 1500, never the single steps
+
+
+def test_plain_seasonal_members_are_the_trend_models_on_a_plateau():
+    """model_family(period=P) runs the level and the trends as SeasonalTrend without a cycle:
+    on a quantised stream they must follow the default family's runs (same floor)."""
+    y = plateau_with_blips(1500, 20, seed=6)
+    ref = ps.ChangepointDetector(model=trend_family(), engine="numpy").fit(y)
+    res = ps.ChangepointDetector(model=[SeasonalTrend(d) for d in (0, 1, 2)],
+                                 engine="numpy").fit(y)
+    for name in ("changepoints", "map_model", "map_run_length"):
+        np.testing.assert_array_equal(getattr(res, name), getattr(ref, name))
+    for name in ("discount", "log_consistency", "mean"):
+        np.testing.assert_allclose(getattr(res, name), getattr(ref, name), rtol=1e-9,
+                                   atol=1e-12)
+
+
+@pytest.mark.parametrize("a, b", [(0.01, 0.0), (4.0, -50.0)])
+def test_quantised_seasonal_results_are_invariant(a, b):
+    y = plateau_with_blips(2000, 30, seed=7)
+    y[800:860] += 2.0  # a level shift of two steps
+    models = seasonal.model_family(period=24)
+    ref = ps.ChangepointDetector(model=models).fit(y)
+    res = ps.ChangepointDetector(model=models).fit(a * y + b)
+    np.testing.assert_array_equal(res.changepoints, ref.changepoints)
+    np.testing.assert_array_equal(res.outliers, ref.outliers)
+    np.testing.assert_allclose(res.discount, ref.discount, rtol=1e-9, atol=1e-12)
+    assert ref.changepoints.tolist() == [800, 860] and ref.outliers.size == 0
+
+
+def test_count_stream_with_its_inferred_period():
+    """Hourly counts (step 1) with the period read from the warm-up's time stamps: finite
+    outputs, and the engines agree."""
+    series, windows = datasets.count_surge(seed=0)
+    y = series.values
+    period = ps.changepoint.infer_period(y[:672], series.index[:672])
+    assert period == (24.0,)
+    models = seasonal.model_family(period=period, prior=automatic_prior(y[:672]))
+    assert models[0].prior.resolution == 1.0
+    engines = ["numpy"] + (["numba"] if numba_available() else [])
+    fits = [ps.ChangepointDetector(model=models, engine=e).fit(y) for e in engines]
+    for res in fits:
+        _finite_outputs(res)
+        assert all(np.min(np.abs(res.changepoints - a)) <= 5 for a, _ in windows)
+    for res in fits[1:]:
+        np.testing.assert_array_equal(res.changepoints, fits[0].changepoints)
+        np.testing.assert_allclose(res.discount, fits[0].discount, rtol=1e-9)

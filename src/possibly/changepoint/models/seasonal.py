@@ -39,6 +39,8 @@ from possibly.changepoint.models.trend import (
     SegmentPrior,
     automatic_prior,
     floored_evidence,
+    floored_rate,
+    prior_noise_variance,
 )
 from possibly.changepoint.models.trend import model_family as trend_family
 
@@ -194,16 +196,17 @@ class SeasonalTrend(SegmentModel):
 
     def prior_variances(self) -> np.ndarray:
         """The prior's diagonal covariance (standardised units, relative to the noise
-        variance): level, trend terms over the horizon, then the Fourier coefficients."""
+        variance, which a quantised series raises to its rounding floor): level, trend terms
+        over the horizon, then the Fourier coefficients."""
         horizon = 1.0 if self.prior is None else self._prior().horizon
         sds = [self.level_scale] + [self.slope_scale / horizon ** j
                                     for j in range(1, self.degree + 1)]
         sds += [self.cycle_scale] * (2 * len(self._angles))
-        return np.square(np.asarray(sds)) / self.noise_scale ** 2
+        return np.square(np.asarray(sds)) / prior_noise_variance(self.noise_scale, self.prior)
 
     def new_runs(self, n: int) -> Runs:
         d = self.state_size
-        noise_var = self.noise_scale ** 2
+        noise_var = prior_noise_variance(self.noise_scale, self.prior)
         if n:  # the empty state of init() has the right shapes before the prior is known
             self._prior()
         cov = np.diag(self.prior_variances())
@@ -279,6 +282,8 @@ class SeasonalTrend(SegmentModel):
                "cov": runs["cov"] - gain[:, :, None] * ph[:, None, :],
                "a": a + 0.5 * g, "b": b + 0.5 * g * r * r / (1.0 + g * q),
                "seen": runs["seen"] | ~outlier}
+        # a quantised series: b / a, the noise variance, at least the rounding variance
+        new["b"] = floored_rate(new["a"], new["b"], self._prior().noise_floor)
         return incr, new, outlier
 
     def outlying(self, y: np.ndarray, discount: np.ndarray) -> np.ndarray:
@@ -338,8 +343,9 @@ class SeasonalTrend(SegmentModel):
             params[ANGLES + MAX_HARMONICS + i] = sw
         if self.prior is not None:  # unresolved: a kernel that is never run (fit resolves)
             params[5:9] = (self.prior.loc, self.prior.scale, self.noise_shape,
-                           self.noise_shape * self.noise_scale ** 2)
+                           self.noise_shape * prior_noise_variance(self.noise_scale, self.prior))
             params[COV0:COV0 + self.state_size] = self.prior_variances()
+            params[NOISE_FLOOR] = self.prior.noise_floor
         return CompiledKernel(SEASONAL_KERNEL, params, pack_runs,
                               functools.partial(unpack_runs, d=self.state_size),
                               work_size=MAX_STATE)
@@ -383,13 +389,15 @@ def model_family(period: float | tuple[float, ...] | None = None, **kwargs: Any
 # ----------------------------------------------------------------------------------------------
 # the compiled kernel (KernelFunctions), the formulas of SeasonalTrend's methods per run. A run
 # is the row (m (MAX_STATE), cov (MAX_STATE², row-major), a, b, seen); params are (d, p, nh,
-# integrated, floor, loc, scale, a₀, b₀, cos of the angles, sin of the angles, prior variances).
+# integrated, floor, loc, scale, a₀, b₀, cos of the angles, sin of the angles, prior variances,
+# noise floor).
 
 SEASONAL_WIDTH = MAX_STATE + MAX_STATE * MAX_STATE + 3
 A_AT = MAX_STATE + MAX_STATE * MAX_STATE
 ANGLES = 9
 COV0 = ANGLES + 2 * MAX_HARMONICS
-SEASONAL_PARAMS = COV0 + MAX_STATE
+NOISE_FLOOR = COV0 + MAX_STATE
+SEASONAL_PARAMS = NOISE_FLOOR + 1
 
 
 def pack_runs(runs: Runs) -> np.ndarray:
@@ -526,6 +534,8 @@ def kernel_update(params: np.ndarray, runs: np.ndarray, j: int, z: float, g: flo
             runs[j, s + s * row + c] = runs[j, s + s * row + c] - gain * work[c]
     runs[j, A_AT] = aj + 0.5 * g
     runs[j, A_AT + 1] = bj + 0.5 * g * r * r / (1.0 + g * q)
+    if params[NOISE_FLOOR] > 0.0:  # floored_rate: b / a at least the rounding variance
+        runs[j, A_AT + 1] = max(runs[j, A_AT + 1], runs[j, A_AT] * params[NOISE_FLOOR])
     runs[j, A_AT + 2] = 1.0
     return ev_in
 

@@ -226,9 +226,42 @@ def observe_prepared(obs: TrendObservation, gamma: float, integrated: bool, floo
            "a": a + 0.5 * g,
            "b": b + 0.5 * g * r * r / (1.0 + g * q),
            "seen": runs["seen"] | ~outlier}
-    if noise_floor > 0.0:  # a quantised series: b / a, the noise variance, at least δ²/12
-        new["b"] = np.maximum(new["b"], new["a"] * noise_floor)
+    new["b"] = floored_rate(new["a"], new["b"], noise_floor)
     return incr, new, outlier
+
+
+def floored_rate(a: Any, b: Any, noise_floor: float) -> Any:
+    """The gamma rate ``b`` of runs with shape ``a``, kept at or above ``a · noise_floor``: on a
+    quantised series the noise variance estimate ``b / a`` never falls below the rounding
+    error's (:attr:`SegmentPrior.noise_floor`); ``b`` itself when ``noise_floor`` is 0.
+
+    Examples
+    --------
+    >>> floored_rate(np.array([3.0, 3.0]), np.array([0.75, 6.0]), 0.5).tolist()
+    [1.5, 6.0]
+    >>> floored_rate(3.0, 0.75, 0.0)
+    0.75
+    """
+    if noise_floor > 0.0:
+        return np.maximum(b, a * noise_floor)
+    return b
+
+
+def prior_noise_variance(noise_scale: float, prior: SegmentPrior | None) -> float:
+    """A new run's noise variance ``b₀ / a₀`` in standardised units: ``noise_scale²``, raised to
+    the prior's rounding floor (:attr:`SegmentPrior.noise_floor`) on a quantised series.
+
+    Examples
+    --------
+    >>> prior_noise_variance(0.5, SegmentPrior(0.0, 1.0, 100.0))
+    0.25
+    >>> prior_noise_variance(0.5, SegmentPrior(0.0, 1.0, 100.0, resolution=3.0))  # 3² / 12
+    0.75
+    """
+    noise_var = noise_scale ** 2
+    if prior is not None and prior.noise_floor > noise_var:
+        noise_var = prior.noise_floor
+    return noise_var
 
 
 def floored_evidence(a: np.ndarray, b: np.ndarray, r: np.ndarray, q: np.ndarray, gamma: float,
@@ -343,11 +376,9 @@ class PolynomialTrend(SegmentModel):
     def new_runs(self, n: int) -> Runs:
         # standardised units: the level's prior location is 0 and the series scale 1
         p = self.degree + 1
-        noise_var = self.noise_scale ** 2
+        noise_var = prior_noise_variance(self.noise_scale, self.prior)
         # the empty state of init() has the right shapes before the prior is known
         horizon = 1.0 if n == 0 and self.prior is None else self._prior().horizon
-        if self.prior is not None and self.prior.noise_floor > noise_var:
-            noise_var = self.prior.noise_floor  # the prior's b / a at the rounding floor too
         sds = [self.level_scale] + [self.slope_scale / horizon ** j for j in range(1, p)]
         cov = np.diag(np.square(sds)) / noise_var  # relative to the noise variance 1/λ
         return {"m": np.zeros((n, p)), "cov": np.repeat(cov[None], n, axis=0),
@@ -491,7 +522,7 @@ class PolynomialTrend(SegmentModel):
         a = rho_n * float(start["a"][0]) + 0.5 * float(v.sum())
         b = rho_n * float(start["b"][0]) + 0.5 * (float(np.sum(v * r * r))
                                                   + rho_n * float(m @ precision0 @ m))
-        b = max(b, a * prior.noise_floor)
+        b = floored_rate(a, b, prior.noise_floor)
         q = np.einsum("ni,ij,nj->n", x, cov, x)
         half = prior.scale * np.sqrt(2.0 * b * np.expm1(-math.log(alpha) / a) * q)
         return prior.loc + prior.scale * (x @ m), half
@@ -689,10 +720,7 @@ class PolynomialTrend(SegmentModel):
     def _floored(self, runs: Runs) -> Runs:
         """``runs`` with ``b`` at or above ``a · noise_floor`` (the rounding error's variance
         on a quantised series; unchanged otherwise)."""
-        noise_floor = self._prior().noise_floor
-        if noise_floor > 0.0:
-            return {**runs, "b": np.maximum(runs["b"], runs["a"] * noise_floor)}
-        return runs
+        return {**runs, "b": floored_rate(runs["a"], runs["b"], self._prior().noise_floor)}
 
 
 def hindsight_log_consistency(loo_log_consistency: Any, weights: np.ndarray, dim: float
