@@ -97,6 +97,22 @@ def test_update_from_scratch_has_no_period() -> None:
     # later series do not change the period of a stream begun
     det.extend(y)
     assert det.period_ is None
+    # nor do time stamps: one record is no series to infer a cycle from
+    stamped = ps.ChangepointDetector(sigma=1.0, period="auto")
+    series = hourly_cycle(days=10)
+    for stamp, x in series.items():
+        stamped.update(x, time=stamp)
+    assert stamped.period_ is None
+    np.testing.assert_array_equal(stamped.result().anomaly, ref.anomaly)
+
+
+def test_units_do_not_change_the_period() -> None:
+    y = hourly_cycle(jump_at=400)
+    a = ps.ChangepointDetector(period="auto")
+    b = ps.ChangepointDetector(period="auto")
+    ra, rb = a.fit(y), b.fit(-250.0 * y + 1e4)
+    assert a.periods_ == b.periods_ and a.period_ == 24
+    assert ra.changepoints.tolist() == rb.changepoints.tolist() == [400]
 
 
 def test_extend_first_infers_from_its_values() -> None:
