@@ -15,7 +15,7 @@ import pytest
 
 import possibly as ps
 from possibly.changepoint import calendar_periods, infer_period, models_for_series
-from possibly.changepoint.periods import cycle_gain
+from possibly.changepoint.periods import cycle_gain, group_medians
 
 
 @pytest.mark.parametrize(("step", "expected"), [
@@ -151,3 +151,19 @@ def test_models_for_series():
     assert all(m.outlier_cost == 5.0 for m in models)
     y, _ = ps.datasets.level_shifts(seed=0)
     assert models_for_series(y) == ps.changepoint.model_family()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_group_medians_is_the_median_of_each_group(seed):
+    rng = np.random.default_rng(seed)
+    n, k = int(rng.integers(1, 300)), int(rng.integers(1, 40))
+    values = rng.normal(size=n)
+    if seed % 2:
+        values = np.round(values * 2)  # ties
+    values[rng.random(n) < 0.2] = np.nan
+    groups = np.sort(rng.integers(0, k, size=n)) if seed % 3 else rng.integers(0, k, size=n)
+    got = group_medians(values, groups, k)
+    for g in range(k):
+        member = values[(groups == g) & np.isfinite(values)]
+        expect = np.median(member) if member.size else np.nan
+        assert got[g] == expect or (np.isnan(expect) and np.isnan(got[g]))

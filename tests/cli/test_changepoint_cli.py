@@ -49,7 +49,7 @@ def test_json_and_csv_formats(series_file, capsys):
                  "--standard", "--sigma", "1"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split(",") == ["t", "y", "map_run_length", "mean", "consistency",
-                                   "discount", "changepoint", "outlier"]
+                                   "discount", "changepoint", "outlier", "anomaly"]
     assert len(lines) == 401
     assert lines[11].split(",")[1] == ""  # the missing value
     assert {ln.split(",")[5] for ln in lines[1:] if ln.split(",")[5]} == {"1.0"}  # standard
@@ -160,8 +160,9 @@ def test_model_option_default_auto(series_file, capsys):
     assert main(["changepoint", str(path), "--column", "value", "--format", "csv"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split(",") == ["t", "y", "map_run_length", "mean", "consistency",
-                                   "discount", "changepoint", "outlier", "segment_model"]
-    assert len(lines) == 401 and all(len(ln.split(",")) == 9 for ln in lines)
+                                   "discount", "changepoint", "outlier", "segment_model",
+                                   "anomaly"]
+    assert len(lines) == 401 and all(len(ln.split(",")) == 10 for ln in lines)
     models = [ln.split(",")[8] for ln in lines[1:]]
     for (a, b), name in zip(expect.segments, expect.segment_model_names, strict=True):
         assert set(models[a:b]) == {name}
@@ -263,7 +264,7 @@ def test_vector_series_csv_text_and_plot(correlation_file, tmp_path, capsys):
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split(",") == ["t", "y_b", "y_a", "map_run_length", "mean_b", "mean_a",
                                    "consistency", "discount", "changepoint", "outlier",
-                                   "segment_model"]
+                                   "segment_model", "anomaly"]
     assert len(lines) == 601
     row = lines[1].split(",")
     assert [float(row[1]), float(row[2])] == [y[0, 1], y[0, 0]]

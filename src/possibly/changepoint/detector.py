@@ -27,6 +27,7 @@ from possibly.changepoint.compiled_engine import (
     shared_kernels,
 )
 from possibly.changepoint.models.normal_mean import NormalMean
+from possibly.changepoint.models.seasonal import model_family as seasonal_family
 from possibly.changepoint.models.segment_model import MAX_MAGNITUDE, SegmentModel, real_scalar
 from possibly.changepoint.models.trend import (
     PolynomialTrend,
@@ -35,6 +36,7 @@ from possibly.changepoint.models.trend import (
     model_family,
 )
 from possibly.changepoint.models.vector import MultivariateNormalSegments
+from possibly.changepoint.periods import infer_period
 from possibly.changepoint.recursion import (
     ChangepointInfo,
     ChangepointParams,
@@ -288,13 +290,21 @@ class ChangepointDetector(SequentialEstimator):
         tolerance are merged (the larger weight is kept), which bounds the cost per observation
         at any segment length with forgetting; 0 never merges. See
         :mod:`possibly.changepoint.recursion`.
-    period : int, optional
+    period : int, "auto" or None
         The length of a cycle in records (24 for hourly data with a daily cycle), used by the
         calibrated anomaly signal (``info.anomaly``, ``result.anomaly``): each record's
         surprise is then its deviation from the median of the same phase over the previous
         periods, measured against the mean of all earlier such deviations. None (default):
         no cycle; the surprise is the segment model's, ``−log c_t``. A whole number in
-        ``[2, 10⁶]``, for scalar series; it changes no other output. See
+        ``[2, 10⁶]``, for scalar series; it changes no other output. ``"auto"``: the periods
+        are inferred (:func:`~possibly.changepoint.infer_period`) from what the first
+        :meth:`fit` or :meth:`extend` receives (its values and, for a pandas Series with a
+        DatetimeIndex, its time stamps); with the default models, the accepted periods add
+        the seasonal members (``model_family(period=...)``), and the shortest, rounded, is
+        the anomaly signal's period. A series without a strong cycle gets exactly the
+        results of ``period=None``, and so does a stream begun with :meth:`update` (no
+        series to infer from) or a vector series. The period used is :attr:`period_` (and
+        ``result.period``), the periods :attr:`periods_`. See
         :mod:`possibly.changepoint.anomaly`.
 
     Notes
@@ -359,7 +369,7 @@ class ChangepointDetector(SequentialEstimator):
                  tau: float | None = None, tol: float | None = None,
                  outlier_level: float | None = None, engine: str = "auto",
                  history: bool = True, merge_tol: float = 1e-6,
-                 period: int | None = None) -> None:
+                 period: int | str | None = None) -> None:
         self.model = model
         self.sigma = sigma
         self.hazard = hazard
@@ -380,7 +390,12 @@ class ChangepointDetector(SequentialEstimator):
         """Validate the parameters (errors point at the call site) and reset."""
         self._set_models(self._build_models())
         check_bool("history", self.history)
-        check_period(self.period)
+        if not (isinstance(self.period, str) and self.period == "auto"):
+            if isinstance(self.period, str):
+                raise ValueError(f"period must be None or a whole number of records in "
+                                 f"[2, {anomaly_calibration.MAX_PERIOD}], or 'auto', got "
+                                 f"{self.period!r}")
+            check_period(self.period)
         self.reset()
 
     def _set_models(self, models: tuple[SegmentModel, ...]) -> None:
@@ -532,7 +547,11 @@ class ChangepointDetector(SequentialEstimator):
         self._prev_start = 0
         #: the anomaly calibration's state (:mod:`possibly.changepoint.anomaly`), the
         #: anomalies of the streamed rows not yet recorded, and the calibration's functions
-        self._calibration = new_calibration(self.period)
+        #: the anomaly signal's period (None: no cycle) and the periods the models were given;
+        #: with period="auto", set by the first fit or extend (None before)
+        self.period_: int | None = None if self._auto_period() else check_period(self.period)
+        self.periods_: tuple[float, ...] | None = None
+        self._calibration = new_calibration(self.period_)
         self._streamed_anomaly = np.empty(0)
         self._calibrators = None
         return self
@@ -556,7 +575,7 @@ class ChangepointDetector(SequentialEstimator):
         """The calibrated anomaly of each of ``arr`` (the recursion's ``log_consistency``),
         the calibration advanced only when every record is done (an interrupt changes
         nothing)."""
-        if self.period is not None:
+        if self.period_ is not None:
             values = np.ascontiguousarray(arr, dtype=np.float64)
         else:  # the segment model's surprise; NaN for a missing record
             values = -np.asarray(log_consistency, dtype=np.float64)
@@ -905,6 +924,7 @@ class ChangepointDetector(SequentialEstimator):
             arr = self._check(y)
             self._check_period(arr)
             self._reset()
+            self._infer_period(arr, index)
             self._name = name
             self._params(arr)
             state, out = self._run_tracked(arr, keep=True)
@@ -936,6 +956,7 @@ class ChangepointDetector(SequentialEstimator):
                 index = None  # pandas' default index: positions, no stamps
             stamps = self._next_stamps(len(arr), index)
             self._check_period(arr)
+            self._infer_period(arr, index)
             state, out = self._run_tracked(arr)
             object.__setattr__(self, "_state", state)
             self._record(arr, out)
@@ -975,7 +996,7 @@ class ChangepointDetector(SequentialEstimator):
                 self._flush()
             _, start, model, mean, log_c, disc, n_active, log_cp = stream.step(x)
             anomaly = self._calibrators[0](  # type: ignore[index]
-                self._calibration, x if self.period is not None or x != x else -log_c)
+                self._calibration, x if self.period_ is not None or x != x else -log_c)
             self._streamed_anomaly[stream.n - 1] = anomaly
             self._stamps.extend(stamps)
             t, begin = stream.t - 1, int(start)
@@ -994,8 +1015,26 @@ class ChangepointDetector(SequentialEstimator):
         finally:
             lock.release()
 
+    def _auto_period(self) -> bool:
+        return isinstance(self.period, str) and self.period == "auto"
+
+    def _infer_period(self, arr: np.ndarray, index: Any) -> None:
+        """With ``period="auto"``, before the first observation: the periods of ``arr`` (its
+        time stamps ``index`` when they are dates) set :attr:`periods_`, :attr:`period_`, the
+        anomaly calibration and, with the default models, the seasonal members."""
+        if not self._auto_period() or self.t or arr.ndim != 1:
+            return
+        stamps = index if index is not None and getattr(index, "dtype", None) is not None \
+            and index.dtype.kind == "M" and len(index) == len(arr) else None
+        periods = infer_period(arr, stamps)
+        self.periods_ = periods
+        self.period_ = None if periods is None else int(round(periods[0]))
+        self._calibration = new_calibration(self.period_)
+        if periods is not None and self._default_models():
+            self._set_models(tuple(seasonal_family(period=periods)))
+
     def _check_period(self, arr: np.ndarray) -> None:
-        if self.period is not None and arr.ndim != 1:
+        if self.period is not None and not self._auto_period() and arr.ndim != 1:
             raise ValueError(f"period applies to a scalar series (the cycle of one value per "
                              f"record), got observations of shape {arr.shape[1:]}: use "
                              f"period=None")
@@ -1110,7 +1149,8 @@ class ChangepointDetector(SequentialEstimator):
             h["log_change_possibility"], params=self._params(),
             sigma_estimated=self.sigma_estimated_, outlier_level=self._outlier_level,
             index=index, name=self._name, log_change_possibility=hindsight,
-            anomaly=anomaly if anomaly is not None and len(anomaly) == len(t) else None)
+            anomaly=anomaly if anomaly is not None and len(anomaly) == len(t) else None,
+            period=self.period_)
 
     def history_nbytes(self) -> int:
         """Bytes held for the per-step history and the MAP trace."""

@@ -112,18 +112,34 @@ def calendar_periods(index_or_step: Any) -> tuple[float, ...]:
     return ()
 
 
+def group_medians(values: np.ndarray, groups: np.ndarray, n_groups: int) -> np.ndarray:
+    """The median of the finite ``values`` of each group ``0..n_groups-1`` (NaN where a group
+    has none): ``np.median`` of each group's finite values, the same numbers (the mean of the
+    two middle values is ``0.5 (a + b)``, which is exact division by 2), in one sort.
+
+    Examples
+    --------
+    >>> group_medians(np.array([3.0, 1.0, np.nan, 2.0, 5.0]), np.array([0, 0, 0, 2, 2]), 3)
+    array([2. , nan, 3.5])
+    """
+    finite = np.isfinite(values)
+    v, g = values[finite], groups[finite]
+    order = np.lexsort((v, g))
+    v, g = v[order], g[order]
+    edges = np.searchsorted(g, np.arange(n_groups + 1))
+    count = np.diff(edges)
+    out = np.full(n_groups, np.nan)
+    some = count > 0
+    lo = edges[:-1][some] + (count[some] - 1) // 2
+    hi = edges[:-1][some] + count[some] // 2
+    out[some] = 0.5 * (v[lo] + v[hi])
+    return out
+
+
 def _phase_profile(x: np.ndarray, phase: np.ndarray, bins: int, rows: np.ndarray
                    ) -> np.ndarray:
     """The median of ``x[rows]`` in each phase bin (NaN where a bin is empty)."""
-    prof = np.full(bins, np.nan)
-    ph, v = phase[rows], x[rows]
-    order = np.argsort(ph, kind="stable")
-    ph, v = ph[order], v[order]
-    edges = np.searchsorted(ph, np.arange(bins + 1))
-    for k in range(bins):
-        if edges[k + 1] > edges[k]:
-            prof[k] = np.median(v[edges[k]:edges[k + 1]])
-    return prof
+    return group_medians(x[rows], phase[rows], bins)
 
 
 def _delevelled(y: np.ndarray, period: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -136,12 +152,7 @@ def _delevelled(y: np.ndarray, period: float) -> tuple[np.ndarray, np.ndarray, n
     cycle = np.minimum((t // period).astype(np.int64), cycles - 1)
     phase = np.floor(np.mod(t, period)).astype(np.int64)
     x = y[: t.size].copy()
-    medians = np.full(cycles, np.nan)
-    for c in range(cycles):
-        block = x[cycle == c]
-        finite = block[np.isfinite(block)]
-        if finite.size:
-            medians[c] = np.median(finite)
+    medians = group_medians(x, cycle, cycles)
     known = np.isfinite(medians)
     if not known.any():
         return x, cycle, phase

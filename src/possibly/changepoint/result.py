@@ -97,6 +97,9 @@ class ChangepointResult:
         conformal p-value of its surprise among the stream's earlier ones
         (:mod:`possibly.changepoint.anomaly`); 0 at missing observations. None when the
         result was not made by the detector.
+    period : int or None
+        The anomaly signal's period in records (the detector's ``period_``: given, or
+        inferred with ``period="auto"``); None: no cycle.
 
     Examples
     --------
@@ -127,6 +130,7 @@ class ChangepointResult:
     name: Any = None
     log_change_possibility: np.ndarray | None = None
     anomaly: np.ndarray | None = None
+    period: int | None = None
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
     def __repr__(self) -> str:
@@ -380,8 +384,10 @@ class ChangepointResult:
         ``change_possibility`` (the possibility that a segment starts at this observation, in
         hindsight: :attr:`change_possibility`), ``online_change_possibility`` (the same as seen
         right after the observation), ``outlier`` and ``outlier_score`` (``1 − discount``),
-        ``segment_mean`` (E* of the MAP segment's parameter, online), ``discount`` and
-        ``log_consistency``. With vector parameters ``segment_mean`` holds arrays.
+        ``segment_mean`` (E* of the MAP segment's parameter, online), ``discount``,
+        ``log_consistency`` and, when the detector made the result, ``anomaly`` (the calibrated
+        online anomaly signal, :attr:`anomaly`). With vector parameters ``segment_mean`` holds
+        arrays.
 
         Examples
         --------
@@ -401,7 +407,7 @@ class ChangepointResult:
         out[self.outliers] = True
         mean = self.mean if self.mean.ndim == 1 else list(self.mean)
         index = self.index if self.index is not None else pd.RangeIndex(n)
-        return pd.DataFrame({
+        columns = {
             "changepoint": cp,
             "change_possibility": self.change_possibility,
             "online_change_possibility": np.exp(self.log_online_change_possibility),
@@ -410,7 +416,10 @@ class ChangepointResult:
             "segment_mean": mean,
             "discount": self.discount,
             "log_consistency": self.log_consistency,
-        }, index=index)
+        }
+        if self.anomaly is not None:
+            columns["anomaly"] = self.anomaly
+        return pd.DataFrame(columns, index=index)
 
     def to_xarray(self) -> Any:
         """The columns of :meth:`to_frame` as an xarray Dataset over ``time`` (the pandas

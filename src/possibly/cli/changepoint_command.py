@@ -11,7 +11,10 @@ and, with a time column, reported with their time stamps too. Several columns
 level, linear or quadratic trend per segment, unknown noise) and reports each segment's model;
 ``--model normal`` the paper's §5.3 normal-mean model with noise scale ``--sigma``, and reports
 σ. ``--sigma`` and ``--forgetting`` belong to the paper's model: given without ``--model``
-they select it (:func:`detector_options`).
+they select it (:func:`detector_options`). ``--period`` (a whole number of rows, or ``auto``:
+inferred from the series and its time column) sets the calibrated anomaly signal's cycle (the
+``anomaly`` column of the CSV output) and, with ``auto`` and ``--model auto``, adds the seasonal
+segment models when a cycle is found.
 """
 
 from __future__ import annotations
@@ -98,7 +101,9 @@ def _model_line(args, res) -> str:
                  "and MAD)")
     return (f"{'standard' if args.standard else 'robust'} detector: {model}, hazard = "
             f"{args.hazard:g}, forgetting = {res.params.forgetting:g}"
-            + (f", tau = {args.tau:g}" if args.tau is not None else ""))
+            + (f", tau = {args.tau:g}" if args.tau is not None else "")
+            + ("" if args.period is None else f", period = {res.period or 'none'}"
+               + (" (inferred)" if args.period == "auto" else "")))
 
 
 def _n_missing(y: np.ndarray) -> int:
@@ -147,6 +152,7 @@ def _json(args, res, y, source, time, names) -> str:
     doc.update({
         "hazard": args.hazard, "forgetting": res.params.forgetting,
         "version": "standard" if args.standard else "robust", "tau": args.tau,
+        "period": res.period,
         "changepoints": cps.tolist(), "outliers": outs.tolist(),
         "segments": [{"start": a, "stop": b, "mean": m}
                      for (a, b), m in zip(res.segments, _segment_means(res), strict=True)],
@@ -173,7 +179,7 @@ def _csv(args, res, y, time, names) -> str:
                            if y.ndim == 2 else (["y"], ["mean"]))
     w.writerow(["t", *(["time"] if time is not None else []), *y_names, "map_run_length",
                 *mean_names, "consistency", "discount", "changepoint", "outlier",
-                *(["segment_model"] if auto else [])])
+                *(["segment_model"] if auto else []), "anomaly"])
     is_cp, is_out = np.zeros(n, int), np.zeros(n, int)
     is_cp[res.changepoints], is_out[res.outliers] = 1, 1
     # the model of the (final MAP) segment holding each row
@@ -181,11 +187,13 @@ def _csv(args, res, y, time, names) -> str:
              for _ in range(a, b)]
     # each column read once (res.consistency computes the whole array)
     consistency, discount = res.consistency.tolist(), res.discount.tolist()
+    anomaly = res.anomaly.tolist()
     run_length = res.map_run_length.tolist()
     for t in range(n):
         w.writerow([t, *([time.labels[t]] if time is not None else []), *map(_fmt, ys[t]),
                     run_length[t], *map(_fmt, means[t]), _fmt(consistency[t]),
-                    _fmt(discount[t]), is_cp[t], is_out[t], *([model[t]] if auto else [])])
+                    _fmt(discount[t]), is_cp[t], is_out[t], *([model[t]] if auto else []),
+                    _fmt(anomaly[t])])
     return buf.getvalue()
 
 
@@ -251,11 +259,14 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--column {' '.join(args.column)}: several columns are one vector "
                          "series, which --model normal (also chosen by --sigma or --forgetting "
                          "without --model) cannot take: give one column, or --model auto")
+    if args.period is not None and args.column is not None and len(args.column) > 1:
+        raise ValueError(f"--period applies to one column (the cycle of one value per row), "
+                         f"got --column {' '.join(args.column)}")
     det = ChangepointDetector(hazard=args.hazard, robust=not args.standard, tau=args.tau,
-                              **options)
+                              period=args.period, **options)
     y, source, time, names = _load(args)
     with numeric_range(source, y):
-        res = det.fit(y)
+        res = det.fit(_with_time_stamps(y, time) if args.period == "auto" else y)
     check_finite(source, y, res.mean, "segment mean estimate")
     if args.format == "json":
         text = _json(args, res, y, source, time, names)
@@ -274,6 +285,40 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
         sys.stdout.flush()
     return 0
+
+
+def _with_time_stamps(y: np.ndarray, time: TimeAxis | None) -> Any:
+    """``y`` as a pandas Series indexed by the time column's dates, for ``--period auto`` to
+    read the calendar's cycles from (``y`` itself without dates, with a missing date, or
+    without pandas)."""
+    stamps = None if time is None else time.values
+    if y.ndim != 1 or stamps is None or stamps.dtype.kind != "M" or np.isnat(stamps).any():
+        return y
+    try:
+        import pandas as pd
+    except ImportError:
+        return y
+    return pd.Series(y, index=pd.DatetimeIndex(stamps))
+
+
+def period(text: str) -> int | str:
+    """An argparse type: ``auto`` or a whole number of rows in ``[2, 10⁶]``.
+
+    Examples
+    --------
+    >>> period("auto"), period("24")
+    ('auto', 24)
+    """
+    if text == "auto":
+        return text
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 2 <= value <= 1_000_000:
+        raise argparse.ArgumentTypeError(f"must be 'auto' or a whole number of rows in "
+                                         f"[2, 1000000], got {display(text)!r}")
+    return value
 
 
 def _fmt(v: float) -> str:
@@ -339,6 +384,11 @@ def register(sub) -> None:
     add_input(p, several=True, required=False)
     p.add_argument("--example", choices=["well-log"], help="use a bundled example data set")
     add_model(p, "noise scale within a segment")
+    p.add_argument("--period", type=period, default=None,
+                   help="cycle length in rows for the calibrated anomaly signal (the anomaly "
+                        "column of --format csv), or 'auto': inferred from the series and its "
+                        "time column (with --model auto, a cycle found also adds seasonal "
+                        "segment models) (default: none)")
     add_robust(p)
     p.add_argument("--format", choices=["text", "json", "csv"], default="text",
                    help="output format (text)")
