@@ -11,8 +11,10 @@ where the prior is diffuse relative to ``R``; missing components decoupled exact
 ``_observation_at``. Time-invariant models with an onto ``H`` only. The same loop runs the
 information-form steps from an uninformed prior (pseudo-inverses from Jacobi
 eigendecompositions, as ``np.linalg.pinv(hermitian=True)``) and the robust start's mixture,
-its hypotheses as extra rows of each series (:func:`run_start`; :func:`run` is its case of
-one hypothesis). Tested equal to the numpy path to ~1e-12 (not bit for bit: the order of
+its hypotheses as extra rows of each series (:func:`run_start`). :func:`run` is the plain
+recursion in covariance form: the same steps as :func:`run_start` with one hypothesis, bit
+for bit, in its own loop because the mixture's bookkeeping would slow every step of the
+plain filter. Tested equal to the numpy path to ~1e-12 (not bit for bit: the order of
 floating-point operations differs).
 
 Why explicit loops: the states are tiny (n = 4, m = 2 in the tracking benchmark), so the
@@ -401,19 +403,191 @@ def run(ys, t0, mean, cov, model, rule, n_tup, m_tup, out):  # pragma: no cover 
     keep_covariance, keep_predicted``; arrays not kept may be empty). Returns False if a
     matrix to invert is singular by rounding (``mean``, ``cov`` and the outputs are then
     partly written): the caller reruns from its own copy of the state with numpy's
-    fallbacks. It is :func:`run_start` with one hypothesis in covariance form.
+    fallbacks. The same steps as :func:`run_start` with one hypothesis in covariance form,
+    without the mixture's bookkeeping.
     """
-    n, B = len(n_tup), ys.shape[1]
-    # False as a run-time bool: a literal False would type (and compile) run_start again
-    no = t0 < 0
-    none = np.zeros((n, n))
-    inverse = (none, no, none, none, none)
-    mixture = (np.zeros((1, 0), dtype=np.bool_), np.zeros(1, dtype=np.int64),
-               np.zeros((0, 1), dtype=np.int64), 0.0)
-    precisions = (np.zeros((0, B, n, n)), np.zeros((0, B, n, n)))
-    forms = np.zeros((0, 2), dtype=np.bool_)
-    return run_start(ys, t0, ys.shape[0], mean, cov, no, model, inverse, rule,
-                     mixture, n_tup, m_tup, out, precisions, forms) != 0
+    F, Q, H, R = model
+    robust, dim, tau, log_c0 = rule
+    o_mean, o_var, o_cov = out.mean, out.variance, out.covariance
+    o_pmean, o_pcov = out.predicted_mean, out.predicted_covariance
+    o_logc, o_disc = out.log_consistency, out.discount
+    keep_var, keep_cov, keep_pred = out.keep_variance, out.keep_covariance, out.keep_predicted
+    T, B = ys.shape[0], ys.shape[1]
+    n, m = len(n_tup), len(m_tup)  # compile-time constants, as in run_start
+    # work arrays, allocated once
+    x = np.empty(n)
+    P = np.empty((n, n))
+    pf = np.empty((n, n))
+    k1 = np.empty(n)
+    ph = np.empty(n)
+    obs = np.empty(m, dtype=np.bool_)
+    hm = np.empty((m, n))
+    rm = np.empty((m, m))
+    hp = np.empty((m, n))
+    hph = np.empty((m, m))
+    s = np.empty((m, m))
+    v = np.empty(m)
+    rhs = np.empty((m, n + 1))  # [v | H P]: S⁻¹ v and the standard gain in one solve
+    ja = np.empty((n, n))  # work arrays of the diffuse updates
+    jb = np.empty((n, n))
+    wm = np.empty((m, m))
+    wd = np.empty((m, m))
+    # time outer, series inner (as run_start); the state of each series lives in mean[b],
+    # cov[b] between its steps
+    for t in range(t0, T):
+        for b in range(B):
+            for i in range(n):
+                x[i] = mean[b, i]
+                for j in range(n):
+                    P[i, j] = cov[b, i, j]
+            if t > 0:
+                # x = F x; P = sym((P Fᵀ)ᵀ Fᵀ) + Q, as _predict
+                for i in range(n):
+                    acc = 0.0
+                    for j in range(n):
+                        acc += F[i, j] * x[j]
+                    k1[i] = acc
+                for i in range(n):
+                    x[i] = k1[i]
+                _mul_abt(P, F, pf)  # P Fᵀ
+                _mul_abt(F, pf.T, P)  # F (P Fᵀ), the transpose of (P Fᵀ)ᵀ Fᵀ: same sym()
+                for i in range(n):
+                    for j in range(i, n):
+                        a = 0.5 * (P[i, j] + P[j, i])
+                        P[i, j] = a + Q[i, j]
+                        P[j, i] = a + Q[j, i]
+            if keep_pred:
+                for i in range(n):
+                    o_pmean[t, b, i] = x[i]
+                    for j in range(n):
+                        o_pcov[t, b, i, j] = P[i, j]
+            n_obs = 0
+            for i in range(m):
+                obs[i] = not math.isnan(ys[t, b, i])
+                if obs[i]:
+                    n_obs += 1
+            if n_obs == 0:
+                log_c = math.nan
+                rho = math.nan
+            elif m == 1:
+                r = R[0, 0]
+                hph0 = 0.0
+                v0 = ys[t, b, 0]
+                for i in range(n):
+                    acc = 0.0
+                    for j in range(n):
+                        acc += P[i, j] * H[0, j]
+                    ph[i] = acc
+                for i in range(n):
+                    hph0 += ph[i] * H[0, i]
+                    v0 -= x[i] * H[0, i]
+                s0 = hph0 + r
+                log_c = min(-0.5 * v0 * v0 / s0, 0.0)
+                rho = discount_scalar(min(log_c - log_c0[1], 0.0), dim, tau, robust)
+                kk = rho / (rho * hph0 + r) if robust else 1.0 / s0
+                for i in range(n):
+                    k1[i] = kk * ph[i]
+                    x[i] += k1[i] * v0
+                rho1 = rho if robust else 1.0
+                if rho1 * hph0 > _DIFFUSE * r and n == 1:  # P r / (ρ h² P + r)
+                    P[0, 0] *= r / (rho1 * hph0 + r)
+                elif rho1 * hph0 > _DIFFUSE * r:
+                    _joseph(P, k1.reshape((1, n)), H, R, rho1, ja, jb, pf)
+                    for i in range(n):  # not P[:, :] = pf, whose shape check compiles slowly
+                        for j in range(n):
+                            P[i, j] = pf[i, j]
+                else:
+                    for i in range(n):
+                        for j in range(n):
+                            P[i, j] -= k1[i] * ph[j]
+            else:
+                # missing components decoupled exactly (as _observation_at)
+                for i in range(m):
+                    for j in range(n):
+                        hm[i, j] = H[i, j] if obs[i] else 0.0
+                    for j in range(m):
+                        rm[i, j] = R[i, j] if obs[i] and obs[j] else 0.0
+                    if not obs[i]:
+                        rm[i, i] = 1.0
+                _mul_abt(hm, P.T, hp)  # H P
+                big = 0.0
+                for i in range(m):
+                    acc = ys[t, b, i] if obs[i] else 0.0
+                    for j in range(n):
+                        acc -= hm[i, j] * x[j]
+                    v[i] = acc
+                    big = max(big, abs(acc))
+                _mul_abt(hp, hm, hph)  # H P Hᵀ
+                scale = 1.0
+                if big > _BIG:  # exact power-of-two scaling: vᵀ S⁻¹ v cannot overflow
+                    scale = 2.0 ** math.frexp(big)[1]
+                for i in range(m):
+                    rhs[i, 0] = v[i] / scale
+                    for j in range(m):
+                        s[i, j] = hph[i, j] + rm[i, j]
+                    for j in range(n):
+                        rhs[i, j + 1] = hp[i, j]
+                if not solve_in_place(s, rhs, 1 if robust else n + 1):
+                    return False
+                q = 0.0
+                for i in range(m):
+                    q += v[i] / scale * rhs[i, 0]
+                log_c = -0.5 * q
+                if scale != 1.0 and q > 0:
+                    log_c = -0.5 * q * scale * scale
+                log_c = min(log_c, 0.0)
+                rho = discount_scalar(min(log_c - log_c0[n_obs], 0.0), dim, tau, robust)
+                if robust:
+                    # K = ρ P Hᵀ (ρ H P Hᵀ + R)⁻¹: continuous down to ρ = 0
+                    for i in range(m):
+                        for j in range(m):
+                            s[i, j] = rho * hph[i, j] + rm[i, j]
+                        for j in range(n):
+                            rhs[i, j + 1] = rho * hp[i, j]
+                    if not solve_in_place(s, rhs[:, 1:], n):
+                        return False
+                # rhs[:, 1:] is now Kᵀ (m, n)
+                for i in range(n):
+                    acc = 0.0
+                    for j in range(m):
+                        acc += rhs[j, i + 1] * (v[j] / scale)
+                    x[i] += acc * scale
+                rho1 = rho if robust else 1.0
+                diffuse = False
+                for i in range(m):
+                    if rho1 * hph[i, i] > _DIFFUSE * rm[i, i]:
+                        diffuse = True
+                if diffuse and not (m == n and n_obs == m and _information_update(
+                        P, hm, rm, hph, rho1, ja, jb, wm, wd, pf)):
+                    _joseph(P, rhs[:, 1:], hm, rm, rho1, ja, jb, pf)
+                elif not diffuse:
+                    for i in range(n):
+                        for j in range(n):
+                            acc = 0.0
+                            for c in range(m):
+                                acc += rhs[c, i + 1] * hp[c, j]
+                            pf[i, j] = P[i, j] - acc
+                for i in range(n):
+                    for j in range(i, n):
+                        a = 0.5 * (pf[i, j] + pf[j, i])
+                        P[i, j] = a
+                        P[j, i] = a
+            for i in range(n):
+                o_mean[t, b, i] = x[i]
+            o_logc[t, b] = log_c
+            o_disc[t, b] = rho
+            if keep_cov:
+                for i in range(n):
+                    for j in range(n):
+                        o_cov[t, b, i, j] = P[i, j]
+            if keep_var:
+                for i in range(n):
+                    o_var[t, b, i] = P[i, i]
+            for i in range(n):
+                mean[b, i] = x[i]
+                for j in range(n):
+                    cov[b, i, j] = P[i, j]
+    return True
 
 
 @numba.njit(cache=True, nogil=True)
