@@ -391,3 +391,29 @@ def test_plain_loop_equals_the_start_loop_with_one_hypothesis_bit_for_bit(n, m, 
             np.testing.assert_array_equal(x, y, err_msg=name)
         np.testing.assert_array_equal(mean_a, mean_b)
         np.testing.assert_array_equal(cov_a, cov_b)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_compiled_covariance_or_inf_against_numpy(n):
+    """The covariances the compiled start writes for its information-form steps: the inverse
+    of a well-conditioned precision, else ``inf`` off the diagonal and the max-marginal
+    variances (``inf`` where uninformed) on it, as numpy's ``_covariance_or_inf``."""
+    from possibly.filters._common import _covariance_or_inf
+    from possibly.filters.kalman_numba import _covariance_or_inf as compiled
+
+    rng = np.random.default_rng(n)
+    a = rng.normal(size=(n, n))
+    precisions = [a @ a.T + 0.5 * np.eye(n), np.zeros((n, n)), np.diag(np.r_[2.0, np.zeros(n - 1)])]
+    if n > 1:
+        u = rng.normal(size=(n, 1))
+        precisions.append(u @ u.T)  # rank one: every component uninformed alone
+        b = rng.normal(size=(n, n - 1))
+        precisions.append(b @ b.T)  # rank n - 1
+    work = [np.empty((n, n)), np.empty((n, n)), np.empty(n), np.empty((n, n)), np.empty(n),
+            np.empty(n)]
+    for Y in precisions:
+        out = np.empty((n, n))
+        assert compiled(Y, out, *work)
+        ref = _covariance_or_inf(Y)
+        np.testing.assert_array_equal(np.isinf(out), np.isinf(ref))
+        np.testing.assert_allclose(out[np.isfinite(ref)], ref[np.isfinite(ref)], rtol=1e-12)

@@ -139,7 +139,7 @@ def _information_update(P, H, R, hph, rho, ja, jb, wm, wd, out):  # pragma: no c
 
 
 # -- the robust start: information-form steps and the mixture of start hypotheses -------------
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _eigh(a, w, V):  # pragma: no cover - compiled
     """Eigenvalues ``w`` and eigenvectors (the columns of ``V``) of the symmetric ``a``
     (destroyed), by cyclic Jacobi rotations: as accurate as LAPACK's ``syevd`` behind
@@ -185,7 +185,7 @@ def _eigh(a, w, V):  # pragma: no cover - compiled
         w[i] = a[i, i]
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _pinv_mv(a, r, out, ea, w, V):  # pragma: no cover - compiled
     """``out = pinv(a) r`` for a symmetric ``a`` (as ``np.linalg.pinv(a, hermitian=True)``:
     eigenvalues below ``1e-15`` times the largest in magnitude are dropped); ``ea``, ``w``,
@@ -209,7 +209,7 @@ def _pinv_mv(a, r, out, ea, w, V):  # pragma: no cover - compiled
                 out[i] += V[i, c] * acc
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _well_conditioned(a, ea, w, V):  # pragma: no cover - compiled
     """Whether the precision ``a`` has condition number below 10⁹ (as
     ``possibly.filters._common._well_conditioned``)."""
@@ -226,6 +226,51 @@ def _well_conditioned(a, ea, w, V):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, nogil=True)
+def _covariance_or_inf(Y, out, ea, eb, w, V, r, step):  # pragma: no cover - compiled
+    """``out = sym(Y⁻¹)`` for a well-conditioned precision ``Y``; else ``inf`` off the
+    diagonal and the max-marginal variances on it, ``1 / (Y_ii - Y_io Y_oo⁺ Y_oi)`` or ``inf``
+    for an uninformed component (as ``possibly.filters._common._covariance_or_inf``); False
+    if ``Y`` is singular by rounding after all. The other arrays are work arrays."""
+    n = Y.shape[0]
+    if _well_conditioned(Y, ea, w, V):
+        for i in range(n):
+            for j in range(n):
+                ea[i, j] = Y[i, j]
+                eb[i, j] = 1.0 if i == j else 0.0
+        if not solve_in_place(ea, eb, n):
+            return False
+        for i in range(n):
+            for j in range(n):
+                out[i, j] = 0.5 * (eb[i, j] + eb[j, i])
+        return True
+    for i in range(n):
+        for j in range(n):
+            out[i, j] = math.inf
+    for i in range(n):
+        scale = 0.0  # "uninformed" relative to the component's own row, as numpy's
+        for j in range(n):
+            scale = max(scale, abs(Y[i, j]))
+        schur = Y[i, i]
+        if n > 1:
+            oi = 0
+            for a in range(n):
+                if a == i:
+                    continue
+                r[oi] = Y[i, a]
+                oj = 0
+                for c in range(n):
+                    if c != i:
+                        ea[oi, oj] = Y[a, c]
+                        oj += 1
+                oi += 1
+            k = n - 1
+            _pinv_mv(ea[:k, :k], r[:k], step[:k], eb[:k, :k], w[:k], V[:k, :k])
+            for c in range(k):
+                schur -= r[c] * step[c]
+        out[i, i] = 1.0 / schur if schur > scale / _MAX_COND else math.inf
+    return True
+
+@numba.njit(cache=True, nogil=True, inline="always")
 def _predict_information(Y, F_inv, G, Qg_inv, ea, eb, ec):  # pragma: no cover - compiled
     """``Y = sym(M - M G (Q_g⁻¹ + Gᵀ M G)⁻¹ Gᵀ M)``, ``M = F⁻ᵀ Y F⁻¹``: the precision of
     ``_predict`` in information form; ``ea``, ``eb``, ``ec`` n × n work arrays."""
@@ -273,7 +318,7 @@ def _predict_information(Y, F_inv, G, Qg_inv, ea, eb, ec):  # pragma: no cover -
     return True
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _update_information(y, x, Y, H, R, W, robust, dim, tau, log_c0, obs, hm, wmat, rm, htw, j_,
                         b_, vs, ea, w, V, step, eb, n_tup, m_tup):  # pragma: no cover
     """Update ``x``, ``Y`` (information form, ``Y`` the precision) in place with ``y`` (NaN
@@ -607,10 +652,10 @@ def run_start(ys, t0, t_end, mean, mat, information, model, inverse, rule, mixtu
     ``t < k`` (k, H) and ``log ε`` (``robust_start.mixture_tables``). While the batch is in
     information form (one batch, as numpy's steps) the leader's filtered and predicted
     precisions go to ``precisions[0][t]``, ``precisions[1][t]``, ``forms[t]`` says which
-    were, and the caller fills in their covariances. Returns 0 if a matrix to invert is
-    singular by rounding, or ``F`` is not invertible while in information form (the caller
-    reruns these steps in numpy), 1 if the final state is in covariance form, 2 in
-    information form.
+    were, and their covariances (``inf`` where singular, as numpy's record) to ``out``.
+    Returns 0 if a matrix to invert is singular by rounding, or ``F`` is not invertible while
+    in information form (the caller reruns these steps in numpy), 1 if the final state is in
+    covariance form, 2 in information form.
     """
     F, Q, H, R = model
     robust, dim, tau, log_c0 = rule
@@ -884,6 +929,19 @@ def run_start(ys, t0, t_end, mean, mat, information, model, inverse, rule, mixtu
                         o_var[t, b, i] = hM[b, best, i, i]
             forms[t, 0] = info
             forms[t, 1] = True
+            # the covariances of the steps in information form, as numpy's record
+            for b in range(B):
+                if keep_pred and not _covariance_or_inf(p_prec[t, b], o_pcov[t, b], ea, eb,
+                                                        ew, ev, ib, istep):
+                    return 0
+                if keep_var and info:
+                    if not _covariance_or_inf(f_prec[t, b], ec, ea, eb, ew, ev, ib, istep):
+                        return 0
+                    for i in range(n):
+                        o_var[t, b, i] = ec[i, i]
+                        if keep_cov:
+                            for j in range(n):
+                                o_cov[t, b, i, j] = ec[i, j]
     if nh > 1:
         for b in range(B):
             best = lead[b]
@@ -894,7 +952,7 @@ def run_start(ys, t0, t_end, mean, mat, information, model, inverse, rule, mixtu
     return 2 if info else 1
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _mixture_step(score, lc, dc, hx, hM, px, pM, y, t, drop, rank, rep, floor, o_logc,
                   o_disc):  # pragma: no cover - compiled
     """One series' mixture after step ``t`` (as ``robust_start.mixture_scores``): copies each
