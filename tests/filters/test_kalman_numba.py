@@ -360,10 +360,10 @@ def test_jacobi_eigen_and_pseudo_inverse_against_numpy():
 @pytest.mark.parametrize("n, m", [(2, 1), (1, 1), (3, 2), (2, 2)])
 def test_plain_loop_equals_the_start_loop_with_one_hypothesis_bit_for_bit(n, m, options):
     """The plain recursion's loop (``run``) and the start's loop with one hypothesis
-    (``run_start``, as from a proper prior without the start) are two compiled copies of the
-    same covariance-form steps: the same numbers bit for bit, from a prior diffuse relative to
-    ``R`` (the Joseph and information-form updates) and a proper one, with outliers, missing
-    steps and components and huge innovations."""
+    (``run_start``, which steps its hypotheses through ``run`` one step at a time, as from a
+    proper prior without the start): the same numbers bit for bit, from a prior diffuse
+    relative to ``R`` (the Joseph and information-form updates) and a proper one, with
+    outliers, missing steps and components and huge innovations."""
     from possibly.filters import kalman_numba
     from possibly.filters.kalman import _Buffer
     from possibly.filters.robust_start import mixture_tables
