@@ -139,7 +139,7 @@ def _information_update(P, H, R, hph, rho, ja, jb, wm, wd, out):  # pragma: no c
 
 
 # -- the robust start: information-form steps and the mixture of start hypotheses -------------
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _eigh(a, w, V):  # pragma: no cover - compiled
     """Eigenvalues ``w`` and eigenvectors (the columns of ``V``) of the symmetric ``a``
     (destroyed), by cyclic Jacobi rotations: as accurate as LAPACK's ``syevd`` behind
@@ -185,7 +185,7 @@ def _eigh(a, w, V):  # pragma: no cover - compiled
         w[i] = a[i, i]
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _pinv_mv(a, r, out, ea, w, V):  # pragma: no cover - compiled
     """``out = pinv(a) r`` for a symmetric ``a`` (as ``np.linalg.pinv(a, hermitian=True)``:
     eigenvalues below ``1e-15`` times the largest in magnitude are dropped); ``ea``, ``w``,
@@ -209,7 +209,7 @@ def _pinv_mv(a, r, out, ea, w, V):  # pragma: no cover - compiled
                 out[i] += V[i, c] * acc
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _well_conditioned(a, ea, w, V):  # pragma: no cover - compiled
     """Whether the precision ``a`` has condition number below 10⁹ (as
     ``possibly.filters._common._well_conditioned``)."""
