@@ -354,3 +354,66 @@ def test_jacobi_eigen_and_pseudo_inverse_against_numpy():
             ref = np.linalg.pinv(sym, hermitian=True) @ r
             np.testing.assert_allclose(out, ref, rtol=1e-9,
                                        atol=1e-12 * max(np.abs(ref).max(), 1.0))
+
+
+@pytest.mark.parametrize("options", [{}, {"robust": False}, {"tau": 0.3}])
+@pytest.mark.parametrize("n, m", [(2, 1), (1, 1), (3, 2), (2, 2)])
+def test_plain_loop_equals_the_start_loop_with_one_hypothesis_bit_for_bit(n, m, options):
+    """The plain recursion's loop (``run``) and the start's loop with one hypothesis
+    (``run_start``, which steps its hypotheses through ``run`` one step at a time, as from a
+    proper prior without the start): the same numbers bit for bit, from a prior diffuse
+    relative to ``R`` (the Joseph and information-form updates) and a proper one, with
+    outliers, missing steps and components and huge innovations."""
+    from possibly.filters import kalman_numba
+    from possibly.filters.kalman import _Buffer
+    from possibly.filters.robust_start import mixture_tables
+
+    rng = np.random.default_rng(10 * n + m)
+    model = _random_model(rng, n, m)
+    ys_t = np.ascontiguousarray(np.moveaxis(_random_data(rng, model, batch=4, T=40), 1, 0))
+    kf = ps.KalmanFilter(model, **options)
+    args = (kf._kernel_model(), kf._kernel_rule())
+    for spread in (1.0, 1e6):  # proper; diffuse relative to R
+        mean = rng.normal(size=(4, n))
+        cov = np.broadcast_to(spread * np.eye(n), (4, n, n)).copy()
+        a = _Buffer.empty(frozenset({"covariance", "predicted"}), 40, 4, n).arrays
+        b = _Buffer.empty(frozenset({"covariance", "predicted"}), 40, 4, n).arrays
+        mean_a, cov_a, mean_b, cov_b = mean.copy(), cov.copy(), mean.copy(), cov.copy()
+        assert kalman_numba.run(ys_t, 0, mean_a, cov_a, *args, *kalman_numba.sizes(n, m), a)
+        W = np.linalg.inv(model.R)
+        inverse = (np.eye(n), True, np.zeros((n, 0)), np.zeros((0, 0)), W)
+        status = kalman_numba.run_start(
+            ys_t, 0, 40, mean_b, cov_b, False, args[0], inverse, args[1],
+            mixture_tables(m, 0, 0), *kalman_numba.sizes(n, m), b,
+            (np.empty((0, 4, n, n)), np.empty((0, 4, n, n))), np.zeros((40, 2), dtype=bool))
+        assert status == 1
+        for x, y, name in zip(a[:7], b[:7], a._fields[:7], strict=True):
+            np.testing.assert_array_equal(x, y, err_msg=name)
+        np.testing.assert_array_equal(mean_a, mean_b)
+        np.testing.assert_array_equal(cov_a, cov_b)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_compiled_covariance_or_inf_against_numpy(n):
+    """The covariances the compiled start writes for its information-form steps: the inverse
+    of a well-conditioned precision, else ``inf`` off the diagonal and the max-marginal
+    variances (``inf`` where uninformed) on it, as numpy's ``_covariance_or_inf``."""
+    from possibly.filters._common import _covariance_or_inf
+    from possibly.filters.kalman_numba import _covariance_or_inf as compiled
+
+    rng = np.random.default_rng(n)
+    a = rng.normal(size=(n, n))
+    precisions = [a @ a.T + 0.5 * np.eye(n), np.zeros((n, n)), np.diag(np.r_[2.0, np.zeros(n - 1)])]
+    if n > 1:
+        u = rng.normal(size=(n, 1))
+        precisions.append(u @ u.T)  # rank one: every component uninformed alone
+        b = rng.normal(size=(n, n - 1))
+        precisions.append(b @ b.T)  # rank n - 1
+    work = [np.empty((n, n)), np.empty((n, n)), np.empty(n), np.empty((n, n)), np.empty(n),
+            np.empty(n)]
+    for Y in precisions:
+        out = np.empty((n, n))
+        assert compiled(Y, out, *work)
+        ref = _covariance_or_inf(Y)
+        np.testing.assert_array_equal(np.isinf(out), np.isinf(ref))
+        np.testing.assert_allclose(out[np.isfinite(ref)], ref[np.isfinite(ref)], rtol=1e-12)

@@ -1074,7 +1074,8 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
                                     *compiled.sizes(n, m), out.arrays, precisions, forms)
         if status == 0:
             return None
-        # the steps in information form (a prefix): their covariances as numpy's record
+        # the steps in information form (a prefix; the loop wrote their covariances): their
+        # precisions, as numpy's record
         o = out.arrays
         for kept, precs, form, lists in (
                 (o.keep_variance, precisions[0], forms[:, 0], out.filtered_precisions),
@@ -1082,13 +1083,6 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
             steps = int(form.sum())
             if kept and steps:
                 lists.extend(precs[:steps])
-                cov = _covariance_or_inf(precs[:steps])
-                if lists is out.predicted_precisions:
-                    o.predicted_covariance[:steps] = cov
-                else:
-                    if o.keep_covariance:
-                        o.covariance[:steps] = cov
-                    o.variance[:steps] = np.diagonal(cov, axis1=-2, axis2=-1)
         final = (KalmanState(mean, None, mat, t_end) if status == 2
                  else KalmanState(mean, mat, None, t_end))
         return final, t_end

@@ -8,11 +8,13 @@ predict ``F μ, F P Fᵀ + Q``; update with the innovation ``v = y - H μ``, ``l
 :func:`possibly.compiled.discount_scalar` (the twin of :func:`possibly.inference.discount`)
 and the gain ``K = ρ P Hᵀ (ρ H P Hᵀ + R)⁻¹``, the covariance in the Joseph or information form
 where the prior is diffuse relative to ``R``; missing components decoupled exactly as in
-``_observation_at``. Time-invariant models with an onto ``H`` only. The same loop runs the
-information-form steps from an uninformed prior (pseudo-inverses from Jacobi
-eigendecompositions, as ``np.linalg.pinv(hermitian=True)``) and the robust start's mixture,
-its hypotheses as extra rows of each series (:func:`run_start`; :func:`run` is its case of
-one hypothesis). Tested equal to the numpy path to ~1e-12 (not bit for bit: the order of
+``_observation_at``. Time-invariant models with an onto ``H`` only. :func:`run` is the plain
+recursion in covariance form, free of the robust start's bookkeeping (which would slow every
+step of the plain filter). :func:`run_start` runs the start's mixture, its hypotheses as
+extra rows of each series, and the information-form steps from an uninformed prior
+(pseudo-inverses from Jacobi eigendecompositions, as ``np.linalg.pinv(hermitian=True)``);
+its covariance-form steps go through :func:`run`, every hypothesis of every series a row of
+one batch. Tested equal to the numpy path to ~1e-12 (not bit for bit: the order of
 floating-point operations differs).
 
 Why explicit loops: the states are tiny (n = 4, m = 2 in the tracking benchmark), so the
@@ -224,6 +226,51 @@ def _well_conditioned(a, ea, w, V):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, nogil=True)
+def _covariance_or_inf(Y, out, ea, eb, w, V, r, step):  # pragma: no cover - compiled
+    """``out = sym(Y⁻¹)`` for a well-conditioned precision ``Y``; else ``inf`` off the
+    diagonal and the max-marginal variances on it, ``1 / (Y_ii - Y_io Y_oo⁺ Y_oi)`` or ``inf``
+    for an uninformed component (as ``possibly.filters._common._covariance_or_inf``); False
+    if ``Y`` is singular by rounding after all. The other arrays are work arrays."""
+    n = Y.shape[0]
+    if _well_conditioned(Y, ea, w, V):
+        for i in range(n):
+            for j in range(n):
+                ea[i, j] = Y[i, j]
+                eb[i, j] = 1.0 if i == j else 0.0
+        if not solve_in_place(ea, eb, n):
+            return False
+        for i in range(n):
+            for j in range(n):
+                out[i, j] = 0.5 * (eb[i, j] + eb[j, i])
+        return True
+    for i in range(n):
+        for j in range(n):
+            out[i, j] = math.inf
+    for i in range(n):
+        scale = 0.0  # "uninformed" relative to the component's own row, as numpy's
+        for j in range(n):
+            scale = max(scale, abs(Y[i, j]))
+        schur = Y[i, i]
+        if n > 1:
+            oi = 0
+            for a in range(n):
+                if a == i:
+                    continue
+                r[oi] = Y[i, a]
+                oj = 0
+                for c in range(n):
+                    if c != i:
+                        ea[oi, oj] = Y[a, c]
+                        oj += 1
+                oi += 1
+            k = n - 1
+            _pinv_mv(ea[:k, :k], r[:k], step[:k], eb[:k, :k], w[:k], V[:k, :k])
+            for c in range(k):
+                schur -= r[c] * step[c]
+        out[i, i] = 1.0 / schur if schur > scale / _MAX_COND else math.inf
+    return True
+
+@numba.njit(cache=True, nogil=True, inline="always")
 def _predict_information(Y, F_inv, G, Qg_inv, ea, eb, ec):  # pragma: no cover - compiled
     """``Y = sym(M - M G (Q_g⁻¹ + Gᵀ M G)⁻¹ Gᵀ M)``, ``M = F⁻ᵀ Y F⁻¹``: the precision of
     ``_predict`` in information form; ``ea``, ``eb``, ``ec`` n × n work arrays."""
@@ -271,7 +318,7 @@ def _predict_information(Y, F_inv, G, Qg_inv, ea, eb, ec):  # pragma: no cover -
     return True
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _update_information(y, x, Y, H, R, W, robust, dim, tau, log_c0, obs, hm, wmat, rm, htw, j_,
                         b_, vs, ea, w, V, step, eb, n_tup, m_tup):  # pragma: no cover
     """Update ``x``, ``Y`` (information form, ``Y`` the precision) in place with ``y`` (NaN
@@ -401,28 +448,199 @@ def run(ys, t0, mean, cov, model, rule, n_tup, m_tup, out):  # pragma: no cover 
     keep_covariance, keep_predicted``; arrays not kept may be empty). Returns False if a
     matrix to invert is singular by rounding (``mean``, ``cov`` and the outputs are then
     partly written): the caller reruns from its own copy of the state with numpy's
-    fallbacks. It is :func:`run_start` with one hypothesis in covariance form.
+    fallbacks. :func:`run_start` runs its covariance-form steps through it.
     """
-    n, B = len(n_tup), ys.shape[1]
-    # False as a run-time bool: a literal False would type (and compile) run_start again
-    no = t0 < 0
-    none = np.zeros((n, n))
-    inverse = (none, no, none, none, none)
-    mixture = (np.zeros((1, 0), dtype=np.bool_), np.zeros(1, dtype=np.int64),
-               np.zeros((0, 1), dtype=np.int64), 0.0)
-    precisions = (np.zeros((0, B, n, n)), np.zeros((0, B, n, n)))
-    forms = np.zeros((0, 2), dtype=np.bool_)
-    return run_start(ys, t0, ys.shape[0], mean, cov, no, model, inverse, rule,
-                     mixture, n_tup, m_tup, out, precisions, forms) != 0
+    F, Q, H, R = model
+    robust, dim, tau, log_c0 = rule
+    o_mean, o_var, o_cov = out.mean, out.variance, out.covariance
+    o_pmean, o_pcov = out.predicted_mean, out.predicted_covariance
+    o_logc, o_disc = out.log_consistency, out.discount
+    keep_var, keep_cov, keep_pred = out.keep_variance, out.keep_covariance, out.keep_predicted
+    T, B = ys.shape[0], ys.shape[1]
+    n, m = len(n_tup), len(m_tup)  # compile-time constants, as in run_start
+    # work arrays, allocated once
+    x = np.empty(n)
+    P = np.empty((n, n))
+    pf = np.empty((n, n))
+    k1 = np.empty(n)
+    ph = np.empty(n)
+    obs = np.empty(m, dtype=np.bool_)
+    hm = np.empty((m, n))
+    rm = np.empty((m, m))
+    hp = np.empty((m, n))
+    hph = np.empty((m, m))
+    s = np.empty((m, m))
+    v = np.empty(m)
+    rhs = np.empty((m, n + 1))  # [v | H P]: S⁻¹ v and the standard gain in one solve
+    ja = np.empty((n, n))  # work arrays of the diffuse updates
+    jb = np.empty((n, n))
+    wm = np.empty((m, m))
+    wd = np.empty((m, m))
+    # time outer, series inner (as run_start); the state of each series lives in mean[b],
+    # cov[b] between its steps
+    for t in range(t0, T):
+        for b in range(B):
+            for i in range(n):
+                x[i] = mean[b, i]
+                for j in range(n):
+                    P[i, j] = cov[b, i, j]
+            if t > 0:
+                # x = F x; P = sym((P Fᵀ)ᵀ Fᵀ) + Q, as _predict
+                for i in range(n):
+                    acc = 0.0
+                    for j in range(n):
+                        acc += F[i, j] * x[j]
+                    k1[i] = acc
+                for i in range(n):
+                    x[i] = k1[i]
+                _mul_abt(P, F, pf)  # P Fᵀ
+                _mul_abt(F, pf.T, P)  # F (P Fᵀ), the transpose of (P Fᵀ)ᵀ Fᵀ: same sym()
+                for i in range(n):
+                    for j in range(i, n):
+                        a = 0.5 * (P[i, j] + P[j, i])
+                        P[i, j] = a + Q[i, j]
+                        P[j, i] = a + Q[j, i]
+            if keep_pred:
+                for i in range(n):
+                    o_pmean[t, b, i] = x[i]
+                    for j in range(n):
+                        o_pcov[t, b, i, j] = P[i, j]
+            n_obs = 0
+            for i in range(m):
+                obs[i] = not math.isnan(ys[t, b, i])
+                if obs[i]:
+                    n_obs += 1
+            if n_obs == 0:
+                log_c = math.nan
+                rho = math.nan
+            elif m == 1:
+                r = R[0, 0]
+                hph0 = 0.0
+                v0 = ys[t, b, 0]
+                for i in range(n):
+                    acc = 0.0
+                    for j in range(n):
+                        acc += P[i, j] * H[0, j]
+                    ph[i] = acc
+                for i in range(n):
+                    hph0 += ph[i] * H[0, i]
+                    v0 -= x[i] * H[0, i]
+                s0 = hph0 + r
+                log_c = min(-0.5 * v0 * v0 / s0, 0.0)
+                rho = discount_scalar(min(log_c - log_c0[1], 0.0), dim, tau, robust)
+                kk = rho / (rho * hph0 + r) if robust else 1.0 / s0
+                for i in range(n):
+                    k1[i] = kk * ph[i]
+                    x[i] += k1[i] * v0
+                rho1 = rho if robust else 1.0
+                if rho1 * hph0 > _DIFFUSE * r and n == 1:  # P r / (ρ h² P + r)
+                    P[0, 0] *= r / (rho1 * hph0 + r)
+                elif rho1 * hph0 > _DIFFUSE * r:
+                    _joseph(P, k1.reshape((1, n)), H, R, rho1, ja, jb, pf)
+                    for i in range(n):  # not P[:, :] = pf, whose shape check compiles slowly
+                        for j in range(n):
+                            P[i, j] = pf[i, j]
+                else:
+                    for i in range(n):
+                        for j in range(n):
+                            P[i, j] -= k1[i] * ph[j]
+            else:
+                # missing components decoupled exactly (as _observation_at)
+                for i in range(m):
+                    for j in range(n):
+                        hm[i, j] = H[i, j] if obs[i] else 0.0
+                    for j in range(m):
+                        rm[i, j] = R[i, j] if obs[i] and obs[j] else 0.0
+                    if not obs[i]:
+                        rm[i, i] = 1.0
+                _mul_abt(hm, P.T, hp)  # H P
+                big = 0.0
+                for i in range(m):
+                    acc = ys[t, b, i] if obs[i] else 0.0
+                    for j in range(n):
+                        acc -= hm[i, j] * x[j]
+                    v[i] = acc
+                    big = max(big, abs(acc))
+                _mul_abt(hp, hm, hph)  # H P Hᵀ
+                scale = 1.0
+                if big > _BIG:  # exact power-of-two scaling: vᵀ S⁻¹ v cannot overflow
+                    scale = 2.0 ** math.frexp(big)[1]
+                for i in range(m):
+                    rhs[i, 0] = v[i] / scale
+                    for j in range(m):
+                        s[i, j] = hph[i, j] + rm[i, j]
+                    for j in range(n):
+                        rhs[i, j + 1] = hp[i, j]
+                if not solve_in_place(s, rhs, 1 if robust else n + 1):
+                    return False
+                q = 0.0
+                for i in range(m):
+                    q += v[i] / scale * rhs[i, 0]
+                log_c = -0.5 * q
+                if scale != 1.0 and q > 0:
+                    log_c = -0.5 * q * scale * scale
+                log_c = min(log_c, 0.0)
+                rho = discount_scalar(min(log_c - log_c0[n_obs], 0.0), dim, tau, robust)
+                if robust:
+                    # K = ρ P Hᵀ (ρ H P Hᵀ + R)⁻¹: continuous down to ρ = 0
+                    for i in range(m):
+                        for j in range(m):
+                            s[i, j] = rho * hph[i, j] + rm[i, j]
+                        for j in range(n):
+                            rhs[i, j + 1] = rho * hp[i, j]
+                    if not solve_in_place(s, rhs[:, 1:], n):
+                        return False
+                # rhs[:, 1:] is now Kᵀ (m, n)
+                for i in range(n):
+                    acc = 0.0
+                    for j in range(m):
+                        acc += rhs[j, i + 1] * (v[j] / scale)
+                    x[i] += acc * scale
+                rho1 = rho if robust else 1.0
+                diffuse = False
+                for i in range(m):
+                    if rho1 * hph[i, i] > _DIFFUSE * rm[i, i]:
+                        diffuse = True
+                if diffuse and not (m == n and n_obs == m and _information_update(
+                        P, hm, rm, hph, rho1, ja, jb, wm, wd, pf)):
+                    _joseph(P, rhs[:, 1:], hm, rm, rho1, ja, jb, pf)
+                elif not diffuse:
+                    for i in range(n):
+                        for j in range(n):
+                            acc = 0.0
+                            for c in range(m):
+                                acc += rhs[c, i + 1] * hp[c, j]
+                            pf[i, j] = P[i, j] - acc
+                for i in range(n):
+                    for j in range(i, n):
+                        a = 0.5 * (pf[i, j] + pf[j, i])
+                        P[i, j] = a
+                        P[j, i] = a
+            for i in range(n):
+                o_mean[t, b, i] = x[i]
+            o_logc[t, b] = log_c
+            o_disc[t, b] = rho
+            if keep_cov:
+                for i in range(n):
+                    for j in range(n):
+                        o_cov[t, b, i, j] = P[i, j]
+            if keep_var:
+                for i in range(n):
+                    o_var[t, b, i] = P[i, i]
+            for i in range(n):
+                mean[b, i] = x[i]
+                for j in range(n):
+                    cov[b, i, j] = P[i, j]
+    return True
 
 
 @numba.njit(cache=True, nogil=True)
 def run_start(ys, t0, t_end, mean, mat, information, model, inverse, rule, mixture, n_tup,
               m_tup, out, precisions, forms):  # pragma: no cover - compiled
     """Steps ``t0..t_end-1`` of every series of the robust start's mixture of hypotheses
-    (``robust_start.start_step``; one hypothesis: the plain recursion, :func:`run`), in
-    information form while a direction of the state is uninformed, writing the leader's
-    outputs into ``out`` (as :func:`run`).
+    (``robust_start.start_step``; one hypothesis: the plain recursion), in information form
+    while a direction of the state is uninformed (else through :func:`run`), writing the
+    leader's outputs into ``out`` (as :func:`run`).
 
     ``mean`` (B, n) and ``mat`` (B, n, n) are the state before step ``t0`` (a covariance, or
     a precision if ``information``; with several hypotheses ``t0`` is 0 and this is the
@@ -433,10 +651,10 @@ def run_start(ys, t0, t_end, mean, mat, information, model, inverse, rule, mixtu
     ``t < k`` (k, H) and ``log ε`` (``robust_start.mixture_tables``). While the batch is in
     information form (one batch, as numpy's steps) the leader's filtered and predicted
     precisions go to ``precisions[0][t]``, ``precisions[1][t]``, ``forms[t]`` says which
-    were, and the caller fills in their covariances. Returns 0 if a matrix to invert is
-    singular by rounding, or ``F`` is not invertible while in information form (the caller
-    reruns these steps in numpy), 1 if the final state is in covariance form, 2 in
-    information form.
+    were, and their covariances (``inf`` where singular, as numpy's record) to ``out``.
+    Returns 0 if a matrix to invert is singular by rounding, or ``F`` is not invertible while
+    in information form (the caller reruns these steps in numpy), 1 if the final state is in
+    covariance form, 2 in information form.
     """
     F, Q, H, R = model
     robust, dim, tau, log_c0 = rule
@@ -466,29 +684,22 @@ def run_start(ys, t0, t_end, mean, mat, information, model, inverse, rule, mixtu
                     for j in range(n):
                         hM[b, h, i, j] = mat[b, i, j]
     score = np.zeros((B, nh))
-    px = np.empty((nh, n))
-    pM = np.empty((nh, n, n))
-    lc = np.empty(nh)
-    dc = np.empty(nh)
+    px = np.empty((B, nh, n))  # each hypothesis' predicted state and its step's log c, ρ
+    pM = np.empty((B, nh, n, n))
+    lc = np.empty((B, nh))
+    dc = np.empty((B, nh))
     lead = np.zeros(B, dtype=np.int64)
-    # work arrays, allocated once
+    # the covariance-form steps' inputs and outputs in run (rows 0..1 of its time axis, as
+    # in step): every hypothesis of every series a row of one batch
+    y1, y2 = np.empty((1, B * nh, m)), np.empty((2, B * nh, m))
+    hout = _StepOutputs(np.empty((2, B * nh, n)), np.empty((0, B * nh, n)),
+                        np.empty((0, B * nh, n, n)), np.empty((2, B * nh, n)),
+                        np.empty((2, B * nh, n, n)), np.empty((2, B * nh)),
+                        np.empty((2, B * nh)), False, False, True)
+    # work arrays of the information-form steps, allocated once
     x = np.empty(n)
     P = np.empty((n, n))
-    pf = np.empty((n, n))
     k1 = np.empty(n)
-    ph = np.empty(n)
-    obs = np.empty(m, dtype=np.bool_)
-    hm = np.empty((m, n))
-    rm = np.empty((m, m))
-    hp = np.empty((m, n))
-    hph = np.empty((m, m))
-    s = np.empty((m, m))
-    v = np.empty(m)
-    rhs = np.empty((m, n + 1))  # [v | H P]: S⁻¹ v and the standard gain in one solve
-    ja = np.empty((n, n))  # work arrays of the diffuse updates
-    jb = np.empty((n, n))
-    wm = np.empty((m, m))
-    wd = np.empty((m, m))
     ea, eb, ec, ew, ev = (np.empty((n, n)), np.empty((n, n)), np.empty((n, n)), np.empty(n),
                           np.empty((n, n)))
     iobs, ihm, iwm, irm, ihtw = (np.empty(m, dtype=np.bool_), np.empty((m, n)),
@@ -501,8 +712,32 @@ def run_start(ys, t0, t_end, mean, mat, information, model, inverse, rule, mixtu
         info_before = info
         if t > 0 and info and not has_inv:
             return 0
+        if not info:
+            # covariance form: the plain loop (run) over every hypothesis of every series as
+            # one batch, y missing where the hypothesis drops it
+            row = 0 if t == 0 else 1  # run predicts unless it starts at step 0
+            yt = y1 if t == 0 else y2
+            for b in range(B):
+                for h in range(nh):
+                    dropped = t < k and drop[h, t]
+                    for i in range(m):
+                        yt[row, b * nh + h, i] = math.nan if dropped else ys[t, b, i]
+            if not run(yt, row, hx.reshape((B * nh, n)), hM.reshape((B * nh, n, n)), model,
+                       rule, n_tup, m_tup, hout):
+                return 0
+            for b in range(B):
+                for h in range(nh):
+                    r = b * nh + h
+                    lc[b, h] = hout.log_consistency[row, r]
+                    dc[b, h] = hout.discount[row, r]
+                    for i in range(n):
+                        px[b, h, i] = hout.predicted_mean[row, r, i]
+                        for j in range(n):
+                            pM[b, h, i, j] = hout.predicted_covariance[row, r, i, j]
         for b in range(B):
             for h in range(nh):
+                if not info:
+                    break  # stepped above
                 if t < k and rep[t, h] != h:
                     continue  # the same state as its representative's: copied below
                 for i in range(n):
@@ -517,172 +752,49 @@ def run_start(ys, t0, t_end, mean, mat, information, model, inverse, rule, mixtu
                         k1[i] = acc
                     for i in range(n):
                         x[i] = k1[i]
-                if t > 0 and info:
                     if not _predict_information(P, F_inv, G, Qg_inv, ea, eb, ec):
                         return 0
-                elif t > 0:
-                    # P = sym((P Fᵀ)ᵀ Fᵀ) + Q, as _predict
-                    _mul_abt(P, F, pf)  # P Fᵀ
-                    _mul_abt(F, pf.T, P)  # F (P Fᵀ), the transpose of (P Fᵀ)ᵀ Fᵀ: same sym()
-                    for i in range(n):
-                        for j in range(i, n):
-                            a = 0.5 * (P[i, j] + P[j, i])
-                            P[i, j] = a + Q[i, j]
-                            P[j, i] = a + Q[j, i]
-                if nh > 1:
-                    for i in range(n):
-                        px[h, i] = x[i]
-                        for j in range(n):
-                            pM[h, i, j] = P[i, j]
-                elif keep_pred:
-                    for i in range(n):
-                        o_pmean[t, b, i] = x[i]
-                        for j in range(n):
-                            if info_before:
-                                p_prec[t, b, i, j] = P[i, j]
-                            else:
-                                o_pcov[t, b, i, j] = P[i, j]
+                for i in range(n):
+                    px[b, h, i] = x[i]
+                    for j in range(n):
+                        pM[b, h, i, j] = P[i, j]
                 n_obs = 0
                 if not (t < k and drop[h, t]):  # else y is missing for this hypothesis
                     for i in range(m):
-                        obs[i] = not math.isnan(ys[t, b, i])
-                        if obs[i]:
+                        if not math.isnan(ys[t, b, i]):
                             n_obs += 1
                 if n_obs == 0:
                     log_c = math.nan
                     rho = math.nan
-                elif info:
+                else:
                     ok, log_c, rho = _update_information(
                         ys[t, b], x, P, H, R, W, robust, dim, tau, log_c0, iobs, ihm, iwm,
                         irm, ihtw, ij, ib, ivs, ea, ew, ev, istep, eb, n_tup, m_tup)
                     if not ok:
                         return 0
-                elif m == 1:
-                    r = R[0, 0]
-                    hph0 = 0.0
-                    v0 = ys[t, b, 0]
-                    for i in range(n):
-                        acc = 0.0
-                        for j in range(n):
-                            acc += P[i, j] * H[0, j]
-                        ph[i] = acc
-                    for i in range(n):
-                        hph0 += ph[i] * H[0, i]
-                        v0 -= x[i] * H[0, i]
-                    s0 = hph0 + r
-                    log_c = min(-0.5 * v0 * v0 / s0, 0.0)
-                    rho = discount_scalar(min(log_c - log_c0[1], 0.0), dim, tau, robust)
-                    kk = rho / (rho * hph0 + r) if robust else 1.0 / s0
-                    for i in range(n):
-                        k1[i] = kk * ph[i]
-                        x[i] += k1[i] * v0
-                    rho1 = rho if robust else 1.0
-                    if rho1 * hph0 > _DIFFUSE * r and n == 1:  # P r / (ρ h² P + r)
-                        P[0, 0] *= r / (rho1 * hph0 + r)
-                    elif rho1 * hph0 > _DIFFUSE * r:
-                        _joseph(P, k1.reshape((1, n)), H, R, rho1, ja, jb, pf)
-                        for i in range(n):  # not P[:, :] = pf: its shape check compiles slowly
-                            for j in range(n):
-                                P[i, j] = pf[i, j]
-                    else:
-                        for i in range(n):
-                            for j in range(n):
-                                P[i, j] -= k1[i] * ph[j]
-                else:
-                    # missing components decoupled exactly (as _observation_at)
-                    for i in range(m):
-                        for j in range(n):
-                            hm[i, j] = H[i, j] if obs[i] else 0.0
-                        for j in range(m):
-                            rm[i, j] = R[i, j] if obs[i] and obs[j] else 0.0
-                        if not obs[i]:
-                            rm[i, i] = 1.0
-                    _mul_abt(hm, P.T, hp)  # H P
-                    big = 0.0
-                    for i in range(m):
-                        acc = ys[t, b, i] if obs[i] else 0.0
-                        for j in range(n):
-                            acc -= hm[i, j] * x[j]
-                        v[i] = acc
-                        big = max(big, abs(acc))
-                    _mul_abt(hp, hm, hph)  # H P Hᵀ
-                    scale = 1.0
-                    if big > _BIG:  # exact power-of-two scaling: vᵀ S⁻¹ v cannot overflow
-                        scale = 2.0 ** math.frexp(big)[1]
-                    for i in range(m):
-                        rhs[i, 0] = v[i] / scale
-                        for j in range(m):
-                            s[i, j] = hph[i, j] + rm[i, j]
-                        for j in range(n):
-                            rhs[i, j + 1] = hp[i, j]
-                    if not solve_in_place(s, rhs, 1 if robust else n + 1):
-                        return 0
-                    q = 0.0
-                    for i in range(m):
-                        q += v[i] / scale * rhs[i, 0]
-                    log_c = -0.5 * q
-                    if scale != 1.0 and q > 0:
-                        log_c = -0.5 * q * scale * scale
-                    log_c = min(log_c, 0.0)
-                    rho = discount_scalar(min(log_c - log_c0[n_obs], 0.0), dim, tau, robust)
-                    if robust:
-                        # K = ρ P Hᵀ (ρ H P Hᵀ + R)⁻¹: continuous down to ρ = 0
-                        for i in range(m):
-                            for j in range(m):
-                                s[i, j] = rho * hph[i, j] + rm[i, j]
-                            for j in range(n):
-                                rhs[i, j + 1] = rho * hp[i, j]
-                        if not solve_in_place(s, rhs[:, 1:], n):
-                            return 0
-                    # rhs[:, 1:] is now Kᵀ (m, n)
-                    for i in range(n):
-                        acc = 0.0
-                        for j in range(m):
-                            acc += rhs[j, i + 1] * (v[j] / scale)
-                        x[i] += acc * scale
-                    rho1 = rho if robust else 1.0
-                    diffuse = False
-                    for i in range(m):
-                        if rho1 * hph[i, i] > _DIFFUSE * rm[i, i]:
-                            diffuse = True
-                    if diffuse and not (m == n and n_obs == m and _information_update(
-                            P, hm, rm, hph, rho1, ja, jb, wm, wd, pf)):
-                        _joseph(P, rhs[:, 1:], hm, rm, rho1, ja, jb, pf)
-                    elif not diffuse:
-                        for i in range(n):
-                            for j in range(n):
-                                acc = 0.0
-                                for c in range(m):
-                                    acc += rhs[c, i + 1] * hp[c, j]
-                                pf[i, j] = P[i, j] - acc
-                    for i in range(n):
-                        for j in range(i, n):
-                            a = 0.5 * (pf[i, j] + pf[j, i])
-                            P[i, j] = a
-                            P[j, i] = a
-                lc[h] = log_c
-                dc[h] = rho
+                lc[b, h] = log_c
+                dc[b, h] = rho
                 for i in range(n):
                     hx[b, h, i] = x[i]
                     for j in range(n):
                         hM[b, h, i, j] = P[i, j]
             best = 0
             if nh == 1:
-                o_logc[t, b] = lc[0]
-                o_disc[t, b] = dc[0]
+                o_logc[t, b] = lc[b, 0]
+                o_disc[t, b] = dc[b, 0]
             else:
-                best = _mixture_step(score[b], lc, dc, hx[b], hM[b], px, pM, ys[t, b], t,
-                                     drop, rank, rep, floor, o_logc[t, b:b + 1],
+                best = _mixture_step(score[b], lc[b], dc[b], hx[b], hM[b], px[b], pM[b],
+                                     ys[t, b], t, drop, rank, rep, floor, o_logc[t, b:b + 1],
                                      o_disc[t, b:b + 1])
                 lead[b] = best
-                if keep_pred:
-                    for i in range(n):
-                        o_pmean[t, b, i] = px[best, i]
-                        for j in range(n):
-                            if info_before:
-                                p_prec[t, b, i, j] = pM[best, i, j]
-                            else:
-                                o_pcov[t, b, i, j] = pM[best, i, j]
+            if keep_pred:
+                for i in range(n):
+                    o_pmean[t, b, i] = px[b, best, i]
+                    for j in range(n):
+                        if info_before:
+                            p_prec[t, b, i, j] = pM[b, best, i, j]
+                        else:
+                            o_pcov[t, b, i, j] = pM[b, best, i, j]
             for i in range(n):
                 o_mean[t, b, i] = hx[b, best, i]
             if not info:  # else the step may end in either form: written below
@@ -710,6 +822,19 @@ def run_start(ys, t0, t_end, mean, mat, information, model, inverse, rule, mixtu
                         o_var[t, b, i] = hM[b, best, i, i]
             forms[t, 0] = info
             forms[t, 1] = True
+            # the covariances of the steps in information form, as numpy's record
+            for b in range(B):
+                if keep_pred and not _covariance_or_inf(p_prec[t, b], o_pcov[t, b], ea, eb,
+                                                        ew, ev, ib, istep):
+                    return 0
+                if keep_var and info:
+                    if not _covariance_or_inf(f_prec[t, b], ec, ea, eb, ew, ev, ib, istep):
+                        return 0
+                    for i in range(n):
+                        o_var[t, b, i] = ec[i, i]
+                        if keep_cov:
+                            for j in range(n):
+                                o_cov[t, b, i, j] = ec[i, j]
     if nh > 1:
         for b in range(B):
             best = lead[b]
@@ -720,7 +845,7 @@ def run_start(ys, t0, t_end, mean, mat, information, model, inverse, rule, mixtu
     return 2 if info else 1
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _mixture_step(score, lc, dc, hx, hM, px, pM, y, t, drop, rank, rep, floor, o_logc,
                   o_disc):  # pragma: no cover - compiled
     """One series' mixture after step ``t`` (as ``robust_start.mixture_scores``): copies each
