@@ -36,6 +36,7 @@ from possibly.changepoint.models.segment_model import (
 from possibly.changepoint.models.trend import (
     B_MIN,
     LOG_2PI,
+    TREND_NAMES,
     SegmentPrior,
     automatic_prior,
     floored_evidence,
@@ -52,7 +53,6 @@ MAX_HARMONICS = 8
 MAX_STATE = 3 + 2 * MAX_HARMONICS
 #: harmonics per period when not given (fewer when the period is too short for them)
 DEFAULT_HARMONICS = 3
-TREND_NAMES = ("level", "linear trend", "quadratic trend")
 
 
 def harmonics_of(period: float, wanted: int) -> int:
