@@ -3,7 +3,10 @@
 The anomaly of record ``t`` is one minus a conformal p-value: the rank of its surprise among
 the surprises of the stream's previous records (at most :data:`WINDOW` of them). The same
 threshold then means the same false-alarm rate on every stream, whatever its units, resolution
-or tails, and no scale floor is needed (docs: The mathematics, §6; Monitoring streams).
+or tails, and no scale floor is needed (docs: The mathematics, §6; Monitoring streams). The
+bound ``P(anomaly >= 1 - α) <= α`` is exact for the model's surprise (no period), for
+exchangeable surprises; with a period the early residuals are noisier than the later ones, so
+it is only approximate (conservative on white noise).
 
 The surprise of record ``t`` is
 
@@ -119,6 +122,14 @@ def calibrate_one(state: np.ndarray, value: float) -> float:
     ``#{u : s_u < s_t} / (n + 1)`` over the ``n`` surprises ``s_u`` kept (the last
     :data:`WINDOW`), 0 for the first surprise; with a period, 0 while no earlier period of
     the record's phase has been observed.
+
+    Examples
+    --------
+    >>> state = new_calibration(None)
+    >>> calibrate_one(state, 2.0), calibrate_one(state, 1.0), calibrate_one(state, 4.0)
+    (0.0, 0.0, 0.6666666666666666)
+    >>> calibrate_one(state, float("nan"))       # missing: not ranked
+    0.0
     """
     period = int(state[_PERIOD])
     cycles = int(state[_CYCLES])

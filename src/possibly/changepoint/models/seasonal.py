@@ -57,7 +57,13 @@ DEFAULT_HARMONICS = 3
 
 def harmonics_of(period: float, wanted: int) -> int:
     """The harmonics a period can carry: ``wanted``, at most ``(P - 1) / 2`` (below the
-    Nyquist frequency), at least 1."""
+    Nyquist frequency), at least 1.
+
+    Examples
+    --------
+    >>> harmonics_of(24, 3), harmonics_of(7, 5), harmonics_of(4, 3), harmonics_of(2, 3)
+    (3, 3, 1, 1)
+    """
     return max(1, min(int(wanted), int((period - 1.0) // 2.0)))
 
 
