@@ -3,10 +3,9 @@
 The anomaly of record ``t`` is one minus a conformal p-value: the rank of its surprise among
 the surprises of the stream's previous records (at most :data:`WINDOW` of them). The same
 threshold then means the same false-alarm rate on every stream, whatever its units, resolution
-or tails, and no scale floor is needed (docs: The mathematics, §6; Monitoring streams). The
-bound ``P(anomaly >= 1 - α) <= α`` is exact for the model's surprise (no period), for
-exchangeable surprises; with a period the early residuals are noisier than the later ones, so
-it is only approximate (conservative on white noise).
+or tails, and no scale floor is needed (docs: The mathematics, §6; Monitoring streams): the
+rate is bounded exactly for the model's surprise, approximately with a period (conservatively
+on white noise).
 
 The surprise of record ``t`` is
 
@@ -22,9 +21,8 @@ value) -> anomaly`` advances it by one record (NaN: a missing record, anomaly 0)
 :func:`calibrate` ``(state, values, out)`` by many. Both are plain Python on floats, which
 :mod:`possibly.changepoint.anomaly_numba` compiles unchanged, so a compiled loop over many
 streams can call the same step on each row of a ``(streams, size)`` array. A state holds
-``8 + CYCLES · P + WINDOW + CYCLES`` floats (16 kB without a period, 17.4 kB for hourly data
-with a daily period); a step costs one pass over the window's surprises (exact ranks, the
-same resolution ``1 / (WINDOW + 1)`` on every stream once ``WINDOW`` records are seen).
+``8 + CYCLES · P + WINDOW + CYCLES`` floats (16 kB without a period); a step is one pass
+over the window's surprises (exact ranks).
 """
 
 from __future__ import annotations
