@@ -12,6 +12,7 @@ from scipy.special import gammaln
 
 import possibly as ps
 from possibly.changepoint import PoissonLevel, model_family
+from possibly.changepoint.models import counts
 from possibly.changepoint.models.counts import sup_log_joint, tempered_log_marginal
 
 CASES = [(1.0, 0.5, 0.0), (1.0, 0.5, 3.0), (4.5, 2.0, 0.0), (4.5, 2.0, 7.0), (30.0, 6.0, 2.0)]
@@ -145,8 +146,11 @@ def _brute_force_normalisations(a: float, b: float, gamma: float, size: int
             float(tempered_log_marginal(a, b, counts, gamma).max()))
 
 
+@pytest.mark.parametrize("bisection", [False, True])
 @pytest.mark.parametrize("gamma", [1.0, 0.5, 0.05])
-def test_normalisations_match_every_count_on_small_counts(gamma):
+def test_normalisations_match_every_count_on_small_counts(gamma, bisection, monkeypatch):
+    if bisection:  # the search used beyond GRID_LIMIT, here on every count
+        monkeypatch.setattr(counts, "GRID_LIMIT", -1.0)
     # many runs at once, modes up to ~60: the sups over the counts 0..4000, brute force
     rng = np.random.default_rng(7)
     alpha = 1.0 + rng.exponential(40.0, 60)

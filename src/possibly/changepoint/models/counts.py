@@ -49,6 +49,8 @@ __all__ = ["PoissonLevel"]
 #: largest consistency or evidence: the upper end of the search for the normalisations
 GRID_SDS = 12.0
 GRID_MARGIN = 20
+#: the normalisations evaluate every count up to this one; a bisection beyond
+GRID_LIMIT = 2000.0
 
 
 def _counts(y: Any) -> np.ndarray:
@@ -90,19 +92,25 @@ def search_top(alpha: np.ndarray, beta: np.ndarray) -> np.ndarray:
 
 def largest_over_counts(log_f: Any, top: np.ndarray) -> np.ndarray:
     """``max_{k = 0..top_j} log_f(k)_j`` per run ``j``, for ``log_f`` unimodal in ``k`` (both
-    maximised functions are: log-concave gamma-Poisson terms).
+    maximised functions are: log-concave gamma-Poisson terms); ``log_f`` takes the counts as
+    a ``(runs, m)`` array.
 
-    A bisection on the sign of ``log_f(k + 1) - log_f(k)`` finds the first count where the
-    function stops increasing, in ``log2(top)`` evaluations of two counts per run, whatever
-    the size of the counts (a grid ``0..top`` would take memory in proportion to them).
+    Up to :data:`GRID_LIMIT` every count is evaluated; beyond, a bisection on the sign of
+    ``log_f(k + 1) - log_f(k)`` finds the first count where the function stops increasing, in
+    ``log2(top)`` evaluations of two counts per run, whatever the size of the counts (a grid
+    ``0..top`` would take memory in proportion to them).
 
     Examples
     --------
     >>> import numpy as np
-    >>> largest_over_counts(lambda k: -(k - np.array([3.0, 40.0])) ** 2,
-    ...                     np.array([10.0, 100.0])).tolist()
+    >>> peaks = np.array([[3.0], [4e6]])
+    >>> largest_over_counts(lambda k: -(k - peaks) ** 2, np.array([10.0, 1e7])).tolist()
     [-0.0, -0.0]
     """
+    if top.size == 0 or top.max() <= GRID_LIMIT:
+        grid = np.arange(top.max(initial=0.0) + 1.0)
+        return np.asarray(np.max(log_f(grid[None, :]), axis=1,
+                                 initial=-np.inf), dtype=np.float64)
     lo = np.zeros_like(top)
     hi = top.copy()
     while True:
@@ -110,10 +118,10 @@ def largest_over_counts(log_f: Any, top: np.ndarray) -> np.ndarray:
         if not active.any():
             break
         mid = np.floor((lo + hi) / 2.0)
-        rising = log_f(mid + 1.0) > log_f(mid)
+        rising = log_f((mid + 1.0)[:, None])[:, 0] > log_f(mid[:, None])[:, 0]
         lo = np.where(active & rising, mid + 1.0, lo)
         hi = np.where(active & ~rising, mid, hi)
-    return np.asarray(log_f(lo), dtype=np.float64)
+    return np.asarray(log_f(lo[:, None])[:, 0], dtype=np.float64)
 
 
 def sup_log_joint(alpha: Any, beta: Any, k: Any) -> Any:
@@ -246,14 +254,16 @@ class PoissonLevel(SegmentModel):
 
     def log_consistency(self, prepared: CountObservation) -> np.ndarray:
         a, b = prepared.runs["alpha"], prepared.runs["beta"]
-        best = largest_over_counts(lambda j: sup_log_joint(a, b, j), prepared.top)
+        best = largest_over_counts(lambda j: sup_log_joint(a[:, None], b[:, None], j),
+                                   prepared.top)
         return np.minimum(sup_log_joint(a, b, prepared.k) - best, 0.0)
 
     def update(self, prepared: CountObservation, gamma: float) -> tuple[np.ndarray, Runs]:
         runs, k = prepared.runs, prepared.k
         a, b = runs["alpha"], runs["beta"]
         ev = tempered_log_marginal(a, b, k, gamma)
-        best = largest_over_counts(lambda j: tempered_log_marginal(a, b, j, gamma),
+        best = largest_over_counts(lambda j: tempered_log_marginal(a[:, None], b[:, None],
+                                                                  j, gamma),
                                    prepared.top)
         best = np.maximum(best, ev)
         outlier = ev < best - self.outlier_cost
