@@ -92,8 +92,8 @@ def search_top(alpha: np.ndarray, beta: np.ndarray) -> np.ndarray:
 
 def largest_over_counts(log_f: Any, top: np.ndarray) -> np.ndarray:
     """``max_{k = 0..top_j} log_f(k)_j`` per run ``j``, for ``log_f`` unimodal in ``k`` (both
-    maximised functions are: log-concave gamma-Poisson terms); ``log_f`` takes the counts as
-    a ``(runs, m)`` array.
+    maximised functions are: their increments in ``k`` fall as ``k`` grows, the gamma-Poisson
+    terms being near log-concave); ``log_f`` takes the counts as a ``(runs, m)`` array.
 
     Up to :data:`GRID_LIMIT` every count is evaluated; beyond, a bisection on the sign of
     ``log_f(k + 1) - log_f(k)`` finds the first count where the function stops increasing, in

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["FAIR_SHARE", "ROUNDING_SD", "TIE_TOLERANCE", "quantisation_step"]
+__all__ = ["FAIR_SHARE", "ROUNDING_SD", "TIE_TOLERANCE", "WIDE_GAP", "quantisation_step"]
 
 #: the standard deviation of a rounding error uniform over one step, in steps: ``1 / √12``
 ROUNDING_SD = 1.0 / math.sqrt(12.0)
