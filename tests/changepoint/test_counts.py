@@ -12,6 +12,7 @@ from scipy.special import gammaln
 
 import possibly as ps
 from possibly.changepoint import PoissonLevel, model_family
+from possibly.changepoint.models import counts
 from possibly.changepoint.models.counts import sup_log_joint, tempered_log_marginal
 
 CASES = [(1.0, 0.5, 0.0), (1.0, 0.5, 3.0), (4.5, 2.0, 0.0), (4.5, 2.0, 7.0), (30.0, 6.0, 2.0)]
@@ -135,3 +136,85 @@ def test_bad_input_is_named():
         PoissonLevel(evidence="profile")
     res = ps.ChangepointDetector(model=[PoissonLevel()]).fit([1.0, np.nan, 2.0, 0.0, 1.0])
     assert np.isnan(res.discount[1]) and np.isfinite(res.discount[[0, 2, 3, 4]]).all()
+
+
+def _brute_force_normalisations(a: float, b: float, gamma: float, size: int
+                                ) -> tuple[float, float]:
+    """The sups over the counts 0..size of the consistency's and the evidence's functions."""
+    counts = np.arange(size + 1.0)
+    return (float(sup_log_joint(a, b, counts).max()),
+            float(tempered_log_marginal(a, b, counts, gamma).max()))
+
+
+@pytest.mark.parametrize("bisection", [False, True])
+@pytest.mark.parametrize("gamma", [1.0, 0.5, 0.05])
+def test_normalisations_match_every_count_on_small_counts(gamma, bisection, monkeypatch):
+    if bisection:  # the search used beyond GRID_LIMIT, here on every count
+        monkeypatch.setattr(counts, "GRID_LIMIT", -1.0)
+    # many runs at once, modes up to ~60: the sups over the counts 0..4000, brute force
+    rng = np.random.default_rng(7)
+    alpha = 1.0 + rng.exponential(40.0, 60)
+    alpha[:3] = [1.0, 1.0001, 1.5]
+    beta = rng.uniform(0.05, 8.0, 60)
+    model = PoissonLevel(prior_mean=3.0, reference_scale=1.0, outlier_cost=1e9)
+    runs = {"alpha": alpha, "beta": beta, "seen": np.ones(60, dtype=bool)}
+    for k in (0.0, 3.0, 250.0):
+        prepared = model.prepare(runs, k)
+        lc = model.log_consistency(prepared)
+        ev, _ = model.update(prepared, gamma)  # outlier_cost 1e9: the evidence itself
+        for j in range(60):
+            sup, _ = _brute_force_normalisations(alpha[j], beta[j], gamma, 4000)
+            assert lc[j] == pytest.approx(min(sup_log_joint(alpha[j], beta[j], k) - sup, 0.0),
+                                          abs=1e-11)
+        np.testing.assert_allclose(ev, tempered_log_marginal(alpha, beta, k, gamma),
+                                   rtol=1e-14)
+    # the outlier floor is the largest evidence minus the cost, brute force
+    strict = PoissonLevel(prior_mean=3.0, reference_scale=1.0, outlier_cost=2.0)
+    ev, new = strict.update(strict.prepare(runs, 400.0), gamma)
+    floored = 0
+    for j in range(60):
+        _, best = _brute_force_normalisations(alpha[j], beta[j], gamma, 4000)
+        expected = tempered_log_marginal(alpha[j], beta[j], 400.0, gamma)
+        if expected < best - 2.0:
+            assert ev[j] == pytest.approx(best - 2.0, abs=1e-11)
+            assert new["alpha"][j] == alpha[j]
+            floored += 1
+    assert floored >= 10
+
+
+def test_normalisations_on_large_counts_by_brute_force():
+    # runs at rates of a million: the sups over a window of every count around the mode
+    model = PoissonLevel(prior_mean=3.0, reference_scale=1.0, outlier_cost=1e9)
+    beta = np.array([0.5, 3.0, 200.0])
+    alpha = 1.0 + beta * np.array([1e6, 2.5e6, 7e5])
+    runs = {"alpha": alpha, "beta": beta, "seen": np.ones(3, dtype=bool)}
+    prepared = model.prepare(runs, 1e6)
+    lc = model.log_consistency(prepared)
+    ev, _ = model.update(prepared, 1.0)
+    for j in range(3):
+        mode = (alpha[j] - 1.0) / beta[j]
+        window = np.arange(mode - 3e4, mode + 3e4)
+        sup = float(sup_log_joint(alpha[j], beta[j], window).max())
+        assert lc[j] == pytest.approx(min(sup_log_joint(alpha[j], beta[j], 1e6) - sup, 0.0),
+                                      abs=1e-6)
+        assert ev[j] == pytest.approx(tempered_log_marginal(alpha[j], beta[j], 1e6, 1.0),
+                                      rel=1e-14)
+
+
+def test_huge_counts_stay_finite_in_a_stream():
+    # a Poisson(3) stream, then a count of 1e12 and more ordinary counts: finite discounts and
+    # the huge count an outlier of the count model (a grid up to the count would not fit)
+    rng = np.random.default_rng(1)
+    warm = rng.poisson(3.0, 300).astype(float)
+    model = PoissonLevel().resolve(warm)
+    det = ps.ChangepointDetector(
+        model=model_family(prior=ps.changepoint.automatic_prior(warm)) + [model])
+    for v in warm:
+        det.update(v)
+    for v in (1e12, 3.0, 2.0, 1e10, 4.0):
+        info = det.update(v)
+        assert np.isfinite(info.discount) and 0.0 <= info.discount <= 1.0
+    runs = model.new_runs(2)
+    incr, new = model.update(model.prepare(runs, 1e12), 1.0)
+    assert np.all(np.isfinite(incr))
+    assert np.all(np.isfinite(model.log_consistency(model.prepare(new, 1e12))))

@@ -46,8 +46,8 @@ def plateau(n: int = 2000, seed: int = 3) -> np.ndarray:
 
 def streamed(y: np.ndarray, warm_up: int, engine: str = "auto",
              resolution: float | None = None) -> ps.ChangepointResult:
-    prior = automatic_prior(y[:warm_up], resolution=resolution) if resolution else \
-        automatic_prior(y[:warm_up])
+    prior = automatic_prior(y[:warm_up], resolution=resolution) \
+        if resolution is not None else automatic_prior(y[:warm_up])
     det = ps.ChangepointDetector(model=model_family(prior=prior), engine=engine)
     det.extend(y)
     return det.result()
@@ -67,6 +67,31 @@ def test_quantisation_step_hand_cases():
     assert quantisation_step([3.0, 3.0, 3.0, 4.0]) == 0.0  # two levels: no step
     assert quantisation_step([7.0] * 5) == 0.0
     assert quantisation_step([]) == 0.0
+
+
+def test_spikes_do_not_set_the_step():
+    # whole units 0..6 and spikes far beyond the range: the step stays 1, whatever the spikes
+    y = np.arange(100) % 7.0
+    for spikes in ([1e10], [1e10, 2e10], [1e12, 2e12], [-1e10, 1e10], [1e10, 1e10, 3e10]):
+        assert quantisation_step(np.r_[y, spikes]) == 1.0, spikes
+        assert automatic_prior(np.r_[y, spikes]).resolution == 1.0, spikes
+    # two levels and spikes: the step is the gap between the levels
+    assert quantisation_step(np.r_[np.full(50, 3.0), np.full(50, 4.0), 1e10, 2e10]) == 1.0
+    # (a single level with spikes is ambiguous: [3, ..., 3, 1e10, 2e10] is [3, ..., 3, 4, 5]
+    # up to y -> a y + b)
+
+
+def test_spikes_do_not_erase_a_level_shift():
+    # whole numbers, a shift of +8 at 300 (4 sd), two spikes: the shift is found with or
+    # without them, and the spikes are outliers
+    rng = np.random.default_rng(3)
+    y = np.round(rng.normal(20.0, 2.0, 600)) + np.r_[np.zeros(300), np.full(300, 8.0)]
+    clean = ps.ChangepointDetector().fit(y)
+    assert clean.changepoints.tolist() == [300]
+    y[[100, 450]] = [1e10, 2e10]
+    res = ps.ChangepointDetector().fit(y)
+    assert res.changepoints.tolist() == [300]
+    assert {100, 450} <= set(np.asarray(res.outliers).tolist())
 
 
 @pytest.mark.parametrize("a, b", [(3.0, 7.0), (1e-3, -2.0), (250.0, 1e4)])
@@ -109,8 +134,9 @@ def test_prior_resolution_is_checked():
     for bad in (-0.5, math.inf):
         with pytest.raises(ValueError, match="resolution"):
             automatic_prior([1.0, 2.0, 3.0], resolution=bad)
-    with pytest.raises(TypeError, match="resolution"):
-        automatic_prior([1.0, 2.0, 3.0], resolution="1")
+    for bad in ("1", "x", None.__class__):
+        with pytest.raises(ValueError, match=r"resolution must be a finite number >= 0"):
+            automatic_prior([1.0, 2.0, 3.0], resolution=bad)
     # a known step: kept as given, and the scale floored by it
     prior = automatic_prior([5.0] * 30 + [4.0], resolution=1.0)
     assert prior.resolution == 1.0 and prior.scale == pytest.approx(1.0 / SQRT12, rel=1e-15)

@@ -3,7 +3,9 @@
 The anomaly of record ``t`` is one minus a conformal p-value: the rank of its surprise among
 the surprises of the stream's previous records (at most :data:`WINDOW` of them). The same
 threshold then means the same false-alarm rate on every stream, whatever its units, resolution
-or tails, and no scale floor is needed (docs: The mathematics, §6; Monitoring streams).
+or tails, and no scale floor is needed (docs: The mathematics, §6; Monitoring streams): the
+rate is bounded exactly for the model's surprise, approximately with a period (conservatively
+on white noise).
 
 The surprise of record ``t`` is
 
@@ -19,9 +21,8 @@ value) -> anomaly`` advances it by one record (NaN: a missing record, anomaly 0)
 :func:`calibrate` ``(state, values, out)`` by many. Both are plain Python on floats, which
 :mod:`possibly.changepoint.anomaly_numba` compiles unchanged, so a compiled loop over many
 streams can call the same step on each row of a ``(streams, size)`` array. A state holds
-``8 + CYCLES · P + WINDOW + CYCLES`` floats (16 kB without a period, 17.4 kB for hourly data
-with a daily period); a step costs one pass over the window's surprises (exact ranks, the
-same resolution ``1 / (WINDOW + 1)`` on every stream once ``WINDOW`` records are seen).
+``8 + CYCLES · P + WINDOW + CYCLES`` floats (16 kB without a period); a step is one pass
+over the window's surprises (exact ranks).
 """
 
 from __future__ import annotations
@@ -119,6 +120,14 @@ def calibrate_one(state: np.ndarray, value: float) -> float:
     ``#{u : s_u < s_t} / (n + 1)`` over the ``n`` surprises ``s_u`` kept (the last
     :data:`WINDOW`), 0 for the first surprise; with a period, 0 while no earlier period of
     the record's phase has been observed.
+
+    Examples
+    --------
+    >>> state = new_calibration(None)
+    >>> calibrate_one(state, 2.0), calibrate_one(state, 1.0), calibrate_one(state, 4.0)
+    (0.0, 0.0, 0.6666666666666666)
+    >>> calibrate_one(state, float("nan"))       # missing: not ranked
+    0.0
     """
     period = int(state[_PERIOD])
     cycles = int(state[_CYCLES])

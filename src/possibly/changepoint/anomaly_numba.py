@@ -64,7 +64,17 @@ def bank_calibration(post, row, out):  # pragma: no cover - compiled into the ba
 
 @numba.njit(cache=True, nogil=True)
 def calibrate(state, values, out):  # pragma: no cover - compiled
-    """:func:`calibrate_one` of each of ``values`` in turn, written to ``out``."""
+    """:func:`calibrate_one` of each of ``values`` in turn, written to ``out``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from possibly.changepoint.anomaly import new_calibration
+    >>> state, out = new_calibration(None), np.empty(4)
+    >>> calibrate(state, np.array([1.0, 3.0, np.nan, 5.0]), out)
+    >>> out.tolist()
+    [0.0, 0.5, 0.0, 0.6666666666666666]
+    """
     for i in range(values.shape[0]):
         out[i] = calibrate_one(state, values[i])
 
@@ -72,7 +82,15 @@ def calibrate(state, values, out):  # pragma: no cover - compiled
 def calibrate_one_entry() -> Any:
     """:func:`calibrate_one` for a float64 state array and a Python float, without numba's
     dispatch by argument types (a per-call cost comparable to the step itself): for
-    :meth:`possibly.ChangepointDetector.update`, which always passes those types."""
+    :meth:`possibly.ChangepointDetector.update`, which always passes those types.
+
+    Examples
+    --------
+    >>> from possibly.changepoint.anomaly import new_calibration
+    >>> step, state = calibrate_one_entry(), new_calibration(None)
+    >>> [step(state, s) for s in (1.0, 3.0, 2.0, 5.0)]
+    [0.0, 0.5, 0.3333333333333333, 0.75]
+    """
     state = anomaly.new_calibration(None, window=1)
     calibrate_one(state, 0.0)  # compiled (or loaded from the cache) for these types
     compiled = calibrate_one.overloads[(numba.typeof(state), numba.typeof(0.0))]

@@ -43,7 +43,16 @@ _YEAR = 365.2425 * _DAY
 
 def step_seconds(index_or_step: Any) -> float:
     """The sampling step in seconds of a time index (pandas DatetimeIndex, datetime64 array:
-    the median spacing) or of a step (timedelta, numpy timedelta64, pandas Timedelta)."""
+    the median spacing) or of a step (timedelta, numpy timedelta64, pandas Timedelta).
+
+    Examples
+    --------
+    >>> import datetime
+    >>> step_seconds(datetime.timedelta(minutes=5))
+    300.0
+    >>> step_seconds(np.arange("2024-01-01T00", "2024-01-02T00", dtype="datetime64[h]"))
+    3600.0
+    """
     name = "index"
     if isinstance(index_or_step, (datetime.timedelta, np.timedelta64)) or type(
             index_or_step).__name__ == "Timedelta":
@@ -162,7 +171,15 @@ def _delevelled(y: np.ndarray, period: float) -> tuple[np.ndarray, np.ndarray, n
 
 def robust_variance(x: np.ndarray) -> float:
     """The mean square of ``x`` about its median, each deviation clipped at
-    :data:`CLIP` robust sd (1.4826 · MAD): the variance, unmoved by a few spikes."""
+    :data:`CLIP` robust sd (1.4826 · MAD): the variance, unmoved by a few spikes.
+
+    Examples
+    --------
+    >>> robust_variance(np.array([1.0, 2.0, 3.0, 4.0, 5.0]))     # (4 + 1 + 0 + 1 + 4) / 5
+    2.0
+    >>> round(robust_variance(np.array([1.0, 2.0, 3.0, 4.0, 1000.0])), 6)  # 997 → 4 · 1.4826
+    8.233929
+    """
     dev = x - np.median(x)
     limit = CLIP * 1.4826 * float(np.median(np.abs(dev)))
     return float(np.mean(np.square(np.clip(dev, -limit, limit))))
@@ -260,7 +277,13 @@ def _value_candidates(y: np.ndarray) -> list[float]:
 def required_gain(n: int) -> float:
     """The gain :func:`infer_period` requires of a series of ``n`` values: :data:`MIN_GAIN`,
     and ``3 / √n`` on a short series (about 3 times the 99th percentile of the gain of white
-    noise or a random walk of that length, whatever the period)."""
+    noise or a random walk of that length, whatever the period).
+
+    Examples
+    --------
+    >>> required_gain(100), required_gain(10_000)     # 3 / √100; then the floor MIN_GAIN
+    (0.3, 0.1)
+    """
     return max(MIN_GAIN, 3.0 / math.sqrt(n))
 
 

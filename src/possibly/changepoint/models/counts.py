@@ -45,10 +45,12 @@ from possibly.changepoint.models.trend import (
 
 __all__ = ["PoissonLevel"]
 
-#: counts beyond the prior's and the runs' modes by this many standard deviations (plus a
-#: margin) never hold the largest consistency or evidence: the grid of the normalisations
+#: counts beyond a run's mode by this many standard deviations (plus a margin) never hold the
+#: largest consistency or evidence: the upper end of the search for the normalisations
 GRID_SDS = 12.0
 GRID_MARGIN = 20
+#: the normalisations evaluate every count up to this one; a bisection beyond
+GRID_LIMIT = 2000.0
 
 
 def _counts(y: Any) -> np.ndarray:
@@ -64,16 +66,72 @@ def _counts(y: Any) -> np.ndarray:
 
 
 class CountObservation(NamedTuple):
-    """:meth:`PoissonLevel.prepare`: the runs, the count, and the grid of counts over which
-    the consistency and the evidence are normalised."""
+    """:meth:`PoissonLevel.prepare`: the runs, the count, and per run the largest count that
+    can hold the largest consistency or evidence (the end of the search of
+    :func:`largest_over_counts`)."""
 
     runs: Runs
     k: float
-    grid: np.ndarray
+    top: np.ndarray
+
+
+def search_top(alpha: np.ndarray, beta: np.ndarray) -> np.ndarray:
+    """Per run, a count past every maximiser over ``k`` of :func:`sup_log_joint` and
+    :func:`tempered_log_marginal`: the rate's mode ``(α - 1) / β`` plus :data:`GRID_SDS`
+    standard deviations of a count at that rate and :data:`GRID_MARGIN`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> search_top(np.array([4.0, 1.0]), np.array([1.0, 0.5])).tolist()  # 3 + 12·2 + 20, 12 + 20
+    [47.0, 32.0]
+    """
+    mode = np.maximum((alpha - 1.0) / beta, 0.0)
+    return np.ceil(mode + GRID_SDS * np.sqrt(mode + 1.0)) + GRID_MARGIN
+
+
+def largest_over_counts(log_f: Any, top: np.ndarray) -> np.ndarray:
+    """``max_{k = 0..top_j} log_f(k)_j`` per run ``j``, for ``log_f`` unimodal in ``k`` (both
+    maximised functions are: their increments in ``k`` fall as ``k`` grows, the gamma-Poisson
+    terms being near log-concave); ``log_f`` takes the counts as a ``(runs, m)`` array.
+
+    Up to :data:`GRID_LIMIT` every count is evaluated; beyond, a bisection on the sign of
+    ``log_f(k + 1) - log_f(k)`` finds the first count where the function stops increasing, in
+    ``log2(top)`` evaluations of two counts per run, whatever the size of the counts (a grid
+    ``0..top`` would take memory in proportion to them).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> peaks = np.array([[3.0], [4e6]])
+    >>> largest_over_counts(lambda k: -(k - peaks) ** 2, np.array([10.0, 1e7])).tolist()
+    [-0.0, -0.0]
+    """
+    if top.size == 0 or top.max() <= GRID_LIMIT:
+        grid = np.arange(top.max(initial=0.0) + 1.0)
+        return np.asarray(np.max(log_f(grid[None, :]), axis=1,
+                                 initial=-np.inf), dtype=np.float64)
+    lo = np.zeros_like(top)
+    hi = top.copy()
+    while True:
+        active = lo < hi
+        if not active.any():
+            break
+        mid = np.floor((lo + hi) / 2.0)
+        rising = log_f((mid + 1.0)[:, None])[:, 0] > log_f(mid[:, None])[:, 0]
+        lo = np.where(active & rising, mid + 1.0, lo)
+        hi = np.where(active & ~rising, mid, hi)
+    return np.asarray(log_f(lo[:, None])[:, 0], dtype=np.float64)
 
 
 def sup_log_joint(alpha: Any, beta: Any, k: Any) -> Any:
-    """``log g(k) = log sup_λ λ^(α-1) e^(-βλ) λ^k e^(-λ) / k!`` (module docstring)."""
+    """``log g(k) = log sup_λ λ^(α-1) e^(-βλ) λ^k e^(-λ) / k!`` (module docstring).
+
+    Examples
+    --------
+    >>> float(sup_log_joint(2.0, 1.0, 1.0))   # sup of λ² e^(-2λ): e^(-2), at λ = 1
+    -2.0
+    """
     e = np.asarray(alpha, dtype=np.float64) - 1.0 + k
     lam = e / (np.asarray(beta, dtype=np.float64) + 1.0)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -82,7 +140,14 @@ def sup_log_joint(alpha: Any, beta: Any, k: Any) -> Any:
 
 
 def tempered_log_marginal(alpha: Any, beta: Any, k: Any, gamma: float) -> Any:
-    """``log ∫ Pois(k | λ)^γ Gamma(λ; α, β) dλ`` (module docstring)."""
+    """``log ∫ Pois(k | λ)^γ Gamma(λ; α, β) dλ`` (module docstring).
+
+    Examples
+    --------
+    >>> import math
+    >>> round(math.exp(tempered_log_marginal(1.0, 1.0, 0.0, 1.0)), 12)   # ∫ e^(-2λ) dλ
+    0.5
+    """
     k = np.asarray(k, dtype=np.float64)
     return (alpha * np.log(beta) - gammaln(alpha) + gammaln(alpha + gamma * k)
             - (alpha + gamma * k) * np.log(beta + gamma) - gamma * gammaln(k + 1.0))
@@ -185,22 +250,21 @@ class PoissonLevel(SegmentModel):
         if not (k >= 0 and k == math.floor(k)):
             raise ValueError(f"y must be a non-negative integer count for PoissonLevel, "
                              f"got {k!r}")
-        mode = np.max((runs["alpha"] - 1.0) / runs["beta"], initial=0.0)
-        top = max(mode, k)
-        size = int(math.ceil(top + GRID_SDS * math.sqrt(top + 1.0))) + GRID_MARGIN
-        return CountObservation(runs, k, np.arange(size + 1, dtype=np.float64))
+        return CountObservation(runs, k, search_top(runs["alpha"], runs["beta"]))
 
     def log_consistency(self, prepared: CountObservation) -> np.ndarray:
         a, b = prepared.runs["alpha"], prepared.runs["beta"]
-        best = np.max(sup_log_joint(a[:, None], b[:, None], prepared.grid[None, :]), axis=1)
+        best = largest_over_counts(lambda j: sup_log_joint(a[:, None], b[:, None], j),
+                                   prepared.top)
         return np.minimum(sup_log_joint(a, b, prepared.k) - best, 0.0)
 
     def update(self, prepared: CountObservation, gamma: float) -> tuple[np.ndarray, Runs]:
         runs, k = prepared.runs, prepared.k
         a, b = runs["alpha"], runs["beta"]
         ev = tempered_log_marginal(a, b, k, gamma)
-        best = np.max(tempered_log_marginal(a[:, None], b[:, None], prepared.grid[None, :],
-                                            gamma), axis=1)
+        best = largest_over_counts(lambda j: tempered_log_marginal(a[:, None], b[:, None],
+                                                                  j, gamma),
+                                   prepared.top)
         best = np.maximum(best, ev)
         outlier = ev < best - self.outlier_cost
         g = np.where(outlier, 0.0, gamma)

@@ -36,6 +36,7 @@ from possibly.changepoint.models.segment_model import (
 from possibly.changepoint.models.trend import (
     B_MIN,
     LOG_2PI,
+    TREND_NAMES,
     SegmentPrior,
     automatic_prior,
     floored_evidence,
@@ -52,12 +53,17 @@ MAX_HARMONICS = 8
 MAX_STATE = 3 + 2 * MAX_HARMONICS
 #: harmonics per period when not given (fewer when the period is too short for them)
 DEFAULT_HARMONICS = 3
-TREND_NAMES = ("level", "linear trend", "quadratic trend")
 
 
 def harmonics_of(period: float, wanted: int) -> int:
     """The harmonics a period can carry: ``wanted``, at most ``(P - 1) / 2`` (below the
-    Nyquist frequency), at least 1."""
+    Nyquist frequency), at least 1.
+
+    Examples
+    --------
+    >>> harmonics_of(24, 3), harmonics_of(7, 5), harmonics_of(4, 3), harmonics_of(2, 3)
+    (3, 3, 1, 1)
+    """
     return max(1, min(int(wanted), int((period - 1.0) // 2.0)))
 
 

@@ -154,13 +154,14 @@ def automatic_prior(y: Any, resolution: float | None = None) -> SegmentPrior:
     if resolution is None:
         step = quantisation_step(finite)
     else:
-        step = real_scalar("resolution", resolution)
+        try:
+            step = real_scalar("resolution", resolution)
+        except (TypeError, ValueError):
+            step = math.nan
         if not (step >= 0.0 and math.isfinite(step)):
             raise ValueError(f"resolution must be a finite number >= 0 (the quantisation step "
                              f"in the units of y), got {resolution!r}")
     return SegmentPrior(loc, max(scale, ROUNDING_SD * step), float(max(y.size, 2)), step)
-
-
 
 
 def _shift_matrix(p: int) -> np.ndarray:
