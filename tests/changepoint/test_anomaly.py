@@ -229,6 +229,36 @@ def test_bad_period_is_refused(period):
         ps.ChangepointDetector(period=period)
 
 
+@pytest.mark.parametrize("period", [24.0, np.float64(24), np.float32(24.0), 24.0 + 1e-12])
+def test_a_whole_float_period_is_that_integer(period):
+    """Floats as :func:`infer_period` returns them: the same signal as the integer period,
+    in the detector and in the bank (which share the check)."""
+    y, _ = _stream(2)
+    y = y[:400]
+    det = ps.ChangepointDetector(sigma=1.0, period=period)
+    assert det.period_ == 24
+    expected = ps.ChangepointDetector(sigma=1.0, period=24).fit(y).anomaly
+    np.testing.assert_array_equal(det.fit(y).anomaly, expected)
+    assert ps.DetectorBank(sigma=1.0, period=period).period == 24
+
+
+def test_the_inferred_period_is_accepted():
+    t = np.arange(24 * 20)
+    y = 5.0 * np.sin(2 * np.pi * t / 24) + np.random.default_rng(0).normal(size=t.size)
+    periods = ps.changepoint.infer_period(y)
+    assert periods is not None and isinstance(periods[0], float)
+    assert ps.ChangepointDetector(period=periods[0]).period_ == 24
+
+
+@pytest.mark.parametrize("period", [24.5, 365.2425, np.float64(52.1775), float("nan"),
+                                    float("inf"), 1.0, 2e6])
+def test_a_period_that_is_not_a_whole_number_is_refused(period):
+    with pytest.raises(ValueError, match=r"period must be None or a whole number .*got"):
+        ps.ChangepointDetector(period=period)
+    with pytest.raises(ValueError, match=r"period must be None or a whole number"):
+        ps.DetectorBank(period=period)
+
+
 def test_period_needs_a_scalar_series():
     with pytest.raises(ValueError, match="period applies to a scalar series"):
         ps.ChangepointDetector(period=24).fit(np.zeros((50, 2)))

@@ -296,7 +296,8 @@ class ChangepointDetector(SequentialEstimator):
         surprise is then its deviation from the median of the same phase over the previous
         periods, measured against the mean of all earlier such deviations. None (default):
         no cycle; the surprise is the segment model's, ``−log c_t``. A whole number in
-        ``[2, 10⁶]``, for scalar series; it changes no other output. ``"auto"``: the periods
+        ``[2, 10⁶]`` (an int, or a float that is one, as ``24.0``; ``365.2425`` is
+        refused), for scalar series; it changes no other output. ``"auto"``: the periods
         are inferred (:func:`~possibly.changepoint.infer_period`) from what the first
         :meth:`fit` or :meth:`extend` receives (its values and, for a pandas Series with a
         DatetimeIndex, its time stamps); with the default models, the accepted periods add
