@@ -62,13 +62,14 @@ def check_period(period: Any) -> int | None:
     """
     if period is None:
         return None
-    message = (f"period must be None or a whole number of records in [2, {MAX_PERIOD}] "
-               f"(an int, or a float such as 24.0), got {period!r}")
+    message = (f"period must be None or a whole number of records in [2, {MAX_PERIOD}], got "
+               f"{period!r} (an int, or a float that is a whole number, as 24.0)")
     if isinstance(period, (bool, np.bool_)):
         raise ValueError(message)
     if isinstance(period, (float, np.floating)):
         if not np.isfinite(period) or abs(period - round(period)) > 1e-9:
-            raise ValueError(message + ": round it (the anomaly signal compares whole records)")
+            raise ValueError(message[:-1] + ": round it; the anomaly signal compares whole "
+                                               "records)")
         period = int(round(period))
     if not isinstance(period, (int, np.integer)) or not 2 <= int(period) <= MAX_PERIOD:
         raise ValueError(message)

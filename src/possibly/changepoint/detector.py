@@ -669,8 +669,11 @@ class ChangepointDetector(SequentialEstimator):
 
         The models are resolved from ``warm_up`` as :meth:`fit` resolves them from its series
         (the default models' priors, ``sigma="auto"``), or get ``prior`` (a
-        :class:`~possibly.changepoint.SegmentPrior`, for the models that take one: the
-        :class:`~possibly.changepoint.PolynomialTrend` models of the default family); with
+        :class:`~possibly.changepoint.SegmentPrior` on ``y``, for the models that take one:
+        :class:`~possibly.changepoint.PolynomialTrend` and
+        :class:`~possibly.changepoint.SeasonalTrend`, the default and seasonal families;
+        their ``takes_prior_on_y``; a :class:`~possibly.changepoint.LogTrend`, whose prior is
+        on ``log y``, keeps its own, and without one is refused); with
         neither, the models must need no data (a given ``sigma``, or priors given to the
         models). The detector is not changed.
 
@@ -693,11 +696,20 @@ class ChangepointDetector(SequentialEstimator):
             if not isinstance(prior, SegmentPrior):
                 raise ValueError(f"prior must be a SegmentPrior (see automatic_prior), got "
                                  f"{describe(prior)}")
-            if not any(isinstance(m, PolynomialTrend) for m in models):
-                raise ValueError("prior applies to the models that take one (PolynomialTrend, "
-                                 "the default family); these models take none: drop prior")
-            models = tuple(replace(m, prior=prior) if isinstance(m, PolynomialTrend) else m
+            if not any(m.takes_prior_on_y for m in models):
+                raise ValueError(f"prior was given (a SegmentPrior on y), but none of these "
+                                 f"models takes one ({_model_names(models)}): drop prior")
+            models = tuple(replace(m, prior=prior) if m.takes_prior_on_y else m
                            for m in models)
+            unresolved = [m for m in models if not m.resolved]
+            if warm_up is None and unresolved:
+                log_y = (" (a LogTrend's prior is on log y: give it prior=automatic_prior("
+                         "np.log(warm_up)) and reference_scale=automatic_prior(warm_up).scale)"
+                         if any(m.name.startswith("log ") for m in unresolved) else "")
+                raise ValueError(f"prior was given (a SegmentPrior on y), but these models "
+                                 f"take none and set their settings from data: "
+                                 f"{_model_names(unresolved)}{log_y}; give them their own "
+                                 f"settings, or pass warm_up instead of prior")
         arr = None if warm_up is None else models[0].check_series(_series(warm_up))
         if arr is not None and all(type(m) is PolynomialTrend for m in models
                                    if not m.resolved):
@@ -1185,6 +1197,12 @@ def _plain_number(y: Any) -> float | None:
         if -MAX_MAGNITUDE <= x <= MAX_MAGNITUDE or x != x:
             return x
     return None
+
+
+def _model_names(models: Any) -> str:
+    """The models for a message: ``"LogTrend(log level), NormalMean"``."""
+    return ", ".join(type(m).__name__ + ("" if m.name == type(m).__name__ else f"({m.name})")
+                     for m in models)
 
 
 def _series(y: Any) -> np.ndarray:
