@@ -300,3 +300,42 @@ def test_update_without_history_reports_the_same_anomalies():
     det = ps.ChangepointDetector(model=model_family(prior=automatic_prior(y[:150])),
                                  period=day, history=False)
     np.testing.assert_array_equal([det.update(v).anomaly for v in y], ref)
+
+
+class _WithoutOverloads:
+    """numba's dispatcher of calibrate_one, as a numba whose dispatchers keep their compiled
+    versions elsewhere: ``overloads`` missing (AttributeError) or keyed otherwise."""
+
+    def __init__(self, dispatcher, overloads):
+        self._dispatcher = dispatcher
+        if overloads is not None:
+            self.overloads = overloads
+
+    def __call__(self, *args):
+        return self._dispatcher(*args)
+
+
+@needs_numba
+@pytest.mark.parametrize("overloads", [None, {}])
+def test_the_compiled_update_without_numba_entry_points(monkeypatch, overloads):
+    """``update()``'s compiled calibration falls back to numba's dispatcher when the
+    compiled version's entry point cannot be found: the same anomalies."""
+    from possibly.changepoint import anomaly_numba
+
+    y, day = _stream(4)
+    y = y[:300]
+
+    def streamed(period):
+        det = _detector(y, period, engine="numba")
+        return np.array([det.update(float(x)).anomaly for x in y])
+
+    want = {p: streamed(p) for p in (None, day)}
+    monkeypatch.setattr(anomaly_numba, "calibrate_one",
+                        _WithoutOverloads(anomaly_numba.calibrate_one, overloads))
+    assert anomaly_numba.calibrate_one_entry() is anomaly_numba.calibrate_one
+    for p, w in want.items():
+        np.testing.assert_array_equal(streamed(p), w)
+    numpy_engine = _detector(y, day, engine="numpy")
+    np.testing.assert_array_equal([numpy_engine.update(float(x)).anomaly for x in y],
+                                  want[day])
+

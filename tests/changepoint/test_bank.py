@@ -194,6 +194,49 @@ def test_a_prior_no_model_takes_is_refused_by_what_was_given():
         ChangepointDetector(sigma=1.0).stream_params(prior=SegmentPrior(0.0, 1.0, 10.0))
 
 
+@NO_NUMBA
+@pytest.mark.parametrize("error, when", [(KeyError, "compile"), (KeyError, "call"),
+                                         (TypeError, "call")])
+def test_a_numba_without_the_runtime_switch_falls_back(monkeypatch, error, when):
+    """A numba that does not know the option turning its runtime off (an unknown option
+    raises KeyError when the function compiles) still gets the compiled bank's numbers, from
+    the driver with reference counts."""
+    from possibly.changepoint import bank as bank_module
+
+    real = bank_module.compiled_streams
+    asked = []
+
+    def without_the_switch(*args, refcounts=True, **kwargs):
+        asked.append(refcounts)
+        if refcounts:
+            return real(*args, refcounts=refcounts, **kwargs)
+        if when == "compile":
+            raise error("Unrecognized options: {'_nrt'}")
+
+        def driver(*_):
+            raise error("Unrecognized options: {'_nrt'}")
+        return driver
+
+    data = streams(3, 120, seed=5)
+    priors = [automatic_prior(d[:30]) for d in data]
+    want = replay(_bank_with(priors), dict(zip("abc", data, strict=True)),
+                  np.random.default_rng(4), 600)
+    monkeypatch.setattr(bank_module, "compiled_streams", without_the_switch)
+    got = replay(_bank_with(priors), dict(zip("abc", data, strict=True)),
+                 np.random.default_rng(4), 600)
+    assert asked == [False, True]  # the plain driver was tried, then the counted one
+    for i, d, p in zip("abc", data, priors, strict=True):
+        assert_same(got[i], want[i], i)
+        det = ChangepointDetector(model=model_family(prior=p), hazard=0.01, engine="numba")
+        assert_same(got[i], expected_steps(det, d), i)
+
+
+def _bank_with(priors: list[SegmentPrior]) -> DetectorBank:
+    bank = DetectorBank(engine="numba", hazard=0.01)
+    bank.add(["a", "b", "c"], prior=priors)
+    return bank
+
+
 @pytest.mark.parametrize("engine, parallel", SETUPS)
 def test_paper_model_grows_the_run_buffers(engine, parallel, monkeypatch):
     """Without pruning or merging every step keeps a new run: each stream outgrows its first
