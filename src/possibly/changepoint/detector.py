@@ -10,7 +10,7 @@ import signal
 import threading
 from collections.abc import Iterator
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -699,7 +699,7 @@ class ChangepointDetector(SequentialEstimator):
             if not any(m.takes_prior_on_y for m in models):
                 raise ValueError(f"prior was given (a SegmentPrior on y), but none of these "
                                  f"models takes one ({_model_names(models)}): drop prior")
-            models = tuple(replace(m, prior=prior) if m.takes_prior_on_y else m
+            models = tuple(replace(cast(Any, m), prior=prior) if m.takes_prior_on_y else m
                            for m in models)
             unresolved = [m for m in models if not m.resolved]
             if warm_up is None and unresolved:

@@ -229,10 +229,10 @@ class SegmentModel(abc.ABC):
         that type (:class:`~possibly.changepoint.PolynomialTrend`,
         :class:`~possibly.changepoint.SeasonalTrend`); a model whose prior is on another scale
         overrides it (:class:`~possibly.changepoint.LogTrend`: on ``log y``)."""
-        for f in dataclasses.fields(self) if dataclasses.is_dataclass(self) else ():
-            if f.name == "prior":
-                return "SegmentPrior" in str(f.type)
-        return False
+        if not dataclasses.is_dataclass(self):
+            return False
+        return any(f.name == "prior" and "SegmentPrior" in str(f.type)
+                   for f in dataclasses.fields(self))
 
     @property
     def resolved(self) -> bool:
