@@ -669,11 +669,11 @@ class ChangepointDetector(SequentialEstimator):
 
         The models are resolved from ``warm_up`` as :meth:`fit` resolves them from its series
         (the default models' priors, ``sigma="auto"``), or get ``prior`` (a
-        :class:`~possibly.changepoint.SegmentPrior` on ``y``, for the models that take one:
-        :class:`~possibly.changepoint.PolynomialTrend` and
-        :class:`~possibly.changepoint.SeasonalTrend`, the default and seasonal families;
-        their ``takes_prior_on_y``; a :class:`~possibly.changepoint.LogTrend`, whose prior is
-        on ``log y``, keeps its own, and without one is refused); with
+        :class:`~possibly.changepoint.SegmentPrior` on ``y``, for the models whose
+        ``takes_prior_on_y`` is true: :class:`~possibly.changepoint.PolynomialTrend` and
+        :class:`~possibly.changepoint.SeasonalTrend`, the default and seasonal families; a
+        :class:`~possibly.changepoint.LogTrend`, whose prior is on ``log y``, keeps its own,
+        and without one is refused); with
         neither, the models must need no data (a given ``sigma``, or priors given to the
         models). The detector is not changed.
 
