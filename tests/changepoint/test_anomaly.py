@@ -229,6 +229,36 @@ def test_bad_period_is_refused(period):
         ps.ChangepointDetector(period=period)
 
 
+@pytest.mark.parametrize("period", [24.0, np.float64(24), np.float32(24.0), 24.0 + 1e-12])
+def test_a_whole_float_period_is_that_integer(period):
+    """Floats as :func:`infer_period` returns them: the same signal as the integer period,
+    in the detector and in the bank (which share the check)."""
+    y, _ = _stream(2)
+    y = y[:400]
+    det = ps.ChangepointDetector(sigma=1.0, period=period)
+    assert det.period_ == 24
+    expected = ps.ChangepointDetector(sigma=1.0, period=24).fit(y).anomaly
+    np.testing.assert_array_equal(det.fit(y).anomaly, expected)
+    assert ps.DetectorBank(sigma=1.0, period=period).period == 24
+
+
+def test_the_inferred_period_is_accepted():
+    t = np.arange(24 * 20)
+    y = 5.0 * np.sin(2 * np.pi * t / 24) + np.random.default_rng(0).normal(size=t.size)
+    periods = ps.changepoint.infer_period(y)
+    assert periods is not None and isinstance(periods[0], float)
+    assert ps.ChangepointDetector(period=periods[0]).period_ == 24
+
+
+@pytest.mark.parametrize("period", [24.5, 365.2425, np.float64(52.1775), float("nan"),
+                                    float("inf"), 1.0, 2e6])
+def test_a_period_that_is_not_a_whole_number_is_refused(period):
+    with pytest.raises(ValueError, match=r"period must be None or a whole number .*got"):
+        ps.ChangepointDetector(period=period)
+    with pytest.raises(ValueError, match=r"period must be None or a whole number"):
+        ps.DetectorBank(period=period)
+
+
 def test_period_needs_a_scalar_series():
     with pytest.raises(ValueError, match="period applies to a scalar series"):
         ps.ChangepointDetector(period=24).fit(np.zeros((50, 2)))
@@ -270,3 +300,42 @@ def test_update_without_history_reports_the_same_anomalies():
     det = ps.ChangepointDetector(model=model_family(prior=automatic_prior(y[:150])),
                                  period=day, history=False)
     np.testing.assert_array_equal([det.update(v).anomaly for v in y], ref)
+
+
+class _WithoutOverloads:
+    """numba's dispatcher of calibrate_one, as a numba whose dispatchers keep their compiled
+    versions elsewhere: ``overloads`` missing (AttributeError) or keyed otherwise."""
+
+    def __init__(self, dispatcher, overloads):
+        self._dispatcher = dispatcher
+        if overloads is not None:
+            self.overloads = overloads
+
+    def __call__(self, *args):
+        return self._dispatcher(*args)
+
+
+@needs_numba
+@pytest.mark.parametrize("overloads", [None, {}])
+def test_the_compiled_update_without_numba_entry_points(monkeypatch, overloads):
+    """``update()``'s compiled calibration falls back to numba's dispatcher when the
+    compiled version's entry point cannot be found: the same anomalies."""
+    from possibly.changepoint import anomaly_numba
+
+    y, day = _stream(4)
+    y = y[:300]
+
+    def streamed(period):
+        det = _detector(y, period, engine="numba")
+        return np.array([det.update(float(x)).anomaly for x in y])
+
+    want = {p: streamed(p) for p in (None, day)}
+    monkeypatch.setattr(anomaly_numba, "calibrate_one",
+                        _WithoutOverloads(anomaly_numba.calibrate_one, overloads))
+    assert anomaly_numba.calibrate_one_entry() is anomaly_numba.calibrate_one
+    for p, w in want.items():
+        np.testing.assert_array_equal(streamed(p), w)
+    numpy_engine = _detector(y, day, engine="numpy")
+    np.testing.assert_array_equal([numpy_engine.update(float(x)).anomaly for x in y],
+                                  want[day])
+

@@ -147,6 +147,96 @@ def test_priors_without_warm_up_match_a_streaming_detector(engine):
         assert equal(bank.changepoints(i), det.changepoints)
 
 
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_prior_reaches_the_seasonal_models(engine):
+    """``add(prior=...)`` with the seasonal family: every member takes the prior on y, and
+    each stream is a detector of ``model_family(period=24, prior=...)`` fed by update()."""
+    rng = np.random.default_rng(8)
+    t = np.arange(24 * 12)
+    data = [5.0 * (1 + s) * np.sin(2 * np.pi * t / 24) + rng.normal(size=t.size) + 3.0 * s
+            for s in range(2)]
+    data[1][150:] += 8.0
+    priors = [automatic_prior(d[:48]) for d in data]
+    bank = DetectorBank(model=model_family(period=24), hazard=0.01, engine=engine)
+    bank.add(["a", "b"], prior=priors)
+    got = replay(bank, dict(zip("ab", data, strict=True)), np.random.default_rng(2), 800)
+    for i, d, p in zip("ab", data, priors, strict=True):
+        assert all(m.prior == p for m in bank.params(i).models)
+        det = ChangepointDetector(model=model_family(period=24, prior=p), hazard=0.01,
+                                  engine=engine)
+        assert_same(got[i], expected_steps(det, d), i)
+        assert equal(bank.changepoints(i), det.changepoints)
+
+
+def test_a_prior_on_y_is_not_given_to_a_model_on_log_y():
+    """A LogTrend's prior is on log y: a prior on y leaves it its own, and a LogTrend
+    without one is refused by name, not given the prior on y."""
+    y = np.exp(np.random.default_rng(3).normal(2.0, 0.3, 200)) * 10.0
+    on_y, on_log_y = automatic_prior(y), automatic_prior(np.log(y))
+    scale = on_y.scale
+    det = ChangepointDetector(model=model_family() + [
+        ps.changepoint.LogTrend(0, prior=on_log_y, reference_scale=scale)])
+    params = det.stream_params(prior=on_y)
+    assert params.models[-1].prior == on_log_y
+    assert all(m.prior == on_y for m in params.models[:-1])
+    bank = DetectorBank(model=model_family() + [ps.changepoint.LogTrend(
+        0, reference_scale=scale)])
+    with pytest.raises(ValueError, match=r"prior was given .* LogTrend\(log level\) .*"
+                                         r"prior is on log y"):
+        bank.add(["a"], prior=on_y)
+    bank.add(["a"], warm_up=[y[:100]])  # a warm-up sets the prior on log y
+    assert bank.params("a").models[-1].prior == automatic_prior(np.log(y[:100]))
+
+
+def test_a_prior_no_model_takes_is_refused_by_what_was_given():
+    with pytest.raises(ValueError, match=r"prior was given .* none of these models takes one "
+                                         r"\(NormalMean\(level\)\): drop prior"):
+        ChangepointDetector(sigma=1.0).stream_params(prior=SegmentPrior(0.0, 1.0, 10.0))
+
+
+@NO_NUMBA
+@pytest.mark.parametrize("error, when", [(KeyError, "compile"), (KeyError, "call"),
+                                         (TypeError, "call")])
+def test_a_numba_without_the_runtime_switch_falls_back(monkeypatch, error, when):
+    """A numba that does not know the option turning its runtime off (an unknown option
+    raises KeyError when the function compiles) still gets the compiled bank's numbers, from
+    the driver with reference counts."""
+    from possibly.changepoint import bank as bank_module
+
+    real = bank_module.compiled_streams
+    asked = []
+
+    def without_the_switch(*args, refcounts=True, **kwargs):
+        asked.append(refcounts)
+        if refcounts:
+            return real(*args, refcounts=refcounts, **kwargs)
+        if when == "compile":
+            raise error("Unrecognized options: {'_nrt'}")
+
+        def driver(*_):
+            raise error("Unrecognized options: {'_nrt'}")
+        return driver
+
+    data = streams(3, 120, seed=5)
+    priors = [automatic_prior(d[:30]) for d in data]
+    want = replay(_bank_with(priors), dict(zip("abc", data, strict=True)),
+                  np.random.default_rng(4), 600)
+    monkeypatch.setattr(bank_module, "compiled_streams", without_the_switch)
+    got = replay(_bank_with(priors), dict(zip("abc", data, strict=True)),
+                 np.random.default_rng(4), 600)
+    assert asked == [False, True]  # the plain driver was tried, then the counted one
+    for i, d, p in zip("abc", data, priors, strict=True):
+        assert_same(got[i], want[i], i)
+        det = ChangepointDetector(model=model_family(prior=p), hazard=0.01, engine="numba")
+        assert_same(got[i], expected_steps(det, d), i)
+
+
+def _bank_with(priors: list[SegmentPrior]) -> DetectorBank:
+    bank = DetectorBank(engine="numba", hazard=0.01)
+    bank.add(["a", "b", "c"], prior=priors)
+    return bank
+
+
 @pytest.mark.parametrize("engine, parallel", SETUPS)
 def test_paper_model_grows_the_run_buffers(engine, parallel, monkeypatch):
     """Without pruning or merging every step keeps a new run: each stream outgrows its first

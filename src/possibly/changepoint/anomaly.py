@@ -51,19 +51,29 @@ HEAD = 8
 def check_period(period: Any) -> int | None:
     """``period`` checked: None, or a whole number of records in ``[2, MAX_PERIOD]``.
 
+    A float that is a whole number (within ``1e-9``, as :func:`~possibly.changepoint.infer_period`
+    returns: ``24.0``) counts as that integer; a period that is not a whole number of records
+    (``365.2425``) is refused: round it, or give it to a
+    :class:`~possibly.changepoint.SeasonalTrend`, which takes any period.
+
     Examples
     --------
-    >>> check_period(24), check_period(None)
-    (24, None)
+    >>> check_period(24), check_period(24.0), check_period(None)
+    (24, 24, None)
     """
     if period is None:
         return None
-    if isinstance(period, (bool, np.bool_)) or not isinstance(period, (int, np.integer)):
-        raise ValueError(f"period must be None or a whole number of records in "
-                         f"[2, {MAX_PERIOD}], got {period!r}")
-    if not 2 <= int(period) <= MAX_PERIOD:
-        raise ValueError(f"period must be None or a whole number of records in "
-                         f"[2, {MAX_PERIOD}], got {period!r}")
+    message = (f"period must be None or a whole number of records in [2, {MAX_PERIOD}], got "
+               f"{period!r} (an int, or a float that is a whole number, as 24.0)")
+    if isinstance(period, (bool, np.bool_)):
+        raise ValueError(message)
+    if isinstance(period, (float, np.floating)):
+        if not np.isfinite(period) or abs(period - round(period)) > 1e-9:
+            raise ValueError(message[:-1] + ": round it; the anomaly signal compares whole "
+                                               "records)")
+        period = int(round(period))
+    if not isinstance(period, (int, np.integer)) or not 2 <= int(period) <= MAX_PERIOD:
+        raise ValueError(message)
     return int(period)
 
 

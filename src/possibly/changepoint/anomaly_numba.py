@@ -82,7 +82,8 @@ def calibrate(state, values, out):  # pragma: no cover - compiled
 def calibrate_one_entry() -> Any:
     """:func:`calibrate_one` for a float64 state array and a Python float, without numba's
     dispatch by argument types (a per-call cost comparable to the step itself): for
-    :meth:`possibly.ChangepointDetector.update`, which always passes those types.
+    :meth:`possibly.ChangepointDetector.update`, which always passes those types. The
+    dispatcher itself (same numbers) where numba's compiled overloads are not found.
 
     Examples
     --------
@@ -93,5 +94,8 @@ def calibrate_one_entry() -> Any:
     """
     state = anomaly.new_calibration(None, window=1)
     calibrate_one(state, 0.0)  # compiled (or loaded from the cache) for these types
-    compiled = calibrate_one.overloads[(numba.typeof(state), numba.typeof(0.0))]
-    return compiled.entry_point  # type: ignore[attr-defined]
+    try:
+        compiled = calibrate_one.overloads[(numba.typeof(state), numba.typeof(0.0))]
+        return compiled.entry_point  # type: ignore[attr-defined]
+    except (KeyError, AttributeError, TypeError):  # numba's internals changed: its dispatcher
+        return calibrate_one

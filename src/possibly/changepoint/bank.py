@@ -609,20 +609,22 @@ class DetectorBank:
 
         # without reference counts when the step allocates nothing (a kernel that does not
         # merge runs): the same numbers at a fraction of the cost
-        plain = functions.indistinguishable is None
-        driver = compiled_streams(functions, self._settings.shape[2], self.parallel,
-                                  bank_calibration, refcounts=not plain)
-        if plain:
+        if functions.indistinguishable is None:
             from numba.core.errors import NumbaError
 
             try:
-                driver(*args)  # compiled (or loaded) at this first call, before it runs
-            except NumbaError:  # a kernel function that allocates: with reference counts
                 driver = compiled_streams(functions, self._settings.shape[2], self.parallel,
-                                          bank_calibration)
+                                          bank_calibration, refcounts=False)
+                driver(*args)  # compiled (or loaded) at this first call, before it runs
+            except (NumbaError, KeyError, TypeError):
+                # a kernel function that allocates, or a numba without the option that turns
+                # its runtime off (KeyError: unknown option): with reference counts
+                pass
             else:
                 self._driver = driver
                 return
+        driver = compiled_streams(functions, self._settings.shape[2], self.parallel,
+                                  bank_calibration)
         driver(*args)
         self._driver = driver
 

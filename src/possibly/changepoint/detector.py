@@ -10,7 +10,7 @@ import signal
 import threading
 from collections.abc import Iterator
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -296,7 +296,8 @@ class ChangepointDetector(SequentialEstimator):
         surprise is then its deviation from the median of the same phase over the previous
         periods, measured against the mean of all earlier such deviations. None (default):
         no cycle; the surprise is the segment model's, ``−log c_t``. A whole number in
-        ``[2, 10⁶]``, for scalar series; it changes no other output. ``"auto"``: the periods
+        ``[2, 10⁶]`` (an int, or a float that is one, as ``24.0``; ``365.2425`` is
+        refused), for scalar series; it changes no other output. ``"auto"``: the periods
         are inferred (:func:`~possibly.changepoint.infer_period`) from what the first
         :meth:`fit` or :meth:`extend` receives (its values and, for a pandas Series with a
         DatetimeIndex, its time stamps); with the default models, the accepted periods add
@@ -668,8 +669,11 @@ class ChangepointDetector(SequentialEstimator):
 
         The models are resolved from ``warm_up`` as :meth:`fit` resolves them from its series
         (the default models' priors, ``sigma="auto"``), or get ``prior`` (a
-        :class:`~possibly.changepoint.SegmentPrior`, for the models that take one: the
-        :class:`~possibly.changepoint.PolynomialTrend` models of the default family); with
+        :class:`~possibly.changepoint.SegmentPrior` on ``y``, for the models whose
+        ``takes_prior_on_y`` is true: :class:`~possibly.changepoint.PolynomialTrend` and
+        :class:`~possibly.changepoint.SeasonalTrend`, the default and seasonal families; a
+        :class:`~possibly.changepoint.LogTrend`, whose prior is on ``log y``, keeps its own,
+        and without one is refused); with
         neither, the models must need no data (a given ``sigma``, or priors given to the
         models). The detector is not changed.
 
@@ -692,11 +696,20 @@ class ChangepointDetector(SequentialEstimator):
             if not isinstance(prior, SegmentPrior):
                 raise ValueError(f"prior must be a SegmentPrior (see automatic_prior), got "
                                  f"{describe(prior)}")
-            if not any(isinstance(m, PolynomialTrend) for m in models):
-                raise ValueError("prior applies to the models that take one (PolynomialTrend, "
-                                 "the default family); these models take none: drop prior")
-            models = tuple(replace(m, prior=prior) if isinstance(m, PolynomialTrend) else m
+            if not any(m.takes_prior_on_y for m in models):
+                raise ValueError(f"prior was given (a SegmentPrior on y), but none of these "
+                                 f"models takes one ({_model_names(models)}): drop prior")
+            models = tuple(replace(cast(Any, m), prior=prior) if m.takes_prior_on_y else m
                            for m in models)
+            unresolved = [m for m in models if not m.resolved]
+            if warm_up is None and unresolved:
+                log_y = (" (a LogTrend's prior is on log y: give it prior=automatic_prior("
+                         "np.log(warm_up)) and reference_scale=automatic_prior(warm_up).scale)"
+                         if any(m.name.startswith("log ") for m in unresolved) else "")
+                raise ValueError(f"prior was given (a SegmentPrior on y), but these models "
+                                 f"take none and set their settings from data: "
+                                 f"{_model_names(unresolved)}{log_y}; give them their own "
+                                 f"settings, or pass warm_up instead of prior")
         arr = None if warm_up is None else models[0].check_series(_series(warm_up))
         if arr is not None and all(type(m) is PolynomialTrend for m in models
                                    if not m.resolved):
@@ -1184,6 +1197,12 @@ def _plain_number(y: Any) -> float | None:
         if -MAX_MAGNITUDE <= x <= MAX_MAGNITUDE or x != x:
             return x
     return None
+
+
+def _model_names(models: Any) -> str:
+    """The models for a message: ``"LogTrend(log level), NormalMean"``."""
+    return ", ".join(type(m).__name__ + ("" if m.name == type(m).__name__ else f"({m.name})")
+                     for m in models)
 
 
 def _series(y: Any) -> np.ndarray:

@@ -103,6 +103,10 @@ class LogTrend(PolynomialTrend):
         return "log " + TREND_NAMES[self.degree]
 
     @property
+    def takes_prior_on_y(self) -> bool:
+        return False  # its prior is on log y
+
+    @property
     def resolved(self) -> bool:
         return self.prior is not None and self.reference_scale is not None
 
