@@ -67,16 +67,21 @@ def stream_scores(name: str, seed: int) -> tuple[np.ndarray, np.ndarray, ps.Chan
     return anomaly, discount, res
 
 
-def online_flags(y: np.ndarray) -> np.ndarray:
-    """The records after the warm-up whose ``update`` set ``change_detected``."""
+def online_flags(y: np.ndarray, period: int | None = None
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """The records after the warm-up whose ``update`` set ``change_detected``, and the change
+    points in hindsight after the warm-up, for the default family (``period`` None) or the
+    family with a cycle of ``period`` records."""
     w = warm_up(len(y))
-    det = ps.ChangepointDetector(model=model_family(prior=automatic_prior(y[:w])),
-                                 history=False)
+    det = ps.ChangepointDetector(model=model_family(period=period,
+                                                    prior=automatic_prior(y[:w])))
     det.fit(y[:w])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return np.array([t for t in range(w, len(y)) if det.update(y[t]).change_detected],
-                        dtype=np.int64)
+        flags = np.array([t for t in range(w, len(y)) if det.update(y[t]).change_detected],
+                         dtype=np.int64)
+    cps = det.changepoints
+    return flags, cps[cps >= w]
 
 
 def tuned_thresholds() -> tuple[float, float]:
@@ -105,19 +110,23 @@ def _shade(ax, index, windows, warm: int) -> None:
 def cycle_figure(threshold: float) -> Path:
     series, windows = ps.datasets.STREAMING_SUITE[CYCLE](seed=SHOWN_SEED)
     y, index = series.values, series.index
-    score, _, res = stream_scores(CYCLE, SHOWN_SEED)
+    score, _, _ = stream_scores(CYCLE, SHOWN_SEED)
     alarms = alarm_indices(score, threshold)
     warm = warm_up(len(y))
-    final = res.changepoints[res.changepoints >= warm]
-    flags = online_flags(y)
+    day = series.steps_per(np.timedelta64(1, "D"))
+    runs = {"default family": online_flags(y),
+            f"with a cycle of {day} records": online_flags(y, day)}
 
     fig = plt.figure(figsize=(10, 8.5))
     top = fig.add_subplot(3, 1, 1)
     zoom = fig.add_subplot(3, 1, 2)
-    low = fig.add_subplot(3, 1, 3, sharex=top)
+    low = fig.add_subplot(3, 1, 3)
     a = int(windows[0, 0])
     span = slice(max(a - 14 * 24, 0), a + 7 * 24)  # two weeks before the first shift, one after
-    for ax, part in ((top, slice(None)), (zoom, span)):
+    titles = []
+    for ax, part, (label, (flags, final)) in zip((top, zoom), (span, span), runs.items()):
+        titles.append(f"{label}: {flags.size} change flags online, {final.size} change "
+                      f"points in hindsight after the warm-up (whole stream)")
         _shade(ax, index, windows, warm)
         ax.plot(index[part], y[part], lw=0.6, color="0.3")
         lo, hi = part.start or 0, part.stop or len(y)
@@ -128,16 +137,14 @@ def cycle_figure(threshold: float) -> Path:
         ax.plot(index[shown], np.full(shown.size, y.max() * 1.04), "|", color="tab:green",
                 ms=8, label="change_detected (online)")
         ax.set_xlim(index[part][0], index[part][-1])
-    top.set_title(f"{CYCLE} (hourly, seed {SHOWN_SEED}), {len(windows)} level shifts: "
-                  f"{flags.size} change flags online, {final.size} change points in hindsight "
-                  "after the warm-up", fontsize=10)
+    top.set_title(f"{CYCLE} (hourly, seed {SHOWN_SEED}, {len(windows)} level shifts), three "
+                  f"weeks around the first shift\n{titles[0]}", fontsize=9)
     top.legend(loc="lower left", fontsize=8, ncol=4)
-    zoom.xaxis.set_major_locator(mdates.DayLocator(interval=3))
-    zoom.xaxis.set_major_formatter(mdates.DateFormatter("%b %d"))
-    zoom.set_title("three weeks around the first shift: the daily cycle is cut into segments",
-                   fontsize=9)
-    axes = [top, low]
-    ax = axes[1]
+    for ax in (top, zoom):
+        ax.xaxis.set_major_locator(mdates.DayLocator(interval=3))
+        ax.xaxis.set_major_formatter(mdates.DateFormatter("%b %d"))
+    zoom.set_title(titles[1], fontsize=9)
+    ax = low
     _shade(ax, index, windows, warm)
     ax.plot(index, score, lw=0.6, color="tab:purple")
     ax.axhline(threshold, color="k", lw=0.8, ls="--", label=f"one threshold ({threshold:.4f})")

@@ -212,7 +212,7 @@ def test_pandas_index_is_kept():
     assert list(frame.columns) == ["changepoint", "change_possibility",
                                    "online_change_possibility", "outlier",
                                    "outlier_score", "segment_mean", "discount",
-                                   "log_consistency"]
+                                   "log_consistency", "anomaly"]
     assert frame.index[frame["changepoint"]].tolist() == [idx[40]]
     assert frame.index[frame["outlier"]].tolist() == [idx[10]]
     np.testing.assert_array_equal(frame["discount"].to_numpy(), res.discount)

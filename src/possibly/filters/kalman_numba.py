@@ -9,13 +9,11 @@ predict ``F μ, F P Fᵀ + Q``; update with the innovation ``v = y - H μ``, ``l
 and the gain ``K = ρ P Hᵀ (ρ H P Hᵀ + R)⁻¹``, the covariance in the Joseph or information form
 where the prior is diffuse relative to ``R``; missing components decoupled exactly as in
 ``_observation_at``. Time-invariant models with an onto ``H`` only. :func:`run` is the plain
-recursion in covariance form, free of the robust start's bookkeeping (which would slow every
-step of the plain filter). :func:`run_start` runs the start's mixture, its hypotheses as
-extra rows of each series, and the information-form steps from an uninformed prior
-(pseudo-inverses from Jacobi eigendecompositions, as ``np.linalg.pinv(hermitian=True)``);
-its covariance-form steps go through :func:`run`, every hypothesis of every series a row of
-one batch. Tested equal to the numpy path to ~1e-12 (not bit for bit: the order of
-floating-point operations differs).
+recursion, free of the robust start's bookkeeping; :func:`run_start` runs the start's
+mixture (its information-form steps with Jacobi pseudo-inverses, as
+``np.linalg.pinv(hermitian=True)``) and sends its covariance-form steps through :func:`run`,
+every hypothesis of every series a row of one batch. Tested equal to the numpy path to
+~1e-12 (the order of floating-point operations differs).
 
 Why explicit loops: the states are tiny (n = 4, m = 2 in the tracking benchmark), so the
 cost of ``x @ Ft`` or ``np.linalg.inv`` inside a compiled loop is their allocation, not their
