@@ -124,7 +124,8 @@ def cycle_figure(threshold: float) -> Path:
     a = int(windows[0, 0])
     span = slice(max(a - 14 * 24, 0), a + 7 * 24)  # two weeks before the first shift, one after
     titles = []
-    for ax, part, (label, (flags, final)) in zip((top, zoom), (span, span), runs.items(), strict=True):
+    for ax, (label, (flags, final)) in zip((top, zoom), runs.items(), strict=True):
+        part = span
         titles.append(f"{label}: {flags.size} change flags online, {final.size} change "
                       f"points in hindsight after the warm-up (whole stream)")
         _shade(ax, index, windows, warm)
