@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import KW_ONLY, dataclass, field, replace
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -30,7 +30,6 @@ from possibly.changepoint.models.segment_model import (
     KernelFunctions,
     Runs,
     SegmentModel,
-    as_series,
     check_positive_settings,
 )
 from possibly.changepoint.models.trend import (
@@ -38,7 +37,7 @@ from possibly.changepoint.models.trend import (
     LOG_2PI,
     TREND_NAMES,
     SegmentPrior,
-    automatic_prior,
+    WholeSeriesPrior,
     floored_evidence,
     floored_rate,
     prior_noise_variance,
@@ -79,7 +78,7 @@ class SeasonalObservation(NamedTuple):
 
 
 @dataclass(frozen=True)
-class SeasonalTrend(SegmentModel):
+class SeasonalTrend(WholeSeriesPrior, SegmentModel):
     """Segments with a polynomial trend, a cycle and unknown noise precision.
 
     Parameters
@@ -178,22 +177,6 @@ class SeasonalTrend(SegmentModel):
             return base
         periods = self.period if isinstance(self.period, tuple) else (self.period,)
         return base + " + cycle " + "/".join(f"{p:g}" for p in periods)
-
-    @property
-    def resolved(self) -> bool:
-        return self.prior is not None
-
-    def resolve(self, y: np.ndarray) -> SeasonalTrend:
-        return self if self.resolved else replace(self, prior=automatic_prior(y))
-
-    def _prior(self) -> SegmentPrior:
-        if self.prior is None:
-            raise ValueError("this model sets its prior from the whole series: call fit(y), or "
-                             "pass prior=automatic_prior(warm_up) to stream")
-        return self.prior
-
-    def check_series(self, y: Any) -> np.ndarray:
-        return as_series(y)
 
     def _observed(self) -> list[int]:
         """The state entries the observation sees: the level and every harmonic's ``c_k``."""
@@ -299,6 +282,7 @@ class SeasonalTrend(SegmentModel):
 
         Examples
         --------
+        >>> from possibly.changepoint import automatic_prior
         >>> t = np.arange(96)
         >>> y = 3 * np.sin(2 * np.pi * t / 24) + 0.1 * np.cos(t)
         >>> y[60] += 8.0

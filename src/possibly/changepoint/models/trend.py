@@ -25,7 +25,7 @@ import functools
 import math
 import types
 from dataclasses import KW_ONLY, dataclass, field, replace
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, ClassVar, NamedTuple, TypeVar
 
 import numpy as np
 
@@ -282,8 +282,35 @@ def floored_evidence(a: np.ndarray, b: np.ndarray, r: np.ndarray, q: np.ndarray,
     return np.where(outlier, best - floor, ev_in), outlier
 
 
+_Model = TypeVar("_Model", bound="WholeSeriesPrior")
+
+
+class WholeSeriesPrior:
+    """The prior handling of the models on ``y`` with a :class:`SegmentPrior` field ``prior``
+    (:class:`PolynomialTrend`, :class:`~possibly.changepoint.models.seasonal.SeasonalTrend`):
+    None until ``fit`` sets it from the whole series (:func:`automatic_prior`)."""
+
+    prior: SegmentPrior | None
+
+    @property
+    def resolved(self) -> bool:
+        return self.prior is not None
+
+    def resolve(self: _Model, y: np.ndarray) -> _Model:
+        return self if self.resolved else replace(self, prior=automatic_prior(y))  # type: ignore[type-var]
+
+    def _prior(self) -> SegmentPrior:
+        if self.prior is None:
+            raise ValueError("this model sets its prior from the whole series: call fit(y), or "
+                             "pass prior=automatic_prior(warm_up) to stream")
+        return self.prior
+
+    def check_series(self, y: Any) -> np.ndarray:
+        return as_series(y)
+
+
 @dataclass(frozen=True)
-class PolynomialTrend(SegmentModel):
+class PolynomialTrend(WholeSeriesPrior, SegmentModel):
     """Segments with a polynomial trend and unknown noise precision (normal-gamma regression).
 
     Parameters
@@ -357,22 +384,6 @@ class PolynomialTrend(SegmentModel):
     @property
     def name(self) -> str:
         return TREND_NAMES[self.degree]
-
-    @property
-    def resolved(self) -> bool:
-        return self.prior is not None
-
-    def resolve(self, y: np.ndarray) -> PolynomialTrend:
-        return self if self.resolved else replace(self, prior=automatic_prior(y))
-
-    def _prior(self) -> SegmentPrior:
-        if self.prior is None:
-            raise ValueError("this model sets its prior from the whole series: call fit(y), or "
-                             "pass prior=automatic_prior(warm_up) to stream")
-        return self.prior
-
-    def check_series(self, y: Any) -> np.ndarray:
-        return as_series(y)
 
     def new_runs(self, n: int) -> Runs:
         # standardised units: the level's prior location is 0 and the series scale 1
