@@ -167,3 +167,29 @@ def test_group_medians_is_the_median_of_each_group(seed):
         member = values[(groups == g) & np.isfinite(values)]
         expect = np.median(member) if member.size else np.nan
         assert got[g] == expect or (np.isnan(expect) and np.isnan(got[g]))
+
+
+@pytest.mark.parametrize("period", [7, 12, 24])
+def test_values_alone_find_the_whole_period_between_frequency_bins(period):
+    # a short series' periodogram peaks at a bin 1/n wide: n/period is rarely a whole number,
+    # and the rounded period of the peak bin is off by one or two steps
+    rng = np.random.default_rng(period)
+    wrong = {}
+    for n in range(3 * period, 26 * period, max(period // 2, 1)):
+        t = np.arange(n)
+        y = 10.0 * np.sin(2.0 * np.pi * t / period) + rng.normal(size=n)
+        found = infer_period(y)
+        if found != (float(period),):
+            wrong[n] = found
+    assert not wrong, wrong
+
+
+def test_auto_period_from_values_puts_the_change_where_it_is():
+    rng = np.random.default_rng(3)
+    t = np.arange(200)
+    y = 10.0 * np.sin(2.0 * np.pi * t / 24) + rng.normal(size=200)
+    y[120:] += 15.0
+    det = ps.ChangepointDetector(period="auto")
+    res = det.fit(y)
+    assert det.period_ == 24
+    assert res.changepoints.tolist() == [120]

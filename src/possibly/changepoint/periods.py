@@ -34,6 +34,8 @@ CLIP = 4.0
 MIN_CYCLES = 2
 #: periods the values alone may propose: the strongest peaks of the periodogram, at most this many
 VALUE_CANDIDATES = 3
+#: a periodogram peak's candidate whole periods lie at most this many steps from it
+PEAK_SPREAD = 3
 
 _SECOND = np.timedelta64(1, "s")
 _DAY = 86400.0
@@ -244,9 +246,13 @@ def cycle_gain(y: Any, period: float) -> tuple[float, float]:
     return gain, float(np.corrcoef(a, b)[0, 1])
 
 
-def _value_candidates(y: np.ndarray) -> list[float]:
-    """Periods of the strongest peaks of the first differences' periodogram (NaN filled by the
-    previous value), between 2 steps and half the series."""
+def _value_candidates(y: np.ndarray) -> list[list[float]]:
+    """Whole periods at the strongest peaks of the first differences' periodogram (NaN filled
+    by the previous value), between 2 steps and half the series: for each peak, the whole
+    periods within two frequency bins of it (a bin is ``1/n`` wide, and leakage and noise
+    move the peak of a frequency between bins, so on a short series a peak does not pin the
+    period to one whole number); the ranges of neighbouring peaks are merged, shortest
+    periods first."""
     filled = y.copy()
     missing = np.isnan(filled)
     if missing.all():
@@ -262,16 +268,28 @@ def _value_candidates(y: np.ndarray) -> list[float]:
     freq = np.fft.rfftfreq(d.size)
     allowed = (freq > 0) & (freq * (len(y) / MIN_CYCLES) >= 1.0) & (freq < 0.5)
     order = np.argsort(-np.where(allowed, power, -np.inf), kind="stable")
-    out: list[float] = []
+    bin_width = 2.0 / d.size  # two bins: leakage moves a short series's peak
+    groups: list[list[float]] = []
     for k in order[: 4 * VALUE_CANDIDATES]:
         if not allowed[k]:
             break
-        p = float(round(1.0 / freq[k]))
-        if p >= 2 and p not in out:
-            out.append(p)
-        if len(out) == VALUE_CANDIDATES:
+        centre = 1.0 / freq[k]
+        low = max(2, math.ceil(1.0 / (freq[k] + bin_width)))
+        high = math.floor(1.0 / max(freq[k] - bin_width, 1.0 / len(y)))
+        group = [float(p) for p in range(low, max(high, low) + 1)
+                 if abs(p - centre) <= PEAK_SPREAD]
+        if group:
+            groups.append(group)
+        if len(groups) == VALUE_CANDIDATES:
             break
-    return out
+    # neighbouring bins of one cycle give overlapping ranges: one group of whole periods
+    merged: list[list[float]] = []
+    for group in sorted(groups, key=min):
+        if merged and min(group) <= max(merged[-1]) + 2:  # the whole numbers between too
+            merged[-1] = [float(p) for p in range(int(min(merged[-1])), int(max(group)) + 1)]
+        else:
+            merged.append(group)
+    return merged
 
 
 def required_gain(n: int) -> float:
@@ -330,15 +348,20 @@ def infer_period(values: Any, index: Any = None) -> tuple[float, ...] | None:
     if index is not None and np.ndim(index) == 1 and len(index) != len(y):
         raise ValueError(f"index must hold one time stamp per value ({len(y)}), got "
                          f"{len(index)}")
-    candidates = (list(calendar_periods(index)) if index is not None
-                  else _value_candidates(y))
+    # each group: the whole periods a peak allows (from the values), or one calendar period
+    groups = ([[p] for p in calendar_periods(index)] if index is not None
+              else _value_candidates(y))
     accepted: list[float] = []
     rest = y.copy()
-    for period in sorted(candidates):
-        if len(rest) < MIN_CYCLES * period:
-            continue
-        gain, agreement = cycle_gain(rest, period)
-        if gain >= required_gain(len(rest)) and agreement >= MIN_AGREEMENT:
+    for group in sorted(groups, key=min):
+        scored = []
+        for p in group:
+            if len(rest) >= MIN_CYCLES * p:
+                gain, agreement = cycle_gain(rest, p)
+                if gain >= required_gain(len(rest)) and agreement >= MIN_AGREEMENT:
+                    scored.append((gain, p))
+        if scored:
+            period = max(scored)[1]  # of a peak's whole periods, the one explaining most
             accepted.append(period)
             # the next candidates are judged on what this cycle leaves
             x, _, phase = _delevelled(rest, period)
