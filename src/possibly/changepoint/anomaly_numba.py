@@ -1,8 +1,8 @@
 """The anomaly calibration compiled by numba (``pip install possibly[fast]``).
 
 :func:`calibrate_one` is :func:`possibly.changepoint.anomaly.calibrate_one` compiled
-unchanged, and :func:`calibrate` its loop over many records, so the compiled and the Python
-paths run the same code (tested equal); only the rank's count,
+unchanged, and :func:`calibrate` its loop over many records (also unchanged), so the
+compiled and the Python paths run the same code (tested equal); only the rank's count,
 :func:`possibly.changepoint.anomaly.count_below`, is compiled from a plain loop (numba
 vectorises it, where ``np.count_nonzero`` of a comparison would allocate).
 :func:`bank_calibration` is the same step as the per-stream hook of a
@@ -62,21 +62,16 @@ def bank_calibration(post, row, out):  # pragma: no cover - compiled into the ba
                                            else -out[_LOG_C])
 
 
-@numba.njit(cache=True, nogil=True)
-def calibrate(state, values, out):  # pragma: no cover - compiled
-    """:func:`calibrate_one` of each of ``values`` in turn, written to ``out``.
+@overload(anomaly.calibrate_one, jit_options={"nogil": True})
+def _calibrate_one(state, value):  # pragma: no cover - compiled
+    def impl(state, value):
+        return calibrate_one(state, value)
+    return impl
 
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from possibly.changepoint.anomaly import new_calibration
-    >>> state, out = new_calibration(None), np.empty(4)
-    >>> calibrate(state, np.array([1.0, 3.0, np.nan, 5.0]), out)
-    >>> out.tolist()
-    [0.0, 0.5, 0.0, 0.6666666666666666]
-    """
-    for i in range(values.shape[0]):
-        out[i] = calibrate_one(state, values[i])
+
+#: :func:`possibly.changepoint.anomaly.calibrate` compiled unchanged (its calls of
+#: :func:`~possibly.changepoint.anomaly.calibrate_one` compiled through the overload above)
+calibrate = numba.njit(cache=True, nogil=True)(anomaly.calibrate)
 
 
 def calibrate_one_entry() -> Any:
