@@ -36,6 +36,10 @@ MIN_CYCLES = 2
 VALUE_CANDIDATES = 3
 #: a periodogram peak's candidate whole periods lie at most this many steps from it
 PEAK_SPREAD = 3
+#: the periods are inferred from at most the first this many values (the warm-up) ...
+WARM_UP = 4096
+#: ... or, with time stamps, from this many of the calendar's longest cycle when that is longer
+WARM_UP_CYCLES = 16
 
 _SECOND = np.timedelta64(1, "s")
 _DAY = 86400.0
@@ -171,6 +175,37 @@ def _delevelled(y: np.ndarray, period: float) -> tuple[np.ndarray, np.ndarray, n
     return x - np.interp(t, middles[known], medians[known]), cycle, phase
 
 
+def median(x: np.ndarray) -> float:
+    """The median of a non-empty 1-D array without NaN: ``np.median``'s number (the mean of
+    the two middle values is ``0.5 (a + b)``), by one partial sort.
+
+    Examples
+    --------
+    >>> median(np.array([4.0, 1.0, 3.0, 2.0]))
+    2.5
+    """
+    return float(medians_along(x, 0))
+
+
+def medians_along(a: np.ndarray, axis: int) -> Any:
+    """The medians of an array without NaN along ``axis`` (0, or 1 for a 2-D array):
+    ``np.median(a, axis)``'s numbers, by one partial sort.
+
+    Examples
+    --------
+    >>> medians_along(np.array([[1.0, 5.0], [3.0, 2.0], [2.0, 9.0]]), 0)
+    array([2., 5.])
+    >>> medians_along(np.array([[1.0, 5.0], [3.0, 2.0], [2.0, 9.0]]), 1)
+    array([3. , 2.5, 5.5])
+    """
+    k = a.shape[axis]
+    lo, hi = (k - 1) // 2, k // 2
+    part = np.partition(a, (lo, hi) if hi != lo else lo, axis=axis)
+    if axis:
+        part = part.T
+    return 0.5 * (part[lo] + part[hi])
+
+
 def robust_variance(x: np.ndarray) -> float:
     """The mean square of ``x`` about its median, each deviation clipped at
     :data:`CLIP` robust sd (1.4826 · MAD): the variance, unmoved by a few spikes.
@@ -182,9 +217,34 @@ def robust_variance(x: np.ndarray) -> float:
     >>> round(robust_variance(np.array([1.0, 2.0, 3.0, 4.0, 1000.0])), 6)  # 997 → 4 · 1.4826
     8.233929
     """
-    dev = x - np.median(x)
-    limit = CLIP * 1.4826 * float(np.median(np.abs(dev)))
-    return float(np.mean(np.square(np.clip(dev, -limit, limit))))
+    dev = x - median(x)
+    size = np.abs(dev)
+    lo, hi = (size.size - 1) // 2, size.size // 2
+    size.partition((lo, hi) if hi != lo else lo)
+    limit = CLIP * 1.4826 * (0.5 * (size[lo] + size[hi]))
+    # np.clip's numbers, by two ufuncs in place (np.clip's wrapper costs more than they do)
+    np.minimum(dev, limit, out=dev)
+    np.maximum(dev, -limit, out=dev)
+    # a sum of squares, not np.dot: a threaded BLAS can cost milliseconds on a busy machine
+    return float(np.square(dev, out=dev).sum()) / dev.size
+
+
+def correlation(a: np.ndarray, b: np.ndarray) -> float:
+    """Pearson's correlation of two arrays (NaN when either has fewer than 2 values or is
+    constant).
+
+    Examples
+    --------
+    >>> correlation(np.array([1.0, 2.0, 3.0]), np.array([2.0, 4.0, 7.0]))  # 5 / √(2 · 12.67)
+    0.9933992677987828
+    """
+    if a.size < 2:
+        return math.nan
+    a, b = a - a.mean(), b - b.mean()
+    aa, bb = float(np.square(a).sum()), float(np.square(b).sum())
+    if not (aa > 0 and bb > 0):
+        return math.nan
+    return float((a * b).sum()) / math.sqrt(aa * bb)
 
 
 def cycle_gain(y: Any, period: float) -> tuple[float, float]:
@@ -224,6 +284,18 @@ def cycle_gain(y: Any, period: float) -> tuple[float, float]:
     if len(y) < MIN_CYCLES * period:
         raise ValueError(f"y must hold at least {MIN_CYCLES} periods ({MIN_CYCLES * period:g} "
                          f"values) to test a period of {period:g}, got {len(y)}")
+    return _gain(y, period)
+
+
+def _gain(y: np.ndarray, period: float, required: float = -math.inf) -> tuple[float, float]:
+    """:func:`cycle_gain` of a checked series; the agreement is NaN (not computed) when the
+    gain is below ``required``. A whole period of a series without NaN takes a shortcut: the
+    values as a matrix of one cycle per row (the same numbers)."""
+    p = int(period)
+    if p == period:
+        block = y[: len(y) // p * p]
+        if not np.isnan(block).any():
+            return _gain_whole(block.reshape(-1, p), required)
     x, cycle, phase = _delevelled(y, period)
     bins = int(math.ceil(period))
     finite = np.isfinite(x)
@@ -235,15 +307,62 @@ def cycle_gain(y: Any, period: float) -> tuple[float, float]:
     ok = finite & np.isfinite(pred)
     if ok.sum() < 2:
         return math.nan, math.nan
-    spread, res_spread = robust_variance(x[ok]), robust_variance(x[ok] - pred[ok])
-    if not spread > 0:
-        return math.nan, math.nan
-    gain = 1.0 - res_spread / spread
-    both = np.isfinite(profiles[0]) & np.isfinite(profiles[1])
-    a, b = profiles[0][both], profiles[1][both]
-    if a.size < 2 or not (np.std(a) > 0 and np.std(b) > 0):
+    gain = _explained(x[ok], x[ok] - pred[ok])
+    if not gain >= required:
         return gain, math.nan
-    return gain, float(np.corrcoef(a, b)[0, 1])
+    both = np.isfinite(profiles[0]) & np.isfinite(profiles[1])
+    return gain, correlation(profiles[0][both], profiles[1][both])
+
+
+def _gain_whole(cycles: np.ndarray, required: float) -> tuple[float, float]:
+    """:func:`_gain` of finite values laid out one cycle per row (at least two rows):
+    ``_delevelled``'s level from the rows' medians, each half's profile from its rows'
+    medians per column."""
+    n_cycles, p = cycles.shape
+    middles = np.arange(0.5 * p - 0.5, n_cycles * p, p)  # exact: halves times whole numbers
+    x = cycles.ravel() - np.interp(np.arange(cycles.size), middles, medians_along(cycles, 1))
+    rows = x.reshape(n_cycles, p)
+    even, odd = medians_along(rows[0::2], 0), medians_along(rows[1::2], 0)
+    residuals = rows.copy()
+    residuals[0::2] -= odd  # each half predicted by the other's profile
+    residuals[1::2] -= even
+    gain = _explained(x, residuals.ravel())
+    if not gain >= required:
+        return gain, math.nan
+    return gain, correlation(even, odd)
+
+
+def _cycle(y: np.ndarray, period: float) -> np.ndarray:
+    """The cycle of ``y``: at each step, the median of its phase over the delevelled full
+    cycles (0 where unknown)."""
+    p = int(period)
+    block = y[: len(y) // p * p]
+    if p == period and not np.isnan(block).any():  # as _gain: one cycle per row
+        cycles = block.reshape(-1, p)
+        middles = (np.arange(len(cycles)) + 0.5) * p - 0.5
+        x = block - np.interp(np.arange(block.size), middles, medians_along(cycles, 1))
+        return np.resize(medians_along(x.reshape(-1, p), 0), len(y))
+    x, _, phase = _delevelled(y, period)
+    profile = _phase_profile(x, phase, int(math.ceil(period)), np.flatnonzero(np.isfinite(x)))
+    every = np.floor(np.mod(np.arange(len(y)), period)).astype(np.int64)
+    return np.nan_to_num(profile[every])
+
+
+def _explained(x: np.ndarray, residuals: np.ndarray) -> float:
+    """``1 - robust_variance(residuals) / robust_variance(x)`` (NaN when ``x`` is constant),
+    both in one pass over the two rows."""
+    dev = np.stack((x, residuals))
+    dev -= medians_along(dev, 1)[:, None]
+    size = np.abs(dev)
+    lo, hi = (x.size - 1) // 2, x.size // 2
+    size.partition((lo, hi) if hi != lo else lo, axis=1)
+    limit = CLIP * 1.4826 * (0.5 * (size[:, lo] + size[:, hi]))[:, None]
+    np.minimum(dev, limit, out=dev)
+    np.maximum(dev, -limit, out=dev)
+    spread, res_spread = np.square(dev, out=dev).sum(axis=1) / x.size
+    if not spread > 0:
+        return math.nan
+    return 1.0 - float(res_spread) / float(spread)
 
 
 def _value_candidates(y: np.ndarray) -> list[list[float]]:
@@ -253,29 +372,32 @@ def _value_candidates(y: np.ndarray) -> list[list[float]]:
     move the peak of a frequency between bins, so on a short series a peak does not pin the
     period to one whole number); the ranges of neighbouring peaks are merged, shortest
     periods first."""
-    filled = y.copy()
-    missing = np.isnan(filled)
-    if missing.all():
+    filled = y
+    missing = np.isnan(y)
+    if missing.any():
+        if missing.all():
+            return []
+        idx = np.where(~missing, np.arange(y.size), 0)
+        np.maximum.accumulate(idx, out=idx)
+        filled = y[idx]
+        filled[: int(np.flatnonzero(~missing)[0])] = filled[int(np.flatnonzero(~missing)[0])]
+    d = filled[1:] - filled[:-1]
+    if d.size < 4 or not d.any():
         return []
-    idx = np.where(~missing, np.arange(filled.size), 0)
-    np.maximum.accumulate(idx, out=idx)
-    filled = filled[idx]
-    filled[: int(np.flatnonzero(~missing)[0])] = filled[int(np.flatnonzero(~missing)[0])]
-    d = np.diff(filled)
-    if d.size < 4 or not np.any(d != 0):
-        return []
-    power = np.abs(np.fft.rfft(d - np.median(d))) ** 2
+    spectrum = np.fft.rfft(d)  # the mean only moves the zero frequency, which is left out
+    power = np.square(spectrum.real) + np.square(spectrum.imag)
     freq = np.fft.rfftfreq(d.size)
     allowed = (freq > 0) & (freq * (len(y) / MIN_CYCLES) >= 1.0) & (freq < 0.5)
-    order = np.argsort(-np.where(allowed, power, -np.inf), kind="stable")
+    order = _strongest(np.where(allowed, power, -np.inf), 4 * VALUE_CANDIDATES)
     bin_width = 2.0 / d.size  # two bins: leakage moves a short series's peak
     groups: list[list[float]] = []
-    for k in order[: 4 * VALUE_CANDIDATES]:
+    for k in order.tolist():
         if not allowed[k]:
             break
-        centre = 1.0 / freq[k]
-        low = max(2, math.ceil(1.0 / (freq[k] + bin_width)))
-        high = math.floor(1.0 / max(freq[k] - bin_width, 1.0 / len(y)))
+        f = float(freq[k])
+        centre = 1.0 / f
+        low = max(2, math.ceil(1.0 / (f + bin_width)))
+        high = math.floor(1.0 / max(f - bin_width, 1.0 / len(y)))
         group = [float(p) for p in range(low, max(high, low) + 1)
                  if abs(p - centre) <= PEAK_SPREAD]
         if group:
@@ -290,6 +412,16 @@ def _value_candidates(y: np.ndarray) -> list[list[float]]:
         else:
             merged.append(group)
     return merged
+
+
+def _strongest(power: np.ndarray, k: int) -> np.ndarray:
+    """The indices of the ``k`` largest of ``power``, largest first, ties in index order
+    (``np.argsort(-power, kind="stable")[:k]``, without sorting the whole array)."""
+    if power.size <= k:
+        return np.argsort(-power, kind="stable")
+    level = np.partition(power, power.size - k)[power.size - k]
+    top = np.flatnonzero(power >= level)  # every tie of the k-th too, in index order
+    return top[np.argsort(-power[top], kind="stable")][:k]
 
 
 def required_gain(n: int) -> float:
@@ -321,6 +453,12 @@ def infer_period(values: Any, index: Any = None) -> tuple[float, ...] | None:
     values alone, a long cycle of finely sampled data (a day of minute data) is damped by
     the differencing and is not found: pass the time index.
 
+    Only a warm-up is read: the first :data:`WARM_UP` (4096) values, or with time stamps,
+    :data:`WARM_UP_CYCLES` (16) of the longest calendar cycle when that is longer (16 weeks
+    of 5-minute data); the step is the median spacing of the warm-up's stamps. So the cost is
+    bounded whatever the length of the series, and the periods of a stream are those of its
+    beginning.
+
     Parameters
     ----------
     values : array_like, shape (n,)
@@ -349,28 +487,32 @@ def infer_period(values: Any, index: Any = None) -> tuple[float, ...] | None:
         raise ValueError(f"index must hold one time stamp per value ({len(y)}), got "
                          f"{len(index)}")
     # each group: the whole periods a peak allows (from the values), or one calendar period
-    groups = ([[p] for p in calendar_periods(index)] if index is not None
-              else _value_candidates(y))
+    if index is not None:
+        stamps = index[: WARM_UP + 1] if np.ndim(index) == 1 else index
+        groups = [[p] for p in calendar_periods(stamps)]
+        warm_up = max([WARM_UP] + [math.ceil(WARM_UP_CYCLES * g[0]) for g in groups])
+        rest = y[:warm_up]
+    else:
+        rest = y[:WARM_UP]
+        groups = _value_candidates(rest)
+    required = required_gain(len(rest))
     accepted: list[float] = []
-    rest = y.copy()
     for group in sorted(groups, key=min):
         scored = []
+        floor = required  # a gain below the best accepted one cannot be kept
         for p in group:
             if len(rest) >= MIN_CYCLES * p:
-                gain, agreement = cycle_gain(rest, p)
-                if gain >= required_gain(len(rest)) and agreement >= MIN_AGREEMENT:
+                gain, agreement = _gain(rest, p, floor)
+                if gain >= floor and agreement >= MIN_AGREEMENT:
                     scored.append((gain, p))
+                    floor = gain
         if scored:
             period = max(scored)[1]  # of a peak's whole periods, the one explaining most
             accepted.append(period)
-            # the next candidates are judged on what this cycle leaves
-            x, _, phase = _delevelled(rest, period)
-            profile = _phase_profile(x, phase, int(math.ceil(period)),
-                                     np.flatnonzero(np.isfinite(x)))
-            every = np.floor(np.mod(np.arange(len(rest)), period)).astype(np.int64)
-            rest = rest - np.nan_to_num(profile[every])
             if index is None:
                 break  # the periodogram's other peaks are this cycle's harmonics
+            # the next candidates are judged on what this cycle leaves
+            rest = rest - _cycle(rest, period)
     return tuple(accepted) or None
 
 
