@@ -290,22 +290,26 @@ class ChangepointDetector(SequentialEstimator):
         tolerance are merged (the larger weight is kept), which bounds the cost per observation
         at any segment length with forgetting; 0 never merges. See
         :mod:`possibly.changepoint.recursion`.
-    period : int, "auto" or None
-        The length of a cycle in records (24 for hourly data with a daily cycle), used by the
-        calibrated anomaly signal (``info.anomaly``, ``result.anomaly``): each record's
-        surprise is then its deviation from the median of the same phase over the previous
-        periods, measured against the mean of all earlier such deviations. None (default):
-        no cycle; the surprise is the segment model's, ``−log c_t``. A whole number in
-        ``[2, 10⁶]`` (an int, or a float that is one, as ``24.0``; ``365.2425`` is
-        refused), for scalar series; it changes no other output. ``"auto"``: the periods
-        are inferred (:func:`~possibly.changepoint.infer_period`) from what the first
-        :meth:`fit` or :meth:`extend` receives (its values and, for a pandas Series with a
-        DatetimeIndex, its time stamps); with the default models, the accepted periods add
-        the seasonal members (``model_family(period=...)``), and the shortest, rounded, is
-        the anomaly signal's period. A series without a strong cycle gets exactly the
-        results of ``period=None``, and so does a stream begun with :meth:`update` (no
-        series to infer from) or a vector series. The period used is :attr:`period_` (and
-        ``result.period``), the periods :attr:`periods_`. See
+    period : "auto", int or None
+        The cycles of the series. ``"auto"`` (default): the periods are inferred
+        (:func:`~possibly.changepoint.infer_period`, from at most the first 4096 values) from
+        what the first :meth:`fit` or :meth:`extend` receives (its values and, for a pandas
+        Series with a DatetimeIndex, its time stamps); with the default models, the accepted
+        periods add the seasonal members (``model_family(period=...)``), and the shortest,
+        rounded, is the anomaly signal's period. A series without a strong cycle (most
+        series: no period is accepted on noise, trends or level shifts) gets exactly the
+        results of ``period=None``, and so does a vector series or a stream begun with
+        :meth:`update` (no series to infer from: fit or extend a warm-up first to have its
+        cycles); :meth:`reset` forgets the periods (the next fit or extend infers them
+        again). A whole number in ``[2, 10⁶]`` (an int, or a float that is one, as ``24.0``;
+        ``365.2425`` is refused), for scalar series: the length of a cycle in records (24 for
+        hourly data with a daily cycle), used by the calibrated anomaly signal
+        (``info.anomaly``, ``result.anomaly``) only: each record's surprise is then its
+        deviation from the median of the same phase over the previous periods, measured
+        against the mean of all earlier such deviations (give seasonal models with
+        ``model=model_family(period=...)``). None: no cycle; the surprise is the segment
+        model's, ``−log c_t`` (the paper's exact path, and no inference cost). The period
+        used is :attr:`period_` (and ``result.period``), the periods :attr:`periods_`. See
         :mod:`possibly.changepoint.anomaly`.
 
     Notes
@@ -370,7 +374,7 @@ class ChangepointDetector(SequentialEstimator):
                  tau: float | None = None, tol: float | None = None,
                  outlier_level: float | None = None, engine: str = "auto",
                  history: bool = True, merge_tol: float = 1e-6,
-                 period: int | str | None = None) -> None:
+                 period: int | str | None = "auto") -> None:
         self.model = model
         self.sigma = sigma
         self.hazard = hazard
@@ -526,8 +530,12 @@ class ChangepointDetector(SequentialEstimator):
     # -- state ---------------------------------------------------------------------------------
 
     def reset(self) -> ChangepointDetector:
-        """Forget every observation (``sigma='auto'`` is estimated again by :meth:`fit`)."""
+        """Forget every observation (``sigma='auto'`` is estimated again by :meth:`fit`, and
+        with ``period="auto"``, the periods and their seasonal models are forgotten: the next
+        :meth:`fit` or :meth:`extend` infers them again)."""
         with self._exclusive():
+            if getattr(self, "periods_", None) is not None and self._default_models():
+                self._set_models(self._build_models())
             return self._reset()
 
     def _reset(self) -> ChangepointDetector:

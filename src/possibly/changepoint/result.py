@@ -140,6 +140,9 @@ class ChangepointResult:
                  else f", index {_span(self.index[0], self.index[-1])}")
         p = self.params
         models = " or ".join(model_name(m) for m in p.models)
+        if len(models) > 60:  # a family with cycles: the line stays short
+            models = (f"{len(p.models)} models, {model_name(p.models[0])} ... "
+                      f"{model_name(p.models[-1])}")
         return (f"ChangepointResult({n} observations, {missing} missing{index}\n"
                 f"  model: {models}, {'robust' if p.robust else 'standard'}, hazard "
                 f"{p.hazard:g}, forgetting {p.forgetting:g}\n"
