@@ -348,3 +348,36 @@ def test_a_pickled_detector_resumes_where_it_stopped(cut):
         assert drift2.drift_detected == drift.drift_detected
     assert det2.detector.changepoints.tolist() == det.detector.changepoints.tolist()
     assert drift2.detector.changepoints.tolist() == drift.detector.changepoints.tolist()
+
+
+def _daily_cycle(n=24 * 20, seed=7):
+    """Hourly records with a daily cycle of amplitude 10 (noise sd 1) and no anomaly."""
+    rng = np.random.default_rng(seed)
+    return 10.0 * np.sin(2 * np.pi * np.arange(n) / 24) + rng.normal(size=n)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_default_period_is_the_warm_ups_cycle(engine):
+    # independent of the adapter: a plain detector given the warm-up's cycle by hand
+    y = _daily_cycle()
+    warm = 24 * 4
+    reference = ps.ChangepointDetector(
+        model=model_family(prior=automatic_prior(y[:warm]), period=(24.0,)), engine=engine,
+        period=24)
+    det = PossiblyAnomalyDetector(warm_up=warm, engine=engine)
+    drift = PossiblyDriftDetector(warm_up=warm, engine=engine)
+    plain = PossiblyDriftDetector(warm_up=warm, engine=engine, period=None)
+    drifts = plain_drifts = 0
+    for t, value in enumerate(y):
+        score = det.score_one({"value": value})
+        det.learn_one({"value": value})
+        drift.update(value)
+        plain.update(value)
+        drifts += drift.drift_detected
+        plain_drifts += plain.drift_detected
+        info = reference.update(value)
+        assert score == (0.0 if t < warm else info.anomaly), t  # exactly
+    assert det.detector.period_ == 24 == drift.detector.period_
+    assert plain.detector.period_ is None
+    # the cycle is no drift
+    assert drifts == 0 < plain_drifts
