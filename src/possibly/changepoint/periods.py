@@ -6,8 +6,10 @@ for data at half a day or finer, a week and a year for daily data, a year for we
 quarterly data); without time stamps the periodogram of the first differences gives a few.
 :func:`infer_period` keeps a candidate only when the series shows it strongly, by an
 out-of-sample test (:func:`cycle_gain`): the cycle's profile estimated on half of the cycles
-must predict the other half. :func:`models_for_series` turns the result into the detector's
-models.
+must predict the other half. It reads only a warm-up (the first :data:`WARM_UP` values, or
+:data:`WARM_UP_CYCLES` of the calendar's longest cycle), so its cost is bounded: it runs on
+every fit by default (``ChangepointDetector(period="auto")``). :func:`models_for_series` turns
+the result into the detector's models.
 """
 
 from __future__ import annotations
