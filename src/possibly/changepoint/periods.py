@@ -30,7 +30,10 @@ __all__ = ["calendar_periods", "cycle_gain", "infer_period", "models_for_series"
 MIN_GAIN = 0.1
 #: and the two halves' profiles correlate at least this much
 MIN_AGREEMENT = 0.5
-#: deviations beyond this many robust sd count as this many (robust_variance)
+#: and, for a period proposed by the values, the gain is at least this over √(cycles in the
+#: warm-up): with few cycles, the profiles of a random walk's two halves agree by chance
+FEW_CYCLES_GAIN = 0.6
+#: deviations beyond this many robust sd count as this many (the robust variance of cycle_gain)
 CLIP = 4.0
 #: a period needs at least this many full cycles in the series
 MIN_CYCLES = 2
@@ -177,18 +180,6 @@ def _delevelled(y: np.ndarray, period: float) -> tuple[np.ndarray, np.ndarray, n
     return x - np.interp(t, middles[known], medians[known]), cycle, phase
 
 
-def median(x: np.ndarray) -> float:
-    """The median of a non-empty 1-D array without NaN: ``np.median``'s number (the mean of
-    the two middle values is ``0.5 (a + b)``), by one partial sort.
-
-    Examples
-    --------
-    >>> median(np.array([4.0, 1.0, 3.0, 2.0]))
-    2.5
-    """
-    return float(medians_along(x, 0))
-
-
 def medians_along(a: np.ndarray, axis: int) -> Any:
     """The medians of an array without NaN along ``axis`` (0, or 1 for a 2-D array):
     ``np.median(a, axis)``'s numbers, by one partial sort.
@@ -208,29 +199,6 @@ def medians_along(a: np.ndarray, axis: int) -> Any:
     return 0.5 * (part[lo] + part[hi])
 
 
-def robust_variance(x: np.ndarray) -> float:
-    """The mean square of ``x`` about its median, each deviation clipped at
-    :data:`CLIP` robust sd (1.4826 · MAD): the variance, unmoved by a few spikes.
-
-    Examples
-    --------
-    >>> robust_variance(np.array([1.0, 2.0, 3.0, 4.0, 5.0]))     # (4 + 1 + 0 + 1 + 4) / 5
-    2.0
-    >>> round(robust_variance(np.array([1.0, 2.0, 3.0, 4.0, 1000.0])), 6)  # 997 → 4 · 1.4826
-    8.233929
-    """
-    dev = x - median(x)
-    size = np.abs(dev)
-    lo, hi = (size.size - 1) // 2, size.size // 2
-    size.partition((lo, hi) if hi != lo else lo)
-    limit = CLIP * 1.4826 * (0.5 * (size[lo] + size[hi]))
-    # np.clip's numbers, by two ufuncs in place (np.clip's wrapper costs more than they do)
-    np.minimum(dev, limit, out=dev)
-    np.maximum(dev, -limit, out=dev)
-    # a sum of squares, not np.dot: a threaded BLAS can cost milliseconds on a busy machine
-    return float(np.square(dev, out=dev).sum()) / dev.size
-
-
 def correlation(a: np.ndarray, b: np.ndarray) -> float:
     """Pearson's correlation of two arrays (NaN when either has fewer than 2 values or is
     constant).
@@ -243,10 +211,12 @@ def correlation(a: np.ndarray, b: np.ndarray) -> float:
     if a.size < 2:
         return math.nan
     a, b = a - a.mean(), b - b.mean()
-    aa, bb = float(np.square(a).sum()), float(np.square(b).sum())
-    if not (aa > 0 and bb > 0):
+    size_a, size_b = float(np.abs(a).max()), float(np.abs(b).max())
+    if not (size_a > 0 and size_b > 0):
         return math.nan
-    return float((a * b).sum()) / math.sqrt(aa * bb)
+    a, b = a / size_a, b / size_b  # scaled: no square underflows, whatever the units
+    return float((a * b).sum()) / math.sqrt(float(np.square(a).sum()) *
+                                            float(np.square(b).sum()))
 
 
 def cycle_gain(y: Any, period: float) -> tuple[float, float]:
@@ -351,20 +321,25 @@ def _cycle(y: np.ndarray, period: float) -> np.ndarray:
 
 
 def _explained(x: np.ndarray, residuals: np.ndarray) -> float:
-    """``1 - robust_variance(residuals) / robust_variance(x)`` (NaN when ``x`` is constant),
-    both in one pass over the two rows."""
+    """``1 - v(residuals) / v(x)`` (NaN when ``x`` is constant), where ``v`` is the robust
+    variance: the mean square about the median, each deviation clipped at :data:`CLIP` robust
+    sd (1.4826 · MAD), unmoved by a few spikes. Both in one pass over the two rows, each
+    deviation divided by its row's clip level (so no square overflows or underflows)."""
     dev = np.stack((x, residuals))
     dev -= medians_along(dev, 1)[:, None]
     size = np.abs(dev)
     lo, hi = (x.size - 1) // 2, x.size // 2
     size.partition((lo, hi) if hi != lo else lo, axis=1)
-    limit = CLIP * 1.4826 * (0.5 * (size[:, lo] + size[:, hi]))[:, None]
-    np.minimum(dev, limit, out=dev)
-    np.maximum(dev, -limit, out=dev)
-    spread, res_spread = np.square(dev, out=dev).sum(axis=1) / x.size
-    if not spread > 0:
+    limit = CLIP * 1.4826 * (0.5 * (size[:, lo] + size[:, hi]))
+    if not limit[0] > 0:
         return math.nan
-    return 1.0 - float(res_spread) / float(spread)
+    if not limit[1] > 0:  # the residuals are mostly 0: all clipped to 0
+        return 1.0
+    dev /= limit[:, None]
+    np.minimum(dev, 1.0, out=dev)
+    np.maximum(dev, -1.0, out=dev)
+    spread, res_spread = np.square(dev, out=dev).sum(axis=1)
+    return 1.0 - float(res_spread) / float(spread) * float(limit[1] / limit[0]) ** 2
 
 
 def _value_candidates(y: np.ndarray) -> list[list[float]]:
@@ -426,17 +401,24 @@ def _strongest(power: np.ndarray, k: int) -> np.ndarray:
     return top[np.argsort(-power[top], kind="stable")][:k]
 
 
-def required_gain(n: int) -> float:
-    """The gain :func:`infer_period` requires of a series of ``n`` values: :data:`MIN_GAIN`,
-    and ``3 / √n`` on a short series (about 3 times the 99th percentile of the gain of white
-    noise or a random walk of that length, whatever the period).
+def required_gain(n: int, cycles: float = math.inf) -> float:
+    """The gain :func:`infer_period` requires of a period that fits ``cycles`` times in a
+    series of ``n`` values: :data:`MIN_GAIN`; ``3 / √n`` on a short series (about 3 times the
+    99th percentile of the gain of white noise of that length, whatever the period); and
+    ``0.6 / √cycles`` (:data:`FEW_CYCLES_GAIN`) for a period proposed by the values (the
+    strongest of the periodogram's peaks, chosen from the data): the split-half gain of a
+    random walk at such a period spreads more the fewer cycles each half holds (in
+    simulations this removed two thirds of the periods accepted on random walks; the
+    calendar's periods, fixed in advance, are not held to it).
 
     Examples
     --------
     >>> required_gain(100), required_gain(10_000)     # 3 / √100; then the floor MIN_GAIN
     (0.3, 0.1)
+    >>> required_gain(10_000, cycles=4)                # a period of 2500 steps: 0.6 / √4
+    0.3
     """
-    return max(MIN_GAIN, 3.0 / math.sqrt(n))
+    return max(MIN_GAIN, 3.0 / math.sqrt(n), FEW_CYCLES_GAIN / math.sqrt(cycles))
 
 
 def infer_period(values: Any, index: Any = None) -> tuple[float, ...] | None:
@@ -447,13 +429,14 @@ def infer_period(values: Any, index: Any = None) -> tuple[float, ...] | None:
     shortest accepted one is kept: the other peaks are mostly its harmonics). A candidate is
     accepted when the series holds at least two full periods and, on the series minus the
     cycles accepted before it (shortest first), the profile estimated on half of the cycles
-    explains at least 10% (:func:`required_gain`: ``3/√n`` on a short series) of the robust
-    variance of the other half and the two halves' profiles correlate at least 0.5
-    (:func:`cycle_gain`). The gain is about 0 or below for a series without that cycle,
-    whatever its level shifts or trends; in simulations no period was accepted on white
-    noise, AR(1) series or level shifts, and one on about 1% of random walks. From the
-    values alone, a long cycle of finely sampled data (a day of minute data) is damped by
-    the differencing and is not found: pass the time index.
+    explains at least 10% (:func:`required_gain`: ``3/√n`` on a short series, ``0.6/√k`` for
+    a period from the values that fits ``k`` times) of the robust variance of the other half
+    and the two halves' profiles correlate at least 0.5 (:func:`cycle_gain`). The gain is
+    about 0 or below for a series without that cycle, whatever its level shifts or trends; in
+    simulations no period was accepted on white noise or level shifts, and one on about 1%
+    of random walks and of AR(1) series close to them. From the values alone, a long cycle
+    of finely sampled data (a day of minute data) is damped by the differencing and is not
+    found: pass the time index.
 
     Only a warm-up is read: the first :data:`WARM_UP` (4096) values, or with time stamps,
     :data:`WARM_UP_CYCLES` (16) of the longest calendar cycle when that is longer (16 weeks
@@ -497,17 +480,20 @@ def infer_period(values: Any, index: Any = None) -> tuple[float, ...] | None:
     else:
         rest = y[:WARM_UP]
         groups = _value_candidates(rest)
-    required = required_gain(len(rest))
     accepted: list[float] = []
     for group in sorted(groups, key=min):
         scored = []
-        floor = required  # a gain below the best accepted one cannot be kept
+        best = -math.inf  # a gain below the best accepted one cannot be kept
         for p in group:
             if len(rest) >= MIN_CYCLES * p:
-                gain, agreement = _gain(rest, p, floor)
-                if gain >= floor and agreement >= MIN_AGREEMENT:
+                # a period from the values is the strongest of many peaks: on a random walk
+                # its gain is biased up, the more so the fewer cycles (required_gain)
+                required = required_gain(len(rest), math.inf if index is not None
+                                         else len(rest) / p)
+                gain, agreement = _gain(rest, p, max(required, best))
+                if gain >= max(required, best) and agreement >= MIN_AGREEMENT:
                     scored.append((gain, p))
-                    floor = gain
+                    best = gain
         if scored:
             period = max(scored)[1]  # of a peak's whole periods, the one explaining most
             accepted.append(period)
