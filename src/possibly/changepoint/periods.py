@@ -433,8 +433,8 @@ def infer_period(values: Any, index: Any = None) -> tuple[float, ...] | None:
     a period from the values that fits ``k`` times) of the robust variance of the other half
     and the two halves' profiles correlate at least 0.5 (:func:`cycle_gain`). The gain is
     about 0 or below for a series without that cycle, whatever its level shifts or trends; in
-    simulations no period was accepted on white noise or level shifts, and one on about 1%
-    of random walks and of AR(1) series close to them. From the values alone, a long cycle
+    simulations no period was accepted on white noise or level shifts, and one on 1–2% of
+    random walks and of AR(1) series close to them. From the values alone, a long cycle
     of finely sampled data (a day of minute data) is damped by the differencing and is not
     found: pass the time index.
 
