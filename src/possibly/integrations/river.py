@@ -10,11 +10,12 @@ Both run the default models of ``ChangepointDetector()`` (levels and trends with
 noise scale) with their scale-free priors taken from a warm-up: the first ``warm_up`` records
 are kept, the priors come from them (:func:`~possibly.changepoint.automatic_prior`), the
 detector processes them, then every further record is one ``update()``. The warm-up also
-gives the stream's cycles (``period="auto"``, the default: :func:`~possibly.changepoint.
-infer_period` of the warm-up's values, which needs two full cycles in it), as seasonal members
-of the default models and the anomaly signal's period. ``model="normal"`` runs the paper's
-normal-mean model with σ estimated on the warm-up; a given ``sigma`` starts it from the first
-record, without warm-up (and without cycles, unless ``period`` gives one).
+gives the stream's cycles (``period="auto"``, the default:
+:func:`~possibly.changepoint.infer_period` of the warm-up's values, which needs two full
+cycles in it), as seasonal members of the default models and the anomaly signal's period.
+``model="normal"`` runs the paper's normal-mean model with σ estimated on the warm-up; a
+given ``sigma`` starts it from the first record, without warm-up (and without cycles, unless
+``period`` gives one).
 
 Needs river (``pip install 'possibly[river]'``).
 """
