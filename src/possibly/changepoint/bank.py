@@ -642,13 +642,11 @@ class DetectorBank:
             prev_start, prev_model = self._last[r]
             changed = begin > prev_start
             post = self._post[r]
-            surprise = x if calibration.state_period(post) or x != x \
-                else -info.log_consistency
             out[i] = (x, begin, info.map_model, info.mean, info.log_consistency,
                       info.discount, info.n_active, info.log_change_possibility, changed,
                       bool(info.discount < level) and not changed,
                       begin != prev_start or info.map_model != prev_model,
-                      calibration.calibrate_one(post, surprise))
+                      calibration.calibrate_one(post, x, -info.log_consistency))
             self._last[r] = begin, info.map_model
             t[i] = info.t
         return out, t

@@ -15,7 +15,7 @@ from typing import Any, cast
 import numpy as np
 
 from possibly.changepoint import anomaly as anomaly_calibration
-from possibly.changepoint.anomaly import check_period, new_calibration, peek_one, state_period
+from possibly.changepoint.anomaly import check_period, new_calibration, state_period
 from possibly.changepoint.compiled_engine import (
     OUTPUTS,
     STEP_COLUMNS,
@@ -576,15 +576,13 @@ class ChangepointDetector(SequentialEstimator):
         """The calibrated anomaly of each of ``arr`` (the recursion's ``log_consistency``),
         the calibration advanced only when every record is done (an interrupt changes
         nothing)."""
-        if self.period_ is not None:
-            values = np.ascontiguousarray(arr, dtype=np.float64)
-        else:  # the segment model's surprise; NaN for a missing record
-            values = -np.asarray(log_consistency, dtype=np.float64)
-            missing = np.isnan(arr.reshape(len(arr), -1)).any(axis=1)
-            values[missing] = math.nan
+        # the observation (NaN for a missing record) and the segment model's surprise
+        values = np.where(np.isnan(arr.reshape(len(arr), -1)).any(axis=1), math.nan,
+                          arr.reshape(len(arr), -1)[:, 0]).astype(np.float64)
+        surprises = -np.asarray(log_consistency, dtype=np.float64)
         state = self._calibration.copy()
         out = np.empty(len(values))
-        self._calibrate_functions()[1](state, values, out)
+        self._calibrate_functions()[1](state, values, surprises, out)
         self._calibration = state
         return out
 
@@ -750,10 +748,13 @@ class ChangepointDetector(SequentialEstimator):
             arr = self._checked_value(y)
             if np.isnan(arr).any():  # a missing record (anomaly_calibration: 0)
                 return 0.0
-            if state_period(self._calibration) is not None:
-                return peek_one(self._calibration, float(arr[0]))
-            _, out = self._run(self._current_runs(), arr)
-            return peek_one(self._calibration, -float(out["log_consistency"][0]))
+            surprise = math.nan  # not used with a period
+            if state_period(self._calibration) is None:
+                _, out = self._run(self._current_runs(), arr)
+                surprise = -float(out["log_consistency"][0])
+            # update's step on a copy of the calibration (the same engine, the same numbers)
+            return float(self._calibrate_functions()[0](self._calibration.copy(),
+                                                        float(arr.ravel()[0]), surprise))
         finally:
             lock.release()
 
@@ -1008,8 +1009,7 @@ class ChangepointDetector(SequentialEstimator):
             if stream.full:
                 self._flush()
             _, start, model, mean, log_c, disc, n_active, log_cp = stream.step(x)
-            anomaly = self._calibrators[0](  # type: ignore[index]
-                self._calibration, x if self.period_ is not None or x != x else -log_c)
+            anomaly = self._calibrators[0](self._calibration, x, -log_c)  # type: ignore[index]
             self._streamed_anomaly[stream.n - 1] = anomaly
             self._stamps.extend(stamps)
             t, begin = stream.t - 1, int(start)
