@@ -32,8 +32,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["CHANNELS", "CYCLES", "MAX_PERIOD", "MAX_SHAPE", "SPAN", "TAIL", "WINDOW",
-           "beyond_p_value", "calibrate", "calibrate_one", "calibration_size", "check_period",
+__all__ = ["CHANNELS", "CYCLES", "MAX_PERIOD", "MAX_SHAPE", "REPEATS", "SPAN", "TAIL",
+           "WINDOW", "beyond_p_value", "calibrate", "calibrate_one", "calibration_size", "check_period",
            "count_at_least", "insert_sorted", "new_calibration", "peek_one", "repeat_p_value",
            "state_period", "upper_p_value"]
 
@@ -49,15 +49,19 @@ SPAN = 10
 TAIL = 50
 #: the largest tail index of the fitted tail (a heavier estimate is cut to it)
 MAX_SHAPE = 0.9
+#: the run lengths of exact repeats counted (a longer run continues at the last ratio)
+REPEATS = 10
 #: the channels combined (record, sustained, repeats): the Bonferroni factor
 CHANNELS = 3
 
 # state layout: a header, then the last CYCLES · P values (by t mod CYCLES · P), the last
 # WINDOW surprises and WINDOW sustained statistics (two rings sharing a position), the last
 # SPAN records' −log p (a ring), and scratch cells for the median and the tail's largest values
-(_PERIOD, _CYCLES, _WINDOW, _T, _N_REF, _MEAN_REF, _N_WIN, _POS, _N_RECENT, _LAST_Y, _RUN,
- _RUN_N, _RUN_1, _RUN_2) = range(14)
-HEAD = 14
+# (the header ends with the REPEATS + 1 counts of repeat_p_value, then the same counts as
+# they were at the start of the current run)
+_PERIOD, _CYCLES, _WINDOW, _T, _N_REF, _MEAN_REF, _N_WIN, _POS, _N_RECENT, _LAST_Y, _RUN = range(11)
+_COUNTS = 11
+HEAD = _COUNTS + 2 * (REPEATS + 1)
 
 
 def check_period(period: Any) -> int | None:
@@ -111,8 +115,8 @@ def new_calibration(period: int | None, window: int = WINDOW, cycles: int = CYCL
     Examples
     --------
     >>> state = new_calibration(None)
-    >>> [round(calibrate_one(state, s, s), 6) for s in (1.0, 3.0, 2.0, 5.0)]
-    [0.0, 0.0, 0.0, 0.0]
+    >>> [calibrate_one(state, s, s) for s in (1.0, 3.0, 2.0, 5.0)]  # 5: p = 1/4 (of 3 ranked)
+    [0.0, 0.0, 0.0, 0.25]
     """
     p = check_period(period) or 0
     for name, value in (("window", window), ("cycles", cycles)):
@@ -236,22 +240,39 @@ def upper_p_value(values: np.ndarray, level: float, scratch: np.ndarray) -> floa
     return beyond_p_value(values, level, scratch)
 
 
-def repeat_p_value(run: float, records: float, repeats: float, twice: float) -> float:
-    """The p-value of a run of ``run`` exact repeats of the previous value: ``q₁ q₂^(run − 1)``
-    with ``q₁ = (repeats + 1) / (records + 1)`` the conformal share of records that repeat
-    their predecessor and ``q₂ = (twice + 1) / (repeats + 2)`` the share of those whose
-    predecessor also repeated (a run continues as a Markov chain); 1 without a repeat.
+def repeat_p_value(run: float, counts: np.ndarray) -> float:
+    """The p-value of a run of ``run`` exact repeats of the previous value, from ``counts``:
+    ``counts[0]`` records, ``counts[j]`` records that ended a run of at least ``j`` repeats
+    (``j = 1, …, REPEATS``). It is the product of the conformal continuation ratios
+    ``q₁ q₂ ⋯ q_run``, ``q₁ = (counts[1] + 1) / (counts[0] + 1)`` and ``q_j = (counts[j] + 1)
+    / (counts[j − 1] + 2)`` (the posterior mean of a continuation probability under a uniform
+    prior); beyond ``REPEATS`` the run continues as it did at the longest length counted, with
+    the ``k``-th further step ``(counts[R] + k) / (counts[R − 1] + 1 + k)`` (``R = REPEATS``:
+    the posterior predictive ``E[q^m]`` of ``m`` more steps, which accounts for the
+    uncertainty of ``q``); 1 without a repeat.
 
     Examples
     --------
     A stream that never repeated in 99 records, then 3 repeats in a row:
 
-    >>> repeat_p_value(3.0, 99.0, 0.0, 0.0) == 1 / 100 * (1 / 2) ** 2
+    >>> counts = np.zeros(REPEATS + 1)
+    >>> counts[0] = 99.0
+    >>> bool(repeat_p_value(3.0, counts) == 1 / 100 * (1 / 2) * (1 / 2))
     True
     """
     if run < 1.0:
         return 1.0
-    return (repeats + 1.0) / (records + 1.0) * ((twice + 1.0) / (repeats + 2.0)) ** (run - 1.0)
+    p = (counts[1] + 1.0) / (counts[0] + 1.0)
+    top = counts.shape[0] - 1
+    j = 2
+    while j <= run and j <= top:
+        p *= (counts[j] + 1.0) / (counts[j - 1] + 2.0)
+        j += 1
+    i = 0.0
+    while top + i < run:  # E[q^(run − top)] under the Beta posterior of the last ratio
+        p *= (counts[top] + 1.0 + i) / (counts[top - 1] + 2.0 + i)
+        i += 1.0
+    return p
 
 
 def calibrate_one(state: np.ndarray, y: float, surprise: float) -> float:
@@ -291,16 +312,20 @@ def calibrate_one(state: np.ndarray, y: float, surprise: float) -> float:
     scratch = recent + SPAN
     state[_T] = t + 1
     if y != y:
+        if period > 0:
+            state[HEAD + t % span] = math.nan  # skipped by the medians
         return 0.0
     # a frozen reading: the run of exact repeats, its p-value from the counts before it
     run = state[_RUN] + 1.0 if y == state[_LAST_Y] else 0.0
     state[_LAST_Y] = y
     state[_RUN] = run
-    p = repeat_p_value(run, state[_RUN_N], state[_RUN_1], state[_RUN_2])
+    # against the counts of the records before this run (a run does not calibrate itself)
+    p = repeat_p_value(run, state[_COUNTS + REPEATS + 1:HEAD])
     keep = 1.0 - 1.0 / window
-    state[_RUN_N] = keep * state[_RUN_N] + 1.0
-    state[_RUN_1] = keep * state[_RUN_1] + (1.0 if run >= 1.0 else 0.0)
-    state[_RUN_2] = keep * state[_RUN_2] + (1.0 if run >= 2.0 else 0.0)
+    for j in range(REPEATS + 1):
+        state[_COUNTS + j] = keep * state[_COUNTS + j] + (1.0 if run >= j else 0.0)
+        if run == 0.0:
+            state[_COUNTS + REPEATS + 1 + j] = state[_COUNTS + j]
     s = surprise
     if period > 0:
         # the median of the same phase over the previous periods (insertion sort)
@@ -337,9 +362,10 @@ def calibrate_one(state: np.ndarray, y: float, surprise: float) -> float:
     n_recent = int(state[_N_RECENT])
     state[recent + n_recent % SPAN] = -math.log(body)
     state[_N_RECENT] = n_recent + 1
-    sustained = 0.0
+    sustained = 0.0  # summed oldest first
+    first = 0 if n_recent + 1 < SPAN else (n_recent + 1) % SPAN
     for j in range(min(n_recent + 1, SPAN)):
-        sustained += state[recent + j]
+        sustained += state[recent + (first + j) % SPAN]
     p = min(p, upper_p_value(state[ring + window:ring + window + n], sustained,
                              state[scratch:]))
     pos = int(state[_POS])
