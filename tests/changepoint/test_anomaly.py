@@ -21,8 +21,8 @@ needs_numba = pytest.mark.skipif(not numba_available(), reason="numba is not ins
 
 def tail_reference(kept, level):
     """``beyond_p_value`` from its definition: the PWM estimates of Hosking & Wallis (1987)
-    written on the sorted excesses, the conditional survival from scipy's generalised
-    Pareto."""
+    written on the sorted excesses, the scale floored by the whole window's exponential
+    scale, the conditional survival from scipy's generalised Pareto."""
     n = len(kept)
     k = min(anomaly.TAIL, n - 1)
     if k < 10:
@@ -37,6 +37,8 @@ def tail_reference(kept, level):
     shape = 2.0 - a0 / (a0 - 2.0 * a1) if a0 - 2.0 * a1 > 0 else anomaly.MAX_SHAPE
     shape = float(np.clip(shape, 0.0, anomaly.MAX_SHAPE))
     scale = a0 * (1.0 - shape)
+    # the exponential scale from the window's mean (survival 1/e) to its maximum (1/(n+1))
+    scale = max(scale, (top[0] - np.mean(kept)) / (math.log(n + 1) - 1.0))
     ratio = (genpareto.sf(level - u, shape, scale=scale)
              / genpareto.sf(top[0] - u, shape, scale=scale))
     return ratio / (n + 1)
@@ -138,7 +140,8 @@ def test_calibration_matches_the_definition(period):
 
 def test_tail_of_a_known_window_by_hand():
     """The window 1..100 (n = 100, k = 50): the excesses over 50 are 1..50, whose PWM tail
-    index is negative (cut to 0), so the tail is exponential with the mean excess 25.5."""
+    index is negative (cut to 0), so the tail is exponential with the mean excess 25.5 (above
+    the window's own scale, (100 - 50.5) / (log 101 - 1) = 13.7)."""
     window = np.arange(1.0, 101.0)
     scratch = np.empty(anomaly.TAIL + 1)
     for level, want in [(100.5, math.exp(-0.5 / 25.5) / 101), (130.0, math.exp(-30 / 25.5) / 101)]:
@@ -304,7 +307,7 @@ def test_invariant_under_affine_maps(with_period):
 
 
 @pytest.mark.parametrize(("scenario", "with_period"),
-                         [("cycle_idle", True), ("cycle_idle", False), ("idle_stream", False)])
+                         [("cycle_idle", True), ("idle_stream", False), ("idle_stream", True)])
 def test_clean_streams_alarm_at_most_at_the_calibrated_rate(scenario, with_period):
     """A stream with no anomaly: the anomaly exceeds ``1 - alpha`` on at most a fraction
     ``alpha`` of its records (plus sampling slack), and never reaches ``1 - 1e-5``."""
@@ -374,15 +377,19 @@ def test_a_frozen_reading_raises_the_signal_within_a_few_records():
     assert a[300:2000].max() < 1.0 - 1e-4
 
 
-def test_a_small_sustained_shift_in_heavy_tails_raises_the_signal():
-    """Regression: a shift of 1.5 scale units in Student-t(3) noise: no single record is
-    extreme, the sum over the last records is."""
+def test_a_sustained_moderate_rise_is_seen_by_the_sum_channel():
+    """Surprises that rise by 3 for 20 records: none of them beyond the window's largest (each
+    record's own p-value stays above 1 / (W + 1)), but their sum over the last SPAN records is
+    far beyond every earlier sum."""
     rng = np.random.default_rng(10)
-    y = rng.standard_t(3, size=2600)
-    y[2300:] += 1.5
-    a = ps.ChangepointDetector(model=model_family(prior=automatic_prior(y[:300]))).fit(y).anomaly
-    assert a[2300:2320].max() > 1.0 - 1e-4
-    assert a[300:2300].max() < 1.0 - 1e-4
+    surprises = rng.exponential(size=3000)
+    top = surprises[500:2500].max()
+    surprises[2500:2520] = np.minimum(surprises[2500:2520] + 3.0, 0.9 * top)  # no single record
+    ys = np.arange(3000.0)  # no repeats
+    a = _calibrated(ys, surprises, None)
+    # beyond what the record's own rank gives (at most 1 - 3 / (W + 1) = 1 - 1.5e-3 there)
+    assert a[2500:2515].max() > 1.0 - 3e-4
+    assert np.mean(a[:2500] > 1.0 - 3e-4) < 1e-3
 
 
 def test_a_level_shift_raises_the_signal_within_a_few_records():
@@ -513,3 +520,15 @@ def test_the_compiled_update_without_numba_entry_points(monkeypatch, overloads):
     np.testing.assert_array_equal([numpy_engine.update(float(x)).anomaly for x in y],
                                   want[day])
 
+
+
+def test_a_clustered_tail_is_not_extrapolated_from_its_spread():
+    """Regression: the largest surprises of a quantised metric cluster at one level (here
+    4.2 +- 0.05, from the values two steps away); the next level (6.6) is one step further,
+    not hundreds of the cluster's spreads: the window's own scale bounds the tail's."""
+    rng = np.random.default_rng(4)
+    window = np.concatenate([rng.exponential(0.5, 1950), 4.2 + rng.uniform(-0.05, 0.05, 50)])
+    p = anomaly.upper_p_value(window, 6.6, np.empty(anomaly.TAIL + 1))
+    scale = (window.max() - window.mean()) / (math.log(2001) - 1.0)
+    assert p == pytest.approx(math.exp(-(6.6 - window.max()) / scale) / 2001, rel=1e-12)
+    assert p > 1e-6 / 2001  # the cluster's own spread would say about 1e-21 / 2001

@@ -1,11 +1,18 @@
 """A calibrated, causal anomaly signal per record: each stream against its own recent past.
 
-The anomaly of record ``t`` is one minus a conformal p-value: the rank of its surprise among
-the surprises of the stream's previous records (at most :data:`WINDOW` of them). The same
-threshold then means the same false-alarm rate on every stream, whatever its units, resolution
-or tails, and no scale floor is needed (docs: The mathematics, §6; Monitoring streams): the
-rate is bounded exactly for the model's surprise, approximately with a period (conservatively
-on white noise).
+The anomaly of record ``t`` is one minus a p-value, three times the smallest of three
+(Bonferroni), each calibrated on the stream's own last :data:`WINDOW` records, so that the
+same threshold means about the same false-alarm rate on every stream, whatever its units,
+resolution or tails, with no scale floor (docs: The mathematics, §6; Monitoring streams):
+
+* the record's surprise: its conformal rank among the kept surprises, and beyond their
+  maximum a generalised Pareto tail fitted to the largest :data:`TAIL` of them, so that a
+  record far beyond anything seen can reach ``1 − 10⁻⁶`` while a clean stream, which tops its
+  window once per :data:`WINDOW` records, rarely does (:func:`upper_p_value`);
+* a sustained deviation: Fisher's ``−Σ log`` of the last :data:`SPAN` records' conformal
+  p-values, ranked against its own history the same way;
+* a frozen reading: the run of exact repeats of the value, against the stream's earlier runs
+  (:func:`repeat_p_value`).
 
 The surprise of record ``t`` is
 
@@ -17,12 +24,14 @@ The surprise of record ``t`` is
 
 Interface (for a bank of streams): a stream's whole state is one flat float64 array of fixed
 size :func:`calibration_size`, made by :func:`new_calibration`; :func:`calibrate_one` ``(state,
-value) -> anomaly`` advances it by one record (NaN: a missing record, anomaly 0) and
-:func:`calibrate` ``(state, values, out)`` by many. Both are plain Python on floats, which
-:mod:`possibly.changepoint.anomaly_numba` compiles unchanged, so a compiled loop over many
-streams can call the same step on each row of a ``(streams, size)`` array. A state holds
-``8 + CYCLES · P + WINDOW + CYCLES`` floats (16 kB without a period); a step is one pass
-over the window's surprises (exact ranks).
+y, surprise) -> anomaly`` advances it by one record (a NaN ``y``: a missing record, anomaly 0)
+and :func:`calibrate` ``(state, ys, surprises, out)`` by many. Both are plain Python on floats,
+which :mod:`possibly.changepoint.anomaly_numba` compiles unchanged with their helpers, so a
+compiled loop over many streams can call the same step on each row of a ``(streams, size)``
+array. A state holds ``HEAD + CYCLES · P + 2 · WINDOW + SPAN + TAIL + 1`` floats (32.8 kB
+without a period, 34.1 kB with ``P = 24``); a step is two passes over the window's ``2 ·
+WINDOW`` statistics (exact ranks), and a third over one of them when a statistic is beyond
+its window's maximum (the tail's largest values).
 """
 
 from __future__ import annotations
@@ -180,8 +189,10 @@ def beyond_p_value(values: np.ndarray, level: float, scratch: np.ndarray) -> flo
         return 1.0 / (n + 1.0)
     # the k + 1 largest values, in decreasing order
     m = 0
+    total = 0.0
     for i in range(n):
         v = values[i]
+        total += v
         if m <= k:
             j = m
             m += 1
@@ -210,6 +221,10 @@ def beyond_p_value(values: np.ndarray, level: float, scratch: np.ndarray) -> flo
     shape = 2.0 - a0 / d if d > 0.0 else MAX_SHAPE
     shape = min(max(shape, 0.0), MAX_SHAPE)
     scale = a0 * (1.0 - shape)  # the mean excess of a generalised Pareto is scale / (1 − shape)
+    # at least the exponential scale of the whole window, from its mean (survival e^-1 for an
+    # exponential) to its maximum (survival 1 / (n + 1)): the largest values of a quantised
+    # metric cluster at a few levels, whose spread says nothing of the gap to the next level
+    scale = max(scale, (scratch[0] - total / n) / (math.log(n + 1.0) - 1.0))
     z = level - scratch[0]
     if shape == 0.0:
         survival = math.exp(-z / scale)

@@ -2,8 +2,9 @@
 
 :func:`calibrate_one` is :func:`possibly.changepoint.anomaly.calibrate_one` compiled
 unchanged, and :func:`calibrate` its loop over many records (also unchanged), so the
-compiled and the Python paths run the same code (tested equal); only the rank's count,
-:func:`possibly.changepoint.anomaly.count_below`, is compiled from a plain loop (numba
+compiled and the Python paths run the same code (tested equal): its helpers are compiled
+unchanged where it calls them, except the rank's count,
+:func:`possibly.changepoint.anomaly.count_at_least`, compiled from a plain loop (numba
 vectorises it, where ``np.count_nonzero`` of a comparison would allocate).
 :func:`bank_calibration` is the same step as the per-stream hook of a
 :class:`~possibly.changepoint.DetectorBank`'s compiled loop (inlined there, allocating

@@ -731,17 +731,17 @@ class ChangepointDetector(SequentialEstimator):
     def peek_anomaly(self, y: Any) -> float:
         """The calibrated anomaly that :meth:`update` would report for ``y`` (its
         ``info.anomaly``), without processing ``y``: the detector is unchanged (a scorer
-        that must not learn, as river's ``score_one``). The same engine as :meth:`update`;
-        without a period, the step is run on a copy of the run hypotheses.
+        that must not learn, as river's ``score_one``). The same engine as :meth:`update`,
+        run on a copy of the calibration and, without a period, of the run hypotheses.
 
         Examples
         --------
         >>> det = ChangepointDetector(sigma=1.0, hazard=0.01)
         >>> for x in [0.0, 0.3, -0.2, 0.1, -0.4, 0.2]:
         ...     _ = det.update(x)
-        >>> peek = det.peek_anomaly(4.0)  # above the six earlier surprises: 6 / 7
-        >>> peek, det.t, det.update(4.0).anomaly == peek
-        (0.8571428571428571, 6, True)
+        >>> peek = det.peek_anomaly(4.0)  # above the six earlier surprises: p = 1 / 7
+        >>> peek == 1 - 3 / 7, det.t, det.update(4.0).anomaly == peek  # three p-values
+        (True, 6, True)
         """
         lock = self._acquire()
         try:
