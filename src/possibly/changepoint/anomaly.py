@@ -42,9 +42,9 @@ from typing import Any
 import numpy as np
 
 __all__ = ["CHANNELS", "CYCLES", "MAX_PERIOD", "MAX_SHAPE", "REPEATS", "SPAN", "TAIL",
-           "WINDOW", "beyond_p_value", "calibrate", "calibrate_one", "calibration_size", "check_period",
-           "count_at_least", "insert_sorted", "new_calibration", "peek_one", "repeat_p_value",
-           "state_period", "upper_p_value"]
+           "WINDOW", "beyond_p_value", "calibrate", "calibrate_one", "calibration_size",
+           "check_period", "count_at_least", "insert_sorted", "new_calibration", "peek_one",
+           "repeat_p_value", "state_period", "upper_p_value"]
 
 #: previous periods whose same-phase median is the cycle removed from a record
 CYCLES = 7

@@ -164,10 +164,10 @@ class PossiblyAnomalyDetector(_Monitor, AnomalyDetector):
     record against the stream's previous records (the rank of its surprise among at most 2000,
     extrapolated beyond the largest, combined with a sum over the last records and the runs of
     repeated values; its surprise: the segment model's ``−log c``, or with a ``period``, its
-    deviation from the same phase of the previous cycles). A threshold then means the same false-alarm rate on every stream,
-    whatever its units or tails (docs: Monitoring streams). During the warm-up (the first
-    ``warm_up`` records from the first observed value, from which the priors are learnt; they
-    calibrate the signal) the score is 0.
+    deviation from the same phase of the previous cycles). A threshold then means the same
+    false-alarm rate on every stream, whatever its units or tails (docs: Monitoring streams).
+    During the warm-up (the first ``warm_up`` records from the first observed value, from
+    which the priors are learnt; they calibrate the signal) the score is 0.
 
     Parameters
     ----------
