@@ -35,7 +35,8 @@ def _count_at_least(values, level):  # pragma: no cover - compiled
     def count(values, level):
         at_least = 0
         for i in range(values.shape[0]):
-            at_least += values[i] >= level
+            if values[i] >= level:  # a branch: faster here than adding the comparison
+                at_least += 1
         return at_least
 
     return count
