@@ -1,37 +1,24 @@
 """A calibrated, causal anomaly signal per record: each stream against its own recent past.
 
 The anomaly of record ``t`` is one minus a p-value, three times the smallest of three
-(Bonferroni), each calibrated on the stream's own last :data:`WINDOW` records, so that the
-same threshold means about the same false-alarm rate on every stream, whatever its units,
-resolution or tails, with no scale floor (docs: The mathematics, §6; Monitoring streams):
+(Bonferroni), each calibrated on the stream's own last :data:`WINDOW` records, so that one
+threshold means about one false-alarm rate on every stream, whatever its units, resolution
+or tails (docs: The mathematics, §6; Monitoring streams): the record's surprise, ranked and
+beyond the window's maximum extrapolated by a fitted generalised Pareto tail
+(:func:`upper_p_value`); Fisher's sum over the last :data:`SPAN` records' p-values, ranked in
+turn (a sustained deviation); the run of exact repeats of the value (a frozen reading,
+:func:`repeat_p_value`). The surprise is, with a period ``P``, ``|x_t − mean(x_u, u < t)|``
+for the residual ``x_t = y_t − median(y_{t−P}, …, y_{t−kP})`` (``k = CYCLES``, the observed
+ones), and without one the detector's ``−log c_t`` (the segment model's surprise).
 
-* the record's surprise: its conformal rank among the kept surprises, and beyond their
-  maximum a generalised Pareto tail fitted to the largest :data:`TAIL` of them, so that a
-  record far beyond anything seen can reach ``1 − 10⁻⁶`` while a clean stream, which tops its
-  window once per :data:`WINDOW` records, rarely does (:func:`upper_p_value`);
-* a sustained deviation: Fisher's ``−Σ log`` of the last :data:`SPAN` records' conformal
-  p-values, ranked against its own history the same way;
-* a frozen reading: the run of exact repeats of the value, against the stream's earlier runs
-  (:func:`repeat_p_value`).
-
-The surprise of record ``t`` is
-
-* with a period ``P`` (in records): ``|x_t − mean(x_u, u < t)|``, the residual
-  ``x_t = y_t − median(y_{t−P}, …, y_{t−kP})`` (the same phase over the previous
-  ``k = CYCLES`` periods, those observed) measured against the mean of all earlier residuals;
-* without a period: the value given, the detector's ``−log c_t`` (the surprise of the
-  segment model).
-
-Interface (for a bank of streams): a stream's whole state is one flat float64 array of fixed
-size :func:`calibration_size`, made by :func:`new_calibration`; :func:`calibrate_one` ``(state,
-y, surprise) -> anomaly`` advances it by one record (a NaN ``y``: a missing record, anomaly 0)
-and :func:`calibrate` ``(state, ys, surprises, out)`` by many. Both are plain Python on floats,
+A stream's whole state is one flat float64 array of fixed size :func:`calibration_size`
+(:func:`new_calibration`; 32.8 kB without a period, 34.1 kB with ``P = 24``);
+:func:`calibrate_one` ``(state, y, surprise) -> anomaly`` advances it by one record (a NaN
+``y``: missing, anomaly 0) and :func:`calibrate` by many. Both are plain Python on floats,
 which :mod:`possibly.changepoint.anomaly_numba` compiles unchanged with their helpers, so a
-compiled loop over many streams can call the same step on each row of a ``(streams, size)``
-array. A state holds ``HEAD + CYCLES · P + 2 · WINDOW + SPAN + TAIL + 1`` floats (32.8 kB
-without a period, 34.1 kB with ``P = 24``); a step is two passes over the window's ``2 ·
-WINDOW`` statistics (exact ranks), and a third over one of them when a statistic is beyond
-its window's maximum (the tail's largest values).
+compiled loop over many streams (a bank) calls the same step on each row of a
+``(streams, size)`` array. A step is two passes over the window's statistics (exact ranks),
+and one more when a statistic is beyond its window's maximum.
 """
 
 from __future__ import annotations
