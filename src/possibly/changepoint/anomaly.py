@@ -287,8 +287,9 @@ def calibrate_one(state: np.ndarray, y: float, surprise: float) -> float:
 
     * ``p₁``: the record's surprise ``s_t`` against the last :data:`WINDOW` surprises,
       :func:`upper_p_value` (a conformal rank, extrapolated beyond the window's maximum);
-    * ``p₂``: the median of the last :data:`SPAN` surprises against the last :data:`WINDOW`
-      such medians, the same way (a sustained deviation);
+    * ``p₂``: Fisher's ``−Σ log b_u`` over the last :data:`SPAN` records' conformal
+      p-values ``b_u`` (without the extrapolation) against the last :data:`WINDOW` such
+      sums, the same way (a sustained deviation);
     * ``p₃``: :func:`repeat_p_value` of the run of exact repeats of ``y`` ending at the
       record, the counts over the records forgotten at rate ``1 / WINDOW`` (a frozen reading).
 

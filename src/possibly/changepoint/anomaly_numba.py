@@ -4,8 +4,8 @@
 unchanged, and :func:`calibrate` its loop over many records (also unchanged), so the
 compiled and the Python paths run the same code (tested equal): its helpers are compiled
 unchanged where it calls them, except the rank's count,
-:func:`possibly.changepoint.anomaly.count_at_least`, compiled from a plain loop (numba
-vectorises it, where ``np.count_nonzero`` of a comparison would allocate).
+:func:`possibly.changepoint.anomaly.count_at_least`, compiled from a plain loop (where
+``np.count_nonzero`` of a comparison would allocate).
 :func:`bank_calibration` is the same step as the per-stream hook of a
 :class:`~possibly.changepoint.DetectorBank`'s compiled loop (inlined there, allocating
 nothing).
@@ -60,9 +60,8 @@ calibrate_inline = numba.njit(nogil=True, inline="always")(anomaly.calibrate_one
 def bank_calibration(post, row, out):  # pragma: no cover - compiled into the bank's loop
     """The per-stream hook of :func:`~possibly.changepoint.compiled_engine.step_streams`:
     the stream's calibration state ``post[row]`` advanced by its step's record (its
-    observation with a period, else its surprise ``−log c``, as
-    :meth:`possibly.ChangepointDetector.update`), the anomaly written to
-    ``out[ANOMALY_COLUMN]``."""
+    observation and its surprise ``−log c``, as :meth:`possibly.ChangepointDetector.update`),
+    the anomaly written to ``out[ANOMALY_COLUMN]``."""
     out[ANOMALY_COLUMN] = calibrate_inline(post[row], out[_Y], -out[_LOG_C])
 
 

@@ -126,8 +126,8 @@ class DetectorBank:
     keeps the calibration of its anomaly signal: the last ``WINDOW = 2000`` surprises and
     as many sums of the last ten records' log p-values and, with a period ``P``, the last
     ``7 P`` values (32.8 kB without a period, 34.1 kB with ``P = 24``; a bank's rows have the
-    size of its longest period). One bank must not be
-    used by several threads at once (a :class:`RuntimeError` says so).
+    size of its longest period). One bank must not be used by several threads at once (a
+    :class:`RuntimeError` says so).
 
     Examples
     --------
