@@ -15,7 +15,7 @@ from typing import Any, cast
 import numpy as np
 
 from possibly.changepoint import anomaly as anomaly_calibration
-from possibly.changepoint.anomaly import check_period, new_calibration, peek_one, state_period
+from possibly.changepoint.anomaly import check_period, new_calibration, state_period
 from possibly.changepoint.compiled_engine import (
     OUTPUTS,
     STEP_COLUMNS,
@@ -584,15 +584,13 @@ class ChangepointDetector(SequentialEstimator):
         """The calibrated anomaly of each of ``arr`` (the recursion's ``log_consistency``),
         the calibration advanced only when every record is done (an interrupt changes
         nothing)."""
-        if self.period_ is not None:
-            values = np.ascontiguousarray(arr, dtype=np.float64)
-        else:  # the segment model's surprise; NaN for a missing record
-            values = -np.asarray(log_consistency, dtype=np.float64)
-            missing = np.isnan(arr.reshape(len(arr), -1)).any(axis=1)
-            values[missing] = math.nan
+        # the observation (NaN for a missing record) and the segment model's surprise
+        values = np.where(np.isnan(arr.reshape(len(arr), -1)).any(axis=1), math.nan,
+                          arr.reshape(len(arr), -1)[:, 0]).astype(np.float64)
+        surprises = -np.asarray(log_consistency, dtype=np.float64)
         state = self._calibration.copy()
         out = np.empty(len(values))
-        self._calibrate_functions()[1](state, values, out)
+        self._calibrate_functions()[1](state, values, surprises, out)
         self._calibration = state
         return out
 
@@ -741,27 +739,30 @@ class ChangepointDetector(SequentialEstimator):
     def peek_anomaly(self, y: Any) -> float:
         """The calibrated anomaly that :meth:`update` would report for ``y`` (its
         ``info.anomaly``), without processing ``y``: the detector is unchanged (a scorer
-        that must not learn, as river's ``score_one``). The same engine as :meth:`update`;
-        without a period, the step is run on a copy of the run hypotheses.
+        that must not learn, as river's ``score_one``). The same engine as :meth:`update`,
+        run on a copy of the calibration and, without a period, of the run hypotheses.
 
         Examples
         --------
         >>> det = ChangepointDetector(sigma=1.0, hazard=0.01)
         >>> for x in [0.0, 0.3, -0.2, 0.1, -0.4, 0.2]:
         ...     _ = det.update(x)
-        >>> peek = det.peek_anomaly(4.0)  # above the six earlier surprises: 6 / 7
-        >>> peek, det.t, det.update(4.0).anomaly == peek
-        (0.8571428571428571, 6, True)
+        >>> peek = det.peek_anomaly(4.0)  # above the six earlier surprises: p = 1 / 7
+        >>> peek == 1 - 3 / 7, det.t, det.update(4.0).anomaly == peek  # three p-values
+        (True, 6, True)
         """
         lock = self._acquire()
         try:
             arr = self._checked_value(y)
             if np.isnan(arr).any():  # a missing record (anomaly_calibration: 0)
                 return 0.0
-            if state_period(self._calibration) is not None:
-                return peek_one(self._calibration, float(arr[0]))
-            _, out = self._run(self._current_runs(), arr)
-            return peek_one(self._calibration, -float(out["log_consistency"][0]))
+            surprise = math.nan  # not used with a period
+            if state_period(self._calibration) is None:
+                _, out = self._run(self._current_runs(), arr)
+                surprise = -float(out["log_consistency"][0])
+            # update's step on a copy of the calibration (the same engine, the same numbers)
+            return float(self._calibrate_functions()[0](self._calibration.copy(),
+                                                        float(arr.ravel()[0]), surprise))
         finally:
             lock.release()
 
@@ -1016,8 +1017,7 @@ class ChangepointDetector(SequentialEstimator):
             if stream.full:
                 self._flush()
             _, start, model, mean, log_c, disc, n_active, log_cp = stream.step(x)
-            anomaly = self._calibrators[0](  # type: ignore[index]
-                self._calibration, x if self.period_ is not None or x != x else -log_c)
+            anomaly = self._calibrators[0](self._calibration, x, -log_c)  # type: ignore[index]
             self._streamed_anomaly[stream.n - 1] = anomaly
             self._stamps.extend(stamps)
             t, begin = stream.t - 1, int(start)

@@ -92,9 +92,9 @@ class ChangepointResult:
         ``log`` of :attr:`change_possibility`, kept by the recursion as it ran (the detector
         fills it); None: :attr:`change_possibility` replays the recursion.
     anomaly : ndarray or None
-        The calibrated online anomaly of each observation, in ``[0, 1)``, the values
-        :meth:`ChangepointDetector.update` reports (``info.anomaly``): one minus the
-        conformal p-value of its surprise among the stream's earlier ones
+        The calibrated online anomaly of each observation, in ``[0, 1]``, the values
+        :meth:`ChangepointDetector.update` reports (``info.anomaly``): one minus a
+        p-value of the observation against the stream's earlier ones
         (:mod:`possibly.changepoint.anomaly`); 0 at missing observations. None when the
         result was not made by the detector.
     period : int or None

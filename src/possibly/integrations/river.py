@@ -172,13 +172,14 @@ class PossiblyAnomalyDetector(_Monitor, AnomalyDetector):
     ``score_one(x)`` scores ``x`` against the detector's current state without learning it
     (:meth:`possibly.ChangepointDetector.peek_anomaly`), ``learn_one(x)`` processes it
     (:meth:`possibly.ChangepointDetector.update`), and the score is the ``info.anomaly`` that
-    this update reports: the calibrated anomaly signal, in [0, 1), the rank of the record's
-    surprise among those of the stream's previous records (at most 2000; its surprise: the
-    segment model's ``−log c``, or with a ``period``, its deviation from the same phase of the
-    previous cycles). A threshold then means the same false-alarm rate on every stream,
-    whatever its units or tails (docs: Monitoring streams). During the warm-up (the first
-    ``warm_up`` records from the first observed value, from which the priors are learnt; they
-    calibrate the signal) the score is 0.
+    this update reports: the calibrated anomaly signal, in [0, 1], one minus a p-value of the
+    record against the stream's previous records (the rank of its surprise among at most 2000,
+    extrapolated beyond the largest, combined with a sum over the last records and the runs of
+    repeated values; its surprise: the segment model's ``−log c``, or with a ``period``, its
+    deviation from the same phase of the previous cycles). A threshold then means the same
+    false-alarm rate on every stream, whatever its units or tails (docs: Monitoring streams).
+    During the warm-up (the first ``warm_up`` records from the first observed value, from
+    which the priors are learnt; they calibrate the signal) the score is 0.
 
     Parameters
     ----------
