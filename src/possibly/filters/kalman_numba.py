@@ -269,9 +269,9 @@ def _covariance_or_inf(Y, out, ea, eb, w, V, r, step):  # pragma: no cover - com
         out[i, i] = 1.0 / schur if schur > scale / _MAX_COND else math.inf
     return True
 
-# not inlined (nor _update_information, _mixture_step): run once per hypothesis and step in
-# the start only, while numba's typing of one large loop with their bodies written in grows
-# faster than their size (the first compile of the default filter took seconds more)
+# not inlined (nor _update_information): run only while the start is in information form (a
+# few steps), while numba's typing of one large loop with their bodies written in grows faster
+# than their size (the first compile of the default filter took seconds more)
 @numba.njit(cache=True, nogil=True)
 def _predict_information(Y, F_inv, G, Qg_inv, ea, eb, ec):  # pragma: no cover - compiled
     """``Y = sym(M - M G (Q_g⁻¹ + Gᵀ M G)⁻¹ Gᵀ M)``, ``M = F⁻ᵀ Y F⁻¹``: the precision of
@@ -847,7 +847,7 @@ def run_start(ys, t0, t_end, mean, mat, information, model, inverse, rule, mixtu
     return 2 if info else 1
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")
 def _mixture_step(score, lc, dc, hx, hM, px, pM, y, t, drop, rank, rep, floor, o_logc,
                   o_disc):  # pragma: no cover - compiled
     """One series' mixture after step ``t`` (as ``robust_start.mixture_scores``): copies each
