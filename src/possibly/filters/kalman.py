@@ -469,7 +469,7 @@ class _Buffer:
     def empty(cls, keep: frozenset[str], T: int, size: int, n: int) -> _Buffer:
         full = "covariance" in keep
         return cls(KernelOutputs.allocate(T, size, n, variance="variance" in keep or full,
-                                     covariance=full, predicted="predicted" in keep))
+                                          covariance=full, predicted="predicted" in keep))
 
     def record(self, t: int, predicted: KalmanState, state: KalmanState,
                info: KalmanInfo) -> None:

@@ -695,9 +695,9 @@ def run_start(ys, t0, t_end, mean, mat, information, model, inverse, rule, mixtu
     # in step): every hypothesis of every series a row of one batch
     y1, y2 = np.empty((1, B * nh, m)), np.empty((2, B * nh, m))
     hout = KernelOutputs(np.empty((2, B * nh, n)), np.empty((0, B * nh, n)),
-                        np.empty((0, B * nh, n, n)), np.empty((2, B * nh, n)),
-                        np.empty((2, B * nh, n, n)), np.empty((2, B * nh)),
-                        np.empty((2, B * nh)), False, False, True)
+                         np.empty((0, B * nh, n, n)), np.empty((2, B * nh, n)),
+                         np.empty((2, B * nh, n, n)), np.empty((2, B * nh)),
+                         np.empty((2, B * nh)), False, False, True)
     # work arrays of the information-form steps, allocated once
     x = np.empty(n)
     P = np.empty((n, n))
@@ -955,8 +955,8 @@ def step(io, state, settings, predict, n_tup, m_tup):  # pragma: no cover - comp
     ys = io[first * m:2 * m].reshape((rows, 1, m))
     at = 2 * m + 2 * n
     out = KernelOutputs(io[2 * m + first * n:at].reshape((rows, 1, n)), np.empty((0, 1, n)),
-                       np.empty((0, 1, n, n)), np.empty((0, 1, n)), np.empty((0, 1, n, n)),
-                       io[at + first:at + 2].reshape((rows, 1)),
-                       io[at + 2 + first:at + 4].reshape((rows, 1)), False, False, False)
+                        np.empty((0, 1, n, n)), np.empty((0, 1, n)), np.empty((0, 1, n, n)),
+                        io[at + first:at + 2].reshape((rows, 1)),
+                        io[at + 2 + first:at + 4].reshape((rows, 1)), False, False, False)
     return run(ys, 1 - first, state[:n].reshape((1, n)), state[n:].reshape((1, n, n)),
                (F, Q, H, R), rule, n_tup, m_tup, out)
