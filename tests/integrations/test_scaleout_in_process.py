@@ -22,16 +22,17 @@ N = 60
 
 
 def fleet(ids: list) -> pd.DataFrame:
-    """Three series per kind of id (a step up, a step down with a spike, flat), their rows
-    interleaved; ``t`` counts the rows of each series, ``stamp`` is that count as text."""
+    """Three series (a step up, a step down with a spike, flat), their rows interleaved (row
+    ``t`` of each in turn); ``t`` counts the rows of each series, ``stamp`` is it as text."""
+    t = np.arange(N)
     noise = np.resize([0.2, -0.2, 0.0], N)
-    step = np.r_[np.zeros(N // 2), np.full(N - N // 2, 5.0)]
-    shapes = [step + noise, -step + noise, noise.copy()]
-    shapes[1][10] += 30.0
-    frames = [pd.DataFrame({"sensor": [k] * N, "v": shapes[i % 3], "t": np.arange(N)})
-              for i, k in enumerate(ids)]
-    df = pd.concat(frames, ignore_index=True)
-    df = df.iloc[np.lexsort((df.index % len(ids), df["t"].to_numpy()))].reset_index(drop=True)
+    parts = []
+    for i, key in enumerate(ids):
+        v = (1, -1, 0)[i] * 5.0 * (t >= N // 2) + noise
+        if i == 1:
+            v[10] += 30.0
+        parts.append(pd.DataFrame({"sensor": [key] * N, "v": v, "t": t}))
+    df = pd.concat(parts).sort_values("t", kind="stable").reset_index(drop=True)
     df["stamp"] = pd.Series([f"t{k:03d}" for k in df["t"]], dtype=object)
     return df
 
