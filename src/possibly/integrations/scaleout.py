@@ -1148,11 +1148,12 @@ def _kalman_task(df: Any, id_column: str, value_columns: list[str], kf: Any,
                 rows[i] = _failed_track(tracks[i][0], ys.shape[1], exc)
         else:
             batch_names = state_names or list(filt.model.names)
+            consistency = res.consistency  # computed for the whole batch: once
             for b, i in enumerate(idx):
                 key, pos = tracks[i]
                 names[i] = batch_names
                 states[i] = {"step": np.arange(pos.size, dtype=np.int64), "mean": res.mean[b],
-                             "consistency": res.consistency[b], "discount": res.discount[b]}
+                             "consistency": consistency[b], "discount": res.discount[b]}
                 rows[i] = _track_row(key, pos.size, res.discount[b], outlier_level)
                 if series_dir is not None:
                     stamps = None if times is None else times.iloc[pos].to_numpy()
