@@ -67,7 +67,7 @@ def loop_run(y: np.ndarray) -> tuple[list[float], list[float], list[np.ndarray]]
     """The same with one detector per stream and a Python loop of ``update``."""
     dets = []
     for row in y[:, :WARM_UP]:
-        det = ChangepointDetector(history=False)
+        det = ChangepointDetector(history=False, period=None)  # as the bank: no inferred period
         det.fit(row)
         dets.append(det)
     wall, cpu, lc = [], [], []
