@@ -38,7 +38,9 @@ def test_hourly_daily_cycle_gets_24_and_seasonal_models() -> None:
     assert any("cycle 24" in n for n in names), names
     # a cycle with no anomaly: no change point (the level family cuts it into pieces)
     assert res.changepoints.size == 0
-    assert ps.ChangepointDetector().fit(y).changepoints.size > 0
+    assert ps.ChangepointDetector(period=None).fit(y).changepoints.size > 0
+    # the default is "auto"
+    assert ps.ChangepointDetector().fit(y).period == 24
 
 
 def test_auto_from_values_alone() -> None:
@@ -92,8 +94,10 @@ def test_update_from_scratch_has_no_period() -> None:
     det = ps.ChangepointDetector(sigma=1.0, period="auto")
     anomalies = [det.update(x).anomaly for x in y]
     assert det.period_ is None and det.result().period is None
-    ref = ps.ChangepointDetector(sigma=1.0).fit(y)
+    ref = ps.ChangepointDetector(sigma=1.0, period=None).fit(y)
     np.testing.assert_array_equal(anomalies, ref.anomaly)
+    # fit has a series to infer from (so a stream that needs cycles fits a warm-up first)
+    assert ps.ChangepointDetector(sigma=1.0).fit(y).period == 24
     # later series do not change the period of a stream begun
     det.extend(y)
     assert det.period_ is None
@@ -166,13 +170,34 @@ def test_bad_period_is_refused(bad) -> None:
     det = ps.ChangepointDetector()
     with pytest.raises(ValueError, match="period must be None"):
         det.set_params(period=bad)
-    assert det.period is None
+    assert det.period == "auto"
 
 
 def test_params_and_frame() -> None:
     det = ps.ChangepointDetector(period="auto")
-    assert det.get_params()["period"] == "auto" and "period='auto'" in repr(det)
+    assert det.get_params()["period"] == "auto" and repr(det) == "ChangepointDetector()"
+    assert "period=None" in repr(ps.ChangepointDetector(period=None))
     assert det.period_ is None  # nothing seen yet
     frame = det.fit(hourly_cycle(days=5)).to_frame()
     assert "anomaly" in frame.columns
     np.testing.assert_array_equal(frame["anomaly"].to_numpy(), det.result().anomaly)
+
+
+def test_reset_forgets_the_periods() -> None:
+    det = ps.ChangepointDetector()
+    det.fit(hourly_cycle())
+    assert det.period_ == 24
+    det.reset()
+    assert det.period_ is None and det.periods_ is None and det.t == 0
+    res = det.fit(ps.datasets.level_shifts(seed=0)[0])
+    assert res.period is None
+    assert [m.name for m in res.params.models] == [m.name for m in model_family()]
+    # models that need no data: after reset, a stream begun with update has no period
+    paper = ps.ChangepointDetector(sigma=1.0)
+    y = hourly_cycle(days=10).to_numpy()
+    assert paper.fit(y).period == 24
+    paper.reset()
+    anomalies = [paper.update(x).anomaly for x in y]
+    assert paper.period_ is None
+    ref = ps.ChangepointDetector(sigma=1.0, period=None).fit(y)
+    np.testing.assert_array_equal(anomalies, ref.anomaly)

@@ -47,7 +47,48 @@ def test_period_json_and_text(hourly_file, capsys):
     assert any("cycle 24" in m for m in doc["segment_models"])
     assert main(["changepoint", str(path), "--column", "value", "--period", "12"]) == 0
     assert "period = 12" in capsys.readouterr().out
-    assert main(["changepoint", str(path), "--column", "value", "--format", "json"]) == 0
+    assert main(["changepoint", str(path), "--column", "value", "--period", "none",
+                 "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["period"] is None
+    assert main(["changepoint", str(path), "--column", "value", "--period", "none"]) == 0
+    assert "period = none" in capsys.readouterr().out
+
+
+def test_period_is_inferred_by_default(hourly_file, capsys):
+    path, y = hourly_file
+    for with_time in (True, False):
+        time = ["--time", "time"] if with_time else []
+        assert main(["changepoint", str(path), "--column", "value", *time, "--format",
+                     "json"]) == 0
+        doc = json.loads(capsys.readouterr().out)
+        assert doc["period"] == 24 and any("cycle 24" in m for m in doc["segment_models"])
+        assert main(["changepoint", str(path), "--column", "value", *time]) == 0
+        assert "period = 24 (inferred)" in capsys.readouterr().out
+    # the dates give the calendar's candidates, as fit of the dated series does
+    assert main(["changepoint", str(path), "--column", "value", "--time", "time",
+                 "--format", "csv"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    got = np.array([float(ln.split(",")[-1]) for ln in lines[1:]])
+    np.testing.assert_array_equal(got, ps.ChangepointDetector().fit(y).anomaly)
+
+
+def test_no_period_on_a_series_without_a_cycle(tmp_path, capsys):
+    y = ps.datasets.level_shifts(seed=0)[0]
+    path = tmp_path / "shifts.csv"
+    path.write_text("value\n" + "\n".join(repr(float(v)) for v in y) + "\n")
+    assert main(["changepoint", str(path), "--format", "json"]) == 0
+    auto = json.loads(capsys.readouterr().out)
+    assert main(["changepoint", str(path), "--format", "json", "--period", "none"]) == 0
+    assert json.loads(capsys.readouterr().out) == auto
+    assert auto["period"] is None
+    assert main(["changepoint", str(path)]) == 0
+    assert "period =" not in capsys.readouterr().out
+
+
+def test_default_period_on_several_columns_is_none(tmp_path, capsys):
+    path = tmp_path / "pair.csv"
+    path.write_text("a,b\n" + "\n".join(f"{i % 5},{i % 3}" for i in range(60)) + "\n")
+    assert main(["changepoint", str(path), "--column", "a", "b", "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["period"] is None
 
 

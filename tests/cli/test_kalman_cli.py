@@ -142,3 +142,54 @@ def test_the_mostly_discounted_advice_knows_the_scales_came_from_the_data(tmp_pa
     assert main(["kalman", str(path), "--column", "0", "--obs-sd", "0.001",
                  "--accel-sd", "0.001"]) == 0
     assert "leave them out" in capsys.readouterr().err  # given scales: leaving them out helps
+
+
+def test_a_short_input_runs_numpys_steps_without_loading_numba(tmp_path):
+    """``--engine auto`` (the default) filters a short input with numpy's steps: numba's own
+    start in a new process (importing it, loading the cached loops) would cost more than the
+    whole run without it. The process never imports numba (checked in a new interpreter: this
+    one may have imported it already)."""
+    import subprocess
+    import sys
+
+    src = tmp_path / "track.csv"
+    np.savetxt(src, np.cumsum(np.random.default_rng(2).normal(size=100)), header="x",
+               comments="", fmt="%.6f")
+    code = ("import sys\nfrom possibly.cli import main\n"
+            f"main(['kalman', {str(src)!r}, '--out', {str(tmp_path / 'out.csv')!r}])\n"
+            "print('numba' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.strip().splitlines()[-1] == "False"
+
+
+def test_the_engine_option_and_the_size_rule(tmp_path, monkeypatch):
+    """``--engine`` reaches the filter and the smoother whatever the input's size; ``auto``
+    (the default) is numpy's steps up to SMALL_INPUT rows and the library's ``auto`` above."""
+    from possibly.cli import kalman_command
+    from possibly.filters.kalman import KalmanFilter
+
+    asked = []
+    filter_, smooth = KalmanFilter.filter, KalmanFilter.smooth
+
+    def record(method):
+        def call(self, ys, *args, engine="auto", **kwargs):
+            asked.append(engine)
+            return method(self, ys, *args, engine="numpy", **kwargs)
+        return call
+
+    monkeypatch.setattr(KalmanFilter, "filter", record(filter_))
+    monkeypatch.setattr(KalmanFilter, "smooth", record(smooth))
+    small = kalman_command.SMALL_INPUT
+    cases = [(50, ["--engine", "numba"], "numba"), (50, ["--engine", "numpy"], "numpy"),
+             (small, [], "numpy"), (small + 1, [], "auto"),
+             (small + 1, ["--engine", "numpy"], "numpy")]
+    for rows, option, expected in cases:
+        src = tmp_path / "obs.csv"
+        np.savetxt(src, np.cumsum(np.random.default_rng(rows).normal(size=rows)), header="x",
+                   comments="", fmt="%.6f")
+        for smoothing in ([], ["--smooth"]):
+            asked.clear()
+            assert main(["kalman", str(src), "--accel-sd", "0.05", "--obs-sd", "1",
+                         "--out", str(tmp_path / "out.csv"), *option, *smoothing]) == 0
+            assert asked[:1] == [expected], (rows, option, smoothing, asked)

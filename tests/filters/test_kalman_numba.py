@@ -343,17 +343,23 @@ def test_jacobi_eigen_and_pseudo_inverse_against_numpy():
             a = rng.normal(size=(n, rank))
             sym = a @ a.T * 10.0 ** rng.uniform(-3, 3)
             w, V = np.empty(n), np.empty((n, n))
-            _eigh(sym.copy(), w, V)
+            _eigh(sym.copy(), w, V, n)
             np.testing.assert_allclose(np.sort(w), np.linalg.eigvalsh(sym),
                                        atol=1e-13 * max(np.abs(sym).max(), 1e-300))
             np.testing.assert_allclose(V @ np.diag(w) @ V.T, sym,
                                        atol=1e-13 * max(np.abs(sym).max(), 1e-300))
             r = rng.normal(size=n)
             out = np.empty(n)
-            _pinv_mv(sym, r, out, np.empty((n, n)), w, V)
+            _pinv_mv(sym, r, out, np.empty((n, n)), w, V, n)
             ref = np.linalg.pinv(sym, hermitian=True) @ r
             np.testing.assert_allclose(out, ref, rtol=1e-9,
                                        atol=1e-12 * max(np.abs(ref).max(), 1.0))
+            # the top-left block of larger work arrays (as the start passes them): the same
+            big, r_big, out_big = np.full((n + 2, n + 2), 7.0), np.full(n + 2, 7.0), np.empty(n + 2)
+            big[:n, :n], r_big[:n] = sym, r
+            _pinv_mv(big, r_big, out_big, np.empty((n + 2, n + 2)), np.empty(n + 2),
+                     np.empty((n + 2, n + 2)), n)
+            np.testing.assert_array_equal(out_big[:n], out)
 
 
 @pytest.mark.parametrize("options", [{}, {"robust": False}, {"tau": 0.3}])
@@ -417,3 +423,27 @@ def test_compiled_covariance_or_inf_against_numpy(n):
         ref = _covariance_or_inf(Y)
         np.testing.assert_array_equal(np.isinf(out), np.isinf(ref))
         np.testing.assert_allclose(out[np.isfinite(ref)], ref[np.isfinite(ref)], rtol=1e-12)
+
+
+def test_the_filter_the_start_and_the_stream_share_one_compiled_loop():
+    """numba compiles a kernel once per type of its arguments, seconds each on a fresh
+    install: the plain loop (``run``) reached from the default filter (after the robust
+    start), the standard filter and the streaming step has one type of arguments for a
+    model's sizes (the reference table of the discount, read-only where it is shared, is
+    passed as a writeable copy)."""
+    from numba import typeof
+
+    from possibly.filters import kalman_numba
+
+    model = ps.filters.constant_velocity(obs_sd=1.0, accel_sd=0.5)
+    y = np.cumsum(np.random.default_rng(5).normal(size=60))
+    y[7] += 30.0
+    ps.KalmanFilter(model).filter(y, engine="numba")  # the start from the flat prior
+    ps.KalmanFilter(model, robust=False).filter(
+        y, ps.MultivariateNormal(np.zeros(2), np.eye(2)), engine="numba")
+    stream = ps.KalmanFilter(model)
+    for value in y:
+        stream.update(value)
+    sizes = (typeof((0, 0)), typeof((0,)))  # n = 2 states, m = 1 observed component
+    loops = [sig for sig in kalman_numba.run.signatures if tuple(sig[6:8]) == sizes]
+    assert len(loops) == 1, loops

@@ -1,28 +1,24 @@
 """A calibrated, causal anomaly signal per record: each stream against its own recent past.
 
-The anomaly of record ``t`` is one minus a conformal p-value: the rank of its surprise among
-the surprises of the stream's previous records (at most :data:`WINDOW` of them). The same
-threshold then means the same false-alarm rate on every stream, whatever its units, resolution
-or tails, and no scale floor is needed (docs: The mathematics, §6; Monitoring streams): the
-rate is bounded exactly for the model's surprise, approximately with a period (conservatively
-on white noise).
+The anomaly of record ``t`` is one minus a p-value, three times the smallest of three
+(Bonferroni), each calibrated on the stream's own last :data:`WINDOW` records, so that one
+threshold means about one false-alarm rate on every stream, whatever its units, resolution
+or tails (docs: The mathematics, §6; Monitoring streams): the record's surprise, ranked and
+beyond the window's maximum extrapolated by a fitted generalised Pareto tail
+(:func:`upper_p_value`); Fisher's sum over the last :data:`SPAN` records' p-values, ranked in
+turn (a sustained deviation); the run of exact repeats of the value (a frozen reading,
+:func:`repeat_p_value`). The surprise is, with a period ``P``, ``|x_t − mean(x_u, u < t)|``
+for the residual ``x_t = y_t − median(y_{t−P}, …, y_{t−kP})`` (``k = CYCLES``, the observed
+ones), and without one the detector's ``−log c_t`` (the segment model's surprise).
 
-The surprise of record ``t`` is
-
-* with a period ``P`` (in records): ``|x_t − mean(x_u, u < t)|``, the residual
-  ``x_t = y_t − median(y_{t−P}, …, y_{t−kP})`` (the same phase over the previous
-  ``k = CYCLES`` periods, those observed) measured against the mean of all earlier residuals;
-* without a period: the value given, the detector's ``−log c_t`` (the surprise of the
-  segment model).
-
-Interface (for a bank of streams): a stream's whole state is one flat float64 array of fixed
-size :func:`calibration_size`, made by :func:`new_calibration`; :func:`calibrate_one` ``(state,
-value) -> anomaly`` advances it by one record (NaN: a missing record, anomaly 0) and
-:func:`calibrate` ``(state, values, out)`` by many. Both are plain Python on floats, which
-:mod:`possibly.changepoint.anomaly_numba` compiles unchanged, so a compiled loop over many
-streams can call the same step on each row of a ``(streams, size)`` array. A state holds
-``8 + CYCLES · P + WINDOW + CYCLES`` floats (16 kB without a period); a step is one pass
-over the window's surprises (exact ranks).
+A stream's whole state is one flat float64 array of fixed size :func:`calibration_size`
+(:func:`new_calibration`; 32.8 kB without a period, 34.1 kB with ``P = 24``);
+:func:`calibrate_one` ``(state, y, surprise) -> anomaly`` advances it by one record (a NaN
+``y``: missing, anomaly 0) and :func:`calibrate` by many. Both are plain Python on floats,
+which :mod:`possibly.changepoint.anomaly_numba` compiles unchanged with their helpers, so a
+compiled loop over many streams (a bank) calls the same step on each row of a
+``(streams, size)`` array. A step is two passes over the window's statistics (exact ranks),
+and one more when a statistic is beyond its window's maximum.
 """
 
 from __future__ import annotations
@@ -32,8 +28,10 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["CYCLES", "MAX_PERIOD", "WINDOW", "calibrate", "calibrate_one", "count_below",
-           "calibration_size", "check_period", "new_calibration", "peek_one", "state_period"]
+__all__ = ["CHANNELS", "CYCLES", "MAX_PERIOD", "MAX_SHAPE", "REPEATS", "SPAN", "TAIL",
+           "WINDOW", "beyond_p_value", "calibrate", "calibrate_one", "calibration_size",
+           "check_period", "count_at_least", "insert_sorted", "new_calibration", "peek_one",
+           "repeat_p_value", "state_period", "upper_p_value"]
 
 #: previous periods whose same-phase median is the cycle removed from a record
 CYCLES = 7
@@ -41,11 +39,25 @@ CYCLES = 7
 WINDOW = 2000
 #: the largest period accepted (the state holds CYCLES periods of values)
 MAX_PERIOD = 1_000_000
+#: records whose conformal p-values the sustained channel combines
+SPAN = 10
+#: the largest surprises of the window the tail beyond its maximum is fitted to
+TAIL = 50
+#: the largest tail index of the fitted tail (a heavier estimate is cut to it)
+MAX_SHAPE = 0.9
+#: the run lengths of exact repeats counted (a longer run continues at the last ratio)
+REPEATS = 10
+#: the channels combined (record, sustained, repeats): the Bonferroni factor
+CHANNELS = 3
 
 # state layout: a header, then the last CYCLES · P values (by t mod CYCLES · P), the last
-# WINDOW surprises (a ring), and CYCLES cells of scratch for the median
-_PERIOD, _CYCLES, _WINDOW, _T, _N_REF, _MEAN_REF, _N_WIN, _POS = range(8)
-HEAD = 8
+# WINDOW surprises and WINDOW sustained statistics (two rings sharing a position), the last
+# SPAN records' −log p (a ring), and scratch cells for the median and the tail's largest values
+# (the header ends with the REPEATS + 1 counts of repeat_p_value, then the same counts as
+# they were at the start of the current run)
+_PERIOD, _CYCLES, _WINDOW, _T, _N_REF, _MEAN_REF, _N_WIN, _POS, _N_RECENT, _LAST_Y, _RUN = range(11)
+_COUNTS = 11
+HEAD = _COUNTS + 2 * (REPEATS + 1)
 
 
 def check_period(period: Any) -> int | None:
@@ -78,27 +90,29 @@ def check_period(period: Any) -> int | None:
 
 
 def calibration_size(period: int | None, window: int = WINDOW, cycles: int = CYCLES) -> int:
-    """Length of a stream's state array (fixed by the settings).
+    """Length of a stream's state array (fixed by the settings): the header, ``cycles``
+    periods of values, two rings of ``window`` statistics, :data:`SPAN` recent surprises and
+    scratch.
 
     Examples
     --------
-    >>> calibration_size(None) == HEAD + WINDOW + CYCLES
+    >>> calibration_size(None) == HEAD + 2 * WINDOW + SPAN + TAIL + 1
     True
     """
-    return HEAD + cycles * (period or 0) + window + cycles
+    return HEAD + cycles * (period or 0) + 2 * window + SPAN + max(cycles, TAIL + 1)
 
 
 def new_calibration(period: int | None, window: int = WINDOW, cycles: int = CYCLES
                     ) -> np.ndarray:
     """The state of a stream before any record: ``period`` as the detector's (None: no
-    cycle), ranks among the last ``window`` surprises, the cycle's median over ``cycles``
+    cycle), ranks among the last ``window`` statistics, the cycle's median over ``cycles``
     previous periods.
 
     Examples
     --------
     >>> state = new_calibration(None)
-    >>> [calibrate_one(state, s) for s in (1.0, 3.0, 2.0, 5.0)]
-    [0.0, 0.5, 0.3333333333333333, 0.75]
+    >>> [calibrate_one(state, s, s) for s in (1.0, 3.0, 2.0, 5.0)]  # 5: p = 1/4 (of 3 ranked)
+    [0.0, 0.0, 0.0, 0.25]
     """
     p = check_period(period) or 0
     for name, value in (("window", window), ("cycles", cycles)):
@@ -106,37 +120,189 @@ def new_calibration(period: int | None, window: int = WINDOW, cycles: int = CYCL
             raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
     state = np.zeros(calibration_size(p, window, cycles))
     state[_PERIOD], state[_CYCLES], state[_WINDOW] = p, cycles, window
+    state[_LAST_Y] = math.nan
     state[HEAD:HEAD + cycles * p] = math.nan
     return state
 
 
-def count_below(values: np.ndarray, level: float) -> int:
-    """``#{i : values[i] < level}`` (numpy; the compiled step counts in a plain loop,
+def count_at_least(values: np.ndarray, level: float) -> int:
+    """``#{i : values[i] >= level}`` (numpy; the compiled step counts in a plain loop,
     :mod:`possibly.changepoint.anomaly_numba`, which numba vectorises).
 
     Examples
     --------
-    >>> count_below(np.array([3.0, 1.0, 2.0, 5.0]), 2.5)
-    2
+    >>> count_at_least(np.array([3.0, 1.0, 2.0, 5.0]), 2.0)
+    3
     """
-    return int(np.count_nonzero(values < level))
+    return int(np.count_nonzero(values >= level))
 
 
-def calibrate_one(state: np.ndarray, value: float) -> float:
-    """Advance ``state`` by one record and return its anomaly in ``[0, 1)``.
+def insert_sorted(buffer: np.ndarray, m: int, value: float) -> None:
+    """Insert ``value`` into the sorted ``buffer[:m]`` (``buffer[:m + 1]`` sorted after).
 
-    ``value`` is the observation (with a period) or the record's surprise (without); NaN is
-    a missing record: anomaly 0, nothing ranked, the time advanced. The anomaly is
-    ``#{u : s_u < s_t} / (n + 1)`` over the ``n`` surprises ``s_u`` kept (the last
-    :data:`WINDOW`), 0 for the first surprise; with a period, 0 while no earlier period of
-    the record's phase has been observed.
+    Examples
+    --------
+    >>> b = np.array([1.0, 4.0, 0.0])
+    >>> insert_sorted(b, 2, 2.0); b.tolist()
+    [1.0, 2.0, 4.0]
+    """
+    i = m
+    while i > 0 and buffer[i - 1] > value:
+        buffer[i] = buffer[i - 1]
+        i -= 1
+    buffer[i] = value
+
+
+def beyond_p_value(values: np.ndarray, level: float, scratch: np.ndarray) -> float:
+    """The p-value of ``level`` above every one of the ``n`` window ``values``: the
+    conformal ``1 / (n + 1)`` times the survival beyond ``max(values)`` of a generalised
+    Pareto tail fitted to the excesses of the ``k = min(TAIL, n − 1)`` largest values over the
+    ``(k + 1)``-th (probability-weighted moments, the tail index cut to ``[0, MAX_SHAPE]``;
+    exponential at 0). With ``k < 10`` or no spread among the largest values: ``1 / (n + 1)``.
+    ``scratch`` holds at least ``TAIL + 1`` cells (overwritten).
+
+    Examples
+    --------
+    The window 1..100: the 51 largest, 50..100, excesses 1..50 over 50 (tail index 0 after
+    the cut, mean excess 25.5), so 10 above the maximum has survival ``exp(−10 / 25.5)``:
+
+    >>> p = beyond_p_value(np.arange(1.0, 101.0), 110.0, np.empty(TAIL + 1))
+    >>> bool(abs(p - math.exp(-10 / 25.5) / 101) < 1e-15)
+    True
+    """
+    n = values.shape[0]
+    k = min(TAIL, n - 1)
+    if k < 10:
+        return 1.0 / (n + 1.0)
+    # the k + 1 largest values, in decreasing order
+    m = 0
+    total = 0.0
+    for i in range(n):
+        v = values[i]
+        total += v
+        if m <= k:
+            j = m
+            m += 1
+        elif v > scratch[k]:
+            j = k
+        else:
+            continue
+        while j > 0 and scratch[j - 1] < v:
+            scratch[j] = scratch[j - 1]
+            j -= 1
+        scratch[j] = v
+    u = scratch[k]
+    # probability-weighted moments of the excesses (Hosking & Wallis 1987): the j-th smallest
+    # weighted by 1 − (j − 0.35) / k
+    a0 = 0.0
+    a1 = 0.0
+    for i in range(k):
+        e = scratch[i] - u
+        a0 += e
+        a1 += e * (1.0 - (k - i - 0.35) / k)
+    a0 /= k
+    a1 /= k
+    if not a0 > 0.0:
+        return 1.0 / (n + 1.0)
+    d = a0 - 2.0 * a1
+    shape = 2.0 - a0 / d if d > 0.0 else MAX_SHAPE
+    shape = min(max(shape, 0.0), MAX_SHAPE)
+    scale = a0 * (1.0 - shape)  # the mean excess of a generalised Pareto is scale / (1 − shape)
+    # at least the exponential scale of the whole window, from its mean (survival e^-1 for an
+    # exponential) to its maximum (survival 1 / (n + 1)): the largest values of a quantised
+    # metric cluster at a few levels, whose spread says nothing of the gap to the next level
+    scale = max(scale, (scratch[0] - total / n) / (math.log(n + 1.0) - 1.0))
+    z = level - scratch[0]
+    if shape == 0.0:
+        survival = math.exp(-z / scale)
+    else:  # beyond the maximum: the tail's survival there, relative to the maximum's
+        survival = math.exp(-math.log1p(shape * z / (scale + shape * (scratch[0] - u))) / shape)
+    return survival / (n + 1.0)
+
+
+def upper_p_value(values: np.ndarray, level: float, scratch: np.ndarray) -> float:
+    """The conformal p-value ``(1 + #{v ≥ level}) / (n + 1)`` of ``level`` against the ``n``
+    window ``values`` (1 for an empty window), extrapolated beyond their maximum by
+    :func:`beyond_p_value`.
+
+    Examples
+    --------
+    >>> scratch = np.empty(TAIL + 1)
+    >>> upper_p_value(np.array([3.0, 1.0, 2.0]), 2.0, scratch)  # (1 + 2) / 4
+    0.75
+    >>> upper_p_value(np.array([3.0, 1.0, 2.0]), 9.0, scratch)  # too few: 1 / 4
+    0.25
+    """
+    n = values.shape[0]
+    if n == 0:
+        return 1.0
+    at_least = count_at_least(values, level)
+    if at_least > 0:
+        return (1.0 + at_least) / (n + 1.0)
+    return beyond_p_value(values, level, scratch)
+
+
+def repeat_p_value(run: float, counts: np.ndarray) -> float:
+    """The p-value of a run of ``run`` exact repeats of the previous value, from ``counts``:
+    ``counts[0]`` records, ``counts[j]`` records that ended a run of at least ``j`` repeats
+    (``j = 1, …, REPEATS``). It is the product of the conformal continuation ratios
+    ``q₁ q₂ ⋯ q_run``, ``q₁ = (counts[1] + 1) / (counts[0] + 1)`` and ``q_j = (counts[j] + 1)
+    / (counts[j − 1] + 2)`` (the posterior mean of a continuation probability under a uniform
+    prior); beyond ``REPEATS`` the run continues as it did at the longest length counted, with
+    the ``k``-th further step ``(counts[R] + k) / (counts[R − 1] + 1 + k)`` (``R = REPEATS``:
+    the posterior predictive ``E[q^m]`` of ``m`` more steps, which accounts for the
+    uncertainty of ``q``); 1 without a repeat.
+
+    Examples
+    --------
+    A stream that never repeated in 99 records, then 3 repeats in a row:
+
+    >>> counts = np.zeros(REPEATS + 1)
+    >>> counts[0] = 99.0
+    >>> bool(repeat_p_value(3.0, counts) == 1 / 100 * (1 / 2) * (1 / 2))
+    True
+    """
+    if run < 1.0:
+        return 1.0
+    p = (counts[1] + 1.0) / (counts[0] + 1.0)
+    top = counts.shape[0] - 1
+    j = 2
+    while j <= run and j <= top:
+        p *= (counts[j] + 1.0) / (counts[j - 1] + 2.0)
+        j += 1
+    i = 0.0
+    while top + i < run:  # E[q^(run − top)] under the Beta posterior of the last ratio
+        p *= (counts[top] + 1.0 + i) / (counts[top - 1] + 2.0 + i)
+        i += 1.0
+    return p
+
+
+def calibrate_one(state: np.ndarray, y: float, surprise: float) -> float:
+    """Advance ``state`` by one record and return its anomaly in ``[0, 1]``.
+
+    ``y`` is the observation, ``surprise`` the segment model's ``−log c`` (used without a
+    period); a NaN ``y`` is a missing record: anomaly 0, nothing ranked, the time advanced.
+    The anomaly is ``1 − min(1, CHANNELS · min(p₁, p₂, p₃))`` (Bonferroni) over three
+    p-values, each 1 while it has nothing to compare with:
+
+    * ``p₁``: the record's surprise ``s_t`` against the last :data:`WINDOW` surprises,
+      :func:`upper_p_value` (a conformal rank, extrapolated beyond the window's maximum);
+    * ``p₂``: Fisher's ``−Σ log b_u`` over the last :data:`SPAN` records' conformal
+      p-values ``b_u`` (without the extrapolation) against the last :data:`WINDOW` such
+      sums, the same way (a sustained deviation);
+    * ``p₃``: :func:`repeat_p_value` of the run of exact repeats of ``y`` ending at the
+      record, the counts over the records forgotten at rate ``1 / WINDOW`` (a frozen reading).
+
+    The surprise is the model's (no period) or, with a period, ``|x_t − mean(x_u, u < t)|``
+    for the residual ``x_t`` from the median of the same phase over the previous periods
+    (none while no earlier period of the record's phase has been observed).
 
     Examples
     --------
     >>> state = new_calibration(None)
-    >>> calibrate_one(state, 2.0), calibrate_one(state, 1.0), calibrate_one(state, 4.0)
-    (0.0, 0.0, 0.6666666666666666)
-    >>> calibrate_one(state, float("nan"))       # missing: not ranked
+    >>> [round(calibrate_one(state, y, s), 6) for y, s in [(0.0, 2.0), (1.0, 1.0), (0.5, 4.0)]]
+    [0.0, 0.0, 0.0]
+    >>> calibrate_one(state, float("nan"), float("nan"))       # missing: not ranked
     0.0
     """
     period = int(state[_PERIOD])
@@ -144,49 +310,73 @@ def calibrate_one(state: np.ndarray, value: float) -> float:
     window = int(state[_WINDOW])
     t = int(state[_T])
     span = cycles * period
-    win = HEAD + span
-    x = value
-    if period > 0:
-        if value == value:
-            # the median of the same phase over the previous periods (insertion sort)
-            scratch = win + window
-            m = 0
-            for j in range(1, cycles + 1):
-                if t - j * period < 0:
-                    break
-                v = state[HEAD + (t - j * period) % span]
-                if v == v:
-                    i = m
-                    while i > 0 and state[scratch + i - 1] > v:
-                        state[scratch + i] = state[scratch + i - 1]
-                        i -= 1
-                    state[scratch + i] = v
-                    m += 1
-            if m == 0:
-                x = math.nan
-            else:
-                x = value - 0.5 * (state[scratch + (m - 1) // 2] + state[scratch + m // 2])
-        state[HEAD + t % span] = value
+    ring = HEAD + span
+    recent = ring + 2 * window
+    scratch = recent + SPAN
     state[_T] = t + 1
-    if x != x:
+    if y != y:
+        if period > 0:
+            state[HEAD + t % span] = math.nan  # skipped by the medians
         return 0.0
-    if period > 0:  # the long-memory reference: the mean of every earlier residual
+    # a frozen reading: the run of exact repeats, its p-value from the counts before it
+    run = state[_RUN] + 1.0 if y == state[_LAST_Y] else 0.0
+    state[_LAST_Y] = y
+    state[_RUN] = run
+    # against the counts of the records before this run (a run does not calibrate itself)
+    p = repeat_p_value(run, state[_COUNTS + REPEATS + 1:HEAD])
+    keep = 1.0 - 1.0 / window
+    for j in range(REPEATS + 1):
+        state[_COUNTS + j] = keep * state[_COUNTS + j] + (1.0 if run >= j else 0.0)
+        if run == 0.0:
+            state[_COUNTS + REPEATS + 1 + j] = state[_COUNTS + j]
+    s = surprise
+    if period > 0:
+        # the median of the same phase over the previous periods (insertion sort)
+        m = 0
+        for j in range(1, cycles + 1):
+            if t - j * period < 0:
+                break
+            v = state[HEAD + (t - j * period) % span]
+            if v == v:
+                insert_sorted(state[scratch:], m, v)
+                m += 1
+        state[HEAD + t % span] = y
+        if m == 0:
+            return 1.0 - min(1.0, CHANNELS * p)
+        x = y - 0.5 * (state[scratch + (m - 1) // 2] + state[scratch + m // 2])
+        # the long-memory reference: the mean of every earlier residual
         n_ref = state[_N_REF]
         mean = state[_MEAN_REF]
         state[_N_REF] = n_ref + 1.0
         state[_MEAN_REF] = mean + (x - mean) / (n_ref + 1.0)
         if n_ref == 0.0:
-            return 0.0
-        surprise = abs(x - mean)
-    else:
-        surprise = x
+            return 1.0 - min(1.0, CHANNELS * p)
+        s = abs(x - mean)
+    if s != s:
+        return 1.0 - min(1.0, CHANNELS * p)
+    # the record's conformal p-value, extrapolated beyond the window's maximum
     n = int(state[_N_WIN])
-    below = count_below(state[win:win + n], surprise)
+    at_least = count_at_least(state[ring:ring + n], s)
+    body = (1.0 + at_least) / (n + 1.0)
+    p = min(p, body if at_least > 0 or n == 0
+            else beyond_p_value(state[ring:ring + n], s, state[scratch:]))
+    # the sustained statistic: Fisher's −Σ log of the last SPAN records' conformal p-values
+    # (without the extrapolation: one extreme record cannot dominate it), ranked in turn
+    n_recent = int(state[_N_RECENT])
+    state[recent + n_recent % SPAN] = -math.log(body)
+    state[_N_RECENT] = n_recent + 1
+    sustained = 0.0  # summed oldest first
+    first = 0 if n_recent + 1 < SPAN else (n_recent + 1) % SPAN
+    for j in range(min(n_recent + 1, SPAN)):
+        sustained += state[recent + (first + j) % SPAN]
+    p = min(p, upper_p_value(state[ring + window:ring + window + n], sustained,
+                             state[scratch:]))
     pos = int(state[_POS])
-    state[win + pos] = surprise
+    state[ring + pos] = s
+    state[ring + window + pos] = sustained
     state[_POS] = (pos + 1) % window
     state[_N_WIN] = min(n + 1, window)
-    return below / (n + 1.0)
+    return 1.0 - min(1.0, CHANNELS * p)
 
 
 def state_period(state: np.ndarray) -> int | None:
@@ -200,48 +390,33 @@ def state_period(state: np.ndarray) -> int | None:
     return int(state[_PERIOD]) or None
 
 
-def peek_one(state: np.ndarray, value: float) -> float:
-    """The anomaly :func:`calibrate_one` ``(state, value)`` would return, ``state`` unchanged:
-    the rank of the would-be surprise among the kept ones, without inserting it (numpy; a
-    scorer that must not learn, such as river's ``score_one``).
+def peek_one(state: np.ndarray, y: float, surprise: float) -> float:
+    """The anomaly :func:`calibrate_one` ``(state, y, surprise)`` would return, ``state``
+    unchanged (it runs on a copy: a scorer that must not learn, such as river's
+    ``score_one``).
 
     Examples
     --------
     >>> state = new_calibration(None)
-    >>> [calibrate_one(state, s) for s in (1.0, 3.0, 2.0)]
-    [0.0, 0.5, 0.3333333333333333]
-    >>> peek_one(state, 5.0), peek_one(state, 2.5), calibrate_one(state, 5.0)
-    (0.75, 0.5, 0.75)
+    >>> for s in range(1, 40):
+    ...     _ = calibrate_one(state, float(s), float(s % 7))
+    >>> peek_one(state, 50.0, 9.0) == calibrate_one(state, 50.0, 9.0)
+    True
     """
-    period = int(state[_PERIOD])
-    t = int(state[_T])
-    span = int(state[_CYCLES]) * period
-    win = HEAD + span
-    if value != value:
-        return 0.0
-    surprise = value
-    if period > 0:
-        lags = t - period * np.arange(1, int(state[_CYCLES]) + 1)
-        same_phase = state[HEAD + lags[lags >= 0] % span]
-        same_phase = np.sort(same_phase[~np.isnan(same_phase)])
-        m = same_phase.size
-        if m == 0 or state[_N_REF] == 0.0:
-            return 0.0
-        x = value - 0.5 * (same_phase[(m - 1) // 2] + same_phase[m // 2])
-        surprise = abs(x - state[_MEAN_REF])
-    n = int(state[_N_WIN])
-    return count_below(state[win:win + n], surprise) / (n + 1.0)
+    return calibrate_one(state.copy(), y, surprise)
 
 
-def calibrate(state: np.ndarray, values: np.ndarray, out: np.ndarray) -> None:
-    """:func:`calibrate_one` of each of ``values`` in turn, the anomalies written to ``out``.
+def calibrate(state: np.ndarray, ys: np.ndarray, surprises: np.ndarray, out: np.ndarray
+              ) -> None:
+    """:func:`calibrate_one` of each of ``ys`` (and ``surprises``) in turn, the anomalies
+    written to ``out``.
 
     Examples
     --------
     >>> state, out = new_calibration(None), np.empty(4)
-    >>> calibrate(state, np.array([1.0, 3.0, np.nan, 5.0]), out)
+    >>> calibrate(state, np.array([1.0, 3.0, np.nan, 5.0]), np.ones(4), out)
     >>> out.tolist()
-    [0.0, 0.5, 0.0, 0.6666666666666666]
+    [0.0, 0.0, 0.0, 0.0]
     """
-    for i in range(values.shape[0]):
-        out[i] = calibrate_one(state, values[i])
+    for i in range(ys.shape[0]):
+        out[i] = calibrate_one(state, ys[i], surprises[i])

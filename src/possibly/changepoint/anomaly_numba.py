@@ -2,9 +2,10 @@
 
 :func:`calibrate_one` is :func:`possibly.changepoint.anomaly.calibrate_one` compiled
 unchanged, and :func:`calibrate` its loop over many records (also unchanged), so the
-compiled and the Python paths run the same code (tested equal); only the rank's count,
-:func:`possibly.changepoint.anomaly.count_below`, is compiled from a plain loop (numba
-vectorises it, where ``np.count_nonzero`` of a comparison would allocate).
+compiled and the Python paths run the same code (tested equal): its helpers are compiled
+unchanged where it calls them, except the rank's count,
+:func:`possibly.changepoint.anomaly.count_at_least`, compiled from a plain loop (where
+``np.count_nonzero`` of a comparison would allocate).
 :func:`bank_calibration` is the same step as the per-stream hook of a
 :class:`~possibly.changepoint.DetectorBank`'s compiled loop (inlined there, allocating
 nothing).
@@ -15,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 import numba
-from numba.extending import overload
+from numba.extending import overload, register_jitable
 
 import possibly.compiled  # noqa: F401  (the package's cache folder, before njit(cache=True))
 from possibly.changepoint import anomaly
@@ -29,15 +30,22 @@ __all__ = ["ANOMALY_COLUMN", "bank_calibration", "calibrate", "calibrate_one",
 ANOMALY_COLUMN = len(BANK_COLUMNS)
 _Y, _LOG_C = BANK_COLUMNS.index("y"), BANK_COLUMNS.index("log_consistency")
 
-@overload(anomaly.count_below, jit_options={"nogil": True}, inline="always")
-def _count_below(values, level):  # pragma: no cover - compiled
+@overload(anomaly.count_at_least, jit_options={"nogil": True}, inline="always")
+def _count_at_least(values, level):  # pragma: no cover - compiled
     def count(values, level):
-        below = 0
+        at_least = 0
         for i in range(values.shape[0]):
-            below += values[i] < level
-        return below
+            if values[i] >= level:  # a branch: faster here than adding the comparison
+                at_least += 1
+        return at_least
 
     return count
+
+
+# the step's helpers, compiled unchanged where the step calls them
+for _helper in (anomaly.insert_sorted, anomaly.beyond_p_value, anomaly.upper_p_value,
+                anomaly.repeat_p_value):
+    register_jitable(_helper)
 
 
 #: :func:`possibly.changepoint.anomaly.calibrate_one`, compiled
@@ -52,20 +60,15 @@ calibrate_inline = numba.njit(nogil=True, inline="always")(anomaly.calibrate_one
 def bank_calibration(post, row, out):  # pragma: no cover - compiled into the bank's loop
     """The per-stream hook of :func:`~possibly.changepoint.compiled_engine.step_streams`:
     the stream's calibration state ``post[row]`` advanced by its step's record (its
-    observation with a period, else its surprise ``−log c``, as
-    :meth:`possibly.ChangepointDetector.update`), the anomaly written to
-    ``out[ANOMALY_COLUMN]``."""
-    y = out[_Y]
-    state = post[row]
-    # state[0]: the period in the state's header (0: none)
-    out[ANOMALY_COLUMN] = calibrate_inline(state, y if state[0] > 0.0 or y != y
-                                           else -out[_LOG_C])
+    observation and its surprise ``−log c``, as :meth:`possibly.ChangepointDetector.update`),
+    the anomaly written to ``out[ANOMALY_COLUMN]``."""
+    out[ANOMALY_COLUMN] = calibrate_inline(post[row], out[_Y], -out[_LOG_C])
 
 
 @overload(anomaly.calibrate_one, jit_options={"nogil": True})
-def _calibrate_one(state, value):  # pragma: no cover - compiled
-    def impl(state, value):
-        return calibrate_one(state, value)
+def _calibrate_one(state, y, surprise):  # pragma: no cover - compiled
+    def impl(state, y, surprise):
+        return calibrate_one(state, y, surprise)
     return impl
 
 
@@ -83,14 +86,17 @@ def calibrate_one_entry() -> Any:
     Examples
     --------
     >>> from possibly.changepoint.anomaly import new_calibration
-    >>> step, state = calibrate_one_entry(), new_calibration(None)
-    >>> [step(state, s) for s in (1.0, 3.0, 2.0, 5.0)]
-    [0.0, 0.5, 0.3333333333333333, 0.75]
+    >>> step, state, other = calibrate_one_entry(), new_calibration(None), new_calibration(None)
+    >>> records = [(0.0, 1.0), (1.0, 3.0), (1.0, 2.0), (2.0, 5.0)]
+    >>> [step(state, y, s) for y, s in records] == [
+    ...     anomaly.calibrate_one(other, y, s) for y, s in records]
+    True
     """
     state = anomaly.new_calibration(None, window=1)
-    calibrate_one(state, 0.0)  # compiled (or loaded from the cache) for these types
+    calibrate_one(state, 0.0, 0.0)  # compiled (or loaded from the cache) for these types
     try:
-        compiled = calibrate_one.overloads[(numba.typeof(state), numba.typeof(0.0))]
+        compiled = calibrate_one.overloads[(numba.typeof(state), numba.typeof(0.0),
+                                            numba.typeof(0.0))]
         return compiled.entry_point  # type: ignore[attr-defined]
     except (KeyError, AttributeError, TypeError):  # numba's internals changed: its dispatcher
         return calibrate_one

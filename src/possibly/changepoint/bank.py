@@ -74,7 +74,7 @@ class BankInfo:
     log_change_possibility : ndarray of float
         Log possibility that a segment starts at this observation.
     anomaly : ndarray of float
-        The calibrated anomaly signal in ``[0, 1)`` (0 for a missing value): the detector's
+        The calibrated anomaly signal in ``[0, 1]`` (0 for a missing value): the detector's
         ``info.anomaly`` with the stream's period.
     """
 
@@ -123,10 +123,11 @@ class DetectorBank:
     room for 16 run hypotheses per model (136 bytes each with the default models: about 6.5 kB
     per stream), doubled when it needs more, in pools that grow by doubling; plus the MAP
     trace (four integers per change of a stream's MAP segment or model). Every stream also
-    keeps the calibration of its anomaly signal: the last ``WINDOW = 2000`` surprises and,
-    with a period ``P``, the last ``7 P`` values (16 kB without a period, 17.4 kB with
-    ``P = 24``; a bank's rows have the size of its longest period). One bank must not be
-    used by several threads at once (a :class:`RuntimeError` says so).
+    keeps the calibration of its anomaly signal: the last ``WINDOW = 2000`` surprises and
+    as many sums of the last ten records' log p-values and, with a period ``P``, the last
+    ``7 P`` values (32.8 kB without a period, 34.1 kB with ``P = 24``; a bank's rows have the
+    size of its longest period). One bank must not be used by several threads at once (a
+    :class:`RuntimeError` says so).
 
     Examples
     --------
@@ -147,9 +148,10 @@ class DetectorBank:
     >>> bank.changepoints("b").tolist(), bank.changepoints("a").tolist()
     ([50], [])
 
-    Each stream's calibrated anomaly signal, the detector's ``info.anomaly``: the rank of the
-    record's surprise among the stream's own past ones, so that one threshold means the same
-    false-alarm rate on every stream:
+    Each stream's calibrated anomaly signal, the detector's ``info.anomaly``: one minus a
+    p-value of the record against the stream's own past (the rank of its surprise, extrapolated
+    beyond the largest), so that one threshold means the same false-alarm rate on every
+    stream:
 
     >>> info = bank.update_many(["a", "b", "c"], [0.1, 8.2, 9.0])  # "c" jumps
     >>> (info.anomaly > 0.95).tolist()
@@ -642,13 +644,11 @@ class DetectorBank:
             prev_start, prev_model = self._last[r]
             changed = begin > prev_start
             post = self._post[r]
-            surprise = x if calibration.state_period(post) or x != x \
-                else -info.log_consistency
             out[i] = (x, begin, info.map_model, info.mean, info.log_consistency,
                       info.discount, info.n_active, info.log_change_possibility, changed,
                       bool(info.discount < level) and not changed,
                       begin != prev_start or info.map_model != prev_model,
-                      calibration.calibrate_one(post, surprise))
+                      calibration.calibrate_one(post, x, -info.log_consistency))
             self._last[r] = begin, info.map_model
             t[i] = info.t
         return out, t

@@ -670,20 +670,19 @@ STREAM_COLUMNS = (*STEP_COLUMNS, "anomaly")
 ANOMALY_AT, LOG_C_AT = STREAM_COLUMNS.index("anomaly"), STEP_COLUMNS.index("log_consistency")
 
 
-def no_calibration(state, value):  # pragma: no cover - compiled
+def no_calibration(state, y, surprise):  # pragma: no cover - compiled
     """The calibration step of a :class:`CompiledStream` given none: anomaly 0."""
     return 0.0
 
 
-def step_calibrated(y, row, ints, start, log_w, runs, params, scal, rows, peak, calibration,
-                    by_value):  # pragma: no cover - compiled (covered through the detector)
-    """:func:`step_kernels`, then the record's anomaly: ``stream_calibrate(calibration,
-    value)`` (bound by :func:`compiled_stepper`) of the observation when ``by_value`` (or it
-    is missing), else of its surprise ``−log c``, written after the row's
-    :data:`STEP_COLUMNS` (one compiled call per observation)."""
+def step_calibrated(y, row, ints, start, log_w, runs, params, scal, rows, peak,
+                    calibration):  # pragma: no cover - compiled (covered through the detector)
+    """:func:`step_kernels`, then the record's anomaly ``stream_calibrate(calibration, y,
+    −log c)`` (bound by :func:`compiled_stepper`: the observation and its surprise), written
+    after the row's :data:`STEP_COLUMNS` (one compiled call per observation)."""
     top = step_kernels(y, row, ints, start, log_w, runs, params, scal, rows, peak)
     out = rows[row]
-    out[ANOMALY_AT] = stream_calibrate(calibration, y if by_value or y != y else -out[LOG_C_AT])
+    out[ANOMALY_AT] = stream_calibrate(calibration, y, -out[LOG_C_AT])
     return top
 
 
@@ -691,7 +690,7 @@ def step_calibrated(y, row, ints, start, log_w, runs, params, scal, rows, peak, 
 def compiled_stepper(functions: KernelFunctions, n_params: int, refcounts: bool = True,
                      calibrate: Any = no_calibration) -> Any:
     """:func:`step_calibrated` compiled for one kernel (as :func:`compiled_driver`), with
-    ``calibrate`` ``(state, value) -> anomaly`` inlined; ``refcounts``: as
+    ``calibrate`` ``(state, y, surprise) -> anomaly`` inlined; ``refcounts``: as
     :func:`compiled_template` (False: for a kernel that does not merge, whose step allocates
     no array, and a calibration that allocates none)."""
     return compiled_template(step_calibrated, functions, n_params, helpers=(step_kernels,),
@@ -705,7 +704,7 @@ class CompiledStream:
     :func:`step_kernels`; each step writes its row (:data:`STREAM_COLUMNS`) into a block of
     ``rows`` rows, which the caller drains when it is full or read (:meth:`drain`). Every
     step then costs the same, however long the stream. ``calibrate``: a calibration step
-    ``(state, value) -> anomaly`` of plain Python that numba compiles into the step (the
+    ``(state, y, surprise) -> anomaly`` of plain Python that numba compiles into the step (the
     caller passes its state to :meth:`step`); None: anomaly 0.
 
     Examples
@@ -772,26 +771,23 @@ class CompiledStream:
     def counts(self) -> np.ndarray:
         return self.ints[INT_HEAD:INT_HEAD + len(self.kernels)]
 
-    def step(self, y: float, calibration: np.ndarray = NO_BUFFER,
-             by_value: bool = False) -> list[float]:
+    def step(self, y: float, calibration: np.ndarray = NO_BUFFER) -> list[float]:
         """Process ``y`` (a Python float, NaN = missing); returns its row
         (:data:`STREAM_COLUMNS`). ``calibration``: the state of the calibration step (a
-        writeable, contiguous float64 vector), advanced by ``y`` when ``by_value`` or ``y``
-        is missing, else by the record's surprise ``−log c``. Drain the rows first when
-        :attr:`full`."""
+        writeable, contiguous float64 vector), advanced by ``y`` and the record's surprise
+        ``−log c``. Drain the rows first when :attr:`full`."""
         row = self.n
         if self._call is None:
-            self._first_step(y, row, calibration, by_value)
+            self._first_step(y, row, calibration)
         top = self._call(y, row, self.ints, self.start, self.log_w, self.runs, self.settings,
-                         self.scal, self.rows, self._peak, calibration, by_value)
+                         self.scal, self.rows, self._peak, calibration)
         self.n = row + 1
         self.t += 1
         if top >= self.cap:  # the next step adds a run per model: room for it
             self._grow()
         return self.rows[row].tolist()
 
-    def _first_step(self, y: float, row: int, calibration: np.ndarray,
-                    by_value: bool) -> None:
+    def _first_step(self, y: float, row: int, calibration: np.ndarray) -> None:
         """Compile (or load) the step for these argument types, without reference counts
         when the kernel does not merge runs (its step allocates nothing: the same numbers at
         a fraction of the cost), else with them; compiled at this call, before the step
@@ -802,7 +798,7 @@ class CompiledStream:
         from numba.core.errors import NumbaError
 
         args = (y, row, self.ints, self.start, self.log_w, self.runs, self.settings, self.scal,
-                self.rows, self._peak, calibration, by_value)
+                self.rows, self._peak, calibration)
         signature = tuple(numba.typeof(a) for a in args)
         stepper = None
         if self.functions.indistinguishable is None:

@@ -15,7 +15,7 @@ from typing import Any, cast
 import numpy as np
 
 from possibly.changepoint import anomaly as anomaly_calibration
-from possibly.changepoint.anomaly import check_period, new_calibration, peek_one, state_period
+from possibly.changepoint.anomaly import check_period, new_calibration, state_period
 from possibly.changepoint.compiled_engine import (
     OUTPUTS,
     STEP_COLUMNS,
@@ -291,22 +291,26 @@ class ChangepointDetector(SequentialEstimator):
         tolerance are merged (the larger weight is kept), which bounds the cost per observation
         at any segment length with forgetting; 0 never merges. See
         :mod:`possibly.changepoint.recursion`.
-    period : int, "auto" or None
-        The length of a cycle in records (24 for hourly data with a daily cycle), used by the
-        calibrated anomaly signal (``info.anomaly``, ``result.anomaly``): each record's
-        surprise is then its deviation from the median of the same phase over the previous
-        periods, measured against the mean of all earlier such deviations. None (default):
-        no cycle; the surprise is the segment model's, ``−log c_t``. A whole number in
-        ``[2, 10⁶]`` (an int, or a float that is one, as ``24.0``; ``365.2425`` is
-        refused), for scalar series; it changes no other output. ``"auto"``: the periods
-        are inferred (:func:`~possibly.changepoint.infer_period`) from what the first
-        :meth:`fit` or :meth:`extend` receives (its values and, for a pandas Series with a
-        DatetimeIndex, its time stamps); with the default models, the accepted periods add
-        the seasonal members (``model_family(period=...)``), and the shortest, rounded, is
-        the anomaly signal's period. A series without a strong cycle gets exactly the
-        results of ``period=None``, and so does a stream begun with :meth:`update` (no
-        series to infer from) or a vector series. The period used is :attr:`period_` (and
-        ``result.period``), the periods :attr:`periods_`. See
+    period : "auto", int or None
+        The cycles of the series. ``"auto"`` (default): the periods are inferred
+        (:func:`~possibly.changepoint.infer_period`, from at most the first 4096 values) from
+        what the first :meth:`fit` or :meth:`extend` receives (its values and, for a pandas
+        Series with a DatetimeIndex, its time stamps); with the default models, the accepted
+        periods add the seasonal members (``model_family(period=...)``), and the shortest,
+        rounded, is the anomaly signal's period. A series without a strong cycle (most
+        series: no period is accepted on noise, trends or level shifts) gets exactly the
+        results of ``period=None``, and so does a vector series or a stream begun with
+        :meth:`update` (no series to infer from: fit or extend a warm-up first to have its
+        cycles); :meth:`reset` forgets the periods (the next fit or extend infers them
+        again). A whole number in ``[2, 10⁶]`` (an int, or a float that is one, as ``24.0``;
+        ``365.2425`` is refused), for scalar series: the length of a cycle in records (24 for
+        hourly data with a daily cycle), used by the calibrated anomaly signal
+        (``info.anomaly``, ``result.anomaly``) only: each record's surprise is then its
+        deviation from the median of the same phase over the previous periods, measured
+        against the mean of all earlier such deviations (give seasonal models with
+        ``model=model_family(period=...)``). None: no cycle; the surprise is the segment
+        model's, ``−log c_t`` (the paper's exact path, and no inference cost). The period
+        used is :attr:`period_` (and ``result.period``), the periods :attr:`periods_`. See
         :mod:`possibly.changepoint.anomaly`.
 
     Notes
@@ -371,7 +375,7 @@ class ChangepointDetector(SequentialEstimator):
                  tau: float | None = None, tol: float | None = None,
                  outlier_level: float | None = None, engine: str = "auto",
                  history: bool = True, merge_tol: float = 1e-6,
-                 period: int | str | None = None) -> None:
+                 period: int | str | None = "auto") -> None:
         self.model = model
         self.sigma = sigma
         self.hazard = hazard
@@ -527,8 +531,12 @@ class ChangepointDetector(SequentialEstimator):
     # -- state ---------------------------------------------------------------------------------
 
     def reset(self) -> ChangepointDetector:
-        """Forget every observation (``sigma='auto'`` is estimated again by :meth:`fit`)."""
+        """Forget every observation (``sigma='auto'`` is estimated again by :meth:`fit`, and
+        with ``period="auto"``, the periods and their seasonal models are forgotten: the next
+        :meth:`fit` or :meth:`extend` infers them again)."""
         with self._exclusive():
+            if getattr(self, "periods_", None) is not None and self._default_models():
+                self._set_models(self._build_models())
             return self._reset()
 
     def _reset(self) -> ChangepointDetector:
@@ -576,15 +584,13 @@ class ChangepointDetector(SequentialEstimator):
         """The calibrated anomaly of each of ``arr`` (the recursion's ``log_consistency``),
         the calibration advanced only when every record is done (an interrupt changes
         nothing)."""
-        if self.period_ is not None:
-            values = np.ascontiguousarray(arr, dtype=np.float64)
-        else:  # the segment model's surprise; NaN for a missing record
-            values = -np.asarray(log_consistency, dtype=np.float64)
-            missing = np.isnan(arr.reshape(len(arr), -1)).any(axis=1)
-            values[missing] = math.nan
+        # the observation (NaN for a missing record) and the segment model's surprise
+        values = np.where(np.isnan(arr.reshape(len(arr), -1)).any(axis=1), math.nan,
+                          arr.reshape(len(arr), -1)[:, 0]).astype(np.float64)
+        surprises = -np.asarray(log_consistency, dtype=np.float64)
         state = self._calibration.copy()
         out = np.empty(len(values))
-        self._calibrate_functions()[1](state, values, out)
+        self._calibrate_functions()[1](state, values, surprises, out)
         self._calibration = state
         return out
 
@@ -733,27 +739,30 @@ class ChangepointDetector(SequentialEstimator):
     def peek_anomaly(self, y: Any) -> float:
         """The calibrated anomaly that :meth:`update` would report for ``y`` (its
         ``info.anomaly``), without processing ``y``: the detector is unchanged (a scorer
-        that must not learn, as river's ``score_one``). The same engine as :meth:`update`;
-        without a period, the step is run on a copy of the run hypotheses.
+        that must not learn, as river's ``score_one``). The same engine as :meth:`update`,
+        run on a copy of the calibration and, without a period, of the run hypotheses.
 
         Examples
         --------
         >>> det = ChangepointDetector(sigma=1.0, hazard=0.01)
         >>> for x in [0.0, 0.3, -0.2, 0.1, -0.4, 0.2]:
         ...     _ = det.update(x)
-        >>> peek = det.peek_anomaly(4.0)  # above the six earlier surprises: 6 / 7
-        >>> peek, det.t, det.update(4.0).anomaly == peek
-        (0.8571428571428571, 6, True)
+        >>> peek = det.peek_anomaly(4.0)  # above the six earlier surprises: p = 1 / 7
+        >>> peek == 1 - 3 / 7, det.t, det.update(4.0).anomaly == peek  # three p-values
+        (True, 6, True)
         """
         lock = self._acquire()
         try:
             arr = self._checked_value(y)
             if np.isnan(arr).any():  # a missing record (anomaly_calibration: 0)
                 return 0.0
-            if state_period(self._calibration) is not None:
-                return peek_one(self._calibration, float(arr[0]))
-            _, out = self._run(self._current_runs(), arr)
-            return peek_one(self._calibration, -float(out["log_consistency"][0]))
+            surprise = math.nan  # not used with a period
+            if state_period(self._calibration) is None:
+                _, out = self._run(self._current_runs(), arr)
+                surprise = -float(out["log_consistency"][0])
+            # update's step on a copy of the calibration (the same engine, the same numbers)
+            return float(self._calibrate_functions()[0](self._calibration.copy(),
+                                                        float(arr.ravel()[0]), surprise))
         finally:
             lock.release()
 
@@ -1009,7 +1018,7 @@ class ChangepointDetector(SequentialEstimator):
                 self._flush()
             # the step and the anomaly calibration in one compiled call
             _, start, model, mean, log_c, disc, n_active, log_cp, anomaly = stream.step(
-                x, self._calibration, self.period_ is not None)
+                x, self._calibration)
             self._stamps.extend(stamps)
             t, begin = stream.t - 1, int(start)
             changed = begin > self._prev_start

@@ -6,8 +6,10 @@ for data at half a day or finer, a week and a year for daily data, a year for we
 quarterly data); without time stamps the periodogram of the first differences gives a few.
 :func:`infer_period` keeps a candidate only when the series shows it strongly, by an
 out-of-sample test (:func:`cycle_gain`): the cycle's profile estimated on half of the cycles
-must predict the other half. :func:`models_for_series` turns the result into the detector's
-models.
+must predict the other half. It reads only a warm-up (the first :data:`WARM_UP` values, or
+:data:`WARM_UP_CYCLES` of the calendar's longest cycle), so its cost is bounded: it runs on
+every fit by default (``ChangepointDetector(period="auto")``). :func:`models_for_series` turns
+the result into the detector's models.
 """
 
 from __future__ import annotations
@@ -28,7 +30,10 @@ __all__ = ["calendar_periods", "cycle_gain", "infer_period", "models_for_series"
 MIN_GAIN = 0.1
 #: and the two halves' profiles correlate at least this much
 MIN_AGREEMENT = 0.5
-#: deviations beyond this many robust sd count as this many (robust_variance)
+#: and, for a period proposed by the values, the gain is at least this over √(cycles in the
+#: warm-up): with few cycles, the profiles of a random walk's two halves agree by chance
+FEW_CYCLES_GAIN = 0.6
+#: deviations beyond this many robust sd count as this many (the robust variance of cycle_gain)
 CLIP = 4.0
 #: a period needs at least this many full cycles in the series
 MIN_CYCLES = 2
@@ -36,6 +41,10 @@ MIN_CYCLES = 2
 VALUE_CANDIDATES = 3
 #: a periodogram peak's candidate whole periods lie at most this many steps from it
 PEAK_SPREAD = 3
+#: the periods are inferred from at most the first this many values (the warm-up) ...
+WARM_UP = 4096
+#: ... or, with time stamps, from this many of the calendar's longest cycle when that is longer
+WARM_UP_CYCLES = 16
 
 _SECOND = np.timedelta64(1, "s")
 _DAY = 86400.0
@@ -171,20 +180,43 @@ def _delevelled(y: np.ndarray, period: float) -> tuple[np.ndarray, np.ndarray, n
     return x - np.interp(t, middles[known], medians[known]), cycle, phase
 
 
-def robust_variance(x: np.ndarray) -> float:
-    """The mean square of ``x`` about its median, each deviation clipped at
-    :data:`CLIP` robust sd (1.4826 · MAD): the variance, unmoved by a few spikes.
+def medians_along(a: np.ndarray, axis: int) -> Any:
+    """The medians of an array without NaN along ``axis`` (0, or 1 for a 2-D array):
+    ``np.median(a, axis)``'s numbers, by one partial sort.
 
     Examples
     --------
-    >>> robust_variance(np.array([1.0, 2.0, 3.0, 4.0, 5.0]))     # (4 + 1 + 0 + 1 + 4) / 5
-    2.0
-    >>> round(robust_variance(np.array([1.0, 2.0, 3.0, 4.0, 1000.0])), 6)  # 997 → 4 · 1.4826
-    8.233929
+    >>> medians_along(np.array([[1.0, 5.0], [3.0, 2.0], [2.0, 9.0]]), 0)
+    array([2., 5.])
+    >>> medians_along(np.array([[1.0, 5.0], [3.0, 2.0], [2.0, 9.0]]), 1)
+    array([3. , 2.5, 5.5])
     """
-    dev = x - np.median(x)
-    limit = CLIP * 1.4826 * float(np.median(np.abs(dev)))
-    return float(np.mean(np.square(np.clip(dev, -limit, limit))))
+    k = a.shape[axis]
+    lo, hi = (k - 1) // 2, k // 2
+    part = np.partition(a, (lo, hi) if hi != lo else lo, axis=axis)
+    if axis:
+        part = part.T
+    return 0.5 * (part[lo] + part[hi])
+
+
+def correlation(a: np.ndarray, b: np.ndarray) -> float:
+    """Pearson's correlation of two arrays (NaN when either has fewer than 2 values or is
+    constant).
+
+    Examples
+    --------
+    >>> correlation(np.array([1.0, 2.0, 3.0]), np.array([2.0, 4.0, 7.0]))  # 5 / √(2 · 12.67)
+    0.9933992677987828
+    """
+    if a.size < 2:
+        return math.nan
+    a, b = a - a.mean(), b - b.mean()
+    size_a, size_b = float(np.abs(a).max()), float(np.abs(b).max())
+    if not (size_a > 0 and size_b > 0):
+        return math.nan
+    a, b = a / size_a, b / size_b  # scaled: no square underflows, whatever the units
+    return float((a * b).sum()) / math.sqrt(float(np.square(a).sum()) *
+                                            float(np.square(b).sum()))
 
 
 def cycle_gain(y: Any, period: float) -> tuple[float, float]:
@@ -224,6 +256,18 @@ def cycle_gain(y: Any, period: float) -> tuple[float, float]:
     if len(y) < MIN_CYCLES * period:
         raise ValueError(f"y must hold at least {MIN_CYCLES} periods ({MIN_CYCLES * period:g} "
                          f"values) to test a period of {period:g}, got {len(y)}")
+    return _gain(y, period)
+
+
+def _gain(y: np.ndarray, period: float, required: float = -math.inf) -> tuple[float, float]:
+    """:func:`cycle_gain` of a checked series; the agreement is NaN (not computed) when the
+    gain is below ``required``. A whole period of a series without NaN takes a shortcut: the
+    values as a matrix of one cycle per row (the same numbers)."""
+    p = int(period)
+    if p == period:
+        block = y[: len(y) // p * p]
+        if not np.isnan(block).any():
+            return _gain_whole(block.reshape(-1, p), required)
     x, cycle, phase = _delevelled(y, period)
     bins = int(math.ceil(period))
     finite = np.isfinite(x)
@@ -235,15 +279,67 @@ def cycle_gain(y: Any, period: float) -> tuple[float, float]:
     ok = finite & np.isfinite(pred)
     if ok.sum() < 2:
         return math.nan, math.nan
-    spread, res_spread = robust_variance(x[ok]), robust_variance(x[ok] - pred[ok])
-    if not spread > 0:
-        return math.nan, math.nan
-    gain = 1.0 - res_spread / spread
-    both = np.isfinite(profiles[0]) & np.isfinite(profiles[1])
-    a, b = profiles[0][both], profiles[1][both]
-    if a.size < 2 or not (np.std(a) > 0 and np.std(b) > 0):
+    gain = _explained(x[ok], x[ok] - pred[ok])
+    if not gain >= required:
         return gain, math.nan
-    return gain, float(np.corrcoef(a, b)[0, 1])
+    both = np.isfinite(profiles[0]) & np.isfinite(profiles[1])
+    return gain, correlation(profiles[0][both], profiles[1][both])
+
+
+def _gain_whole(cycles: np.ndarray, required: float) -> tuple[float, float]:
+    """:func:`_gain` of finite values laid out one cycle per row (at least two rows):
+    ``_delevelled``'s level from the rows' medians, each half's profile from its rows'
+    medians per column."""
+    n_cycles, p = cycles.shape
+    middles = np.arange(0.5 * p - 0.5, n_cycles * p, p)  # exact: halves times whole numbers
+    x = cycles.ravel() - np.interp(np.arange(cycles.size), middles, medians_along(cycles, 1))
+    rows = x.reshape(n_cycles, p)
+    even, odd = medians_along(rows[0::2], 0), medians_along(rows[1::2], 0)
+    residuals = rows.copy()
+    residuals[0::2] -= odd  # each half predicted by the other's profile
+    residuals[1::2] -= even
+    gain = _explained(x, residuals.ravel())
+    if not gain >= required:
+        return gain, math.nan
+    return gain, correlation(even, odd)
+
+
+def _cycle(y: np.ndarray, period: float) -> np.ndarray:
+    """The cycle of ``y``: at each step, the median of its phase over the delevelled full
+    cycles (0 where unknown)."""
+    p = int(period)
+    block = y[: len(y) // p * p]
+    if p == period and not np.isnan(block).any():  # as _gain: one cycle per row
+        cycles = block.reshape(-1, p)
+        middles = (np.arange(len(cycles)) + 0.5) * p - 0.5
+        x = block - np.interp(np.arange(block.size), middles, medians_along(cycles, 1))
+        return np.resize(medians_along(x.reshape(-1, p), 0), len(y))
+    x, _, phase = _delevelled(y, period)
+    profile = _phase_profile(x, phase, int(math.ceil(period)), np.flatnonzero(np.isfinite(x)))
+    every = np.floor(np.mod(np.arange(len(y)), period)).astype(np.int64)
+    return np.nan_to_num(profile[every])
+
+
+def _explained(x: np.ndarray, residuals: np.ndarray) -> float:
+    """``1 - v(residuals) / v(x)`` (NaN when ``x`` is constant), where ``v`` is the robust
+    variance: the mean square about the median, each deviation clipped at :data:`CLIP` robust
+    sd (1.4826 · MAD), unmoved by a few spikes. Both in one pass over the two rows, each
+    deviation divided by its row's clip level (so no square overflows or underflows)."""
+    dev = np.stack((x, residuals))
+    dev -= medians_along(dev, 1)[:, None]
+    size = np.abs(dev)
+    lo, hi = (x.size - 1) // 2, x.size // 2
+    size.partition((lo, hi) if hi != lo else lo, axis=1)
+    limit = CLIP * 1.4826 * (0.5 * (size[:, lo] + size[:, hi]))
+    if not limit[0] > 0:
+        return math.nan
+    if not limit[1] > 0:  # the residuals are mostly 0: all clipped to 0
+        return 1.0
+    dev /= limit[:, None]
+    np.minimum(dev, 1.0, out=dev)
+    np.maximum(dev, -1.0, out=dev)
+    spread, res_spread = np.square(dev, out=dev).sum(axis=1)
+    return 1.0 - float(res_spread) / float(spread) * float(limit[1] / limit[0]) ** 2
 
 
 def _value_candidates(y: np.ndarray) -> list[list[float]]:
@@ -253,29 +349,32 @@ def _value_candidates(y: np.ndarray) -> list[list[float]]:
     move the peak of a frequency between bins, so on a short series a peak does not pin the
     period to one whole number); the ranges of neighbouring peaks are merged, shortest
     periods first."""
-    filled = y.copy()
-    missing = np.isnan(filled)
-    if missing.all():
+    filled = y
+    missing = np.isnan(y)
+    if missing.any():
+        if missing.all():
+            return []
+        idx = np.where(~missing, np.arange(y.size), 0)
+        np.maximum.accumulate(idx, out=idx)
+        filled = y[idx]
+        filled[: int(np.flatnonzero(~missing)[0])] = filled[int(np.flatnonzero(~missing)[0])]
+    d = filled[1:] - filled[:-1]
+    if d.size < 4 or not d.any():
         return []
-    idx = np.where(~missing, np.arange(filled.size), 0)
-    np.maximum.accumulate(idx, out=idx)
-    filled = filled[idx]
-    filled[: int(np.flatnonzero(~missing)[0])] = filled[int(np.flatnonzero(~missing)[0])]
-    d = np.diff(filled)
-    if d.size < 4 or not np.any(d != 0):
-        return []
-    power = np.abs(np.fft.rfft(d - np.median(d))) ** 2
+    spectrum = np.fft.rfft(d)  # the mean only moves the zero frequency, which is left out
+    power = np.square(spectrum.real) + np.square(spectrum.imag)
     freq = np.fft.rfftfreq(d.size)
     allowed = (freq > 0) & (freq * (len(y) / MIN_CYCLES) >= 1.0) & (freq < 0.5)
-    order = np.argsort(-np.where(allowed, power, -np.inf), kind="stable")
+    order = _strongest(np.where(allowed, power, -np.inf), 4 * VALUE_CANDIDATES)
     bin_width = 2.0 / d.size  # two bins: leakage moves a short series's peak
     groups: list[list[float]] = []
-    for k in order[: 4 * VALUE_CANDIDATES]:
+    for k in order.tolist():
         if not allowed[k]:
             break
-        centre = 1.0 / freq[k]
-        low = max(2, math.ceil(1.0 / (freq[k] + bin_width)))
-        high = math.floor(1.0 / max(freq[k] - bin_width, 1.0 / len(y)))
+        f = float(freq[k])
+        centre = 1.0 / f
+        low = max(2, math.ceil(1.0 / (f + bin_width)))
+        high = math.floor(1.0 / max(f - bin_width, 1.0 / len(y)))
         group = [float(p) for p in range(low, max(high, low) + 1)
                  if abs(p - centre) <= PEAK_SPREAD]
         if group:
@@ -292,17 +391,34 @@ def _value_candidates(y: np.ndarray) -> list[list[float]]:
     return merged
 
 
-def required_gain(n: int) -> float:
-    """The gain :func:`infer_period` requires of a series of ``n`` values: :data:`MIN_GAIN`,
-    and ``3 / √n`` on a short series (about 3 times the 99th percentile of the gain of white
-    noise or a random walk of that length, whatever the period).
+def _strongest(power: np.ndarray, k: int) -> np.ndarray:
+    """The indices of the ``k`` largest of ``power``, largest first, ties in index order
+    (``np.argsort(-power, kind="stable")[:k]``, without sorting the whole array)."""
+    if power.size <= k:
+        return np.argsort(-power, kind="stable")
+    level = np.partition(power, power.size - k)[power.size - k]
+    top = np.flatnonzero(power >= level)  # every tie of the k-th too, in index order
+    return top[np.argsort(-power[top], kind="stable")][:k]
+
+
+def required_gain(n: int, cycles: float = math.inf) -> float:
+    """The gain :func:`infer_period` requires of a period that fits ``cycles`` times in a
+    series of ``n`` values: :data:`MIN_GAIN`; ``3 / √n`` on a short series (about 3 times the
+    99th percentile of the gain of white noise of that length, whatever the period); and
+    ``0.6 / √cycles`` (:data:`FEW_CYCLES_GAIN`) for a period proposed by the values (the
+    strongest of the periodogram's peaks, chosen from the data): the split-half gain of a
+    random walk at such a period spreads more the fewer cycles each half holds (in
+    simulations this removed two thirds of the periods accepted on random walks; the
+    calendar's periods, fixed in advance, are not held to it).
 
     Examples
     --------
     >>> required_gain(100), required_gain(10_000)     # 3 / √100; then the floor MIN_GAIN
     (0.3, 0.1)
+    >>> required_gain(10_000, cycles=4)                # a period of 2500 steps: 0.6 / √4
+    0.3
     """
-    return max(MIN_GAIN, 3.0 / math.sqrt(n))
+    return max(MIN_GAIN, 3.0 / math.sqrt(n), FEW_CYCLES_GAIN / math.sqrt(cycles))
 
 
 def infer_period(values: Any, index: Any = None) -> tuple[float, ...] | None:
@@ -313,13 +429,20 @@ def infer_period(values: Any, index: Any = None) -> tuple[float, ...] | None:
     shortest accepted one is kept: the other peaks are mostly its harmonics). A candidate is
     accepted when the series holds at least two full periods and, on the series minus the
     cycles accepted before it (shortest first), the profile estimated on half of the cycles
-    explains at least 10% (:func:`required_gain`: ``3/√n`` on a short series) of the robust
-    variance of the other half and the two halves' profiles correlate at least 0.5
-    (:func:`cycle_gain`). The gain is about 0 or below for a series without that cycle,
-    whatever its level shifts or trends; in simulations no period was accepted on white
-    noise, AR(1) series or level shifts, and one on about 1% of random walks. From the
-    values alone, a long cycle of finely sampled data (a day of minute data) is damped by
-    the differencing and is not found: pass the time index.
+    explains at least 10% (:func:`required_gain`: ``3/√n`` on a short series, ``0.6/√k`` for
+    a period from the values that fits ``k`` times) of the robust variance of the other half
+    and the two halves' profiles correlate at least 0.5 (:func:`cycle_gain`). The gain is
+    about 0 or below for a series without that cycle, whatever its level shifts or trends; in
+    simulations no period was accepted on white noise or level shifts, and one on 1–2% of
+    random walks and of AR(1) series close to them. From the values alone, a long cycle
+    of finely sampled data (a day of minute data) is damped by the differencing and is not
+    found: pass the time index.
+
+    Only a warm-up is read: the first :data:`WARM_UP` (4096) values, or with time stamps,
+    :data:`WARM_UP_CYCLES` (16) of the longest calendar cycle when that is longer (16 weeks
+    of 5-minute data); the step is the median spacing of the warm-up's stamps. So the cost is
+    bounded whatever the length of the series, and the periods of a stream are those of its
+    beginning.
 
     Parameters
     ----------
@@ -349,28 +472,35 @@ def infer_period(values: Any, index: Any = None) -> tuple[float, ...] | None:
         raise ValueError(f"index must hold one time stamp per value ({len(y)}), got "
                          f"{len(index)}")
     # each group: the whole periods a peak allows (from the values), or one calendar period
-    groups = ([[p] for p in calendar_periods(index)] if index is not None
-              else _value_candidates(y))
+    if index is not None:
+        stamps = index[: WARM_UP + 1] if np.ndim(index) == 1 else index
+        groups = [[p] for p in calendar_periods(stamps)]
+        warm_up = max([WARM_UP] + [math.ceil(WARM_UP_CYCLES * g[0]) for g in groups])
+        rest = y[:warm_up]
+    else:
+        rest = y[:WARM_UP]
+        groups = _value_candidates(rest)
     accepted: list[float] = []
-    rest = y.copy()
     for group in sorted(groups, key=min):
         scored = []
+        best = -math.inf  # a gain below the best accepted one cannot be kept
         for p in group:
             if len(rest) >= MIN_CYCLES * p:
-                gain, agreement = cycle_gain(rest, p)
-                if gain >= required_gain(len(rest)) and agreement >= MIN_AGREEMENT:
+                # a period from the values is the strongest of many peaks: on a random walk
+                # its gain is biased up, the more so the fewer cycles (required_gain)
+                required = required_gain(len(rest), math.inf if index is not None
+                                         else len(rest) / p)
+                gain, agreement = _gain(rest, p, max(required, best))
+                if gain >= max(required, best) and agreement >= MIN_AGREEMENT:
                     scored.append((gain, p))
+                    best = gain
         if scored:
             period = max(scored)[1]  # of a peak's whole periods, the one explaining most
             accepted.append(period)
-            # the next candidates are judged on what this cycle leaves
-            x, _, phase = _delevelled(rest, period)
-            profile = _phase_profile(x, phase, int(math.ceil(period)),
-                                     np.flatnonzero(np.isfinite(x)))
-            every = np.floor(np.mod(np.arange(len(rest)), period)).astype(np.int64)
-            rest = rest - np.nan_to_num(profile[every])
             if index is None:
                 break  # the periodogram's other peaks are this cycle's harmonics
+            # the next candidates are judged on what this cycle leaves
+            rest = rest - _cycle(rest, period)
     return tuple(accepted) or None
 
 

@@ -210,8 +210,8 @@ class ChangepointInfo(Info):
         change being detected (online; the first observations after a change are flagged
         too until it is confirmed).
     anomaly : float
-        The calibrated anomaly of the observation, in ``[0, 1)``: one minus its conformal
-        p-value among the stream's earlier surprises
+        The calibrated anomaly of the observation, in ``[0, 1]``: one minus its p-value
+        against the stream's earlier records
         (:mod:`possibly.changepoint.anomaly`); 0 for a missing one. Set by the detector's
         :meth:`~possibly.ChangepointDetector.update`; 0 from the pure :func:`step`.
     """

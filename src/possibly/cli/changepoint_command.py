@@ -11,10 +11,10 @@ and, with a time column, reported with their time stamps too. Several columns
 level, linear or quadratic trend per segment, unknown noise) and reports each segment's model;
 ``--model normal`` the paper's §5.3 normal-mean model with noise scale ``--sigma``, and reports
 σ. ``--sigma`` and ``--forgetting`` belong to the paper's model: given without ``--model``
-they select it (:func:`detector_options`). ``--period`` (a whole number of rows, or ``auto``:
-inferred from the series and its time column) sets the calibrated anomaly signal's cycle (the
-``anomaly`` column of the CSV output) and, with ``auto`` and ``--model auto``, adds the seasonal
-segment models when a cycle is found.
+they select it (:func:`detector_options`). ``--period`` (``auto``, the default: inferred from
+the series and its time column; a whole number of rows; or ``none``) sets the calibrated
+anomaly signal's cycle (the ``anomaly`` column of the CSV output) and, with ``auto`` and
+``--model auto``, adds the seasonal segment models when a cycle is found.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from possibly.changepoint import ChangepointDetector
+from possibly.changepoint import ChangepointDetector, infer_period, model_family
 from possibly.changepoint.result import model_name
 from possibly.cli.arguments import (
     add_input,
@@ -102,8 +102,9 @@ def _model_line(args, res) -> str:
     return (f"{'standard' if args.standard else 'robust'} detector: {model}, hazard = "
             f"{args.hazard:g}, forgetting = {res.params.forgetting:g}"
             + (f", tau = {args.tau:g}" if args.tau is not None else "")
-            + ("" if args.period is None else f", period = {res.period or 'none'}"
-               + (" (inferred)" if args.period == "auto" else "")))
+            + ("" if args.period is None and res.period is None
+               else f", period = {res.period or 'none'}"
+               + (" (inferred)" if args.period in (None, "auto") else "")))
 
 
 def _n_missing(y: np.ndarray) -> int:
@@ -259,14 +260,18 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"--column {' '.join(args.column)}: several columns are one vector "
                          "series, which --model normal (also chosen by --sigma or --forgetting "
                          "without --model) cannot take: give one column, or --model auto")
-    if args.period is not None and args.column is not None and len(args.column) > 1:
+    if args.period not in (None, "none") and args.column is not None and len(args.column) > 1:
         raise ValueError(f"--period applies to one column (the cycle of one value per row), "
                          f"got --column {' '.join(args.column)}")
+    # not given: "auto" (a vector series then has none); "none": None
+    cycle = "auto" if args.period is None else None if args.period == "none" else args.period
     det = ChangepointDetector(hazard=args.hazard, robust=not args.standard, tau=args.tau,
-                              period=args.period, **options)
+                              period=cycle, **options)
     y, source, time, names = _load(args)
     with numeric_range(source, y):
-        res = det.fit(_with_time_stamps(y, time) if args.period == "auto" else y)
+        if cycle == "auto":
+            _calendar_cycles(det, y, time, args.model == "auto")
+        res = det.fit(y)
     check_finite(source, y, res.mean, "segment mean estimate")
     if args.format == "json":
         text = _json(args, res, y, source, time, names)
@@ -287,37 +292,42 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _with_time_stamps(y: np.ndarray, time: TimeAxis | None) -> Any:
-    """``y`` as a pandas Series indexed by the time column's dates, for ``--period auto`` to
-    read the calendar's cycles from (``y`` itself without dates, with a missing date, or
-    without pandas)."""
+def _calendar_cycles(det: ChangepointDetector, y: np.ndarray, time: TimeAxis | None,
+                     default_models: bool) -> None:
+    """For ``--period auto`` with a time column of dates: ``det`` given the periods inferred
+    from the values and their dates (the seasonal models with ``default_models``, and the
+    anomaly signal's period), as ``fit`` of a pandas Series with those dates would infer them,
+    without importing pandas. Without dates (or with a missing one), ``det`` is left to infer
+    them from the values."""
     stamps = None if time is None else time.values
     if y.ndim != 1 or stamps is None or stamps.dtype.kind != "M" or np.isnat(stamps).any():
-        return y
-    try:
-        import pandas as pd
-    except ImportError:
-        return y
-    return pd.Series(y, index=pd.DatetimeIndex(stamps))
+        return
+    periods = infer_period(y, stamps)
+    if periods is None:
+        det.set_params(period=None)
+        return
+    if default_models:
+        det.set_params(model=model_family(period=periods))
+    det.set_params(period=int(round(periods[0])))
 
 
 def period(text: str) -> int | str:
-    """An argparse type: ``auto`` or a whole number of rows in ``[2, 10⁶]``.
+    """An argparse type: ``auto``, ``none`` or a whole number of rows in ``[2, 10⁶]``.
 
     Examples
     --------
-    >>> period("auto"), period("24")
-    ('auto', 24)
+    >>> period("auto"), period("none"), period("24")
+    ('auto', 'none', 24)
     """
-    if text == "auto":
+    if text in ("auto", "none"):
         return text
     try:
         value = int(text)
     except ValueError:
         value = 0
     if not 2 <= value <= 1_000_000:
-        raise argparse.ArgumentTypeError(f"must be 'auto' or a whole number of rows in "
-                                         f"[2, 1000000], got {display(text)!r}")
+        raise argparse.ArgumentTypeError(f"must be 'auto', 'none' or a whole number of rows "
+                                         f"in [2, 1000000], got {display(text)!r}")
     return value
 
 
@@ -385,10 +395,11 @@ def register(sub) -> None:
     p.add_argument("--example", choices=["well-log"], help="use a bundled example data set")
     add_model(p, "noise scale within a segment")
     p.add_argument("--period", type=period, default=None,
-                   help="cycle length in rows for the calibrated anomaly signal (the anomaly "
-                        "column of --format csv), or 'auto': inferred from the series and its "
-                        "time column (with --model auto, a cycle found also adds seasonal "
-                        "segment models) (default: none)")
+                   help="the series' cycles: 'auto' (default) infers them from the series and "
+                        "its time column (with --model auto, a cycle found also adds seasonal "
+                        "segment models; a series without a strong cycle gets the results of "
+                        "'none'); a cycle length in rows, for the calibrated anomaly signal "
+                        "(the anomaly column of --format csv); or 'none'")
     add_robust(p)
     p.add_argument("--format", choices=["text", "json", "csv"], default="text",
                    help="output format (text)")

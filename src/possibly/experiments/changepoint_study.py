@@ -36,7 +36,7 @@ def _detector(robust: bool, engine: str = "auto", tol: float = 1e-12) -> Changep
     # the paper's recursion exactly: no evidence floor (NormalMean's default has one)
     return ChangepointDetector(model=NormalMean(SIGMA, outliers="paper"), hazard=HAZARD,
                                forgetting=FORGETTING, robust=robust, tol=tol, engine=engine,
-                               merge_tol=1e-6 if tol > 0 else 0.0)
+                               merge_tol=1e-6 if tol > 0 else 0.0, period=None)
 
 
 def _best_time(det: ChangepointDetector, y: np.ndarray, repeats: int) -> float:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -26,6 +26,35 @@ from possibly.validation import (
 #: inverse): products of two such entries and of an entry with an observation up to 1e300
 #: must not overflow in the filter's quadratic forms, which are kept in scaled form.
 MAX_MAGNITUDE = 1e100
+
+
+class KernelOutputs(NamedTuple):
+    """The time-major output arrays of a run ``(T, B, ...)``, as the compiled loop writes them
+    (:func:`possibly.filters.kalman_numba.run`); those not kept are empty, their flag False.
+    One class for every caller of the loop (the filter, the start's steps, the streaming
+    step): numba compiles the loop once per type of its arguments."""
+
+    mean: np.ndarray
+    variance: np.ndarray
+    covariance: np.ndarray
+    predicted_mean: np.ndarray
+    predicted_covariance: np.ndarray
+    log_consistency: np.ndarray
+    discount: np.ndarray
+    keep_variance: bool
+    keep_covariance: bool
+    keep_predicted: bool
+
+    @classmethod
+    def allocate(cls, T: int, size: int, n: int, *, variance: bool, covariance: bool,
+                 predicted: bool) -> KernelOutputs:
+        vector, matrix = np.empty((0, 0, 0)), np.empty((0, 0, 0, 0))
+        return cls(np.empty((T, size, n)),
+                   np.empty((T, size, n)) if variance else vector,
+                   np.empty((T, size, n, n)) if covariance else matrix,
+                   np.empty((T, size, n)) if predicted else vector,
+                   np.empty((T, size, n, n)) if predicted else matrix,
+                   np.empty((T, size)), np.empty((T, size)), variance, covariance, predicted)
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ import math
 import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple, cast, overload
+from typing import Any, cast, overload
 
 import numpy as np
 
@@ -35,6 +35,7 @@ from possibly.families.multivariate_normal import MultivariateNormal
 from possibly.filters._common import (
     _BIG,
     COVERAGE,
+    KernelOutputs,
     _check_coverage,
     _check_dim_tau,
     _check_observation_values,
@@ -454,48 +455,21 @@ def update(state: KalmanState, y, H, R, *, robust: bool = True, dim=None,
 # -- results ----------------------------------------------------------------------------------
 
 
-class _Outputs(NamedTuple):
-    """The time-major output arrays of a run ``(T, B, ...)``, as the compiled loop writes them
-    (:func:`possibly.filters.kalman_numba.run`); those not kept are empty, their flag False."""
-
-    mean: np.ndarray
-    variance: np.ndarray
-    covariance: np.ndarray
-    predicted_mean: np.ndarray
-    predicted_covariance: np.ndarray
-    log_consistency: np.ndarray
-    discount: np.ndarray
-    keep_variance: bool
-    keep_covariance: bool
-    keep_predicted: bool
-
-    @classmethod
-    def allocate(cls, T: int, size: int, n: int, *, variance: bool, covariance: bool,
-                 predicted: bool) -> _Outputs:
-        vector, matrix = np.empty((0, 0, 0)), np.empty((0, 0, 0, 0))
-        return cls(np.empty((T, size, n)),
-                   np.empty((T, size, n)) if variance else vector,
-                   np.empty((T, size, n, n)) if covariance else matrix,
-                   np.empty((T, size, n)) if predicted else vector,
-                   np.empty((T, size, n, n)) if predicted else matrix,
-                   np.empty((T, size)), np.empty((T, size)), variance, covariance, predicted)
-
-
 @dataclass(frozen=True)
 class _Buffer:
     """What :meth:`KalmanFilter.filter` stores: the output arrays and the precisions of the
     steps run in information form (filtered, predicted), which the smoother needs where the
     covariances are ``inf``."""
 
-    arrays: _Outputs
+    arrays: KernelOutputs
     filtered_precisions: list[np.ndarray] = field(default_factory=list)
     predicted_precisions: list[np.ndarray] = field(default_factory=list)
 
     @classmethod
     def empty(cls, keep: frozenset[str], T: int, size: int, n: int) -> _Buffer:
         full = "covariance" in keep
-        return cls(_Outputs.allocate(T, size, n, variance="variance" in keep or full,
-                                     covariance=full, predicted="predicted" in keep))
+        return cls(KernelOutputs.allocate(T, size, n, variance="variance" in keep or full,
+                                          covariance=full, predicted="predicted" in keep))
 
     def record(self, t: int, predicted: KalmanState, state: KalmanState,
                info: KalmanInfo) -> None:
@@ -1026,7 +1000,7 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
         return state
 
     def _run_compiled(self, compiled: Any, state: KalmanState, ys_t: np.ndarray, t: int,
-                      arrays: _Outputs) -> KalmanState | None:
+                      arrays: KernelOutputs) -> KalmanState | None:
         """Steps ``t..T-1`` in the compiled loop from ``state`` (covariance form), written
         into ``arrays``; the final state, or None if a matrix is singular by rounding."""
         assert state.covariance is not None  # covariance form
@@ -1045,7 +1019,9 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
     def _kernel_rule(self) -> tuple[bool, float, float, np.ndarray]:
         """``(robust, dim, tau, log_c0)`` of the compiled loop: ``tau`` NaN for none, the
         ``log_c0`` table zeros for the paper's discount."""
-        levels = np.zeros(self.obs_dim + 1) if self._log_c0 is None else self._log_c0
+        # a writeable copy: numba compiles its loops again for a read-only array (the
+        # table is shared, read-only), and the streaming step passes a writeable one
+        levels = np.zeros(self.obs_dim + 1) if self._log_c0 is None else self._log_c0.copy()
         return self.robust, self.dim, np.nan if self.tau is None else self.tau, levels
 
     def _compiled_start(self, compiled: Any, state: KalmanState, ys_t: np.ndarray,

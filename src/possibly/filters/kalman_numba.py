@@ -28,12 +28,13 @@ step would cost more than the arithmetic.
 from __future__ import annotations
 
 import math
-from typing import Any, NamedTuple
+from typing import Any
 
 import numba
 import numpy as np
 
 from possibly.compiled import discount_scalar
+from possibly.filters._common import KernelOutputs
 from possibly.filters.elimination_numba import solve_in_place
 
 __all__ = ["run", "run_start", "sizes", "step", "step_buffers"]
@@ -138,11 +139,12 @@ def _information_update(P, H, R, hph, rho, ja, jb, wm, wd, out):  # pragma: no c
 
 # -- the robust start: information-form steps and the mixture of start hypotheses -------------
 @numba.njit(cache=True, nogil=True)
-def _eigh(a, w, V):  # pragma: no cover - compiled
-    """Eigenvalues ``w`` and eigenvectors (the columns of ``V``) of the symmetric ``a``
-    (destroyed), by cyclic Jacobi rotations: as accurate as LAPACK's ``syevd`` behind
-    ``np.linalg.eigh`` (to a few ulps of the largest eigenvalue) with no allocation."""
-    n = a.shape[0]
+def _eigh(a, w, V, n):  # pragma: no cover - compiled
+    """Eigenvalues ``w[:n]`` and eigenvectors (the columns of ``V[:n, :n]``) of the symmetric
+    ``a[:n, :n]`` (destroyed), by cyclic Jacobi rotations: as accurate as LAPACK's ``syevd``
+    behind ``np.linalg.eigh`` (to a few ulps of the largest eigenvalue) with no allocation.
+    The size is an argument, not the arrays' shape: a top-left block of the work arrays
+    passes them whole, so this is compiled once (a slice would be another array layout)."""
     for i in range(n):
         for j in range(n):
             V[i, j] = 1.0 if i == j else 0.0
@@ -184,16 +186,15 @@ def _eigh(a, w, V):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, nogil=True)
-def _pinv_mv(a, r, out, ea, w, V):  # pragma: no cover - compiled
-    """``out = pinv(a) r`` for a symmetric ``a`` (as ``np.linalg.pinv(a, hermitian=True)``:
-    eigenvalues below ``1e-15`` times the largest in magnitude are dropped); ``ea``, ``w``,
-    ``V`` work arrays."""
-    n = a.shape[0]
+def _pinv_mv(a, r, out, ea, w, V, n):  # pragma: no cover - compiled
+    """``out[:n] = pinv(a[:n, :n]) r[:n]`` for a symmetric ``a`` (as
+    ``np.linalg.pinv(a, hermitian=True)``: eigenvalues below ``1e-15`` times the largest in
+    magnitude are dropped); ``ea``, ``w``, ``V`` work arrays (their top-left blocks used)."""
     for i in range(n):
         for j in range(n):
             ea[i, j] = a[i, j]
         out[i] = 0.0
-    _eigh(ea, w, V)
+    _eigh(ea, w, V, n)
     top = 0.0
     for i in range(n):
         top = max(top, abs(w[i]))
@@ -215,7 +216,7 @@ def _well_conditioned(a, ea, w, V):  # pragma: no cover - compiled
     for i in range(n):
         for j in range(n):
             ea[i, j] = a[i, j]
-    _eigh(ea, w, V)
+    _eigh(ea, w, V, n)
     lo, hi = w[0], w[0]
     for i in range(n):
         lo = min(lo, w[i])
@@ -262,13 +263,16 @@ def _covariance_or_inf(Y, out, ea, eb, w, V, r, step):  # pragma: no cover - com
                         oj += 1
                 oi += 1
             k = n - 1
-            _pinv_mv(ea[:k, :k], r[:k], step[:k], eb[:k, :k], w[:k], V[:k, :k])
+            _pinv_mv(ea, r, step, eb, w, V, k)
             for c in range(k):
                 schur -= r[c] * step[c]
         out[i, i] = 1.0 / schur if schur > scale / _MAX_COND else math.inf
     return True
 
-@numba.njit(cache=True, nogil=True, inline="always")
+# not inlined (nor _update_information): run only while the start is in information form (a
+# few steps), while numba's typing of one large loop with their bodies written in grows faster
+# than their size (the first compile of the default filter took seconds more)
+@numba.njit(cache=True, nogil=True)
 def _predict_information(Y, F_inv, G, Qg_inv, ea, eb, ec):  # pragma: no cover - compiled
     """``Y = sym(M - M G (Q_g⁻¹ + Gᵀ M G)⁻¹ Gᵀ M)``, ``M = F⁻ᵀ Y F⁻¹``: the precision of
     ``_predict`` in information form; ``ea``, ``eb``, ``ec`` n × n work arrays."""
@@ -316,7 +320,7 @@ def _predict_information(Y, F_inv, G, Qg_inv, ea, eb, ec):  # pragma: no cover -
     return True
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+@numba.njit(cache=True, nogil=True)
 def _update_information(y, x, Y, H, R, W, robust, dim, tau, log_c0, obs, hm, wmat, rm, htw, j_,
                         b_, vs, ea, w, V, step, eb, n_tup, m_tup):  # pragma: no cover
     """Update ``x``, ``Y`` (information form, ``Y`` the precision) in place with ``y`` (NaN
@@ -393,7 +397,7 @@ def _update_information(y, x, Y, H, R, W, robust, dim, tau, log_c0, obs, hm, wma
         for i in range(n):
             for j in range(n):
                 eb[i, j] = Y[i, j] + j_[i, j]
-        _pinv_mv(eb, b_, step, ea, w, V)
+        _pinv_mv(eb, b_, step, ea, w, V, Y.shape[0])  # not n: a literal, another version
         for i in range(n):
             q -= b_[i] * step[i]
     else:
@@ -410,7 +414,7 @@ def _update_information(y, x, Y, H, R, W, robust, dim, tau, log_c0, obs, hm, wma
             Y[i, j] = a
             Y[j, i] = a
         b_[i] *= rho1
-    _pinv_mv(Y, b_, step, ea, w, V)
+    _pinv_mv(Y, b_, step, ea, w, V, Y.shape[0])
     for i in range(n):
         x[i] += step[i] * scale
     return True, log_c, rho
@@ -690,10 +694,10 @@ def run_start(ys, t0, t_end, mean, mat, information, model, inverse, rule, mixtu
     # the covariance-form steps' inputs and outputs in run (rows 0..1 of its time axis, as
     # in step): every hypothesis of every series a row of one batch
     y1, y2 = np.empty((1, B * nh, m)), np.empty((2, B * nh, m))
-    hout = _StepOutputs(np.empty((2, B * nh, n)), np.empty((0, B * nh, n)),
-                        np.empty((0, B * nh, n, n)), np.empty((2, B * nh, n)),
-                        np.empty((2, B * nh, n, n)), np.empty((2, B * nh)),
-                        np.empty((2, B * nh)), False, False, True)
+    hout = KernelOutputs(np.empty((2, B * nh, n)), np.empty((0, B * nh, n)),
+                         np.empty((0, B * nh, n, n)), np.empty((2, B * nh, n)),
+                         np.empty((2, B * nh, n, n)), np.empty((2, B * nh)),
+                         np.empty((2, B * nh)), False, False, True)
     # work arrays of the information-form steps, allocated once
     x = np.empty(n)
     P = np.empty((n, n))
@@ -915,21 +919,6 @@ def _to_covariance_form(hM, ea, eb, w, V):  # pragma: no cover - compiled
     return 1
 
 
-class _StepOutputs(NamedTuple):
-    """The outputs of :func:`run` that :func:`step` keeps (the others empty)."""
-
-    mean: Any
-    variance: Any
-    covariance: Any
-    predicted_mean: Any
-    predicted_covariance: Any
-    log_consistency: Any
-    discount: Any
-    keep_variance: bool
-    keep_covariance: bool
-    keep_predicted: bool
-
-
 def step_buffers(model: tuple[np.ndarray, ...], rule: tuple[Any, ...]
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The ``io``, ``state`` and ``settings`` arrays of :func:`step` for ``model``
@@ -965,9 +954,9 @@ def step(io, state, settings, predict, n_tup, m_tup):  # pragma: no cover - comp
     rows = 2 - first
     ys = io[first * m:2 * m].reshape((rows, 1, m))
     at = 2 * m + 2 * n
-    out = _StepOutputs(io[2 * m + first * n:at].reshape((rows, 1, n)), np.empty((0, 1, n)),
-                       np.empty((0, 1, n, n)), np.empty((0, 1, n)), np.empty((0, 1, n, n)),
-                       io[at + first:at + 2].reshape((rows, 1)),
-                       io[at + 2 + first:at + 4].reshape((rows, 1)), False, False, False)
+    out = KernelOutputs(io[2 * m + first * n:at].reshape((rows, 1, n)), np.empty((0, 1, n)),
+                        np.empty((0, 1, n, n)), np.empty((0, 1, n)), np.empty((0, 1, n, n)),
+                        io[at + first:at + 2].reshape((rows, 1)),
+                        io[at + 2 + first:at + 4].reshape((rows, 1)), False, False, False)
     return run(ys, 1 - first, state[:n].reshape((1, n)), state[n:].reshape((1, n, n)),
                (F, Q, H, R), rule, n_tup, m_tup, out)

@@ -9,9 +9,13 @@ detector (``update`` / ``drift_detected``) whose flag is the detector's ``change
 Both run the default models of ``ChangepointDetector()`` (levels and trends with an unknown
 noise scale) with their scale-free priors taken from a warm-up: the first ``warm_up`` records
 are kept, the priors come from them (:func:`~possibly.changepoint.automatic_prior`), the
-detector processes them, then every further record is one ``update()``. ``model="normal"``
-runs the paper's normal-mean model with σ estimated on the warm-up; a given ``sigma`` starts
-it from the first record, without warm-up.
+detector processes them, then every further record is one ``update()``. The warm-up also
+gives the stream's cycles (``period="auto"``, the default:
+:func:`~possibly.changepoint.infer_period` of the warm-up's values, which needs two full
+cycles in it), as seasonal members of the default models and the anomaly signal's period.
+``model="normal"`` runs the paper's normal-mean model with σ estimated on the warm-up; a
+given ``sigma`` starts it from the first record, without warm-up (and without cycles, unless
+``period`` gives one).
 
 Needs river (``pip install 'possibly[river]'``).
 """
@@ -35,6 +39,7 @@ from possibly.changepoint import (
     SegmentModel,
     automatic_prior,
     estimate_sigma,
+    infer_period,
     model_family,
 )
 from possibly.changepoint.models.segment_model import MAX_MAGNITUDE
@@ -64,7 +69,8 @@ class _Monitor:
 
     def _configure(self, warm_up: int, model: str | None, sigma: float | str, hazard: float,
                    forgetting: float | None, robust: bool, tau: float | None,
-                   outlier_level: float | None, engine: str, period: int | None = None) -> None:
+                   outlier_level: float | None, engine: str, period: int | str | None = "auto"
+                   ) -> None:
         self.warm_up = warm_up
         self.model = model
         self.sigma = sigma
@@ -90,21 +96,27 @@ class _Monitor:
         """Whether the model is the paper's NormalMean (model="normal" or a given sigma)."""
         return self.model == "normal" or not isinstance(self.sigma, str)
 
-    def _learnt_models(self, values: np.ndarray) -> list[SegmentModel]:
+    def _learnt_models(self, values: np.ndarray, periods: tuple[float, ...] | None
+                       ) -> list[SegmentModel]:
         """The segment models with what the warm-up teaches: σ of the paper's model, or the
-        scale-free priors of the default models."""
+        scale-free priors of the default models (with seasonal members for ``periods``)."""
         if not self._normal():
-            return list(model_family(prior=automatic_prior(values)))
+            return list(model_family(prior=automatic_prior(values), period=periods))
         if isinstance(self.sigma, str):
             return [NormalMean(estimate_sigma(values))]
         return [NormalMean(float(self.sigma))]
 
     def _start(self, values: np.ndarray) -> ChangepointDetector:
-        """The detector, with the models learnt from ``values``, after processing them."""
+        """The detector, with the models (and with ``period="auto"``, the cycles) learnt from
+        ``values``, after processing them."""
+        period, periods = self._period, None
+        if isinstance(period, str):  # "auto": the warm-up's cycles (none without a warm-up)
+            periods = infer_period(values) if values.size else None
+            period = None if periods is None else int(round(periods[0]))
         detector = ChangepointDetector(
-            model=self._learnt_models(values), hazard=self.hazard, forgetting=self.forgetting,
-            robust=self.robust, tau=self.tau, outlier_level=self.outlier_level,
-            engine=self.engine, history=False, period=self._period)
+            model=self._learnt_models(values, periods), hazard=self.hazard,
+            forgetting=self.forgetting, robust=self.robust, tau=self.tau,
+            outlier_level=self.outlier_level, engine=self.engine, history=False, period=period)
         if values.size:
             detector.fit(values)
         return detector
@@ -160,13 +172,14 @@ class PossiblyAnomalyDetector(_Monitor, AnomalyDetector):
     ``score_one(x)`` scores ``x`` against the detector's current state without learning it
     (:meth:`possibly.ChangepointDetector.peek_anomaly`), ``learn_one(x)`` processes it
     (:meth:`possibly.ChangepointDetector.update`), and the score is the ``info.anomaly`` that
-    this update reports: the calibrated anomaly signal, in [0, 1), the rank of the record's
-    surprise among those of the stream's previous records (at most 2000; its surprise: the
-    segment model's ``−log c``, or with a ``period``, its deviation from the same phase of the
-    previous cycles). A threshold then means the same false-alarm rate on every stream,
-    whatever its units or tails (docs: Monitoring streams). During the warm-up (the first
-    ``warm_up`` records from the first observed value, from which the priors are learnt; they
-    calibrate the signal) the score is 0.
+    this update reports: the calibrated anomaly signal, in [0, 1], one minus a p-value of the
+    record against the stream's previous records (the rank of its surprise among at most 2000,
+    extrapolated beyond the largest, combined with a sum over the last records and the runs of
+    repeated values; its surprise: the segment model's ``−log c``, or with a ``period``, its
+    deviation from the same phase of the previous cycles). A threshold then means the same
+    false-alarm rate on every stream, whatever its units or tails (docs: Monitoring streams).
+    During the warm-up (the first ``warm_up`` records from the first observed value, from
+    which the priors are learnt; they calibrate the signal) the score is 0.
 
     Parameters
     ----------
@@ -189,10 +202,13 @@ class PossiblyAnomalyDetector(_Monitor, AnomalyDetector):
         As :class:`possibly.ChangepointDetector` (``hazard``: the possibility of a change at
         each record; ``outlier_level``: the discount below which a record sets the online
         ``outlier_detected`` flag).
-    period : int, optional
+    period : "auto", int or None
         The cycle of the stream in records (24 for hourly records with a daily cycle), as
         :class:`possibly.ChangepointDetector`'s ``period``: the score measures each record
-        against the same phase of the previous cycles. None (default): no cycle.
+        against the same phase of the previous cycles. ``"auto"`` (default): the cycles of
+        the warm-up, if it shows one strongly (:func:`possibly.changepoint.infer_period`; the
+        warm-up must hold two full cycles), which also add seasonal members to the default
+        models; a stream without a strong cycle runs as with None. None: no cycle.
 
     Attributes
     ----------
@@ -223,7 +239,7 @@ class PossiblyAnomalyDetector(_Monitor, AnomalyDetector):
                  sigma: float | str = "auto", hazard: float = 2.5e-3,
                  forgetting: float | None = None, robust: bool = True, tau: float | None = None,
                  outlier_level: float | None = None, engine: str = "auto",
-                 period: int | None = None):
+                 period: int | str | None = "auto"):
         self.feature = feature
         self.period = period
         self._configure(warm_up, model, sigma, hazard, forgetting, robust, tau, outlier_level,
@@ -276,8 +292,9 @@ class PossiblyDriftDetector(_Monitor, DriftDetector):
 
     Parameters
     ----------
-    warm_up, model, sigma, hazard, forgetting, robust, tau, outlier_level, engine
-        As :class:`PossiblyAnomalyDetector`.
+    warm_up, model, sigma, hazard, forgetting, robust, tau, outlier_level, engine, period
+        As :class:`PossiblyAnomalyDetector` (with ``period="auto"``, the default, a cycle of
+        the warm-up adds seasonal members to the default models: the cycle is not a drift).
 
     Attributes
     ----------
@@ -304,10 +321,12 @@ class PossiblyDriftDetector(_Monitor, DriftDetector):
     def __init__(self, warm_up: int = 100, model: str | None = None,
                  sigma: float | str = "auto", hazard: float = 2.5e-3,
                  forgetting: float | None = None, robust: bool = True, tau: float | None = None,
-                 outlier_level: float | None = None, engine: str = "auto"):
+                 outlier_level: float | None = None, engine: str = "auto",
+                 period: int | str | None = "auto"):
         super().__init__()
+        self.period = period
         self._configure(warm_up, model, sigma, hazard, forgetting, robust, tau, outlier_level,
-                        engine)
+                        engine, period)
 
     def update(self, x: int | float) -> None:
         """Process one value (None or NaN: missing); sets :attr:`drift_detected`."""
@@ -319,3 +338,4 @@ class PossiblyDriftDetector(_Monitor, DriftDetector):
         yield {}
         yield {"sigma": 1.0, "hazard": 0.01}
         yield {"model": "normal", "warm_up": 30, "robust": False, "engine": "numpy"}
+        yield {"warm_up": 60, "period": None}

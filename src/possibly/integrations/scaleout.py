@@ -903,7 +903,7 @@ def changepoints_many(data: Any, id_column: str, value_column: str, *, scheduler
     --------
     >>> import numpy as np, pandas as pd
     >>> level = np.r_[np.zeros(30), np.full(30, 5.0)]        # sensor 1 steps up at t = 30
-    >>> noise = np.resize([0.2, -0.2, 0.0], 60)
+    >>> noise = np.round(0.2 * np.sin(np.arange(60.0) ** 2), 1)  # no cycle
     >>> df = pd.DataFrame({"id": np.repeat([1, 2], 60),
     ...                    "y": np.r_[level + noise, noise]})   # sensor 2 stays at 0
     >>> res = changepoints_many(df, "id", "y", scheduler="synchronous", sigma=0.2)
