@@ -190,8 +190,10 @@ def _check_numeric(column: str, dtype: Any, is_numeric: bool) -> None:
 
 def _load(data: Any, id_column: str, value_columns: Sequence[str],
           other_columns: Sequence[str] = ()):
-    """A dask DataFrame of ``[id_column, *value_columns, *other_columns]``, columns and types
-    checked (the value columns numeric, the others of any type)."""
+    """The columns ``[id_column, *value_columns, *other_columns]`` of the input, columns and
+    types checked (the value columns numeric, the others of any type): a pandas DataFrame
+    for a pandas input (made a dask one by :func:`_as_dask` only when the work goes through
+    Dask), a dask DataFrame otherwise."""
     dd = _need("dask.dataframe")
     pd = _need("pandas")
     cols = [id_column, *value_columns, *other_columns]
@@ -218,16 +220,39 @@ def _load(data: Any, id_column: str, value_columns: Sequence[str],
         _check_columns(cols, list(data.columns), "the pandas DataFrame")
         _check_dtypes(data, value_columns)
         _check_id_kinds(id_column, _id_kinds(data[id_column]))  # before Dask makes it text
-        # sort=False keeps the row order (the time order of each series); the partitions
-        # only bound the size of a piece, the tasks are cut by id in _tasks
-        npartitions = max(1, min(64, len(data) // 100_000))
-        return dd.from_pandas(data[cols], npartitions=npartitions, sort=False)
+        return data[cols]
     if isinstance(data, dd.DataFrame):
         _check_columns(cols, list(data.columns), "the dask DataFrame")
         _check_dtypes(data, value_columns)
         return data[cols]
     raise ValueError(f"data must be a Parquet path, a pandas or a dask DataFrame, got "
                      f"{type(data).__name__}")
+
+
+def _as_dask(frame: Any) -> Any:
+    """The table :func:`_load` returned, as a dask DataFrame."""
+    dd = _need("dask.dataframe")
+    if isinstance(frame, dd.DataFrame):
+        return frame
+    # sort=False keeps the row order (the time order of each series); the partitions only
+    # bound the size of a piece, the tasks are cut by id in _task_frames
+    npartitions = max(1, min(64, len(frame) // 100_000))
+    return dd.from_pandas(frame, npartitions=npartitions, sort=False)
+
+
+def _as_dask_types(frame: Any) -> Any:
+    """A pandas table with the column types Dask gives it (text columns as pyarrow strings,
+    when Dask's ``dataframe.convert-string`` is on, as by default): the same results in
+    this process as through Dask."""
+    pd = _need("pandas")
+    pa = _need("pyarrow")
+    if not _need("dask.dataframe.utils").pyarrow_strings_enabled():
+        return frame
+    # Dask's rule: any string or object column that is not already a pyarrow string
+    kept = (pd.StringDtype("pyarrow"), pd.ArrowDtype(pa.string()))
+    text = {c: pd.StringDtype("pyarrow") for c, dtype in frame.dtypes.items()
+            if pd.api.types.is_string_dtype(dtype) and dtype not in kept}
+    return frame.astype(text) if text else frame
 
 
 def _id_kinds(ids: Any) -> set[str]:
@@ -416,6 +441,19 @@ def _concat(pieces: list) -> Any:
     return pd.concat(pieces, ignore_index=True)
 
 
+def _distinct_ids(found: list, id_column: str) -> list:
+    """The distinct ids, in order of first appearance, from the :func:`_partition_ids` of the
+    pieces of the table in row order; ValueError for missing ids, ids of mixed kinds or no
+    rows."""
+    if any(has_null for _, has_null, _ in found):
+        raise ValueError(f"id column {id_column!r} has missing values")
+    _check_id_kinds(id_column, set().union(*(kinds for _, _, kinds in found)))
+    distinct = list(dict.fromkeys(x for keys, _, _ in found for x in keys.tolist()))
+    if not distinct:
+        raise ValueError("the input has no rows")
+    return distinct
+
+
 def _task_frames(ddf: Any, id_column: str, client: Any, ids: list | None = None) -> list:
     """The delayed frames of the tasks, each holding whole series.
 
@@ -423,17 +461,13 @@ def _task_frames(ddf: Any, id_column: str, client: Any, ids: list | None = None)
     """
     import dask
 
+    ddf = _as_dask(ddf)
     parts = ddf.to_delayed()
     id_parts = ddf[[id_column]].to_delayed()
     found = _compute(client, [dask.delayed(_partition_ids)(p, id_column) for p in id_parts],
                      False, "")
-    if any(has_null for _, has_null, _ in found):
-        raise ValueError(f"id column {id_column!r} has missing values")
-    _check_id_kinds(id_column, set().union(*(kinds for _, _, kinds in found)))
-    distinct = list(dict.fromkeys(x for keys, _, _ in found for x in keys.tolist()))
+    distinct = _distinct_ids(found, id_column)
     n_series = len(distinct)
-    if n_series == 0:
-        raise ValueError("the input has no rows")
     if ids is not None:
         ids.extend(distinct)
     n_ids = sum(len(keys) for keys, _, _ in found)
@@ -727,17 +761,27 @@ def _run(data: Any, id_column: str, value_columns: list[str], time_column: str |
     _check_cluster(scheduler, n_workers)
     extra = [] if time_column is None else [_check_name("time_column", time_column)]
     # bad input fails before any cluster starts
-    ddf = _load(data, id_column, value_columns, extra)
+    table = _load(data, id_column, value_columns, extra)
     out_dir = _prepare_out(out, overwrite, data)
     series_dir = None if out_dir is None else str((out_dir.path / "series").resolve())
     ids: list = []
     with _client(scheduler, n_workers, connect_timeout, data) as client:
-        frames = _task_frames(ddf, id_column, client, ids)
+        # a pandas table in this process is one task, run without a task graph (whose
+        # planning costs more than the grouping)
+        direct = client is None and isinstance(table, _need("pandas").DataFrame)
+        if direct:
+            table = _as_dask_types(table)
+            ids.extend(_distinct_ids([_partition_ids(table, id_column)], id_column))
+        else:
+            frames = _task_frames(table, id_column, client, ids)
         _plan_files(out_dir, tables, ids)
         # in this process, a bar over the series (the tasks are few); on a cluster, over the
         # tasks as they complete
         with progress_counter(len(ids), enabled=progress and client is None, desc=desc,
                               unit="series") as advance:
+            if direct:
+                return [task(table, id_column, *task_args, series_dir, time_column,
+                             advance=advance)], out_dir
             tasks = [dask.delayed(task)(f, id_column, *task_args, series_dir, time_column,
                                         advance=advance) for f in frames]
             results = _compute(client, tasks, progress, desc)
@@ -1104,11 +1148,12 @@ def _kalman_task(df: Any, id_column: str, value_columns: list[str], kf: Any,
                 rows[i] = _failed_track(tracks[i][0], ys.shape[1], exc)
         else:
             batch_names = state_names or list(filt.model.names)
+            consistency = res.consistency  # computed for the whole batch: once
             for b, i in enumerate(idx):
                 key, pos = tracks[i]
                 names[i] = batch_names
                 states[i] = {"step": np.arange(pos.size, dtype=np.int64), "mean": res.mean[b],
-                             "consistency": res.consistency[b], "discount": res.discount[b]}
+                             "consistency": consistency[b], "discount": res.discount[b]}
                 rows[i] = _track_row(key, pos.size, res.discount[b], outlier_level)
                 if series_dir is not None:
                     stamps = None if times is None else times.iloc[pos].to_numpy()
