@@ -9,8 +9,10 @@ Prints seven tables, every timing measured in this process (start-up in fresh su
 2. scaling in the series length, with short segments (a change every 400 points) and long
    segments (5 changes whatever the length);
 3. streaming: ``update()`` latency per call (p50, p99) after 10⁵ calls, and at 10⁶ and 10⁷
-   with ``--stream``, for the default family and the paper's model, against changepoint-online's
-   FOCuS (pure Python) on the same values in the same process; and the bytes kept per step;
+   with ``--stream``, for the default family (also with a daily cycle, and with daily and
+   weekly cycles, on the same stream with those cycles added) and the paper's model, against
+   changepoint-online's FOCuS (pure Python) on the same values in the same process; and the
+   bytes kept per step;
 4. start-up: ``import possibly`` and the first fit, with a cold and a warm numba cache;
 5. the segment models' per-step hook (``SegmentModel.prepare``) in the numpy engine: the
    default scalar family and the vector model, each fit with the statistics of a step computed
@@ -45,12 +47,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Any
 
 import numpy as np
 from timing import spread, update_latency
 
 import possibly as ps
 from possibly.changepoint import ChangepointDetector, NormalMean, numba_available
+from possibly.changepoint.models import model_family
 
 SIGMA, HAZARD, FORGETTING = 2500.0, 2.5e-3, 0.9
 #: the paper's model and recursion (no evidence floor) for the well-log table
@@ -281,16 +285,29 @@ def streaming_table(n_stream: int, engine: str, repeats: int) -> None:
     default = ChangepointDetector()
     default.fit(y[:2000])  # the priors from a warm-up; then the whole stream by update
     prior_models = list(default.params_.models)
+    # the same stream with a daily and a weekly cycle (hourly records), for the default
+    # family with cycles (model_family(period=...)) and the anomaly signal's period
+    t = np.arange(n_total)
+    cyclic = y + 3.0 * np.sin(2 * np.pi * t / 24) + np.sin(2 * np.pi * t / 168)
+
+    def seasonal(periods: float | tuple[float, ...]) -> Any:
+        warm = ChangepointDetector(model=model_family(period=periods))
+        warm.fit(cyclic[:2000])
+        models = list(warm.params_.models)
+        return lambda: ChangepointDetector(model=models, period=24, engine=engine)
+
     cases = [
-        ("default family", lambda: ChangepointDetector(model=prior_models, engine=engine)),
+        ("default family", lambda: ChangepointDetector(model=prior_models, engine=engine), y),
         ("paper's model (sigma=1)", lambda: ChangepointDetector(sigma=1.0, hazard=HAZARD,
-                                                                engine=engine)),
+                                                                engine=engine), y),
+        ("default family + cycle 24", seasonal(24), cyclic),
+        ("default family + cycles 24, 168", seasonal((24, 168)), cyclic),
     ]
-    for name, make in cases:
+    for name, make, values in cases:
         det = make()
         det.update(0.0)  # compile / load the step outside the timing
         det.reset()
-        lat = update_latency(det.update, y, checkpoints, window, repeats)
+        lat = update_latency(det.update, values, checkpoints, window, repeats)
         rows.append((name, lat, f"{det.history_nbytes() / det.t:.0f} B/step kept"))
     ours = len(rows)
     try:

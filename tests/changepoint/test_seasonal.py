@@ -373,3 +373,58 @@ def test_pickled_stream_resumes():
     assert [i.discount for i in rest] == [i.discount for i in again]
     assert [i.map_run_length for i in rest] == [i.map_run_length for i in again]
     assert len(first) == 120 and rest[-1].map_run_length == 149  # the change at 150
+
+
+@pytest.mark.parametrize("degree, period", [(0, 24), (1, (24, 168)), (2, 7)])
+def test_kernel_reads_only_the_run_size_of_a_row(degree, period):
+    # the compiled engine moves only the first run_size floats of a row: NaN past them must
+    # change nothing, and the state read back must be the numpy model's
+    from possibly.changepoint.models import seasonal
+
+    model = SeasonalTrend(degree, period, prior=PRIOR)
+    kernel = model.compiled_kernel()
+    functions, params = kernel.functions, kernel.params
+    size = functions.run_size(params)
+    d = model.state_size
+    assert size == 3 + d + d * d < functions.width
+    clean = np.zeros((1, functions.width))
+    functions.new_run(params, clean, 0)
+    dirty = np.full((1, functions.width), np.nan)
+    functions.new_run(params, dirty, 0)
+    runs = model.new_runs(1)
+    work = np.zeros(kernel.work_size)
+    rng = np.random.default_rng(degree)
+    for i, y in enumerate(rng.normal(size=60) + 3.0 * np.sin(np.arange(60) / 3.0)):
+        if i:
+            runs = model.forget(runs, 1.0)
+            for rows in (clean, dirty):
+                functions.forget(params, rows, 0, 1.0, work)
+        z = functions.prepare(params, y)
+        assert functions.log_consistency(params, clean, 0, z) == \
+            functions.log_consistency(params, dirty, 0, z)
+        assert functions.update(params, clean, 0, z, 1.0, work) == \
+            functions.update(params, dirty, 0, z, 1.0, work)
+        runs = model.update(model.prepare(runs, y), 1.0)[1]
+    np.testing.assert_array_equal(clean[0, :size], dirty[0, :size])
+    back = seasonal.unpack_runs(dirty, d)
+    for key in ("m", "cov", "a", "b"):
+        np.testing.assert_allclose(back[key], runs[key], rtol=1e-10, atol=1e-12)
+    np.testing.assert_array_equal(seasonal.pack_runs(back)[0, :size], dirty[0, :size])
+
+
+@pytest.mark.parametrize("engine", ["numpy", pytest.param("numba", marks=needs_numba)])
+def test_streaming_equals_fit_with_two_periods_and_the_anomaly(engine):
+    import pickle
+
+    y = cyclic_series(3, n=400, shift_at=250)
+    y[120] = np.nan
+    y[300] += 25.0
+    models = model_family(period=(24, 168), prior=ps.changepoint.automatic_prior(y[:150]))
+    res = ps.ChangepointDetector(model=models, period=24, engine=engine).fit(y)
+    det = ps.ChangepointDetector(model=models, period=24, engine=engine)
+    infos = [det.update(v) for v in y[:200]]
+    det = pickle.loads(pickle.dumps(det))
+    infos += [det.update(v) for v in y[200:]]
+    for field in ("map_run_length", "discount", "log_consistency", "anomaly"):
+        np.testing.assert_array_equal([getattr(i, field) for i in infos], getattr(res, field))
+    np.testing.assert_array_equal(det.result().anomaly, res.anomaly)

@@ -89,17 +89,25 @@ def unbound(*args: Any) -> Any:
 # the names run_kernels reads, bound per kernel by compiled_driver
 kernel_prepare = kernel_new_run = kernel_forget = kernel_log_consistency = unbound
 kernel_update = kernel_estimate = kernel_indistinguishable = discount_scalar = unbound
+kernel_run_size = unbound
 KERNEL_MERGES = False
+KERNEL_SIZED = False  # the kernel has run_size (its runs are copied by their size)
 KERNEL_WIDTH = 1
 KERNEL_PARAMS = 1
 settings_of = unbound
 bank_post_step = unbound  # step_streams's per-stream hook, bound by compiled_streams
+stream_calibrate = unbound  # step_calibrated's calibration step, bound by compiled_stepper
 stream_range = range  # numba.prange once compiled (threads when compiled parallel)
 
 
 def never_indistinguishable(params: Any, runs: Any, j: int, tol: float) -> bool:
     """The merge test of a kernel that does not merge."""
     return False
+
+
+def no_run_size(params: Any) -> int:
+    """The ``run_size`` of a kernel without one (never called: its runs are copied whole)."""
+    return 0
 
 
 def fingerprint(functions: KernelFunctions, *extra: Any) -> str:
@@ -221,6 +229,8 @@ def compiled_template(template: Any, functions: KernelFunctions, n_params: int,
              "kernel_update": jit(functions.update), "kernel_estimate": jit(functions.estimate),
              "kernel_indistinguishable": jit(functions.indistinguishable if merges
                                              else never_indistinguishable),
+             "kernel_run_size": jit(functions.run_size or no_run_size),
+             "KERNEL_SIZED": functions.run_size is not None,
              "KERNEL_MERGES": merges, "KERNEL_WIDTH": functions.width,
              "KERNEL_PARAMS": n_params,
              "settings_of": (to_fixed_tuple if n_params <= TUPLE_SETTINGS
@@ -399,7 +409,7 @@ def run_kernels(y, t0, count_in, start_in, log_w_in, runs_in, params, log_h, rho
         else:
             out_lc[i], out_g[i], shift = observe(params, runs, log_w, cnt, older, cap, y[i],
                                                   rho, dim, tau_or_nan, robust, work, prepared)
-        total = compact(start, log_w, runs, cnt, cap, shift, prune, log_tol)
+        total = compact(params, start, log_w, runs, cnt, cap, shift, prune, log_tol)
         if KERNEL_MERGES and merge_tol > 0.0:
             total = merge_adjacent(params, start, log_w, runs, cnt, cap, keep, merge_tol)
         bk, bj, cur_max, out_cp[i] = map_run(start, log_w, cnt, cap, t, peak)
@@ -473,23 +483,37 @@ def observe(params, runs, log_w, cnt, older, cap, y, rho, dim, tau_or_nan, robus
     return log_c, g, mx
 
 
-def move_run(start, log_w, runs, src, dst):  # pragma: no cover - compiled
-    """Run ``src`` copied to ``dst`` (its log weight is the caller's)."""
+def move_run(start, log_w, runs, src, dst, size):  # pragma: no cover - compiled
+    """Run ``src`` copied to ``dst`` (its log weight is the caller's): the first ``size``
+    floats of its row (the kernel's ``run_size``), the whole row without one."""
     start[dst] = start[src]
     if dst != src:
-        for c in range(KERNEL_WIDTH):  # a constant: unrolled
-            runs[dst, c] = runs[src, c]
+        if KERNEL_SIZED:
+            for c in range(size):
+                runs[dst, c] = runs[src, c]
+        else:
+            for c in range(KERNEL_WIDTH):  # a constant: unrolled
+                runs[dst, c] = runs[src, c]
 
 
-def compact(start, log_w, runs, cnt, cap, shift, prune, log_tol):  # pragma: no cover
+def run_size_of(params, k):  # pragma: no cover - compiled
+    """The floats of model ``k``'s runs that :func:`move_run` copies (0: the whole row)."""
+    if KERNEL_SIZED:
+        return kernel_run_size(settings_of(params[k], KERNEL_PARAMS))
+    return 0
+
+
+def compact(params, start, log_w, runs, cnt, cap, shift, prune,
+            log_tol):  # pragma: no cover - compiled
     """Normalise (``log w −= shift``) and prune below ``log_tol``, order kept; the count."""
     total = 0
     for k in range(cnt.size):
+        size = run_size_of(params, k)
         w = 0
         for j in range(cnt[k]):
             v = log_w[k * cap + j] - shift
             if (not prune) or v >= log_tol:
-                move_run(start, log_w, runs, k * cap + j, k * cap + w)
+                move_run(start, log_w, runs, k * cap + j, k * cap + w, size)
                 log_w[k * cap + w] = v
                 w += 1
         cnt[k] = w
@@ -505,6 +529,7 @@ def merge_adjacent(params, start, log_w, runs, cnt, cap, keep,
         m = cnt[k]
         if m > 1:
             pk = settings_of(params[k], KERNEL_PARAMS)
+            size = run_size_of(params, k)
             for j in range(m):
                 keep[j] = True
             for j in range(m - 1):
@@ -516,7 +541,7 @@ def merge_adjacent(params, start, log_w, runs, cnt, cap, keep,
             w = 0
             for j in range(m):
                 if keep[j]:
-                    move_run(start, log_w, runs, k * cap + j, k * cap + w)
+                    move_run(start, log_w, runs, k * cap + j, k * cap + w, size)
                     log_w[k * cap + w] = log_w[k * cap + j]
                     w += 1
             cnt[k] = w
@@ -554,8 +579,8 @@ def map_run(start, log_w, cnt, cap, t, peak):  # pragma: no cover - compiled
 
 
 #: the templates compiled together per kernel (run_kernels calls the others)
-TEMPLATES = (run_kernels, largest_weight, new_runs, forget_older, observe, move_run, compact,
-             merge_adjacent, map_run)
+TEMPLATES = (run_kernels, largest_weight, new_runs, forget_older, observe, move_run,
+             run_size_of, compact, merge_adjacent, map_run)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -603,7 +628,7 @@ def step_kernels(y, row, ints, start, log_w, runs, params, scal, rows,
     else:
         lc, g, shift = observe(params, runs, log_w, cnt, older, cap, y, rho, dim, tau_or_nan,
                                robust, work, prepared)
-    total = compact(start, log_w, runs, cnt, cap, shift, prune, log_tol)
+    total = compact(params, start, log_w, runs, cnt, cap, shift, prune, log_tol)
     if KERNEL_MERGES and merge_tol > 0.0:
         keep = np.empty(cap, np.bool_)
         total = merge_adjacent(params, start, log_w, runs, cnt, cap, keep, merge_tol)
@@ -636,19 +661,51 @@ def scalars(params: ChangepointParams, compiled: CompiledModels) -> np.ndarray:
     return scal
 
 
+#: an empty buffer: no hindsight tracked, no calibration state
+NO_BUFFER = np.empty(0)
+
+#: the row a :class:`CompiledStream` writes per observation: :data:`STEP_COLUMNS`, then the
+#: record's calibrated anomaly (0 without a calibration)
+STREAM_COLUMNS = (*STEP_COLUMNS, "anomaly")
+ANOMALY_AT, LOG_C_AT = STREAM_COLUMNS.index("anomaly"), STEP_COLUMNS.index("log_consistency")
+
+
+def no_calibration(state, y, surprise):  # pragma: no cover - compiled
+    """The calibration step of a :class:`CompiledStream` given none: anomaly 0."""
+    return 0.0
+
+
+def step_calibrated(y, row, ints, start, log_w, runs, params, scal, rows, peak,
+                    calibration):  # pragma: no cover - compiled (covered through the detector)
+    """:func:`step_kernels`, then the record's anomaly ``stream_calibrate(calibration, y,
+    −log c)`` (bound by :func:`compiled_stepper`: the observation and its surprise), written
+    after the row's :data:`STEP_COLUMNS` (one compiled call per observation)."""
+    top = step_kernels(y, row, ints, start, log_w, runs, params, scal, rows, peak)
+    out = rows[row]
+    out[ANOMALY_AT] = stream_calibrate(calibration, y, -out[LOG_C_AT])
+    return top
+
+
 @functools.cache
-def compiled_stepper(functions: KernelFunctions, n_params: int) -> Any:
-    """:func:`step_kernels` compiled for one kernel (as :func:`compiled_driver`)."""
-    return compiled_template(step_kernels, functions, n_params)
+def compiled_stepper(functions: KernelFunctions, n_params: int, refcounts: bool = True,
+                     calibrate: Any = no_calibration) -> Any:
+    """:func:`step_calibrated` compiled for one kernel (as :func:`compiled_driver`), with
+    ``calibrate`` ``(state, y, surprise) -> anomaly`` inlined; ``refcounts``: as
+    :func:`compiled_template` (False: for a kernel that does not merge, whose step allocates
+    no array, and a calibration that allocates none)."""
+    return compiled_template(step_calibrated, functions, n_params, helpers=(step_kernels,),
+                             hooks={"stream_calibrate": calibrate}, refcounts=refcounts)
 
 
 class CompiledStream:
     """The compiled recursion one observation at a time, on the state of a fit.
 
     The runs live in buffers with spare room (doubled when full), updated in place by
-    :func:`step_kernels`; each step writes its row (:data:`STEP_COLUMNS`) into a block of
+    :func:`step_kernels`; each step writes its row (:data:`STREAM_COLUMNS`) into a block of
     ``rows`` rows, which the caller drains when it is full or read (:meth:`drain`). Every
-    step then costs the same, however long the stream.
+    step then costs the same, however long the stream. ``calibrate``: a calibration step
+    ``(state, y, surprise) -> anomaly`` of plain Python that numba compiles into the step (the
+    caller passes its state to :meth:`step`); None: anomaly 0.
 
     Examples
     --------
@@ -663,12 +720,16 @@ class CompiledStream:
     """
 
     def __init__(self, compiled: CompiledModels, state: RunState, params: ChangepointParams,
-                 rows: int = 1024) -> None:
+                 rows: int = 1024, calibrate: Any = None) -> None:
         kernels = compiled.kernels
         n_models = len(kernels)
         self.kernels = kernels
         self.settings = compiled.settings
-        self.stepper = compiled_stepper(kernels[0].functions, compiled.settings.shape[1])
+        self.functions, self.n_params = kernels[0].functions, compiled.settings.shape[1]
+        self.calibrate = no_calibration if calibrate is None else calibrate
+        #: the compiled step (set at the first step) and its signature's entry point
+        self.stepper: Any = None
+        self._call: Any = None
         count, start, log_w, runs = packed_state(state, kernels)
         self.ints = np.zeros(INT_HEAD + 2 * n_models, np.int64)
         self.t = state.t  #: observations processed
@@ -681,11 +742,23 @@ class CompiledStream:
             self.log_w[first:first + count[k]] = log_w[k, :count[k]]
             self.runs[first:first + count[k]] = runs[k, :count[k]]
         self.scal = scalars(params, compiled)
-        self.rows = np.empty((rows, len(STEP_COLUMNS)))
+        self.rows = np.zeros((rows, len(STREAM_COLUMNS)))
         self.n = 0  # rows written since the last drain
-        #: per start, the hindsight log change possibility, raised in place by each step
-        #: (the caller's buffer, with room for the next ``len(rows)`` starts; empty: none)
-        self.peak = np.empty(0)
+        self._peak = NO_BUFFER
+
+    @property
+    def peak(self) -> np.ndarray:
+        """Per start, the hindsight log change possibility, raised in place by each step
+        (the caller's buffer, with room for the next ``len(rows)`` starts; empty: none): a
+        writeable, contiguous float64 vector, as the compiled step was compiled for."""
+        return self._peak
+
+    @peak.setter
+    def peak(self, buffer: np.ndarray) -> None:
+        if not (isinstance(buffer, np.ndarray) and buffer.dtype == np.float64
+                and buffer.ndim == 1 and buffer.flags.c_contiguous and buffer.flags.writeable):
+            raise ValueError("peak must be a writeable, contiguous float64 vector")
+        self._peak = buffer
 
     def _allocate(self, cap: int) -> None:
         n_models = len(self.kernels)
@@ -698,17 +771,52 @@ class CompiledStream:
     def counts(self) -> np.ndarray:
         return self.ints[INT_HEAD:INT_HEAD + len(self.kernels)]
 
-    def step(self, y: float) -> list[float]:
-        """Process ``y`` (a float, NaN = missing); returns its row (:data:`STEP_COLUMNS`).
-        Drain the rows first when :attr:`full`."""
+    def step(self, y: float, calibration: np.ndarray = NO_BUFFER) -> list[float]:
+        """Process ``y`` (a Python float, NaN = missing); returns its row
+        (:data:`STREAM_COLUMNS`). ``calibration``: the state of the calibration step (a
+        writeable, contiguous float64 vector), advanced by ``y`` and the record's surprise
+        ``−log c``. Drain the rows first when :attr:`full`."""
         row = self.n
-        top = self.stepper(y, row, self.ints, self.start, self.log_w, self.runs,
-                           self.settings, self.scal, self.rows, self.peak)
+        if self._call is None:
+            self._first_step(y, row, calibration)
+        top = self._call(y, row, self.ints, self.start, self.log_w, self.runs, self.settings,
+                         self.scal, self.rows, self._peak, calibration)
         self.n = row + 1
         self.t += 1
         if top >= self.cap:  # the next step adds a run per model: room for it
             self._grow()
         return self.rows[row].tolist()
+
+    def _first_step(self, y: float, row: int, calibration: np.ndarray) -> None:
+        """Compile (or load) the step for these argument types, without reference counts
+        when the kernel does not merge runs (its step allocates nothing: the same numbers at
+        a fraction of the cost), else with them; compiled at this call, before the step
+        runs. The step is then called through the compiled version's entry point, without
+        numba's dispatch by argument types (the types never change: the buffers are made
+        here and :attr:`peak` checks the caller's)."""
+        import numba
+        from numba.core.errors import NumbaError
+
+        args = (y, row, self.ints, self.start, self.log_w, self.runs, self.settings, self.scal,
+                self.rows, self._peak, calibration)
+        signature = tuple(numba.typeof(a) for a in args)
+        stepper = None
+        if self.functions.indistinguishable is None:
+            stepper = compiled_stepper(self.functions, self.n_params, False, self.calibrate)
+            try:
+                stepper.compile(signature)
+            except (NumbaError, KeyError, TypeError):
+                # a kernel or calibration that allocates, or a numba without the option that
+                # turns its runtime off (KeyError: unknown option): with reference counts
+                stepper = None
+        if stepper is None:
+            stepper = compiled_stepper(self.functions, self.n_params, True, self.calibrate)
+            stepper.compile(signature)
+        self.stepper = stepper
+        try:
+            self._call = stepper.overloads[signature].entry_point
+        except (KeyError, AttributeError):  # numba's internals changed: its dispatcher
+            self._call = stepper
 
     @property
     def full(self) -> bool:

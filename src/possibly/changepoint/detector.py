@@ -19,6 +19,7 @@ from possibly.changepoint.anomaly import check_period, new_calibration, state_pe
 from possibly.changepoint.compiled_engine import (
     OUTPUTS,
     STEP_COLUMNS,
+    STREAM_COLUMNS,
     CompiledModels,
     CompiledStream,
     compiled_models,
@@ -561,7 +562,6 @@ class ChangepointDetector(SequentialEstimator):
         self.period_: int | None = None if self._auto_period() else check_period(self.period)
         self.periods_: tuple[float, ...] | None = None
         self._calibration = new_calibration(self.period_)
-        self._streamed_anomaly = np.empty(0)
         self._calibrators = None
         return self
 
@@ -1016,9 +1016,9 @@ class ChangepointDetector(SequentialEstimator):
             stamps = self._next_stamps(1, None if time is None else [time]) if stamped else []
             if stream.full:
                 self._flush()
-            _, start, model, mean, log_c, disc, n_active, log_cp = stream.step(x)
-            anomaly = self._calibrators[0](self._calibration, x, -log_c)  # type: ignore[index]
-            self._streamed_anomaly[stream.n - 1] = anomaly
+            # the step and the anomaly calibration in one compiled call
+            _, start, model, mean, log_c, disc, n_active, log_cp, anomaly = stream.step(
+                x, self._calibration)
             self._stamps.extend(stamps)
             t, begin = stream.t - 1, int(start)
             changed = begin > self._prev_start
@@ -1103,9 +1103,11 @@ class ChangepointDetector(SequentialEstimator):
         compiled = self._compiled_models(params)
         if compiled is None or not set(OUTPUTS) <= set(STEP_COLUMNS):
             return None
-        self._stream = CompiledStream(compiled, self._current_runs(), params)
-        self._streamed_anomaly = np.empty(len(self._stream.rows))
         self._calibrate_functions()
+        from possibly.changepoint import anomaly_numba  # numba runs the compiled models
+
+        self._stream = CompiledStream(compiled, self._current_runs(), params,
+                                      calibrate=anomaly_numba.calibrate_inline)
         self._prev_start = int(self._trace.start.last()) if self._trace.start.n else 0
         self._lend_peaks(self._stream)
         return self._stream
@@ -1119,7 +1121,7 @@ class ChangepointDetector(SequentialEstimator):
         out = {name: rows[:, STEP_COLUMNS.index(name)] for name in OUTPUTS}
         for name in ("start", "model", "n_active"):
             out[name] = out[name].astype(np.int64)
-        out["anomaly"] = self._streamed_anomaly[:len(rows)].copy()
+        out["anomaly"] = rows[:, STREAM_COLUMNS.index("anomaly")]
         self._record(rows[:, 0], out)
         self._lend_peaks(stream)
 

@@ -378,12 +378,14 @@ def model_family(period: float | tuple[float, ...] | None = None, **kwargs: Any
 
 # ----------------------------------------------------------------------------------------------
 # the compiled kernel (KernelFunctions), the formulas of SeasonalTrend's methods per run. A run
-# is the row (m (MAX_STATE), cov (MAX_STATE², row-major), a, b, seen); params are (d, p, nh,
-# integrated, floor, loc, scale, a₀, b₀, cos of the angles, sin of the angles, prior variances,
-# noise floor).
+# of d coefficients is the row (a, b, seen, m (d), cov (d², row-major)): its first
+# 3 + d + d² floats (run_size), the rest of the row never read, so that a short state is
+# written and moved whole in a few cache lines. params are (d, p, nh, integrated, floor, loc,
+# scale, a₀, b₀, cos of the angles, sin of the angles, prior variances, noise floor).
 
-SEASONAL_WIDTH = MAX_STATE + MAX_STATE * MAX_STATE + 3
-A_AT = MAX_STATE + MAX_STATE * MAX_STATE
+SEASONAL_WIDTH = 3 + MAX_STATE + MAX_STATE * MAX_STATE
+A_AT = 0  # a, then b and seen
+M_AT = 3  # the coefficients, then the covariance
 ANGLES = 9
 COV0 = ANGLES + 2 * MAX_HARMONICS
 NOISE_FLOOR = COV0 + MAX_STATE
@@ -391,23 +393,28 @@ SEASONAL_PARAMS = NOISE_FLOOR + 1
 
 
 def pack_runs(runs: Runs) -> np.ndarray:
-    """Seasonal runs as rows of :data:`SEASONAL_WIDTH` floats (the state padded)."""
+    """Seasonal runs as rows of :data:`SEASONAL_WIDTH` floats (zeros past the state)."""
     n, d = runs["m"].shape
     rows = np.zeros((n, SEASONAL_WIDTH))
-    rows[:, :d] = runs["m"]
-    cov = np.zeros((n, MAX_STATE, MAX_STATE))
-    cov[:, :d, :d] = runs["cov"]
-    rows[:, MAX_STATE:A_AT] = cov.reshape(n, MAX_STATE * MAX_STATE)
     rows[:, A_AT], rows[:, A_AT + 1], rows[:, A_AT + 2] = runs["a"], runs["b"], runs["seen"]
+    rows[:, M_AT:M_AT + d] = runs["m"]
+    rows[:, M_AT + d:M_AT + d + d * d] = runs["cov"].reshape(n, d * d)
     return rows
 
 
 def unpack_runs(rows: np.ndarray, d: int) -> Runs:
     """The inverse of :func:`pack_runs` for a state of ``d`` coefficients."""
     n = len(rows)
-    cov = rows[:, MAX_STATE:A_AT].reshape(n, MAX_STATE, MAX_STATE)[:, :d, :d]
-    return {"m": rows[:, :d].copy(), "cov": cov.copy(), "a": rows[:, A_AT].copy(),
-            "b": rows[:, A_AT + 1].copy(), "seen": rows[:, A_AT + 2] != 0.0}
+    cov = rows[:, M_AT + d:M_AT + d + d * d].reshape(n, d, d)
+    return {"m": rows[:, M_AT:M_AT + d].copy(), "cov": cov.copy(),
+            "a": rows[:, A_AT].copy(), "b": rows[:, A_AT + 1].copy(),
+            "seen": rows[:, A_AT + 2] != 0.0}
+
+
+def run_size(params: np.ndarray) -> int:
+    """The floats a run of these settings uses: the first ``3 + d + d²`` of its row."""
+    d = int(params[0])
+    return M_AT + d + d * d
 
 
 def kernel_prepare(params: np.ndarray, y: float) -> float:
@@ -416,10 +423,10 @@ def kernel_prepare(params: np.ndarray, y: float) -> float:
 
 def kernel_new_run(params: np.ndarray, runs: np.ndarray, j: int) -> None:
     d = int(params[0])
-    for c in range(SEASONAL_WIDTH):
+    for c in range(M_AT + d + d * d):
         runs[j, c] = 0.0
     for r in range(d):
-        runs[j, MAX_STATE + MAX_STATE * r + r] = params[COV0 + r]
+        runs[j, M_AT + d + d * r + r] = params[COV0 + r]
     runs[j, A_AT] = params[7]
     runs[j, A_AT + 1] = params[8]
 
@@ -429,10 +436,10 @@ def kernel_forget(params: np.ndarray, runs: np.ndarray, j: int, rho: float,
     d = int(params[0])
     p = int(params[1])
     nh = int(params[2])
-    s = MAX_STATE
+    s = M_AT + d  # the covariance's first entry
     for side in range(2):  # F on the rows, then Fᵀ on the columns of P
-        rs = s if side == 0 else 1  # stride between the entries F mixes
-        cs = 1 if side == 0 else s  # stride along the other index
+        rs = d if side == 0 else 1  # stride between the entries F mixes
+        cs = 1 if side == 0 else d  # stride along the other index
         for c in range(d):
             base = s + c * cs
             if p == 3:
@@ -448,15 +455,16 @@ def kernel_forget(params: np.ndarray, runs: np.ndarray, j: int, rho: float,
                 y = runs[j, k + rs]
                 runs[j, k] = cw * x - sw * y
                 runs[j, k + rs] = sw * x + cw * y
+    m = M_AT
     if p == 3:
-        runs[j, 0] = runs[j, 0] + runs[j, 1] + runs[j, 2]
-        runs[j, 1] = runs[j, 1] + 2.0 * runs[j, 2]
+        runs[j, m] = runs[j, m] + runs[j, m + 1] + runs[j, m + 2]
+        runs[j, m + 1] = runs[j, m + 1] + 2.0 * runs[j, m + 2]
     elif p == 2:
-        runs[j, 0] = runs[j, 0] + runs[j, 1]
+        runs[j, m] = runs[j, m] + runs[j, m + 1]
     for i in range(nh):
         cw = params[ANGLES + i]
         sw = params[ANGLES + MAX_HARMONICS + i]
-        k = p + 2 * i
+        k = m + p + 2 * i
         x = runs[j, k]
         y = runs[j, k + 1]
         runs[j, k] = cw * x - sw * y
@@ -464,24 +472,25 @@ def kernel_forget(params: np.ndarray, runs: np.ndarray, j: int, rho: float,
     if rho != 1.0:
         for r in range(d):
             for c in range(d):
-                runs[j, s + s * r + c] = runs[j, s + s * r + c] / rho
+                runs[j, s + d * r + c] = runs[j, s + d * r + c] / rho
         runs[j, A_AT] = runs[j, A_AT] * rho
         runs[j, A_AT + 1] = max(runs[j, A_AT + 1] * rho, B_MIN)
 
 
 def kernel_log_consistency(params: np.ndarray, runs: np.ndarray, j: int, z: float) -> float:
+    d = int(params[0])
     p = int(params[1])
-    s = MAX_STATE
-    fit = runs[j, 0]
+    s = M_AT + d
+    fit = runs[j, M_AT]
     for i in range(int(params[2])):
-        fit = fit + runs[j, p + 2 * i]
+        fit = fit + runs[j, M_AT + p + 2 * i]
     r = z - fit
     q = 0.0
     for t in range(int(params[2]) + 1):
         row = 0 if t == 0 else p + 2 * (t - 1)
-        v = 0.0 + runs[j, s + s * row]
+        v = 0.0 + runs[j, s + d * row]
         for i in range(int(params[2])):
-            v = v + runs[j, s + s * row + p + 2 * i]
+            v = v + runs[j, s + d * row + p + 2 * i]
         q = q + v
     return -(runs[j, A_AT] + 0.5) * math.log1p(r * r / (2.0 * runs[j, A_AT + 1] * (1.0 + q)))
 
@@ -491,17 +500,17 @@ def kernel_update(params: np.ndarray, runs: np.ndarray, j: int, z: float, g: flo
     d = int(params[0])
     p = int(params[1])
     nh = int(params[2])
-    s = MAX_STATE
+    s = M_AT + d
     aj = runs[j, A_AT]
     bj = runs[j, A_AT + 1]
-    fit = runs[j, 0]
+    fit = runs[j, M_AT]
     for i in range(nh):
-        fit = fit + runs[j, p + 2 * i]
+        fit = fit + runs[j, M_AT + p + 2 * i]
     r = z - fit
     for row in range(d):  # work = P h
-        v = 0.0 + runs[j, s + s * row]
+        v = 0.0 + runs[j, s + d * row]
         for i in range(nh):
-            v = v + runs[j, s + s * row + p + 2 * i]
+            v = v + runs[j, s + d * row + p + 2 * i]
         work[row] = v
     q = 0.0 + work[0]
     for i in range(nh):
@@ -519,9 +528,9 @@ def kernel_update(params: np.ndarray, runs: np.ndarray, j: int, z: float, g: flo
     f = g / (1.0 + g * q)
     for row in range(d):
         gain = work[row] * f
-        runs[j, row] = runs[j, row] + gain * r
+        runs[j, M_AT + row] = runs[j, M_AT + row] + gain * r
         for c in range(d):
-            runs[j, s + s * row + c] = runs[j, s + s * row + c] - gain * work[c]
+            runs[j, s + d * row + c] = runs[j, s + d * row + c] - gain * work[c]
     runs[j, A_AT] = aj + 0.5 * g
     runs[j, A_AT + 1] = bj + 0.5 * g * r * r / (1.0 + g * q)
     if params[NOISE_FLOOR] > 0.0:  # floored_rate: b / a at least the rounding variance
@@ -534,11 +543,12 @@ def kernel_estimate(params: np.ndarray, runs: np.ndarray, j: int) -> float:
     if runs[j, A_AT + 2] == 0.0:
         return math.nan
     p = int(params[1])
-    fit = runs[j, 0]
+    fit = runs[j, M_AT]
     for i in range(int(params[2])):
-        fit = fit + runs[j, p + 2 * i]
+        fit = fit + runs[j, M_AT + p + 2 * i]
     return params[5] + params[6] * fit
 
 
 SEASONAL_KERNEL = KernelFunctions(SEASONAL_WIDTH, kernel_prepare, kernel_new_run, kernel_forget,
-                                  kernel_log_consistency, kernel_update, kernel_estimate)
+                                  kernel_log_consistency, kernel_update, kernel_estimate,
+                                  run_size=run_size)

@@ -76,6 +76,9 @@ class KernelFunctions(NamedTuple):
         E* of the (scalar) parameter; NaN before the run's first observation.
     ``indistinguishable(params, runs, j, tol) -> bool`` or None
         Whether rows ``j`` and ``j + 1`` agree within ``tol`` (merging); None: never merged.
+    ``run_size(params) -> int`` or None
+        How many leading floats of a row the run of these settings uses (the rest of its row
+        is never read, so moving a run copies only those); None: all ``width``.
 
     The functions must evaluate the same floating-point expressions, in the same order, as the
     model's numpy methods when the two engines are to agree bit for bit.
@@ -89,6 +92,7 @@ class KernelFunctions(NamedTuple):
     update: Callable[..., float]
     estimate: Callable[..., float]
     indistinguishable: Callable[..., bool] | None = None
+    run_size: Callable[..., int] | None = None
 
 
 class CompiledKernel(NamedTuple):
