@@ -293,6 +293,10 @@ class WholeSeriesPrior:
     prior: SegmentPrior | None
 
     @property
+    def takes_prior_on_y(self) -> bool:
+        return True
+
+    @property
     def resolved(self) -> bool:
         return self.prior is not None
 
