@@ -299,3 +299,9 @@ def test_the_units_do_not_matter(scale):
     assert infer_period(scale * y) == infer_period(y) == (12.0,)
     assert cycle_gain(scale * y, 12) == pytest.approx(cycle_gain(y, 12), rel=1e-12)
     assert infer_period(scale * rng.normal(size=300)) is None
+
+
+def test_gain_of_a_nearly_constant_series_does_not_overflow():
+    # the residuals' robust spread is 1e161 times the values': the squared ratio overflowed
+    y = np.array([0.0, 1.0, 6.087527727083222e-161, np.nan, 0.0, 0.0])
+    assert infer_period(y) is None

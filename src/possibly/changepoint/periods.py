@@ -339,7 +339,8 @@ def _explained(x: np.ndarray, residuals: np.ndarray) -> float:
     np.minimum(dev, 1.0, out=dev)
     np.maximum(dev, -1.0, out=dev)
     spread, res_spread = np.square(dev, out=dev).sum(axis=1)
-    return 1.0 - float(res_spread) / float(spread) * float(limit[1] / limit[0]) ** 2
+    ratio = float(limit[1]) / float(limit[0])  # inf when it overflows (a gain of -inf)
+    return 1.0 - float(res_spread) / float(spread) * ratio * ratio
 
 
 def _value_candidates(y: np.ndarray) -> list[list[float]]:
