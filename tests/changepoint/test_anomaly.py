@@ -532,3 +532,22 @@ def test_a_clustered_tail_is_not_extrapolated_from_its_spread():
     scale = (window.max() - window.mean()) / (math.log(2001) - 1.0)
     assert p == pytest.approx(math.exp(-(6.6 - window.max()) / scale) / 2001, rel=1e-12)
     assert p > 1e-6 / 2001  # the cluster's own spread would say about 1e-21 / 2001
+
+
+def test_a_state_of_another_layout_is_refused_on_loading():
+    # the previous version's state (2015 floats without a period) was read and written past
+    # its end by the compiled step, which checks no bounds
+    from possibly.changepoint import DetectorBank
+
+    rng = np.random.default_rng(0)
+    det = ps.ChangepointDetector(sigma=1.0)
+    for x in rng.normal(size=30):
+        det.update(x)
+    det.__dict__["_calibration"] = det.__dict__["_calibration"][:2015].copy()
+    with pytest.raises(ValueError, match="another version"):
+        pickle.loads(pickle.dumps(det))
+    bank = DetectorBank(sigma=1.0, period=24)
+    bank.update_many(["a"], [0.5])
+    bank.__dict__["_post"] = bank.__dict__["_post"][:, :2015].copy()
+    with pytest.raises(ValueError, match="another version"):
+        pickle.loads(pickle.dumps(bank))

@@ -305,3 +305,10 @@ def test_gain_of_a_nearly_constant_series_does_not_overflow():
     # the residuals' robust spread is 1e161 times the values': the squared ratio overflowed
     y = np.array([0.0, 1.0, 6.087527727083222e-161, np.nan, 0.0, 0.0])
     assert infer_period(y) is None
+
+
+@pytest.mark.parametrize("scale", [1e-200, 1e-100, 1.0, 1e140])
+def test_the_period_from_values_does_not_depend_on_their_units(scale):
+    # the periodogram's power underflowed to 0 at 1e-200 (every frequency tied: 35 won)
+    y = (np.arange(100) % 7).astype(float)
+    assert infer_period(scale * y - 3.0 * scale) == (7.0,)

@@ -30,8 +30,8 @@ import numpy as np
 
 __all__ = ["CHANNELS", "CYCLES", "MAX_PERIOD", "MAX_SHAPE", "REPEATS", "SPAN", "TAIL",
            "WINDOW", "beyond_p_value", "calibrate", "calibrate_one", "calibration_size",
-           "check_period", "count_at_least", "insert_sorted", "new_calibration", "peek_one",
-           "repeat_p_value", "state_period", "upper_p_value"]
+           "check_period", "check_state", "count_at_least", "insert_sorted",
+           "new_calibration", "peek_one", "repeat_p_value", "state_period", "upper_p_value"]
 
 #: previous periods whose same-phase median is the cycle removed from a record
 CYCLES = 7
@@ -388,6 +388,34 @@ def state_period(state: np.ndarray) -> int | None:
     (24, None)
     """
     return int(state[_PERIOD]) or None
+
+
+def check_state(state: np.ndarray) -> np.ndarray:
+    """``state`` checked as a stream's state of this layout (a state pickled by another
+    version of the library has another size, and the compiled step does not check bounds).
+
+    Examples
+    --------
+    >>> check_state(new_calibration(24)).size == calibration_size(24)
+    True
+    >>> check_state(new_calibration(None)[:2015])  # as the previous layout held it
+    Traceback (most recent call last):
+    ...
+    ValueError: the anomaly signal's state holds 2015 floats where this version needs ...
+    """
+    state = np.asarray(state)
+    need = math.inf
+    if state.ndim == 1 and state.dtype == np.float64 and state.size > _WINDOW:
+        header = state[[_PERIOD, _CYCLES, _WINDOW]]
+        if np.all(np.isfinite(header)) and np.all(header >= 0) and np.all(header < 2**31):
+            period, cycles, window = (int(v) for v in header)
+            need = calibration_size(period or None, window, cycles)
+    if not state.size >= need:
+        shown = calibration_size(None) if need == math.inf else need
+        raise ValueError(f"the anomaly signal's state holds {state.size} floats where this "
+                         f"version needs at least {shown} (it was saved by another version of "
+                         f"possibly): fit the detector again")
+    return state
 
 
 def peek_one(state: np.ndarray, y: float, surprise: float) -> float:

@@ -741,6 +741,8 @@ class DetectorBank:
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        for row in state.get("_post", ()):  # the compiled step does not check bounds
+            calibration.check_state(row)
         self.__dict__.update(state)
         self._lock = threading.Lock()
 

@@ -515,6 +515,11 @@ class ChangepointDetector(SequentialEstimator):
                  if not (type(v) is type(defaults[k]) and v == defaults[k])]
         return f"ChangepointDetector({', '.join(shown)})"
 
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        if state.get("_calibration") is not None:  # the compiled step does not check bounds
+            anomaly_calibration.check_state(state["_calibration"])
+        super().__setstate__(state)
+
     def __getstate__(self) -> dict[str, Any]:
         lock = self._acquire()  # the stream's buffers are not read while update writes them
         try:

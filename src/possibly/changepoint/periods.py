@@ -362,6 +362,8 @@ def _value_candidates(y: np.ndarray) -> list[list[float]]:
     d = filled[1:] - filled[:-1]
     if d.size < 4 or not d.any():
         return []
+    # scaled by a power of two (exact) so that the power neither underflows nor overflows
+    d = np.ldexp(d, -int(np.frexp(np.max(np.abs(d)))[1]))
     spectrum = np.fft.rfft(d)  # the mean only moves the zero frequency, which is left out
     power = np.square(spectrum.real) + np.square(spectrum.imag)
     freq = np.fft.rfftfreq(d.size)

@@ -153,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
     with numeric_range(table.source, ys), warnings.catch_warnings():
         warnings.simplefilter("ignore", MostlyDiscountedWarning)  # reported below, in one line
         # numpy's steps for a short input: numba's start in a new process (importing it and
-        # loading the cached loops, about half a second) costs more than they do
+        # loading the cached loops) costs more than they do
         engine = "numpy" if args.engine == "auto" and ys.shape[0] <= SMALL_INPUT else args.engine
         if args.smooth:
             res = kf.smooth(obs, engine=engine)

@@ -32,7 +32,7 @@ _E = TypeVar("_E", bound="ExponentialFamily")
 def xlogy(x, y) -> np.ndarray:
     """``x log y`` with ``0 log y = 0``: ``scipy.special.xlogy``, imported on first use.
 
-    scipy.special costs about 0.15 s to import; deferring it keeps ``import possibly`` fast.
+    scipy.special is slow to import; deferring it keeps ``import possibly`` fast.
     """
     from scipy.special import xlogy as scipy_xlogy
 

@@ -271,7 +271,7 @@ def _covariance_or_inf(Y, out, ea, eb, w, V, r, step):  # pragma: no cover - com
 
 # not inlined (nor _update_information): run only while the start is in information form (a
 # few steps), while numba's typing of one large loop with their bodies written in grows faster
-# than their size (the first compile of the default filter took seconds more)
+# than their size (a longer first compile of the default filter)
 @numba.njit(cache=True, nogil=True)
 def _predict_information(Y, F_inv, G, Qg_inv, ea, eb, ec):  # pragma: no cover - compiled
     """``Y = sym(M - M G (Q_g⁻¹ + Gᵀ M G)⁻¹ Gᵀ M)``, ``M = F⁻ᵀ Y F⁻¹``: the precision of

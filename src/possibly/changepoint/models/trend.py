@@ -1067,7 +1067,7 @@ def NormalMeanVariance(**kwargs: Any) -> PolynomialTrend:  # noqa: N802 - a mode
 def gammaln(x: Any) -> Any:
     """``log Γ(x)``: ``scipy.special.gammaln``, imported on first use.
 
-    scipy.special costs about 0.15 s to import; deferring it keeps ``import possibly`` fast.
+    scipy.special is slow to import; deferring it keeps ``import possibly`` fast.
     """
     from scipy.special import gammaln as scipy_gammaln
 
