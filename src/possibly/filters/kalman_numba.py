@@ -62,6 +62,18 @@ def _mul_abt(a, b, out):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
+def _mul_ax_in_place(a, x, scratch):  # pragma: no cover - compiled
+    """``x = a @ x`` (each entry summed in the order of the columns; ``scratch``: x's size)."""
+    for i in range(a.shape[0]):
+        acc = 0.0
+        for j in range(a.shape[1]):
+            acc += a[i, j] * x[j]
+        scratch[i] = acc
+    for i in range(a.shape[0]):
+        x[i] = scratch[i]
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
 def _add_congruence(x, M, scale, out):  # pragma: no cover - compiled
     """``out += scale · xᵀ M x`` (``x`` is k × n, ``M`` k × k)."""
     k = x.shape[0]
@@ -488,13 +500,7 @@ def run(ys, t0, mean, cov, model, rule, n_tup, m_tup, out):  # pragma: no cover 
                     P[i, j] = cov[b, i, j]
             if t > 0:
                 # x = F x; P = sym((P Fᵀ)ᵀ Fᵀ) + Q, as _predict
-                for i in range(n):
-                    acc = 0.0
-                    for j in range(n):
-                        acc += F[i, j] * x[j]
-                    k1[i] = acc
-                for i in range(n):
-                    x[i] = k1[i]
+                _mul_ax_in_place(F, x, k1)
                 _mul_abt(P, F, pf)  # P Fᵀ
                 _mul_abt(F, pf.T, P)  # F (P Fᵀ), the transpose of (P Fᵀ)ᵀ Fᵀ: same sym()
                 for i in range(n):
@@ -747,13 +753,7 @@ def run_start(ys, t0, t_end, mean, mat, information, model, inverse, rule, mixtu
                     for j in range(n):
                         P[i, j] = hM[b, h, i, j]
                 if t > 0:  # x = F x, as _predict
-                    for i in range(n):
-                        acc = 0.0
-                        for j in range(n):
-                            acc += F[i, j] * x[j]
-                        k1[i] = acc
-                    for i in range(n):
-                        x[i] = k1[i]
+                    _mul_ax_in_place(F, x, k1)
                     if not _predict_information(P, F_inv, G, Qg_inv, ea, eb, ec):
                         return 0
                 for i in range(n):
