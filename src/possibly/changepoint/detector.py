@@ -396,7 +396,7 @@ class ChangepointDetector(SequentialEstimator):
         """Validate the parameters (errors point at the call site) and reset."""
         self._set_models(self._build_models())
         check_bool("history", self.history)
-        if not (isinstance(self.period, str) and self.period == "auto"):
+        if not self._auto_period():
             if isinstance(self.period, str):
                 raise ValueError(f"period must be None or a whole number of records in "
                                  f"[2, {anomaly_calibration.MAX_PERIOD}], or 'auto', got "
