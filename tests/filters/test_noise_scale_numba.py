@@ -99,3 +99,36 @@ def test_a_diffuse_square_model_on_both_engines(log_q):
         np.testing.assert_allclose(getattr(a, f), getattr(b, f), rtol=1e-9, equal_nan=True,
                                    err_msg=f)
     assert (np.linalg.eigvalsh(b.covariance[:, 10:]) > 0).all()  # once informed
+
+
+def test_interp_inside_equals_numpy_interp():
+    # the compiled loop's own interpolation of the κ table: numpy's value at every point of
+    # the grid's range (ends, nodes, between nodes), bit for bit
+    from possibly.filters.noise_scale_numba import _interp_inside
+
+    rng = np.random.default_rng(0)
+    grid = np.linspace(-3.0, 4.0, 29)
+    values = np.cumsum(rng.normal(size=29))
+    points = np.concatenate([grid, rng.uniform(-3.0, 4.0, 200), [np.nextafter(4.0, 0.0)]])
+    got = np.array([_interp_inside(u, grid, values) for u in points])
+    np.testing.assert_array_equal(got, np.interp(points, grid, values))
+    flat = np.array([1.0, 1.0, np.inf, np.inf])  # numpy's retries: a flat infinite interval
+    small = np.array([0.0, 1.0, 2.0, 3.0])
+    between = np.array([0.5, 1.5, 2.5])
+    np.testing.assert_array_equal([_interp_inside(u, small, flat) for u in between],
+                                  np.interp(between, small, flat))
+
+
+def test_square_model_diffuse_updates_compiled():
+    # a square H (m = n = 2) from a very diffuse proper prior without the start: the compiled
+    # loop's diffuse updates take the information form, as numpy's step
+    F = np.array([[1.0, 0.1], [0.0, 1.0]])
+    model = ps.filters.LinearGaussianModel(F, 0.05 * np.eye(2), np.eye(2),
+                                           np.array([[1.0, 0.2], [0.2, 0.5]]))
+    prior = ps.MultivariateNormal(np.zeros(2), 1e-9 * np.eye(2))
+    ys = _track(4, T=60, m=2)
+    kf = NoiseScaleKalmanFilter(model, prior=prior, robust_start=False)
+    a, b = kf.fit(ys, engine="numba"), kf.fit(ys, engine="numpy")
+    for f in FIELDS:
+        np.testing.assert_allclose(getattr(a, f), getattr(b, f), rtol=1e-10, atol=1e-12,
+                                   equal_nan=True, err_msg=f)

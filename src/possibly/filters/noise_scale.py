@@ -761,7 +761,8 @@ class NoiseScaleEngine:
             # contiguous: numba would compile the loop again for a batch's strided view
             compiled.run(np.ascontiguousarray(ys), t, *args,
                          kernel_arrays(model.F, model.Q, model.H, model.R), rule,
-                         _KappaTable(grid, values, nodes_x, nodes_w), out)
+                         _KappaTable(grid, values, nodes_x, nodes_w), out,
+                         True if m == self._kf.state_dim and m > 1 else None)
         except np.linalg.LinAlgError:
             return None
         mean, cov, alpha, beta = args

@@ -28,11 +28,37 @@ _DIFFUSE = 1e4  # as possibly.filters.kalman._DIFFUSE (the numpy step)
 
 
 @numba.njit(cache=True, nogil=True)
+def _interp_inside(u, grid, values):  # pragma: no cover - compiled
+    """``np.interp(u, grid, values)`` for ``grid[0] <= u <= grid[-1]`` on an increasing grid,
+    with numpy's arithmetic (the same interval, slope and NaN retries): numba's own
+    ``np.interp`` compiles for several seconds on a cold cache."""
+    last = grid.shape[0] - 1
+    if u >= grid[last]:
+        return values[last]
+    lo, hi = 0, last  # grid[lo] <= u < grid[hi]
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if grid[mid] <= u:
+            lo = mid
+        else:
+            hi = mid
+    if grid[lo] == u:
+        return values[lo]
+    slope = (values[lo + 1] - values[lo]) / (grid[lo + 1] - grid[lo])
+    out = slope * (u - grid[lo]) + values[lo]
+    if math.isnan(out):  # as numpy: from the other end, then a flat interval's value
+        out = slope * (u - grid[lo + 1]) + values[lo + 1]
+        if math.isnan(out) and values[lo] == values[lo + 1]:
+            out = values[lo]
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
 def _kappa(alpha, m, scale_dim, tau, grid, values, nodes_x, nodes_w):  # pragma: no cover
     """κ(α): the table where it covers ``log α``, else the quadrature (``kappa_direct``)."""
     u = math.log(alpha)
     if grid[0] <= u <= grid[-1]:
-        return np.interp(u, grid, values)
+        return _interp_inside(u, grid, values)
     num = 0.0
     den = 0.0
     for i in range(nodes_x.shape[0]):
@@ -58,11 +84,12 @@ def _information_form(pk, P, H, R, hph, s):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, nogil=True)
-def _updated_covariance(P, gain, H, R, hp, hph, s):  # pragma: no cover - compiled
+def _updated_covariance(P, gain, H, R, hp, hph, s, square):  # pragma: no cover - compiled
     """The covariance after the update with noise ``R₀ / s`` (``hp = H P``, ``hph = H P Hᵀ``),
     before symmetrisation: ``P - K H P``, or where the prior is diffuse relative to the noise
     the stable forms of the numpy step (one state: ``P r / (s h² P + r)``; else Joseph, and
-    the information form for a square ``H``)."""
+    the information form for a square ``H``: ``square`` True, None for any other ``H``, which
+    leaves that branch out of the compiled loop before typing)."""
     m, n = H.shape
     diffuse = False
     for i in range(m):
@@ -73,15 +100,15 @@ def _updated_covariance(P, gain, H, R, hp, hph, s):  # pragma: no cover - compil
     if diffuse:  # Joseph form, as possibly.filters.kalman._joseph
         a_ = np.eye(n) - gain @ H
         pk = a_ @ P @ a_.T + (gain @ R @ gain.T) / s
-        if m == n and m > 1:
+        if square is not None and m == n and m > 1:
             pk = _information_form(pk, P, H, R, hph, s)
         return pk
     return P - gain @ hp
 
 
 @numba.njit(cache=True, nogil=True)
-def run(ys, t0, mean, cov, alpha, beta, model, rule, kappa_table,
-        out):  # pragma: no cover - compiled
+def run(ys, t0, mean, cov, alpha, beta, model, rule, kappa_table, out,
+        square):  # pragma: no cover - compiled
     """Filter steps ``t0..T-1`` of every series, writing the time-major outputs in place.
 
     ``ys`` has shape (T, B, m); ``mean`` (B, n), ``cov`` (B, n, n), ``alpha`` and ``beta``
@@ -92,7 +119,9 @@ def run(ys, t0, mean, cov, alpha, beta, model, rule, kappa_table,
     discount (0: the paper's); ``kappa_table`` the named tuple ``(grid, values, nodes_x,
     nodes_w)``: the table of κ over log α (a robust filter's; unused otherwise: κ = 1) and
     the quadrature nodes outside it; ``out`` the named tuple of the time-major outputs
-    ``(mean, covariance, log_consistency, discount, noise_scale)``.
+    ``(mean, covariance, log_consistency, discount, noise_scale)``; ``square`` True for a
+    square ``H`` with ``m > 1`` (its diffuse updates may take the information form), else
+    None (that code is then not compiled: a version of its own).
     """
     F, Q, H, R = model
     robust, dim, scale_dim, tau, chi2_p, omega = rule
@@ -125,7 +154,9 @@ def run(ys, t0, mean, cov, alpha, beta, model, rule, kappa_table,
                 v = y - H @ x
                 hp = H @ P
                 hph = hp @ Ht
-                q = v @ np.linalg.solve(lam * hph + R, v)
+                # v as one column: the same LAPACK call (gesv, one right-hand side) and
+                # the same compiled solve as the gain's below, not a second version
+                q = v @ np.linalg.solve(lam * hph + R, v.reshape((m, 1))).T.ravel()
                 q = min(q, 1e300)
                 log_c = min(-(a + 0.5 * m) * math.log1p(0.5 * q / bb), 0.0)
                 log_c0 = -(a + 0.5 * m) * math.log1p(chi2_p / (2.0 * a))
@@ -135,7 +166,7 @@ def run(ys, t0, mean, cov, alpha, beta, model, rule, kappa_table,
                     # K = P Hᵀ (H P Hᵀ + R₀/s)⁻¹ = s P Hᵀ (s H P Hᵀ + R₀)⁻¹
                     gain = np.linalg.solve(s * hph + R, s * hp).T
                     x = x + gain @ v
-                    pk = _updated_covariance(P, gain, H, R, hp, hph, s)
+                    pk = _updated_covariance(P, gain, H, R, hp, hph, s, square)
                     P = 0.5 * (pk + pk.T)
                     if robust:
                         kappa = _kappa(a, m, scale_dim, tau, grid, values, nodes_x, nodes_w)
