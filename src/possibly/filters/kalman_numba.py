@@ -44,6 +44,13 @@ _DIFFUSE = 1e4  # as possibly.filters.kalman._DIFFUSE (the numpy step)
 _MAX_COND = 1e9  # as possibly.filters._common._MAX_COND
 
 
+#: the compiled helpers of the loops below: they allocate nothing and take their arrays from
+#: the caller, which holds them, so they skip numba's reference counting (``_nrt=False``):
+#: its atomic increments and decrements of every array argument cost more than the 2 × 2
+#: arithmetic of a step, and their code is a large part of these functions' compile
+_helper = numba.njit(cache=True, nogil=True, _nrt=False)
+
+
 def sizes(n: int, m: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """The ``n_tup, m_tup`` arguments of :func:`run` for ``n`` states and ``m`` observed
     components."""
@@ -86,7 +93,7 @@ def _add_congruence(x, M, scale, out):  # pragma: no cover - compiled
             out[i, j] += scale * acc
 
 
-@numba.njit(cache=True, nogil=True)
+@_helper
 def _joseph(P, kt, H, R, rho, a, ap, out):  # pragma: no cover - compiled
     """``out = (I - K H) P (I - K H)ᵀ + K R Kᵀ / ρ`` (``kt`` is ``Kᵀ``, m × n; ``a``, ``ap``
     work arrays): the updated covariance as a sum of two positive semi-definite terms, used
@@ -108,7 +115,7 @@ def _joseph(P, kt, H, R, rho, a, ap, out):  # pragma: no cover - compiled
             out[j, i] = x
 
 
-@numba.njit(cache=True, nogil=True)
+@_helper
 def _information_update(P, H, R, hph, rho, ja, jb, wm, wd, out):  # pragma: no cover
     """``out = (P⁻¹ + ρ Hᵀ R⁻¹ H)⁻¹`` for a square ``H`` where ``ρ H P Hᵀ - 10⁴ R`` is
     positive definite (the prior diffuse in every direction); False (``out`` not set) where it
@@ -150,7 +157,7 @@ def _information_update(P, H, R, hph, rho, ja, jb, wm, wd, out):  # pragma: no c
 
 
 # -- the robust start: information-form steps and the mixture of start hypotheses -------------
-@numba.njit(cache=True, nogil=True)
+@_helper
 def _eigh(a, w, V, n):  # pragma: no cover - compiled
     """Eigenvalues ``w[:n]`` and eigenvectors (the columns of ``V[:n, :n]``) of the symmetric
     ``a[:n, :n]`` (destroyed), by cyclic Jacobi rotations: as accurate as LAPACK's ``syevd``
@@ -197,7 +204,7 @@ def _eigh(a, w, V, n):  # pragma: no cover - compiled
         w[i] = a[i, i]
 
 
-@numba.njit(cache=True, nogil=True)
+@_helper
 def _pinv_mv(a, r, out, ea, w, V, n):  # pragma: no cover - compiled
     """``out[:n] = pinv(a[:n, :n]) r[:n]`` for a symmetric ``a`` (as
     ``np.linalg.pinv(a, hermitian=True)``: eigenvalues below ``1e-15`` times the largest in
@@ -220,7 +227,7 @@ def _pinv_mv(a, r, out, ea, w, V, n):  # pragma: no cover - compiled
                 out[i] += V[i, c] * acc
 
 
-@numba.njit(cache=True, nogil=True)
+@_helper
 def _well_conditioned(a, ea, w, V):  # pragma: no cover - compiled
     """Whether the precision ``a`` has condition number below 10⁹ (as
     ``possibly.filters._common._well_conditioned``)."""
@@ -236,7 +243,7 @@ def _well_conditioned(a, ea, w, V):  # pragma: no cover - compiled
     return lo > hi / _MAX_COND
 
 
-@numba.njit(cache=True, nogil=True)
+@_helper
 def _covariance_or_inf(Y, out, ea, eb, w, V, r, step):  # pragma: no cover - compiled
     """``out = sym(Y⁻¹)`` for a well-conditioned precision ``Y``; else ``inf`` off the
     diagonal and the max-marginal variances on it, ``1 / (Y_ii - Y_io Y_oo⁺ Y_oi)`` or ``inf``
@@ -284,7 +291,7 @@ def _covariance_or_inf(Y, out, ea, eb, w, V, r, step):  # pragma: no cover - com
 # not inlined (nor _update_information): run only while the start is in information form (a
 # few steps), while numba's typing of one large loop with their bodies written in grows faster
 # than their size (a longer first compile of the default filter)
-@numba.njit(cache=True, nogil=True)
+@_helper
 def _predict_information(Y, F_inv, G, Qg_inv, ea, eb, ec):  # pragma: no cover - compiled
     """``Y = sym(M - M G (Q_g⁻¹ + Gᵀ M G)⁻¹ Gᵀ M)``, ``M = F⁻ᵀ Y F⁻¹``: the precision of
     ``_predict`` in information form; ``ea``, ``eb``, ``ec`` n × n work arrays."""
@@ -332,7 +339,7 @@ def _predict_information(Y, F_inv, G, Qg_inv, ea, eb, ec):  # pragma: no cover -
     return True
 
 
-@numba.njit(cache=True, nogil=True)
+@_helper
 def _update_information(y, x, Y, H, R, W, robust, dim, tau, log_c0, obs, hm, wmat, rm, htw, j_,
                         b_, vs, ea, w, V, step, eb, n_tup, m_tup):  # pragma: no cover
     """Update ``x``, ``Y`` (information form, ``Y`` the precision) in place with ``y`` (NaN
@@ -432,7 +439,7 @@ def _update_information(y, x, Y, H, R, W, robust, dim, tau, log_c0, obs, hm, wma
     return True, log_c, rho
 
 
-@numba.njit(cache=True, nogil=True)
+@_helper
 def _leader(score, rank):  # pragma: no cover - compiled
     """The leading hypothesis (as ``robust_start.leader``): the largest score up to a
     relative 1e-9, ties to the smallest ``rank``; every hypothesis ties where all are -inf."""
@@ -895,7 +902,7 @@ def _mixture_step(score, lc, dc, hx, hM, px, pM, y, t, drop, rank, rep, floor, o
     return best
 
 
-@numba.njit(cache=True, nogil=True)
+@_helper
 def _to_covariance_form(hM, ea, eb, w, V):  # pragma: no cover - compiled
     """The precisions ``hM`` (B, H, n, n) replaced by their covariances ``sym(Y⁻¹)`` if every
     one is well conditioned (as ``_maybe_covariance_form`` on the batch): 1 if they were, 0
