@@ -340,12 +340,13 @@ def _predict_information(Y, F_inv, G, Qg_inv, ea, eb, ec):  # pragma: no cover -
 
 
 @_helper
-def _update_information(y, x, Y, H, R, W, robust, dim, tau, log_c0, obs, hm, wmat, rm, htw, j_,
-                        b_, vs, ea, w, V, step, eb, n_tup, m_tup):  # pragma: no cover
-    """Update ``x``, ``Y`` (information form, ``Y`` the precision) in place with ``y`` (NaN
-    components missing), as ``_update`` in information form; returns ``(ok, log c, ρ)``.
-    The arrays from ``obs`` on are work arrays (one by one: a tuple of arrays costs their
-    reference counts at every call)."""
+def _update_information(ys, t, b, x, Y, H, R, W, robust, dim, tau, log_c0, obs, hm, wmat, rm,
+                        htw, j_, b_, vs, ea, w, V, step, eb, n_tup, m_tup):  # pragma: no cover
+    """Update ``x``, ``Y`` (information form, ``Y`` the precision) in place with ``y =
+    ys[t, b]`` (NaN components missing), as ``_update`` in information form; returns ``(ok,
+    log c, ρ)``. The arrays from ``obs`` on are work arrays (one by one: a tuple of arrays
+    costs their reference counts at every call; the caller's view of ``y`` would too)."""
+    y = ys[t, b]
     n, m = len(n_tup), len(m_tup)
     n_obs = 0
     for i in range(m):
@@ -777,7 +778,7 @@ def run_start(ys, t0, t_end, mean, mat, information, model, inverse, rule, mixtu
                     rho = math.nan
                 else:
                     ok, log_c, rho = _update_information(
-                        ys[t, b], x, P, H, R, W, robust, dim, tau, log_c0, iobs, ihm, iwm,
+                        ys, t, b, x, P, H, R, W, robust, dim, tau, log_c0, iobs, ihm, iwm,
                         irm, ihtw, ij, ib, ivs, ea, ew, ev, istep, eb, n_tup, m_tup)
                     if not ok:
                         return 0
@@ -792,9 +793,8 @@ def run_start(ys, t0, t_end, mean, mat, information, model, inverse, rule, mixtu
                 o_logc[t, b] = lc[b, 0]
                 o_disc[t, b] = dc[b, 0]
             else:
-                best = _mixture_step(score[b], lc[b], dc[b], hx[b], hM[b], px[b], pM[b],
-                                     ys[t, b], t, drop, rank, rep, floor, o_logc[t, b:b + 1],
-                                     o_disc[t, b:b + 1])
+                best = _mixture_step(score, lc, dc, hx, hM, px, pM, ys, t, b, drop, rank, rep,
+                                     floor, o_logc, o_disc)
                 lead[b] = best
             if keep_pred:
                 for i in range(n):
@@ -854,13 +854,16 @@ def run_start(ys, t0, t_end, mean, mat, information, model, inverse, rule, mixtu
     return 2 if info else 1
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
-def _mixture_step(score, lc, dc, hx, hM, px, pM, y, t, drop, rank, rep, floor, o_logc,
-                  o_disc):  # pragma: no cover - compiled
-    """One series' mixture after step ``t`` (as ``robust_start.mixture_scores``): copies each
-    hypothesis that was not stepped from its representative, updates the scores ``score``
-    from the log consistencies ``lc``, writes the reported log consistency and discount
-    (``o_logc[0]``, ``o_disc[0]``) and returns the leader."""
+@_helper
+def _mixture_step(scores, lcs, dcs, hxs, hMs, pxs, pMs, ys, t, b, drop, rank, rep, floor,
+                  o_logc, o_disc):  # pragma: no cover - compiled
+    """Series ``b``'s mixture after step ``t`` (as ``robust_start.mixture_scores``): copies
+    each hypothesis that was not stepped from its representative, updates the scores
+    ``scores[b]`` from the log consistencies ``lcs[b]``, writes the reported log consistency
+    and discount (``o_logc[t, b]``, ``o_disc[t, b]``) and returns the leader. The arrays are
+    the whole batch's: views of series ``b`` cost reference counts in the caller, not here."""
+    score, lc, dc, hx, hM, px, pM, y = (scores[b], lcs[b], dcs[b], hxs[b], hMs[b], pxs[b],
+                                        pMs[b], ys[t, b])
     nh, k = drop.shape
     n = hx.shape[1]
     if t < k:
@@ -894,11 +897,11 @@ def _mixture_step(score, lc, dc, hx, hM, px, pM, y, t, drop, rank, rep, floor, o
         score[h] = score[h] + gain
     best = _leader(score, rank)
     if observed:
-        o_logc[0] = mixed if math.isnan(lc[best]) else lc[best]
-        o_disc[0] = 0.0 if math.isnan(dc[best]) else dc[best]
+        o_logc[t, b] = mixed if math.isnan(lc[best]) else lc[best]
+        o_disc[t, b] = 0.0 if math.isnan(dc[best]) else dc[best]
     else:
-        o_logc[0] = math.nan
-        o_disc[0] = math.nan
+        o_logc[t, b] = math.nan
+        o_disc[t, b] = math.nan
     return best
 
 
