@@ -447,3 +447,15 @@ def test_the_filter_the_start_and_the_stream_share_one_compiled_loop():
     sizes = (typeof((0, 0)), typeof((0,)))  # n = 2 states, m = 1 observed component
     loops = [sig for sig in kalman_numba.run.signatures if tuple(sig[6:8]) == sizes]
     assert len(loops) == 1, loops
+
+
+def test_start_helpers_skip_reference_counting():
+    # the helpers of the start's steps allocate nothing and run per hypothesis and step:
+    # numba's atomic reference counts of their array arguments cost more than their 2 × 2
+    # arithmetic (a speed property, checked by its cause rather than by a timing)
+    from possibly.filters import kalman_numba
+
+    for helper in (kalman_numba._update_information, kalman_numba._predict_information,
+                   kalman_numba._mixture_step, kalman_numba._pinv_mv, kalman_numba._eigh,
+                   kalman_numba._covariance_or_inf, kalman_numba._to_covariance_form):
+        assert helper.targetoptions.get("_nrt") is False, helper.py_func.__name__
