@@ -46,8 +46,8 @@ _MAX_COND = 1e9  # as possibly.filters._common._MAX_COND
 
 #: the compiled helpers of the loops below: they allocate nothing and take their arrays from
 #: the caller, which holds them, so they skip numba's reference counting (``_nrt=False``):
-#: its atomic increments and decrements of every array argument cost more than the 2 × 2
-#: arithmetic of a step, and their code is a large part of these functions' compile
+#: its atomic increments and decrements of every array argument and view cost more than the
+#: 2 × 2 arithmetic of a step of the robust start
 _helper = numba.njit(cache=True, nogil=True, _nrt=False)
 
 
@@ -712,6 +712,8 @@ def run_start(ys, t0, t_end, mean, mat, information, model, inverse, rule, mixtu
                          np.empty((0, B * nh, n, n)), np.empty((2, B * nh, n)),
                          np.empty((2, B * nh, n, n)), np.empty((2, B * nh)),
                          np.empty((2, B * nh)), False, False, True)
+    h_pmean, h_pcov = hout.predicted_mean, hout.predicted_covariance  # read once, not per row
+    h_logc, h_disc = hout.log_consistency, hout.discount
     # work arrays of the information-form steps, allocated once
     x = np.empty(n)
     P = np.empty((n, n))
@@ -744,12 +746,12 @@ def run_start(ys, t0, t_end, mean, mat, information, model, inverse, rule, mixtu
             for b in range(B):
                 for h in range(nh):
                     r = b * nh + h
-                    lc[b, h] = hout.log_consistency[row, r]
-                    dc[b, h] = hout.discount[row, r]
+                    lc[b, h] = h_logc[row, r]
+                    dc[b, h] = h_disc[row, r]
                     for i in range(n):
-                        px[b, h, i] = hout.predicted_mean[row, r, i]
+                        px[b, h, i] = h_pmean[row, r, i]
                         for j in range(n):
-                            pM[b, h, i, j] = hout.predicted_covariance[row, r, i, j]
+                            pM[b, h, i, j] = h_pcov[row, r, i, j]
         for b in range(B):
             for h in range(nh):
                 if not info:
