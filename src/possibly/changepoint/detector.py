@@ -1004,7 +1004,10 @@ class ChangepointDetector(SequentialEstimator):
         >>> flags, det.changepoints.tolist()
         ([False, False, False, False, True, False], [3])
         """
-        lock = self._acquire()  # as _exclusive, without a context manager's cost
+        # as _exclusive, without a context manager's cost (the lock taken here when it is free)
+        lock = self.__dict__.get("_busy")
+        if lock is None or not lock.acquire(False):
+            lock = self._acquire()  # made, or ConcurrentUseError
         try:
             x = _plain_number(y) if self._plain_series else None
             arr = None
@@ -1018,25 +1021,28 @@ class ChangepointDetector(SequentialEstimator):
             if stream is None or x is None:
                 return self._update_generic(arr if arr is not None else np.array([x]), time)
             stamped = time is not None or self._index is not None or bool(self._stamps)
-            stamps = self._next_stamps(1, None if time is None else [time]) if stamped else []
+            stamps = self._next_stamps(1, None if time is None else [time]) if stamped else None
             if stream.full:
                 self._flush()
             # the step and the anomaly calibration in one compiled call
             _, start, model, mean, log_c, disc, n_active, log_cp, anomaly = stream.step(
                 x, self._calibration)
-            self._stamps.extend(stamps)
+            if stamps:
+                self._stamps.extend(stamps)
             t, begin = stream.t - 1, int(start)
             changed = begin > self._prev_start
             self._prev_start = begin
             # ChangepointInfo(...) with the fields written at once: a frozen dataclass's
-            # __init__ sets each of the ten through a call of object.__setattr__
+            # __init__ sets each of the ten through a call of object.__setattr__ (and a dict
+            # costs less than keywords)
             info = _new_object(ChangepointInfo)
-            info.__dict__.update(
-                log_consistency=log_c, discount=disc, t=t, map_run_length=t - begin,
-                map_model=int(model), mean=mean, n_active=int(n_active),
-                log_change_possibility=log_cp, change_detected=changed,
-                outlier_detected=disc < self._outlier_level and not changed,
-                anomaly=anomaly)
+            info.__dict__.update({
+                "log_consistency": log_c, "discount": disc, "t": t,
+                "map_run_length": t - begin, "map_model": int(model), "mean": mean,
+                "n_active": int(n_active), "log_change_possibility": log_cp,
+                "change_detected": changed,
+                "outlier_detected": disc < self._outlier_level and not changed,
+                "anomaly": anomaly})
             return info
         finally:
             lock.release()
