@@ -95,7 +95,6 @@ KERNEL_SIZED = False  # the kernel has run_size (its runs are copied by their si
 KERNEL_WIDTH = 1
 KERNEL_PARAMS = 1
 settings_of = unbound
-fixed_tuple = unbound  # numba's to_fixed_tuple(array, constant length), bound when compiled
 bank_post_step = unbound  # step_streams's per-stream hook, bound by compiled_streams
 stream_calibrate = unbound  # step_calibrated's calibration step, bound by compiled_stepper
 stream_range = range  # numba.prange once compiled (threads when compiled parallel)
@@ -237,7 +236,6 @@ def compiled_template(template: Any, functions: KernelFunctions, n_params: int,
              "settings_of": (to_fixed_tuple if n_params <= TUPLE_SETTINGS
                              else jit(same_settings) if not refcounts
                              else numba.njit(same_settings)),
-             "fixed_tuple": to_fixed_tuple,
              "discount_scalar": discount_scalar, "stream_range": numba.prange}
     hooks = hooks or {}
     scope = {**template.__globals__, **bound}
@@ -673,7 +671,6 @@ NO_BUFFER = np.empty(0)
 #: record's calibrated anomaly (0 without a calibration)
 STREAM_COLUMNS = (*STEP_COLUMNS, "anomaly")
 ANOMALY_AT, LOG_C_AT = STREAM_COLUMNS.index("anomaly"), STEP_COLUMNS.index("log_consistency")
-STREAM_WIDTH = len(STREAM_COLUMNS)
 
 
 def no_calibration(state, y, surprise):  # pragma: no cover - compiled
@@ -686,12 +683,16 @@ def step_calibrated(y, row, ints, start, log_w, runs, params, scal, rows, peak,
     """:func:`step_kernels`, then the record's anomaly ``stream_calibrate(calibration, y,
     −log c)`` (bound by :func:`compiled_stepper`: the observation and its surprise), written
     after the row's :data:`STEP_COLUMNS` (one compiled call per observation). Returns
-    :func:`step_kernels`'s largest count and the row as a tuple (boxed for Python at less
-    cost than a view of ``rows`` and its ``tolist()``)."""
+    :func:`step_kernels`'s largest count and the row as a tuple, its start, model and count
+    of runs as integers (boxed for Python at less cost than a view of ``rows``, its
+    ``tolist()`` and three ``int()``)."""
     top = step_kernels(y, row, ints, start, log_w, runs, params, scal, rows, peak)
     out = rows[row]
     out[ANOMALY_AT] = stream_calibrate(calibration, y, -out[LOG_C_AT])
-    return top, fixed_tuple(out, STREAM_WIDTH)
+    # STREAM_COLUMNS: y, start, model, mean, log_consistency, discount, n_active,
+    # log_change_possibility, anomaly
+    return top, (out[0], int(out[1]), int(out[2]), out[3], out[4], out[5], int(out[6]),
+                 out[7], out[8])
 
 
 @functools.cache
@@ -722,7 +723,7 @@ class CompiledStream:
     >>> params = ChangepointParams.make(sigma=1.0, hazard=0.01)
     >>> stream = CompiledStream(compiled_models(params.models), init(params), params)
     >>> [stream.step(y)[1] for y in (0.0, 0.2, -0.1, 6.0, 6.1, 5.9)]  # the MAP start
-    [0.0, 0.0, 0.0, 0.0, 3.0, 3.0]
+    [0, 0, 0, 0, 3, 3]
     >>> len(stream.drain()), stream.state().t
     (6, 6)
     """
@@ -781,7 +782,8 @@ class CompiledStream:
 
     def step(self, y: float, calibration: np.ndarray = NO_BUFFER) -> tuple[float, ...]:
         """Process ``y`` (a Python float, NaN = missing); returns its row
-        (:data:`STREAM_COLUMNS`, also written in :attr:`rows`). ``calibration``: the state of
+        (:data:`STREAM_COLUMNS`, also written in :attr:`rows`; the start, the model and the
+        count of runs as integers). ``calibration``: the state of
         the calibration step (a writeable, contiguous float64 vector), advanced by ``y`` and
         the record's surprise ``−log c``. Drain the rows first when :attr:`full`."""
         row = self.n

@@ -1029,7 +1029,7 @@ class ChangepointDetector(SequentialEstimator):
                 x, self._calibration)
             if stamps:
                 self._stamps.extend(stamps)
-            t, begin = stream.t - 1, int(start)
+            t, begin = stream.t - 1, start
             changed = begin > self._prev_start
             self._prev_start = begin
             # ChangepointInfo(...) with the fields written at once: a frozen dataclass's
@@ -1038,8 +1038,8 @@ class ChangepointDetector(SequentialEstimator):
             info = _new_object(ChangepointInfo)
             info.__dict__.update({
                 "log_consistency": log_c, "discount": disc, "t": t,
-                "map_run_length": t - begin, "map_model": int(model), "mean": mean,
-                "n_active": int(n_active), "log_change_possibility": log_cp,
+                "map_run_length": t - begin, "map_model": model, "mean": mean,
+                "n_active": n_active, "log_change_possibility": log_cp,
                 "change_detected": changed,
                 "outlier_detected": disc < self._outlier_level and not changed,
                 "anomaly": anomaly})
