@@ -780,7 +780,7 @@ class CompiledStream:
     def counts(self) -> np.ndarray:
         return self.ints[INT_HEAD:INT_HEAD + len(self.kernels)]
 
-    def step(self, y: float, calibration: np.ndarray = NO_BUFFER) -> tuple[float, ...]:
+    def step(self, y: float, calibration: np.ndarray = NO_BUFFER) -> tuple[Any, ...]:
         """Process ``y`` (a Python float, NaN = missing); returns its row
         (:data:`STREAM_COLUMNS`, also written in :attr:`rows`; the start, the model and the
         count of runs as integers). ``calibration``: the state of

@@ -1020,8 +1020,9 @@ class ChangepointDetector(SequentialEstimator):
                 stream = self._open_stream()
             if stream is None or x is None:
                 return self._update_generic(arr if arr is not None else np.array([x]), time)
-            stamped = time is not None or self._index is not None or bool(self._stamps)
-            stamps = self._next_stamps(1, None if time is None else [time]) if stamped else None
+            stamps = None
+            if time is not None or self._index is not None or self._stamps:
+                stamps = self._next_stamps(1, None if time is None else [time])
             if stream.full:
                 self._flush()
             # the step and the anomaly calibration in one compiled call
@@ -1029,7 +1030,7 @@ class ChangepointDetector(SequentialEstimator):
                 x, self._calibration)
             if stamps:
                 self._stamps.extend(stamps)
-            t, begin = stream.t - 1, start
+            t, begin = stream.t - 1, start  # an int (as model and n_active)
             changed = begin > self._prev_start
             self._prev_start = begin
             # ChangepointInfo(...) with the fields written at once: a frozen dataclass's
@@ -1201,6 +1202,7 @@ class ChangepointDetector(SequentialEstimator):
 
 
 _new_object = object.__new__
+_FLOAT64 = np.float64
 #: the per-step outputs the history keeps
 _RECORDED = (*OUTPUTS, "anomaly")
 #: the hindsight buffer of a stream that does not keep it
@@ -1213,7 +1215,8 @@ _SERIES_CHECKS = (NormalMean.check_series, PolynomialTrend.check_series)
 def _plain_number(y: Any) -> float | None:
     """``y`` as a float when it is a plain finite (at most MAX_MAGNITUDE) or NaN number,
     else None (to be checked the long way)."""
-    if type(y) is float or type(y) is np.float64 or (type(y) is int and -2**53 <= y <= 2**53):
+    kind = type(y)
+    if kind is float or kind is _FLOAT64 or (kind is int and -2**53 <= y <= 2**53):
         x = float(y)
         if -MAX_MAGNITUDE <= x <= MAX_MAGNITUDE or x != x:
             return x
