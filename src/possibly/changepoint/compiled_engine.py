@@ -783,9 +783,9 @@ class CompiledStream:
     def step(self, y: float, calibration: np.ndarray = NO_BUFFER) -> tuple[Any, ...]:
         """Process ``y`` (a Python float, NaN = missing); returns its row
         (:data:`STREAM_COLUMNS`, also written in :attr:`rows`; the start, the model and the
-        count of runs as integers). ``calibration``: the state of
-        the calibration step (a writeable, contiguous float64 vector), advanced by ``y`` and
-        the record's surprise ``−log c``. Drain the rows first when :attr:`full`."""
+        count of runs as integers). ``calibration``: the state of the calibration step (a
+        writeable, contiguous float64 vector), advanced by ``y`` and the record's surprise
+        ``−log c``. Drain the rows first when :attr:`full`."""
         row = self.n
         if self._call is None:
             self._first_step(y, row, calibration)
