@@ -241,3 +241,43 @@ def test_the_compiled_update_sets_every_field_of_the_info(monkeypatch):
     for x in [0.1, np.nan, 9.0, 9.2, 30.0, 9.1]:
         info = det.update(x)
         assert set(info.__dict__) == names
+
+
+def merging_series() -> np.ndarray:
+    """Runs of exact zeros (every run's weight tied, its mean 0: chains of indistinguishable
+    runs), level shifts, noise, an outlier and a missing value."""
+    rng = np.random.default_rng(7)
+    y = np.concatenate([np.zeros(80), 5.0 + rng.normal(scale=0.1, size=120), np.full(60, 5.0),
+                        -3.0 + rng.normal(size=150)])
+    y[230], y[300] = 40.0, np.nan
+    return y
+
+
+@pytest.mark.parametrize("merge_tol", [1e-6, 0.3, 0.9])
+def test_merging_runs_gives_the_numpy_engines_numbers(merge_tol):
+    # the compiled merge (one pass, in place) against the numpy engine's (recursion.py), in
+    # fit and in update, on chains of mergeable runs with tied weights
+    y = merging_series()
+    make = lambda engine: ChangepointDetector(sigma=1.0, hazard=0.01, merge_tol=merge_tol,  # noqa: E731
+                                              engine=engine)
+    ref = make("numpy").fit(y)
+    kept = ChangepointDetector(sigma=1.0, hazard=0.01, merge_tol=0.0, engine="numpy").fit(y)
+    assert (ref.n_active < kept.n_active).any()  # runs were merged
+    engines = ["numpy", "numba"] if HAS_NUMBA else ["numpy"]
+    for engine in engines:
+        same(make(engine).fit(y), ref)
+        det = make(engine)
+        for x in y:
+            det.update(x)
+        same(det.result(), ref)
+
+
+@needs_numba
+def test_the_paper_models_update_runs_without_numbas_runtime():
+    # the merge allocates no scratch: the compiled step of a merging kernel, as of one that
+    # does not merge, is compiled without reference counts (numba's _nrt=False)
+    for det in (ChangepointDetector(sigma=1.0), ChangepointDetector(sigma=1.0, period=24)):
+        det.update(0.0)
+        stepper = det._stream.stepper
+        assert stepper.targetoptions.get("_nrt") is False
+        assert det._stream.kernels[0].functions.indistinguishable is not None

@@ -378,7 +378,6 @@ def run_kernels(y, t0, count_in, start_in, log_w_in, runs_in, params, log_h, rho
     for j in range(n_models * cap):
         for col in range(KERNEL_WIDTH):
             runs[j, col] = 0.0
-    keep = np.empty(cap, np.bool_)
     work = np.empty(max(work_size, 1))
     for j in range(work.size):
         work[j] = 0.0
@@ -411,7 +410,7 @@ def run_kernels(y, t0, count_in, start_in, log_w_in, runs_in, params, log_h, rho
                                                   rho, dim, tau_or_nan, robust, work, prepared)
         total = compact(params, start, log_w, runs, cnt, cap, shift, prune, log_tol)
         if KERNEL_MERGES and merge_tol > 0.0:
-            total = merge_adjacent(params, start, log_w, runs, cnt, cap, keep, merge_tol)
+            total = merge_adjacent(params, start, log_w, runs, cnt, cap, merge_tol)
         bk, bj, cur_max, out_cp[i] = map_run(start, log_w, cnt, cap, t, peak)
         out_start[i], out_model[i], out_n[i] = start[bk * cap + bj], bk, total
         out_mean[i] = kernel_estimate(settings_of(params[bk], KERNEL_PARAMS), runs, bk * cap + bj)
@@ -521,29 +520,34 @@ def compact(params, start, log_w, runs, cnt, cap, shift, prune,
     return total
 
 
-def merge_adjacent(params, start, log_w, runs, cnt, cap, keep,
+def merge_adjacent(params, start, log_w, runs, cnt, cap,
                    merge_tol):  # pragma: no cover - compiled
-    """Merge adjacent indistinguishable runs (the larger weight kept; the older on ties)."""
+    """Merge adjacent indistinguishable runs (the larger weight kept; the older on ties).
+
+    In one pass, in place, allocating nothing: run ``j`` is kept unless the pair ``(j − 1,
+    j)`` or ``(j, j + 1)`` drops it, and is moved once both are tested; a move writes at or
+    before ``j``, so every test reads the runs as they were before the merge."""
     total = 0
     for k in range(cnt.size):
         m = cnt[k]
         if m > 1:
             pk = settings_of(params[k], KERNEL_PARAMS)
             size = run_size_of(params, k)
-            for j in range(m):
-                keep[j] = True
-            for j in range(m - 1):
-                if kernel_indistinguishable(pk, runs, k * cap + j, merge_tol):
-                    if log_w[k * cap + j + 1] > log_w[k * cap + j]:
-                        keep[j] = False
-                    else:
-                        keep[j + 1] = False
+            first = k * cap
+            keep = True  # run j, as the pair (j - 1, j) left it
             w = 0
             for j in range(m):
-                if keep[j]:
-                    move_run(start, log_w, runs, k * cap + j, k * cap + w, size)
-                    log_w[k * cap + w] = log_w[k * cap + j]
+                keep_next = True
+                if j < m - 1 and kernel_indistinguishable(pk, runs, first + j, merge_tol):
+                    if log_w[first + j + 1] > log_w[first + j]:
+                        keep = False
+                    else:
+                        keep_next = False
+                if keep:
+                    move_run(start, log_w, runs, first + j, first + w, size)
+                    log_w[first + w] = log_w[first + j]
                     w += 1
+                keep = keep_next
             cnt[k] = w
         total += cnt[k]
     return total
@@ -630,8 +634,7 @@ def step_kernels(y, row, ints, start, log_w, runs, params, scal, rows,
                                robust, work, prepared)
     total = compact(params, start, log_w, runs, cnt, cap, shift, prune, log_tol)
     if KERNEL_MERGES and merge_tol > 0.0:
-        keep = np.empty(cap, np.bool_)
-        total = merge_adjacent(params, start, log_w, runs, cnt, cap, keep, merge_tol)
+        total = merge_adjacent(params, start, log_w, runs, cnt, cap, merge_tol)
     bk, bj, cur_max, cp = map_run(start, log_w, cnt, cap, t, peak)
     out = rows[row]
     out[0] = y
@@ -679,11 +682,17 @@ def step_calibrated(y, row, ints, start, log_w, runs, params, scal, rows, peak,
                     calibration):  # pragma: no cover - compiled (covered through the detector)
     """:func:`step_kernels`, then the record's anomaly ``stream_calibrate(calibration, y,
     −log c)`` (bound by :func:`compiled_stepper`: the observation and its surprise), written
-    after the row's :data:`STEP_COLUMNS` (one compiled call per observation)."""
+    after the row's :data:`STEP_COLUMNS` (one compiled call per observation). Returns
+    :func:`step_kernels`'s largest count and the row as a tuple, its start, model and count
+    of runs as integers (boxed for Python at less cost than a view of ``rows``, its
+    ``tolist()`` and three ``int()``)."""
     top = step_kernels(y, row, ints, start, log_w, runs, params, scal, rows, peak)
     out = rows[row]
     out[ANOMALY_AT] = stream_calibrate(calibration, y, -out[LOG_C_AT])
-    return top
+    # STREAM_COLUMNS: y, start, model, mean, log_consistency, discount, n_active,
+    # log_change_possibility, anomaly
+    return top, (out[0], int(out[1]), int(out[2]), out[3], out[4], out[5], int(out[6]),
+                 out[7], out[8])
 
 
 @functools.cache
@@ -691,8 +700,8 @@ def compiled_stepper(functions: KernelFunctions, n_params: int, refcounts: bool 
                      calibrate: Any = no_calibration) -> Any:
     """:func:`step_calibrated` compiled for one kernel (as :func:`compiled_driver`), with
     ``calibrate`` ``(state, y, surprise) -> anomaly`` inlined; ``refcounts``: as
-    :func:`compiled_template` (False: for a kernel that does not merge, whose step allocates
-    no array, and a calibration that allocates none)."""
+    :func:`compiled_template` (False: for a kernel and a calibration that allocate no array;
+    the step itself allocates none)."""
     return compiled_template(step_calibrated, functions, n_params, helpers=(step_kernels,),
                              hooks={"stream_calibrate": calibrate}, refcounts=refcounts)
 
@@ -714,7 +723,7 @@ class CompiledStream:
     >>> params = ChangepointParams.make(sigma=1.0, hazard=0.01)
     >>> stream = CompiledStream(compiled_models(params.models), init(params), params)
     >>> [stream.step(y)[1] for y in (0.0, 0.2, -0.1, 6.0, 6.1, 5.9)]  # the MAP start
-    [0.0, 0.0, 0.0, 0.0, 3.0, 3.0]
+    [0, 0, 0, 0, 3, 3]
     >>> len(stream.drain()), stream.state().t
     (6, 6)
     """
@@ -771,44 +780,43 @@ class CompiledStream:
     def counts(self) -> np.ndarray:
         return self.ints[INT_HEAD:INT_HEAD + len(self.kernels)]
 
-    def step(self, y: float, calibration: np.ndarray = NO_BUFFER) -> list[float]:
+    def step(self, y: float, calibration: np.ndarray = NO_BUFFER) -> tuple[Any, ...]:
         """Process ``y`` (a Python float, NaN = missing); returns its row
-        (:data:`STREAM_COLUMNS`). ``calibration``: the state of the calibration step (a
+        (:data:`STREAM_COLUMNS`, also written in :attr:`rows`; the start, the model and the
+        count of runs as integers). ``calibration``: the state of the calibration step (a
         writeable, contiguous float64 vector), advanced by ``y`` and the record's surprise
         ``−log c``. Drain the rows first when :attr:`full`."""
         row = self.n
         if self._call is None:
             self._first_step(y, row, calibration)
-        top = self._call(y, row, self.ints, self.start, self.log_w, self.runs, self.settings,
-                         self.scal, self.rows, self._peak, calibration)
+        top, values = self._call(y, row, self.ints, self.start, self.log_w, self.runs,
+                                 self.settings, self.scal, self.rows, self._peak, calibration)
         self.n = row + 1
         self.t += 1
         if top >= self.cap:  # the next step adds a run per model: room for it
             self._grow()
-        return self.rows[row].tolist()
+        return values
 
     def _first_step(self, y: float, row: int, calibration: np.ndarray) -> None:
         """Compile (or load) the step for these argument types, without reference counts
-        when the kernel does not merge runs (its step allocates nothing: the same numbers at
-        a fraction of the cost), else with them; compiled at this call, before the step
-        runs. The step is then called through the compiled version's entry point, without
-        numba's dispatch by argument types (the types never change: the buffers are made
-        here and :attr:`peak` checks the caller's)."""
+        (the step allocates nothing, merging included: the same numbers at a fraction of the
+        cost), or with them where that fails (a kernel or calibration that allocates);
+        compiled at this call, before the step runs. The step is then called through the
+        compiled version's entry point, without numba's dispatch by argument types (the types
+        never change: the buffers are made here and :attr:`peak` checks the caller's)."""
         import numba
         from numba.core.errors import NumbaError
 
         args = (y, row, self.ints, self.start, self.log_w, self.runs, self.settings, self.scal,
                 self.rows, self._peak, calibration)
         signature = tuple(numba.typeof(a) for a in args)
-        stepper = None
-        if self.functions.indistinguishable is None:
-            stepper = compiled_stepper(self.functions, self.n_params, False, self.calibrate)
-            try:
-                stepper.compile(signature)
-            except (NumbaError, KeyError, TypeError):
-                # a kernel or calibration that allocates, or a numba without the option that
-                # turns its runtime off (KeyError: unknown option): with reference counts
-                stepper = None
+        stepper = compiled_stepper(self.functions, self.n_params, False, self.calibrate)
+        try:
+            stepper.compile(signature)
+        except (NumbaError, KeyError, TypeError):
+            # a kernel or calibration that allocates, or a numba without the option that
+            # turns its runtime off (KeyError: unknown option): with reference counts
+            stepper = None
         if stepper is None:
             stepper = compiled_stepper(self.functions, self.n_params, True, self.calibrate)
             stepper.compile(signature)

@@ -1004,7 +1004,10 @@ class ChangepointDetector(SequentialEstimator):
         >>> flags, det.changepoints.tolist()
         ([False, False, False, False, True, False], [3])
         """
-        lock = self._acquire()  # as _exclusive, without a context manager's cost
+        # as _exclusive, without a context manager's cost (the lock taken here when it is free)
+        lock = self.__dict__.get("_busy")
+        if lock is None or not lock.acquire(False):
+            lock = self._acquire()  # made, or ConcurrentUseError
         try:
             x = _plain_number(y) if self._plain_series else None
             arr = None
@@ -1017,26 +1020,30 @@ class ChangepointDetector(SequentialEstimator):
                 stream = self._open_stream()
             if stream is None or x is None:
                 return self._update_generic(arr if arr is not None else np.array([x]), time)
-            stamped = time is not None or self._index is not None or bool(self._stamps)
-            stamps = self._next_stamps(1, None if time is None else [time]) if stamped else []
+            stamps = None
+            if time is not None or self._index is not None or self._stamps:
+                stamps = self._next_stamps(1, None if time is None else [time])
             if stream.full:
                 self._flush()
             # the step and the anomaly calibration in one compiled call
             _, start, model, mean, log_c, disc, n_active, log_cp, anomaly = stream.step(
                 x, self._calibration)
-            self._stamps.extend(stamps)
-            t, begin = stream.t - 1, int(start)
+            if stamps:
+                self._stamps.extend(stamps)
+            t, begin = stream.t - 1, start  # an int (as model and n_active)
             changed = begin > self._prev_start
             self._prev_start = begin
             # ChangepointInfo(...) with the fields written at once: a frozen dataclass's
-            # __init__ sets each of the ten through a call of object.__setattr__
+            # __init__ sets each of the ten through a call of object.__setattr__ (and a dict
+            # costs less than keywords)
             info = _new_object(ChangepointInfo)
-            info.__dict__.update(
-                log_consistency=log_c, discount=disc, t=t, map_run_length=t - begin,
-                map_model=int(model), mean=mean, n_active=int(n_active),
-                log_change_possibility=log_cp, change_detected=changed,
-                outlier_detected=disc < self._outlier_level and not changed,
-                anomaly=anomaly)
+            info.__dict__.update({
+                "log_consistency": log_c, "discount": disc, "t": t,
+                "map_run_length": t - begin, "map_model": model, "mean": mean,
+                "n_active": n_active, "log_change_possibility": log_cp,
+                "change_detected": changed,
+                "outlier_detected": disc < self._outlier_level and not changed,
+                "anomaly": anomaly})
             return info
         finally:
             lock.release()
@@ -1195,6 +1202,7 @@ class ChangepointDetector(SequentialEstimator):
 
 
 _new_object = object.__new__
+_FLOAT64 = np.float64
 #: the per-step outputs the history keeps
 _RECORDED = (*OUTPUTS, "anomaly")
 #: the hindsight buffer of a stream that does not keep it
@@ -1207,7 +1215,8 @@ _SERIES_CHECKS = (NormalMean.check_series, PolynomialTrend.check_series)
 def _plain_number(y: Any) -> float | None:
     """``y`` as a float when it is a plain finite (at most MAX_MAGNITUDE) or NaN number,
     else None (to be checked the long way)."""
-    if type(y) is float or type(y) is np.float64 or (type(y) is int and -2**53 <= y <= 2**53):
+    kind = type(y)
+    if kind is float or kind is _FLOAT64 or (kind is int and -2**53 <= y <= 2**53):
         x = float(y)
         if -MAX_MAGNITUDE <= x <= MAX_MAGNITUDE or x != x:
             return x
