@@ -1178,7 +1178,7 @@ class ChangepointDetector(SequentialEstimator):
             sigma_estimated=self.sigma_estimated_, outlier_level=self._outlier_level,
             index=index, name=self._name, log_change_possibility=hindsight,
             anomaly=anomaly if anomaly is not None and len(anomaly) == len(t) else None,
-            period=self.period_)
+            period=self.period_, engine=self.engine)
 
     def history_nbytes(self) -> int:
         """Bytes held for the per-step history and the MAP trace."""
