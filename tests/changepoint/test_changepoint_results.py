@@ -228,5 +228,5 @@ def test_the_hindsight_outliers_follow_the_detectors_engine(engine, compiled, mo
                 ps.ChangepointDetector(model=log_trend, engine=engine)):
         res = pickle.loads(pickle.dumps(det.fit(y)))
         asked.clear()
-        res.outliers
+        assert res.outliers.dtype == np.int64
         assert asked and set(asked) == {compiled}, (det.model, asked)
