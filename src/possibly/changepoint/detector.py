@@ -62,6 +62,11 @@ __all__ = ["ChangepointDetector", "default_forgetting", "default_tol", "numba_av
 
 #: observations per call of the compiled loop: Python checks for Ctrl-C between chunks
 CHUNK = 1 << 15
+#: records from which a batch's anomaly calibration is compiled, when it is not at hand already
+#: (numba's disk cache, or loaded): fewer run the Python calibration (the same numbers bit for
+#: bit) until the process has calibrated this many that way (_python_calibrated)
+COMPILED_CALIBRATION_FROM = 20_000
+_python_calibrated = [0]
 
 
 @functools.cache
@@ -585,6 +590,22 @@ class ChangepointDetector(SequentialEstimator):
             self._calibrators = fns
         return fns
 
+    def _batch_calibration(self, n: int) -> Any:
+        """The anomaly calibration of a batch of ``n`` records: compiled (as
+        :meth:`_calibrate_functions`) when its code is at hand, or ``n`` and the records the
+        Python calibration did in this process reach :data:`COMPILED_CALIBRATION_FROM`; the
+        Python calibration otherwise (the same numbers: compiling it, seconds once per machine,
+        would cost more than it saves on fewer records)."""
+        if self.engine != "numpy" and numba_available():
+            from possibly._numba_cache import has_cached_code
+            from possibly.changepoint import anomaly_numba
+
+            if (_python_calibrated[0] + n < COMPILED_CALIBRATION_FROM
+                    and not has_cached_code(anomaly_numba.calibrate)):
+                _python_calibrated[0] += n
+                return anomaly_calibration.calibrate
+        return self._calibrate_functions()[1]
+
     def _anomalies(self, arr: np.ndarray, log_consistency: np.ndarray) -> np.ndarray:
         """The calibrated anomaly of each of ``arr`` (the recursion's ``log_consistency``),
         the calibration advanced only when every record is done (an interrupt changes
@@ -595,7 +616,7 @@ class ChangepointDetector(SequentialEstimator):
         surprises = -np.asarray(log_consistency, dtype=np.float64)
         state = self._calibration.copy()
         out = np.empty(len(values))
-        self._calibrate_functions()[1](state, values, surprises, out)
+        self._batch_calibration(len(values))(state, values, surprises, out)
         self._calibration = state
         return out
 
