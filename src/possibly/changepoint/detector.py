@@ -65,7 +65,7 @@ CHUNK = 1 << 15
 #: records from which a batch's anomaly calibration is compiled, when it is not at hand already
 #: (numba's disk cache, or loaded): fewer run the Python calibration (the same numbers bit for
 #: bit) until the process has calibrated this many that way (_python_calibrated)
-COMPILED_CALIBRATION_FROM = 20_000
+COMPILED_CALIBRATION_FROM = 10_000
 _python_calibrated = [0]
 
 
@@ -285,8 +285,8 @@ class ChangepointDetector(SequentialEstimator):
         ``indistinguishable`` when the model merges runs), else numpy. ``"numba"`` refuses
         other models with the reason. The first compiled fit on a machine compiles the loop
         (seconds, once: it is cached on disk) and the first of each process loads numba;
-        ``"numpy"`` avoids both for a one-off short series (docs: Numerics, the one-time
-        cost).
+        ``"numpy"`` avoids both for a one-off short series, the result's hindsight outliers
+        included (docs: Numerics, the one-time cost).
     history : bool
         Keep per-step outputs (about 50 bytes per step) so that :meth:`result` works after
         streaming; False streams in bounded memory (:attr:`changepoints` and each step's Info
