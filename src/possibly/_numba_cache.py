@@ -17,7 +17,7 @@ import sys
 import tempfile
 from typing import Any
 
-__all__ = ["default_numba_cache_dir", "register_cache_locator"]
+__all__ = ["default_numba_cache_dir", "has_cached_code", "register_cache_locator"]
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 _registered = False
@@ -158,3 +158,24 @@ def register_cache_locator() -> bool:
         return False
     _registered = True
     return True
+
+
+def has_cached_code(dispatcher: Any) -> bool:
+    """Whether ``dispatcher`` (a ``numba.njit(cache=True)`` function) has code at hand: loaded
+    in this process, or in its disk cache, current for its source file and compiled for this
+    machine's CPU. True when numba's internals are not as expected (the caller then compiles,
+    as it would without asking).
+
+    Examples
+    --------
+    >>> has_cached_code(object())  # not a numba dispatcher: asked of nothing, assumed at hand
+    True
+    """
+    try:
+        if dispatcher.overloads:
+            return True
+        index = dispatcher._cache._cache_file._load_index()  # {} when stale or absent
+        magic = dispatcher.targetctx.codegen().magic_tuple()
+        return any(key[1] == magic for key in index)
+    except Exception:  # pragma: no cover - depends on numba's private layout
+        return True

@@ -551,3 +551,47 @@ def test_a_state_of_another_layout_is_refused_on_loading():
     bank.__dict__["_post"] = bank.__dict__["_post"][:, :2015].copy()
     with pytest.raises(ValueError, match="another version"):
         pickle.loads(pickle.dumps(bank))
+
+
+@pytest.mark.skipif(not numba_available(), reason="numba not installed")
+def test_a_batch_calibrates_in_python_until_compiling_it_pays(monkeypatch):
+    # with the compiled calibration not at hand, a short batch runs the Python calibration,
+    # until the process has calibrated COMPILED_CALIBRATION_FROM records that way; a long
+    # batch, or compiled code at hand, the compiled one: the same anomalies bit for bit
+    import possibly._numba_cache as numba_cache
+    from possibly.changepoint import anomaly_numba
+    from possibly.changepoint import detector as detector_module
+
+    used = []
+    python = anomaly.calibrate
+
+    def recorded(state, ys, surprises, out):
+        used.append("python")
+        return python(state, ys, surprises, out)
+
+    monkeypatch.setattr(anomaly, "calibrate", recorded)
+    at_hand = [False]
+    monkeypatch.setattr(numba_cache, "has_cached_code", lambda dispatcher: (
+        dispatcher is anomaly_numba.calibrate and at_hand[0]))
+    counter = [0]
+    monkeypatch.setattr(detector_module, "_python_calibrated", counter)
+    limit = detector_module.COMPILED_CALIBRATION_FROM
+    y = np.random.default_rng(3).normal(size=700)
+    y[[100, 400]] += 30.0
+
+    def fit() -> tuple[list[str], np.ndarray]:
+        used.clear()
+        anomalies = ps.ChangepointDetector(sigma=1.0).fit(y).anomaly
+        return used or ["compiled"], anomalies
+
+    way, python_anomaly = fit()
+    assert way == ["python"] and counter[0] == y.size
+    counter[0] = limit - y.size  # this batch reaches the limit: compiled
+    way, compiled_anomaly = fit()
+    assert way == ["compiled"] and counter[0] == limit - y.size
+    np.testing.assert_array_equal(compiled_anomaly, python_anomaly)
+    counter[0], at_hand[0] = 0, True  # compiled code at hand: compiled from the first record
+    assert fit()[0] == ["compiled"] and counter[0] == 0
+    at_hand[0] = False
+    assert ps.ChangepointDetector(sigma=1.0, engine="numpy").fit(y).anomaly is not None
+    assert used[-1:] == ["python"] and counter[0] == 0  # the numpy engine: always Python

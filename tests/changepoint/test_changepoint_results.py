@@ -14,6 +14,7 @@ import possibly as ps
 from possibly import datasets
 from possibly.changepoint import ConjugateModel, NormalMean, PolynomialTrend
 from possibly.changepoint import detector as detector_module
+from possibly.changepoint.models.log_scale import LogTrend
 from possibly.changepoint.models.trend import automatic_prior, hindsight_log_consistency
 from possibly.changepoint.outliers import find_outliers
 from possibly.changepoint.recursion import init, step
@@ -206,3 +207,26 @@ def test_possibility_intervals_equal_the_scan():
         cps = np.sort(rng.choice(n, size=int(rng.integers(0, n + 1)), replace=False))
         alpha = float(rng.choice([0.05, 0.5, 0.7, 1.0]))
         assert possibility_intervals(p, cps, alpha) == intervals_by_scan(p, cps, alpha)
+
+
+@pytest.mark.parametrize("engine, compiled", [("numpy", False), ("auto", None)])
+def test_the_hindsight_outliers_follow_the_detectors_engine(engine, compiled, monkeypatch):
+    # engine="numpy" never reaches numba, the hindsight outliers included (also through a
+    # model on the log scale, and after pickling the result); "auto" leaves the hindsight
+    # its own default (compiled where numba is installed)
+    asked = []
+    hindsight = PolynomialTrend.hindsight_segments
+
+    def record(self, z, discount, lengths, compiled=None):
+        asked.append(compiled)
+        return hindsight(self, z, discount, lengths, compiled=False)
+
+    monkeypatch.setattr(PolynomialTrend, "hindsight_segments", record)
+    y = datasets.well_log()[:600]
+    log_trend = LogTrend(0, prior=automatic_prior(np.log(y)))
+    for det in (ps.ChangepointDetector(engine=engine),
+                ps.ChangepointDetector(model=log_trend, engine=engine)):
+        res = pickle.loads(pickle.dumps(det.fit(y)))
+        asked.clear()
+        assert res.outliers.dtype == np.int64
+        assert asked and set(asked) == {compiled}, (det.model, asked)

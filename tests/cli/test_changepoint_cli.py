@@ -306,3 +306,44 @@ def test_csv_output_computes_the_consistency_column_once(series_file, capsys, mo
     res = ps.ChangepointDetector(sigma=1.0).fit(np.where(np.arange(400) == 10, np.nan, y))
     column = [ln.split(",")[4] for ln in lines[1:]]
     assert column == ["" if np.isnan(c) else repr(float(c)) for c in res.consistency]
+
+
+def test_a_short_input_runs_the_numpy_engine_without_loading_numba(tmp_path, imports_numba):
+    """``--engine auto`` (the default) runs a short input on the numpy engine, its hindsight
+    outliers included: numba's own start in a new process (importing it, loading the cached
+    loops) would cost more than the whole run without it. The process never imports numba."""
+    src = tmp_path / "series.csv"
+    y = ps.datasets.well_log()[:100].copy()
+    y[40] += 4e4  # a spike: the hindsight judges it
+    np.savetxt(src, y, header="y", comments="", fmt="%.6f")
+    assert not imports_numba(["changepoint", str(src), "--out", str(tmp_path / "out.txt")])
+    assert "outliers (1): 40" in (tmp_path / "out.txt").read_text()
+    assert "outliers (1): 40" in (tmp_path / "out.txt").read_text()
+
+
+def test_the_engine_option_and_the_size_rule(tmp_path, monkeypatch):
+    """``--engine`` reaches the detector whatever the input's size; ``auto`` (the default)
+    is the numpy engine up to SMALL_INPUT rows and the library's ``auto`` above."""
+    from possibly.cli import changepoint_command
+
+    asked = []
+    fit = ps.ChangepointDetector.fit
+
+    def record(self, y):
+        asked.append(self.engine)
+        self.engine = "numpy"
+        return fit(self, y)
+
+    monkeypatch.setattr(ps.ChangepointDetector, "fit", record)
+    small = changepoint_command.SMALL_INPUT
+    cases = [(50, ["--engine", "numba"], "numba"), (50, ["--engine", "numpy"], "numpy"),
+             (small, [], "numpy"), (small + 1, [], "auto"),
+             (small + 1, ["--engine", "numpy"], "numpy")]
+    for rows, option, expected in cases:
+        src = tmp_path / "obs.csv"
+        np.savetxt(src, np.random.default_rng(rows).normal(size=rows), header="y",
+                   comments="", fmt="%.6f")
+        asked.clear()
+        assert main(["changepoint", str(src), "--period", "none",
+                     "--out", str(tmp_path / "out.txt"), *option]) == 0
+        assert asked == [expected], (rows, option, asked)

@@ -144,23 +144,14 @@ def test_the_mostly_discounted_advice_knows_the_scales_came_from_the_data(tmp_pa
     assert "leave them out" in capsys.readouterr().err  # given scales: leaving them out helps
 
 
-def test_a_short_input_runs_numpys_steps_without_loading_numba(tmp_path):
+def test_a_short_input_runs_numpys_steps_without_loading_numba(tmp_path, imports_numba):
     """``--engine auto`` (the default) filters a short input with numpy's steps: numba's own
     start in a new process (importing it, loading the cached loops) would cost more than the
-    whole run without it. The process never imports numba (checked in a new interpreter: this
-    one may have imported it already)."""
-    import subprocess
-    import sys
-
+    whole run without it. The process never imports numba."""
     src = tmp_path / "track.csv"
     np.savetxt(src, np.cumsum(np.random.default_rng(2).normal(size=100)), header="x",
                comments="", fmt="%.6f")
-    code = ("import sys\nfrom possibly.cli import main\n"
-            f"main(['kalman', {str(src)!r}, '--out', {str(tmp_path / 'out.csv')!r}])\n"
-            "print('numba' in sys.modules)")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=True)
-    assert done.stdout.strip().splitlines()[-1] == "False"
+    assert not imports_numba(["kalman", str(src), "--out", str(tmp_path / "out.csv")])
 
 
 def test_the_engine_option_and_the_size_rule(tmp_path, monkeypatch):

@@ -62,6 +62,11 @@ __all__ = ["ChangepointDetector", "default_forgetting", "default_tol", "numba_av
 
 #: observations per call of the compiled loop: Python checks for Ctrl-C between chunks
 CHUNK = 1 << 15
+#: records from which a batch's anomaly calibration is compiled, when it is not at hand already
+#: (numba's disk cache, or loaded): fewer run the Python calibration (the same numbers bit for
+#: bit) until the process has calibrated this many that way (_python_calibrated)
+COMPILED_CALIBRATION_FROM = 10_000
+_python_calibrated = [0]
 
 
 @functools.cache
@@ -280,8 +285,8 @@ class ChangepointDetector(SequentialEstimator):
         ``indistinguishable`` when the model merges runs), else numpy. ``"numba"`` refuses
         other models with the reason. The first compiled fit on a machine compiles the loop
         (seconds, once: it is cached on disk) and the first of each process loads numba;
-        ``"numpy"`` avoids both for a one-off short series (docs: Numerics, the one-time
-        cost).
+        ``"numpy"`` avoids both for a one-off short series, the result's hindsight outliers
+        included (docs: Numerics, the one-time cost).
     history : bool
         Keep per-step outputs (about 50 bytes per step) so that :meth:`result` works after
         streaming; False streams in bounded memory (:attr:`changepoints` and each step's Info
@@ -585,6 +590,22 @@ class ChangepointDetector(SequentialEstimator):
             self._calibrators = fns
         return fns
 
+    def _batch_calibration(self, n: int) -> Any:
+        """The anomaly calibration of a batch of ``n`` records: compiled (as
+        :meth:`_calibrate_functions`) when its code is at hand, or ``n`` and the records the
+        Python calibration did in this process reach :data:`COMPILED_CALIBRATION_FROM`; the
+        Python calibration otherwise (the same numbers: compiling it, seconds once per machine,
+        would cost more than it saves on fewer records)."""
+        if self.engine != "numpy" and numba_available():
+            from possibly._numba_cache import has_cached_code
+            from possibly.changepoint import anomaly_numba
+
+            if (_python_calibrated[0] + n < COMPILED_CALIBRATION_FROM
+                    and not has_cached_code(anomaly_numba.calibrate)):
+                _python_calibrated[0] += n
+                return anomaly_calibration.calibrate
+        return self._calibrate_functions()[1]
+
     def _anomalies(self, arr: np.ndarray, log_consistency: np.ndarray) -> np.ndarray:
         """The calibrated anomaly of each of ``arr`` (the recursion's ``log_consistency``),
         the calibration advanced only when every record is done (an interrupt changes
@@ -595,7 +616,7 @@ class ChangepointDetector(SequentialEstimator):
         surprises = -np.asarray(log_consistency, dtype=np.float64)
         state = self._calibration.copy()
         out = np.empty(len(values))
-        self._calibrate_functions()[1](state, values, surprises, out)
+        self._batch_calibration(len(values))(state, values, surprises, out)
         self._calibration = state
         return out
 
@@ -1185,7 +1206,7 @@ class ChangepointDetector(SequentialEstimator):
             sigma_estimated=self.sigma_estimated_, outlier_level=self._outlier_level,
             index=index, name=self._name, log_change_possibility=hindsight,
             anomaly=anomaly if anomaly is not None and len(anomaly) == len(t) else None,
-            period=self.period_)
+            period=self.period_, engine=self.engine)
 
     def history_nbytes(self) -> int:
         """Bytes held for the per-step history and the MAP trace."""

@@ -36,8 +36,10 @@ __all__ = ["find_outliers"]
 
 def find_outliers(y: np.ndarray, discount: np.ndarray, segments: Sequence[tuple[int, int]],
                   segment_models: Sequence[int], models: Sequence[SegmentModel],
-                  outlier_level: float) -> np.ndarray:
-    """Indices of the outliers (see the module docstring), increasing.
+                  outlier_level: float, compiled: bool | None = None) -> np.ndarray:
+    """Indices of the outliers (see the module docstring), increasing; ``compiled``: passed
+    to each model's :meth:`~possibly.changepoint.models.SegmentModel.outlying_segments`
+    (False: numpy's steps only; None: the compiled hindsight where numba is installed).
 
     Examples
     --------
@@ -74,5 +76,5 @@ def find_outliers(y: np.ndarray, discount: np.ndarray, segments: Sequence[tuple[
             count = np.r_[0, np.cumsum(candidates)]
             judged = bounds[(which == k) & (count[bounds[:, 1]] > count[bounds[:, 0]])]
         if judged.size:
-            found |= candidates & model.outlying_segments(y, discount, judged)
+            found |= candidates & model.outlying_segments(y, discount, judged, compiled=compiled)
     return np.flatnonzero(found).astype(np.int64)

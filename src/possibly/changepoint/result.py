@@ -100,6 +100,10 @@ class ChangepointResult:
     period : int or None
         The anomaly signal's period in records (the detector's ``period_``: given, or
         inferred with ``period="auto"``); None: no cycle.
+    engine : {"auto", "numpy", "numba"}
+        The detector's ``engine``: with ``"numpy"``, :attr:`outliers` judges the segments by
+        numpy's steps too (never importing numba); otherwise by the compiled hindsight when
+        numba is installed.
 
     Examples
     --------
@@ -131,6 +135,7 @@ class ChangepointResult:
     log_change_possibility: np.ndarray | None = None
     anomaly: np.ndarray | None = None
     period: int | None = None
+    engine: str = "auto"
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
     def __repr__(self) -> str:
@@ -209,9 +214,11 @@ class ChangepointResult:
     def outliers(self) -> np.ndarray:
         """Observations treated as outliers (:mod:`possibly.changepoint.outliers`)."""
         if "outliers" not in self._cache:
+            # (a result pickled before it had an engine: "auto")
+            numpy_only = getattr(self, "engine", "auto") == "numpy"
             self._cache["outliers"] = find_outliers(
                 self.y, self.discount, self.segments, self.segment_models, self.params.models,
-                self.outlier_level)
+                self.outlier_level, compiled=False if numpy_only else None)
         return self._cache["outliers"].copy()
 
     # -- possibilistic uncertainty (changepoint/uncertainty.py) ---------------------------------

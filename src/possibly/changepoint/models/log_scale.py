@@ -151,9 +151,10 @@ class LogTrend(PolynomialTrend):
     def outlying(self, y: np.ndarray, discount: np.ndarray) -> np.ndarray:
         return super().outlying(np.log(_positive_series(y)), discount)
 
-    def outlying_segments(self, y: np.ndarray, discount: np.ndarray,
-                          bounds: np.ndarray) -> np.ndarray:
-        return super().outlying_segments(np.log(_positive_series(y)), discount, bounds)
+    def outlying_segments(self, y: np.ndarray, discount: np.ndarray, bounds: np.ndarray,
+                          compiled: bool | None = None) -> np.ndarray:
+        return super().outlying_segments(np.log(_positive_series(y)), discount, bounds,
+                                         compiled)
 
     def fitted(self, y: Any, weights: Any, forgetting: float = 1.0, alpha: float = 0.1
                ) -> tuple[np.ndarray, np.ndarray]:

@@ -321,13 +321,15 @@ class SegmentModel(abc.ABC):
         observations of one segment lie far from it; the default: none."""
         return np.zeros(len(y), dtype=bool)
 
-    def outlying_segments(self, y: np.ndarray, discount: np.ndarray,
-                          bounds: np.ndarray) -> np.ndarray:
+    def outlying_segments(self, y: np.ndarray, discount: np.ndarray, bounds: np.ndarray,
+                          compiled: bool | None = None) -> np.ndarray:
         """:meth:`outlying` of several segments at once: ``bounds`` holds one ``(start,
         stop)`` row per segment (half-open, increasing, disjoint, within ``y``: else a
         ValueError), and the result one flag per observation of ``y`` (False outside the
         segments). The default calls
         :meth:`outlying` per segment; models override it with one pass over all of them.
+        ``compiled``: for a model with a compiled pass, False runs numpy's steps, None the
+        compiled pass when numba is installed (the default ignores it).
 
         Examples
         --------

@@ -553,8 +553,8 @@ class PolynomialTrend(WholeSeriesPrior, SegmentModel):
                                        self._replay_weights(z, discount), self.dim)
         return lc < OUTLIER_LOG_CONSISTENCY
 
-    def outlying_segments(self, y: np.ndarray, discount: np.ndarray,
-                          bounds: np.ndarray) -> np.ndarray:
+    def outlying_segments(self, y: np.ndarray, discount: np.ndarray, bounds: np.ndarray,
+                          compiled: bool | None = None) -> np.ndarray:
         """:meth:`outlying` of every segment in one pass (see
         :meth:`SegmentModel.outlying_segments`): the exponents the segments' runs gave, by a
         compiled replay (numba) or a numpy one, then the leave-one-out consistencies of all
@@ -569,7 +569,8 @@ class PolynomialTrend(WholeSeriesPrior, SegmentModel):
             int(lengths.sum()))
         z = (np.asarray(y, dtype=np.float64)[idx] - prior.loc) / prior.scale
         disc = np.asarray(discount, dtype=np.float64)[idx]
-        out[idx] = self.hindsight_segments(z, disc, lengths) < OUTLIER_LOG_CONSISTENCY
+        out[idx] = self.hindsight_segments(z, disc, lengths,
+                                           compiled) < OUTLIER_LOG_CONSISTENCY
         return out
 
     def hindsight_segments(self, z: np.ndarray, discount: np.ndarray, lengths: np.ndarray,
