@@ -4,7 +4,6 @@ streams, and bad periods."""
 
 from __future__ import annotations
 
-import itertools
 import math
 import pickle
 from fractions import Fraction
@@ -208,41 +207,9 @@ def test_numba_equals_numpy(period):
     anomaly.calibrate(a, y, surprises, out_a)
     anomaly_numba.calibrate(b, y, surprises, out_b)
     np.testing.assert_array_equal(out_a, out_b)
-    # the same state but the windows' sorted copies, which only the compiled step keeps
-    copies = anomaly.calibration_size(period) - _sorted_copies_size(anomaly.WINDOW)
-    np.testing.assert_array_equal(a[:copies], b[:copies])
-    assert a[copies] == 0.0 and b[copies] == 1.0  # stale / kept
-    for w, values in enumerate(_windows(b, period)):
-        np.testing.assert_array_equal(_sorted_copy(b, copies + 1, w, len(values)),
-                                      np.sort(values))
+    np.testing.assert_array_equal(a, b)
     assert out_a.max() > 1.0 - 1e-6
     assert anomaly_numba.calibrate_one(b, 50.0, 40.0) == anomaly.calibrate_one(a, 50.0, 40.0)
-
-
-def _sorted_copies_size(window):
-    blocks = -(-window // anomaly.BLOCK)
-    return 1 + 2 * blocks * (anomaly.BLOCK + 2)
-
-
-def _windows(state, period, window=anomaly.WINDOW, cycles=anomaly.CYCLES):
-    """The two windows of a state (surprises, sums), by the layout of the module's comment."""
-    ring = anomaly.HEAD + cycles * (period or 0)
-    n = int(state[6])  # _N_WIN
-    return state[ring:ring + n], state[ring + window:ring + window + n]
-
-
-def _sorted_copy(state, at, which, n, window=anomaly.WINDOW):
-    """The values of a window's sorted copy, read block by block from their rotations."""
-    blocks = -(-window // anomaly.BLOCK)
-    base = at + which * blocks * (anomaly.BLOCK + 2)
-    out = []
-    for b in range(-(-n // anomaly.BLOCK)):
-        count = min(anomaly.BLOCK, n - b * anomaly.BLOCK)
-        rot = int(state[base + blocks + b])
-        block = base + 2 * blocks + b * anomaly.BLOCK
-        out += [state[block + (rot + i) % anomaly.BLOCK] for i in range(count)]
-        assert state[base + b] == out[b * anomaly.BLOCK]  # the block's first value
-    return np.array(out)
 
 
 def _stream(seed=0):
@@ -584,55 +551,3 @@ def test_a_state_of_another_layout_is_refused_on_loading():
     bank.__dict__["_post"] = bank.__dict__["_post"][:, :2015].copy()
     with pytest.raises(ValueError, match="another version"):
         pickle.loads(pickle.dumps(bank))
-
-
-@pytest.mark.parametrize("window", [1, 2, 63, 64, 65, 130, 300])
-def test_sorted_copy_ranks_as_a_count_over_the_window(window):
-    """The sorted copy of a window (blocks of BLOCK values, each rotated), fed as the step
-    feeds it (the oldest value replaced once full), gives at every record the count over
-    the window's values, with ties, zeros of both signs and infinities."""
-    rng = np.random.default_rng(window)
-    blocks = -(-window // anomaly.BLOCK)
-    state = np.zeros(blocks * (anomaly.BLOCK + 2))
-    ring, n, pos = np.zeros(window), 0, 0
-    choices = [0.0, -0.0, math.inf, 1.0, 2.0]
-    for step in range(3 * window + 40):
-        v = float(rng.normal()) if step % 3 else choices[step % 5]
-        below = anomaly.sorted_below(state, 0, blocks, n, v)
-        assert below == sum(1 for u in ring[:n] if u < v)
-        assert n - below == anomaly.count_at_least(ring[:n], v)
-        old = anomaly.sorted_below(state, 0, blocks, n, ring[pos]) if n == window else n
-        anomaly.sorted_move(state, 0, blocks, n, old, below, v)
-        ring[pos], pos, n = v, (pos + 1) % window, min(n + 1, window)
-        assert _sorted_copy(state, 0, 0, n, window).tolist() == sorted(ring[:n].tolist())
-    rebuilt = np.zeros_like(state)
-    anomaly.sorted_rebuild(rebuilt, 0, blocks, ring, n)
-    assert _sorted_copy(rebuilt, 0, 0, n, window).tolist() == sorted(ring.tolist())
-
-
-@needs_numba
-@pytest.mark.parametrize("period", [None, 5])
-@pytest.mark.parametrize("window", [1, 37, 64, 65, 200])
-def test_compiled_ranks_from_sorted_copies_equal_the_python_step(period, window):
-    """The compiled step ranks from the windows' sorted copies, the Python step counts over
-    the windows: the same anomalies bit for bit, also when the engines alternate on one
-    state (the compiled step rebuilds the copies the Python step left stale)."""
-    from possibly.changepoint import anomaly_numba
-
-    rng = np.random.default_rng(window)
-    n = 6 * window + 300
-    y = np.round(rng.standard_t(2, size=n), 1)
-    y[rng.random(n) < 0.02] = np.nan
-    surprises = np.round(np.abs(rng.standard_t(2, size=n)), 1)  # ties
-    surprises[50:60] = 0.0
-    surprises[n // 2:n // 2 + 20] += 30.0  # beyond every kept one, then a sustained rise
-    want = _calibrated(y, surprises, period, window=window, cycles=3)
-    state, got = anomaly.new_calibration(period, window, 3), np.empty(n)
-    cuts = [0, n // 5, n // 3, n // 2, 3 * n // 4, n]
-    for i, (a, b) in enumerate(itertools.pairwise(cuts)):
-        step = anomaly_numba.calibrate if i % 2 == 0 else anomaly.calibrate
-        step(state, y[a:b], surprises[a:b], got[a:b])
-    np.testing.assert_array_equal(got, want)
-    whole, out = anomaly.new_calibration(period, window, 3), np.empty(n)
-    anomaly_numba.calibrate(whole, y, surprises, out)
-    np.testing.assert_array_equal(out, want)

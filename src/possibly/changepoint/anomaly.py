@@ -12,17 +12,13 @@ for the residual ``x_t = y_t − median(y_{t−P}, …, y_{t−kP})`` (``k = CYC
 ones), and without one the detector's ``−log c_t`` (the segment model's surprise).
 
 A stream's whole state is one flat float64 array of fixed size :func:`calibration_size`
-(:func:`new_calibration`; 66.6 kB without a period, 67.9 kB with ``P = 24``);
+(:func:`new_calibration`; 32.8 kB without a period, 34.1 kB with ``P = 24``);
 :func:`calibrate_one` ``(state, y, surprise) -> anomaly`` advances it by one record (a NaN
 ``y``: missing, anomaly 0) and :func:`calibrate` by many. Both are plain Python on floats,
 which :mod:`possibly.changepoint.anomaly_numba` compiles unchanged with their helpers, so a
 compiled loop over many streams (a bank) calls the same step on each row of a
-``(streams, size)`` array. The compiled step also keeps each window sorted, in blocks of
-:data:`BLOCK` values (:func:`sorted_below`, :func:`sorted_move`), so an exact rank is a binary
-search and a record moves at most two blocks' values and one value per block between them:
-a few cache lines of the state per record instead of two passes over both windows (the Python
-step counts over the window and marks the sorted copies stale; the compiled step rebuilds them
-when it finds them so). A statistic beyond its window's maximum takes one pass over the window.
+``(streams, size)`` array. A step is two passes over the window's statistics (exact ranks),
+and one more when a statistic is beyond its window's maximum.
 """
 
 from __future__ import annotations
@@ -32,12 +28,10 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["BLOCK", "CHANNELS", "CYCLES", "MAX_PERIOD", "MAX_SHAPE", "REPEATS", "SPAN", "TAIL",
+__all__ = ["CHANNELS", "CYCLES", "MAX_PERIOD", "MAX_SHAPE", "REPEATS", "SPAN", "TAIL",
            "WINDOW", "beyond_p_value", "calibrate", "calibrate_one", "calibration_size",
-           "check_period", "check_state", "count_at_least", "insert_sorted", "new_calibration",
-           "peek_one", "repeat_p_value", "sift_down", "sorted_below", "sorted_move",
-           "sorted_rebuild", "sorted_windows", "state_period", "upper_p_value", "window_count",
-           "window_insert"]
+           "check_period", "check_state", "count_at_least", "insert_sorted",
+           "new_calibration", "peek_one", "repeat_p_value", "state_period", "upper_p_value"]
 
 #: previous periods whose same-phase median is the cycle removed from a record
 CYCLES = 7
@@ -55,14 +49,10 @@ MAX_SHAPE = 0.9
 REPEATS = 10
 #: the channels combined (record, sustained, repeats): the Bonferroni factor
 CHANNELS = 3
-#: values per block of a window's sorted copy (a power of two)
-BLOCK = 64
 
 # state layout: a header, then the last CYCLES · P values (by t mod CYCLES · P), the last
 # WINDOW surprises and WINDOW sustained statistics (two rings sharing a position), the last
-# SPAN records' −log p (a ring), scratch cells for the median and the tail's largest values,
-# then the sorted copies of the two windows (a flag, 1 when they hold the windows, then per
-# window: the first value of each block, each block's rotation, the blocks; sorted_below)
+# SPAN records' −log p (a ring), and scratch cells for the median and the tail's largest values
 # (the header ends with the REPEATS + 1 counts of repeat_p_value, then the same counts as
 # they were at the start of the current run)
 _PERIOD, _CYCLES, _WINDOW, _T, _N_REF, _MEAN_REF, _N_WIN, _POS, _N_RECENT, _LAST_Y, _RUN = range(11)
@@ -101,19 +91,15 @@ def check_period(period: Any) -> int | None:
 
 def calibration_size(period: int | None, window: int = WINDOW, cycles: int = CYCLES) -> int:
     """Length of a stream's state array (fixed by the settings): the header, ``cycles``
-    periods of values, two rings of ``window`` statistics, :data:`SPAN` recent surprises,
-    scratch, and the two windows' sorted copies (:func:`sorted_below`).
+    periods of values, two rings of ``window`` statistics, :data:`SPAN` recent surprises and
+    scratch.
 
     Examples
     --------
-    >>> blocks = -(-WINDOW // BLOCK)
-    >>> calibration_size(None) == (HEAD + 2 * WINDOW + SPAN + TAIL + 1
-    ...                            + 1 + 2 * blocks * (BLOCK + 2))
+    >>> calibration_size(None) == HEAD + 2 * WINDOW + SPAN + TAIL + 1
     True
     """
-    blocks = -(-window // BLOCK)
-    return (HEAD + cycles * (period or 0) + 2 * window + SPAN + max(cycles, TAIL + 1)
-            + 1 + 2 * blocks * (BLOCK + 2))
+    return HEAD + cycles * (period or 0) + 2 * window + SPAN + max(cycles, TAIL + 1)
 
 
 def new_calibration(period: int | None, window: int = WINDOW, cycles: int = CYCLES
@@ -136,7 +122,6 @@ def new_calibration(period: int | None, window: int = WINDOW, cycles: int = CYCL
     state[_PERIOD], state[_CYCLES], state[_WINDOW] = p, cycles, window
     state[_LAST_Y] = math.nan
     state[HEAD:HEAD + cycles * p] = math.nan
-    state[HEAD + cycles * p + 2 * window + SPAN + max(cycles, TAIL + 1)] = 1.0  # sorted (empty)
     return state
 
 
@@ -166,221 +151,6 @@ def insert_sorted(buffer: np.ndarray, m: int, value: float) -> None:
         buffer[i] = buffer[i - 1]
         i -= 1
     buffer[i] = value
-
-
-def sorted_below(state: np.ndarray, base: int, blocks: int, n: int, level: float) -> int:
-    """``#{v < level}`` among the ``n`` values of the sorted copy at ``state[base:]``.
-
-    A sorted copy of a window of ``n`` values is ``blocks`` blocks of :data:`BLOCK` values
-    (all full but the last), block ``b`` ascending from its rotation ``o``: its ``i``-th
-    value at ``values + b · BLOCK + (o + i) mod BLOCK``; ``state[base + b]`` is its first
-    value, ``state[base + blocks + b]`` its rotation ``o``, and the blocks start at
-    ``values = base + 2 · blocks``. The block is found among the first values, then the rank
-    in it, by binary search: exact (a tie is not below).
-
-    Examples
-    --------
-    >>> state = np.zeros(2 * (BLOCK + 2))
-    >>> sorted_rebuild(state, 0, 2, np.arange(70.0, 0.0, -1.0), 70)
-    >>> sorted_below(state, 0, 2, 70, 66.0), sorted_below(state, 0, 2, 70, 65.5)
-    (65, 65)
-    """
-    if n == 0:
-        return 0
-    used = (n + BLOCK - 1) // BLOCK
-    lo = 1
-    hi = used
-    while lo < hi:  # the blocks whose first value is below level: all theirs but the last's
-        mid = (lo + hi) >> 1
-        if state[base + mid] < level:
-            lo = mid + 1
-        else:
-            hi = mid
-    b = lo - 1
-    count = BLOCK if b < used - 1 else n - b * BLOCK
-    rot = int(state[base + blocks + b])
-    first = base + 2 * blocks + b * BLOCK
-    lo = 0
-    hi = count
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if state[first + ((rot + mid) & (BLOCK - 1))] < level:
-            lo = mid + 1
-        else:
-            hi = mid
-    return b * BLOCK + lo
-
-
-def sorted_move(state: np.ndarray, base: int, blocks: int, n: int, old: int, new: int,
-                value: float) -> None:
-    """Remove the value at position ``old`` of the sorted copy at ``state[base:]``
-    (:func:`sorted_below`) of ``n`` values and insert ``value``, at ``new`` =
-    ``sorted_below(value)`` before the removal; ``old = n``: nothing removed (the copy grows
-    by one, room for it). The values between the two positions move by one: within the two
-    blocks at the ends, and as one value per block between them (each rotated by one).
-
-    Examples
-    --------
-    >>> state = np.zeros(2 * (BLOCK + 2))
-    >>> sorted_rebuild(state, 0, 2, np.arange(70.0), 70)
-    >>> sorted_move(state, 0, 2, 70, 3, sorted_below(state, 0, 2, 70, 68.5), 68.5)
-    >>> sorted_below(state, 0, 2, 70, 68.5), sorted_below(state, 0, 2, 70, 3.5)
-    (68, 3)
-    """
-    mask = BLOCK - 1
-    rots = base + blocks
-    values = base + 2 * blocks
-    if new > old:  # the values at old + 1 .. new - 1 move down by one, value at new - 1
-        new -= 1
-        bo = old // BLOCK
-        bn = new // BLOCK
-        rot = int(state[rots + bo])
-        first = values + bo * BLOCK
-        last = new & mask if bn == bo else mask
-        for i in range(old & mask, last):
-            state[first + ((rot + i) & mask)] = state[first + ((rot + i + 1) & mask)]
-        if bn == bo:
-            state[first + ((rot + last) & mask)] = value
-            state[base + bo] = state[first + rot]
-            return
-        state[first + ((rot + mask) & mask)] = state[base + bo + 1]  # the next block's first
-        state[base + bo] = state[first + rot]
-        for b in range(bo + 1, bn):  # full blocks: the first leaves, its slot is the new last
-            rot = int(state[rots + b])
-            first = values + b * BLOCK
-            state[first + rot] = state[base + b + 1]
-            rot = (rot + 1) & mask
-            state[rots + b] = rot
-            state[base + b] = state[first + rot]
-        rot = int(state[rots + bn])
-        first = values + bn * BLOCK
-        for i in range(new & mask):
-            state[first + ((rot + i) & mask)] = state[first + ((rot + i + 1) & mask)]
-        state[first + ((rot + new) & mask)] = value
-        state[base + bn] = state[first + rot]
-        return
-    # the values at new .. old - 1 move up by one, value at new
-    bo = old // BLOCK
-    bn = new // BLOCK
-    if old == n and (old & mask) == 0:  # a new block
-        state[rots + bo] = 0.0
-    rot = int(state[rots + bn])
-    first = values + bn * BLOCK
-    top = old & mask if bo == bn else mask
-    carry = state[first + ((rot + mask) & mask)]
-    for i in range(top, new & mask, -1):
-        state[first + ((rot + i) & mask)] = state[first + ((rot + i - 1) & mask)]
-    state[first + ((rot + new) & mask)] = value
-    state[base + bn] = state[first + rot]
-    if bo == bn:
-        return
-    for b in range(bn + 1, bo):  # full blocks: the last leaves, its slot is the new first
-        rot = (int(state[rots + b]) - 1) & mask
-        first = values + b * BLOCK
-        leaving = state[first + rot]
-        state[first + rot] = carry
-        state[rots + b] = rot
-        state[base + b] = carry
-        carry = leaving
-    rot = int(state[rots + bo])
-    first = values + bo * BLOCK
-    for i in range(old & mask, 0, -1):
-        state[first + ((rot + i) & mask)] = state[first + ((rot + i - 1) & mask)]
-    state[first + rot] = carry
-    state[base + bo] = carry
-
-
-def sorted_rebuild(state: np.ndarray, base: int, blocks: int, window: np.ndarray,
-                   n: int) -> None:
-    """The sorted copy at ``state[base:]`` (:func:`sorted_below`) of the ``n`` values
-    ``window[:n]``, made anew (an in-place heapsort: no allocation).
-
-    Examples
-    --------
-    >>> state = np.zeros(BLOCK + 2)
-    >>> sorted_rebuild(state, 0, 1, np.array([3.0, 1.0, 2.0]), 3)
-    >>> state[2:5].tolist(), sorted_below(state, 0, 1, 3, 2.5)
-    ([1.0, 2.0, 3.0], 2)
-    """
-    values = base + 2 * blocks
-    for i in range(n):
-        state[values + i] = window[i]
-    for start in range(n // 2 - 1, -1, -1):
-        sift_down(state, values, start, n)
-    for end in range(n - 1, 0, -1):
-        top = state[values]
-        state[values] = state[values + end]
-        state[values + end] = top
-        sift_down(state, values, 0, end)
-    for b in range(blocks):
-        state[base + blocks + b] = 0.0
-        state[base + b] = state[values + b * BLOCK] if b * BLOCK < n else 0.0
-
-
-def sift_down(heap: np.ndarray, at: int, i: int, n: int) -> None:
-    """Restore the max-heap ``heap[at:at + n]`` below its entry ``i`` (:func:`sorted_rebuild`).
-
-    Examples
-    --------
-    >>> heap = np.array([1.0, 5.0, 3.0])
-    >>> sift_down(heap, 0, 0, 3); heap.tolist()
-    [5.0, 1.0, 3.0]
-    """
-    while True:
-        child = 2 * i + 1
-        if child >= n:
-            return
-        if child + 1 < n and heap[at + child + 1] > heap[at + child]:
-            child += 1
-        if not heap[at + child] > heap[at + i]:
-            return
-        top = heap[at + i]
-        heap[at + i] = heap[at + child]
-        heap[at + child] = top
-        i = child
-
-
-def sorted_windows(state: np.ndarray, at: int, ring: int, window: int, n: int) -> None:
-    """Before a record's ranks: the Python step counts over the windows and marks their
-    sorted copies stale (``state[at] = 0``); the compiled step
-    (:mod:`possibly.changepoint.anomaly_numba`) rebuilds them when they are
-    (:func:`sorted_rebuild`: a state the Python step advanced).
-
-    Examples
-    --------
-    >>> state = np.ones(1)
-    >>> sorted_windows(state, 0, 0, 1, 0); state.tolist()
-    [0.0]
-    """
-    state[at] = 0.0
-
-
-def window_count(state: np.ndarray, base: int, blocks: int, values: np.ndarray,
-                 level: float) -> int:
-    """``#{v ≥ level}`` among a window's ``values``: :func:`count_at_least` (the compiled
-    step: ``n − sorted_below`` of the window's sorted copy at ``state[base:]``, the same
-    count).
-
-    Examples
-    --------
-    >>> window_count(np.zeros(0), 0, 1, np.array([3.0, 1.0, 2.0]), 2.0)
-    2
-    """
-    return count_at_least(values, level)
-
-
-def window_insert(state: np.ndarray, base: int, blocks: int, n: int, window: int,
-                  old: float, value: float, below: int) -> None:
-    """After a record's ranks: the compiled step replaces ``old`` (the window's oldest value,
-    when the window holds ``window`` values) by ``value`` in the window's sorted copy at
-    ``state[base:]`` (``below``: ``sorted_below(value)``, known from its rank); the Python
-    step leaves the copy stale (:func:`sorted_windows`).
-
-    Examples
-    --------
-    >>> window_insert(np.zeros(0), 0, 1, 0, 1, 0.0, 1.0, 0)  # Python: nothing to do
-    """
-    return
 
 
 def beyond_p_value(values: np.ndarray, level: float, scratch: np.ndarray) -> float:
@@ -586,12 +356,7 @@ def calibrate_one(state: np.ndarray, y: float, surprise: float) -> float:
         return 1.0 - min(1.0, CHANNELS * p)
     # the record's conformal p-value, extrapolated beyond the window's maximum
     n = int(state[_N_WIN])
-    sorted_at = scratch + max(cycles, TAIL + 1)
-    blocks = (window + BLOCK - 1) // BLOCK
-    surprises = sorted_at + 1  # the windows' sorted copies
-    sums = surprises + blocks * (BLOCK + 2)
-    sorted_windows(state, sorted_at, ring, window, n)
-    at_least = window_count(state, surprises, blocks, state[ring:ring + n], s)
+    at_least = count_at_least(state[ring:ring + n], s)
     body = (1.0 + at_least) / (n + 1.0)
     p = min(p, body if at_least > 0 or n == 0
             else beyond_p_value(state[ring:ring + n], s, state[scratch:]))
@@ -604,16 +369,9 @@ def calibrate_one(state: np.ndarray, y: float, surprise: float) -> float:
     first = 0 if n_recent + 1 < SPAN else (n_recent + 1) % SPAN
     for j in range(min(n_recent + 1, SPAN)):
         sustained += state[recent + (first + j) % SPAN]
-    # ranked as upper_p_value ranks it
-    above = window_count(state, sums, blocks, state[ring + window:ring + window + n],
-                         sustained)
-    p = min(p, (1.0 + above) / (n + 1.0) if above > 0 or n == 0
-            else beyond_p_value(state[ring + window:ring + window + n], sustained,
-                                state[scratch:]))
+    p = min(p, upper_p_value(state[ring + window:ring + window + n], sustained,
+                             state[scratch:]))
     pos = int(state[_POS])
-    window_insert(state, surprises, blocks, n, window, state[ring + pos], s, n - at_least)
-    window_insert(state, sums, blocks, n, window, state[ring + window + pos], sustained,
-                  n - above)
     state[ring + pos] = s
     state[ring + window + pos] = sustained
     state[_POS] = (pos + 1) % window

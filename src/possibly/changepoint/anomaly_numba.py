@@ -5,10 +5,7 @@ unchanged, and :func:`calibrate` its loop over many records (also unchanged), so
 compiled and the Python paths run the same code (tested equal): its helpers are compiled
 unchanged where it calls them, except the rank's count,
 :func:`possibly.changepoint.anomaly.count_at_least`, compiled from a plain loop (where
-``np.count_nonzero`` of a comparison would allocate), and the windows' ranks, which the
-compiled step takes from their sorted copies (:func:`possibly.changepoint.anomaly.sorted_below`,
-kept by :func:`~possibly.changepoint.anomaly.sorted_move`, rebuilt when the Python step left
-them stale): the same counts.
+``np.count_nonzero`` of a comparison would allocate).
 :func:`bank_calibration` is the same step as the per-stream hook of a
 :class:`~possibly.changepoint.DetectorBank`'s compiled loop (inlined there, allocating
 nothing).
@@ -26,7 +23,7 @@ from possibly.changepoint import anomaly
 from possibly.changepoint.compiled_engine import BANK_COLUMNS
 
 __all__ = ["ANOMALY_COLUMN", "bank_calibration", "calibrate", "calibrate_one",
-           "calibrate_one_entry", "sorted_replace"]
+           "calibrate_one_entry"]
 
 #: the column of a bank's output row that :func:`bank_calibration` writes (after
 #: :data:`~possibly.changepoint.compiled_engine.BANK_COLUMNS`)
@@ -47,51 +44,8 @@ def _count_at_least(values, level):  # pragma: no cover - compiled
 
 # the step's helpers, compiled unchanged where the step calls them
 for _helper in (anomaly.insert_sorted, anomaly.beyond_p_value, anomaly.upper_p_value,
-                anomaly.repeat_p_value, anomaly.sorted_below, anomaly.sorted_move,
-                anomaly.sorted_rebuild, anomaly.sift_down):
+                anomaly.repeat_p_value):
     register_jitable(_helper)
-
-
-@overload(anomaly.sorted_windows, jit_options={"nogil": True}, inline="always")
-def _sorted_windows(state, at, ring, window, n):  # pragma: no cover - compiled
-    def rebuild_when_stale(state, at, ring, window, n):
-        if state[at] != 1.0:  # advanced by the Python step: the sorted copies made anew
-            blocks = (window + anomaly.BLOCK - 1) // anomaly.BLOCK
-            size = blocks * (anomaly.BLOCK + 2)
-            anomaly.sorted_rebuild(state, at + 1, blocks, state[ring:], n)
-            anomaly.sorted_rebuild(state, at + 1 + size, blocks, state[ring + window:], n)
-            state[at] = 1.0
-
-    return rebuild_when_stale
-
-
-@overload(anomaly.window_count, jit_options={"nogil": True}, inline="always")
-def _window_count(state, base, blocks, values, level):  # pragma: no cover - compiled
-    def count(state, base, blocks, values, level):
-        n = values.shape[0]
-        return n - anomaly.sorted_below(state, base, blocks, n, level)
-
-    return count
-
-
-@register_jitable
-def sorted_replace(state, base, blocks, n, window, old, value,
-                   below):  # pragma: no cover - compiled
-    """``value`` into the sorted copy of a window of ``n`` values, in place of ``old`` when
-    the window is full (``n = window``): :func:`possibly.changepoint.anomaly.sorted_move`."""
-    at = n
-    if n == window:
-        at = anomaly.sorted_below(state, base, blocks, n, old)
-    anomaly.sorted_move(state, base, blocks, n, at, below, value)
-
-
-@overload(anomaly.window_insert, jit_options={"nogil": True}, inline="always")
-def _window_insert(state, base, blocks, n, window, old, value,
-                   below):  # pragma: no cover - compiled
-    def insert(state, base, blocks, n, window, old, value, below):
-        sorted_replace(state, base, blocks, n, window, old, value, below)
-
-    return insert
 
 
 #: :func:`possibly.changepoint.anomaly.calibrate_one`, compiled
