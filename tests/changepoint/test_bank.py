@@ -410,6 +410,8 @@ def test_new_ids_need_a_prior_with_the_default_models():
     (5, [1.0], "ids must be a sequence of hashable labels"),
     ([[1], [2]], [1.0, 2.0], "ids must be hashable labels"),
     (["a", "a"], [1.0, 2.0], "ids must be distinct within one call"),
+    (["c", "a", "a"], [1.0, 2.0, 3.0], "ids must be distinct within one call"),  # no "c" made
+    ([1, 1.0], [1.0, 2.0], "ids must be distinct within one call"),  # equal labels
     (["a", "b"], [1.0], r"values must be one number per id .*: 2 of them, got shape \(1,\)"),
     (["a"], [np.inf], "values must be one number per id.*got inf at position 0"),
     (["a", "b"], [1.0, 1e200], "values must be .*at most 1e\\+150.*position 1"),

@@ -470,3 +470,25 @@ def test_count_stream_with_its_inferred_period():
     for res in fits[1:]:
         np.testing.assert_array_equal(res.changepoints, fits[0].changepoints)
         np.testing.assert_allclose(res.discount, fits[0].discount, rtol=1e-9)
+
+
+@pytest.mark.parametrize("rho", [1.0, 0.97])
+def test_kernel_keeps_lgamma_of_a_for_the_next_update(rho):
+    """The trend kernel keeps lgamma(a) of each run from one update to the next: the run's
+    rows equal bit for bit those of a kernel that computes it afresh at every update (the
+    cell reset to NaN), and the kept value is lgamma of the run's a."""
+    rng = np.random.default_rng(4)
+    model = PolynomialTrend(2, prior=SegmentPrior(0.0, 1.0, 50.0))
+    params = model.compiled_kernel().params
+    kept, fresh = pack_runs(model.new_runs(1)), pack_runs(model.new_runs(1))
+    work = np.zeros(12)
+    for i, y in enumerate(rng.standard_t(3, size=60) * 2.0):
+        if i:
+            KERNEL.forget(params, kept, 0, rho, work)
+            KERNEL.forget(params, fresh, 0, rho, work)
+        g = 1.0 if i % 7 else 0.4  # discounted records too
+        fresh[0, 15] = np.nan
+        assert KERNEL.update(params, kept, 0, y, g, work) == KERNEL.update(params, fresh, 0,
+                                                                          y, g, work)
+        np.testing.assert_array_equal(kept[0, :15], fresh[0, :15])
+        assert kept[0, 15] == math.lgamma(kept[0, 12])

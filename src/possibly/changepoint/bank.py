@@ -120,7 +120,7 @@ class DetectorBank:
     ``engine="auto"`` uses the compiled engine when numba is installed and the models have a
     compiled kernel (as the detector); the numpy engine steps each stream in Python (the same
     numbers as the detector's numpy engine). Memory of the compiled engine: each stream has
-    room for 16 run hypotheses per model (136 bytes each with the default models: about 6.5 kB
+    room for 16 run hypotheses per model (144 bytes each with the default models: about 6.9 kB
     per stream), doubled when it needs more, in pools that grow by doubling; plus the MAP
     trace (four integers per change of a stream's MAP segment or model). Every stream also
     keeps the calibration of its anomaly signal: the last ``WINDOW = 2000`` surprises and
@@ -285,8 +285,8 @@ class DetectorBank:
                 self._process_warm_up(rows, series)
 
     def _new_ids(self, ids: Any) -> list[Hashable]:
-        ids = self._id_list(ids)
-        if len(set(ids)) != len(ids):
+        ids, distinct = self._id_list(ids)
+        if distinct != len(ids):
             raise ValueError("ids must be distinct (one stream each)")
         known = [i for i in ids if i in self._row]
         if known:
@@ -294,19 +294,23 @@ class DetectorBank:
         return ids
 
     @staticmethod
-    def _id_list(ids: Any) -> list[Hashable]:
-        """``ids`` as a list of hashable labels."""
+    def _id_list(ids: Any) -> tuple[list[Hashable], int]:
+        """``ids`` as a list of hashable labels, and the number of distinct ones."""
         if isinstance(ids, (str, bytes)) or not hasattr(ids, "__iter__"):
             raise ValueError(f"ids must be a sequence of hashable labels (strings, integers), "
                              f"one per stream, got {describe(ids)}")
         out = ids.tolist() if isinstance(ids, np.ndarray) else list(ids)
-        for i in out:
-            try:
-                hash(i)
-            except TypeError:
-                raise ValueError(f"ids must be hashable labels (strings, integers), got "
-                                 f"{describe(i)}") from None
-        return out
+        try:
+            distinct = len(set(out))  # hashes every label
+        except TypeError:
+            for i in out:
+                try:
+                    hash(i)
+                except TypeError:
+                    raise ValueError(f"ids must be hashable labels (strings, integers), got "
+                                     f"{describe(i)}") from None
+            raise
+        return out, distinct
 
     @staticmethod
     def _warm_up_series(warm_up: Any, n: int) -> list[Any]:
@@ -534,11 +538,11 @@ class DetectorBank:
         ([True, False], [3])
         """
         with self._exclusive():
-            ids = self._id_list(ids)
+            ids, distinct = self._id_list(ids)
             y = self._values(values, len(ids))
-            rows = self._rows_of(ids)
-            if len(rows) > 1 and np.unique(rows).size != len(rows):
+            if distinct != len(ids):  # distinct ids have distinct rows
                 raise ValueError("ids must be distinct within one call (one value per stream)")
+            rows = self._rows_of(ids)
             return self._step_rows(rows, y)
 
     @staticmethod

@@ -1077,10 +1077,12 @@ def gammaln(x: Any) -> Any:
 
 # ----------------------------------------------------------------------------------------------
 # the compiled kernel (KernelFunctions), the formulas of observe_prepared and forget per run.
-# A run is the row (m (3), cov (3 × 3, row-major), a, b, seen), coefficients padded to 3; params
-# are (degree, integrated, floor, loc, scale, a₀, b₀, cov₀ (9), noise floor).
+# A run is the row (m (3), cov (3 × 3, row-major), a, b, seen, lgamma(a)), coefficients padded
+# to 3; params are (degree, integrated, floor, loc, scale, a₀, b₀, cov₀ (9), noise floor).
+# lgamma(a) is the integrated evidence's lgamma of the run's a, kept from its update for the
+# next one (the same function of the same a: the same bits); NaN until computed.
 
-TREND_WIDTH = 15
+TREND_WIDTH = 16
 TREND_PARAMS = 17
 #: the shift matrix F[i, j] = C(j, i) of the largest degree
 SHIFT = ((1.0, 1.0, 1.0), (0.0, 1.0, 2.0), (0.0, 0.0, 1.0))
@@ -1095,6 +1097,7 @@ def pack_runs(runs: Runs) -> np.ndarray:
     cov[:, :p, :p] = runs["cov"]
     rows[:, 3:12] = cov.reshape(n, 9)
     rows[:, 12], rows[:, 13], rows[:, 14] = runs["a"], runs["b"], runs["seen"]
+    rows[:, 15] = np.nan  # lgamma(a): computed by the kernel at the run's next update
     return rows
 
 
@@ -1117,6 +1120,7 @@ def kernel_new_run(params: np.ndarray, runs: np.ndarray, j: int) -> None:
     runs[j, 12] = params[5]
     runs[j, 13] = params[6]
     runs[j, 14] = 0.0
+    runs[j, 15] = math.nan
 
 
 def kernel_forget(params: np.ndarray, runs: np.ndarray, j: int, rho: float,
@@ -1148,6 +1152,7 @@ def kernel_forget(params: np.ndarray, runs: np.ndarray, j: int, rho: float,
                 runs[j, 3 + 3 * r + c] = runs[j, 3 + 3 * r + c] / rho
         runs[j, 12] = runs[j, 12] * rho
         runs[j, 13] = max(runs[j, 13] * rho, B_MIN)
+        runs[j, 15] = math.nan
 
 
 def kernel_log_consistency(params: np.ndarray, runs: np.ndarray, j: int, z: float) -> float:
@@ -1164,8 +1169,15 @@ def kernel_update(params: np.ndarray, runs: np.ndarray, j: int, z: float, g: flo
     q = runs[j, 3]
     gq = 1.0 + g * q
     log_ratio = math.log1p(0.5 * g * r * r / (gq * bj))
-    if params[1] != 0.0:  # integrated evidence
-        best = (-0.5 * g * LOG_2PI + math.lgamma(aj + 0.5 * g) - math.lgamma(aj)
+    integrated = params[1] != 0.0
+    lgamma_next = math.nan
+    if integrated:
+        lgamma_a = runs[j, 15]
+        if lgamma_a != lgamma_a:
+            lgamma_a = math.lgamma(aj)
+            runs[j, 15] = lgamma_a
+        lgamma_next = math.lgamma(aj + 0.5 * g)
+        best = (-0.5 * g * LOG_2PI + lgamma_next - lgamma_a
                 - 0.5 * math.log(gq) - 0.5 * g * math.log(bj))
     else:
         best = 0.0
@@ -1181,6 +1193,7 @@ def kernel_update(params: np.ndarray, runs: np.ndarray, j: int, z: float, g: flo
         for c in range(p):
             runs[j, 3 + 3 * row + c] = runs[j, 3 + 3 * row + c] - gain * work[c]
     runs[j, 12] = aj + 0.5 * g
+    runs[j, 15] = lgamma_next  # lgamma of that same a (NaN without the integrated evidence)
     runs[j, 13] = bj + 0.5 * g * r * r / (1.0 + g * q)
     if params[16] > 0.0:  # a quantised series: b / a at least the rounding variance
         runs[j, 13] = max(runs[j, 13], runs[j, 12] * params[16])
