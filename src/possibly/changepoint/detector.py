@@ -342,9 +342,10 @@ class ChangepointDetector(SequentialEstimator):
         what the first :meth:`fit` or :meth:`extend` receives (its values and, for a pandas
         Series with a DatetimeIndex, its time stamps); with the default models, the accepted
         periods add the seasonal members (``model_family(period=...)``), and the shortest,
-        rounded, is the anomaly signal's period. A series without a strong cycle (most
-        series: no period is accepted on noise, trends or level shifts) gets exactly the
-        results of ``period=None``, and so does a vector series or a stream begun with
+        rounded, of at most 10⁶ records is the anomaly signal's period (a longer one, as a
+        day of millisecond data, only adds its seasonal member). A series without a strong
+        cycle (most series: no period is accepted on noise, trends or level shifts) gets
+        exactly the results of ``period=None``, and so does a vector series or a stream begun with
         :meth:`update` (no series to infer from: fit or extend a warm-up first to have its
         cycles); :meth:`reset` forgets the periods (the next fit or extend infers them
         again). A whole number in ``[2, 10⁶]`` (an int, or a float that is one, as ``24.0``;
@@ -844,7 +845,12 @@ class ChangepointDetector(SequentialEstimator):
             self._settle()
             surprise = math.nan  # not used with a period
             if state_period(self._calibration) is None:
-                _, out = self._run(self._current_runs(), arr)
+                fresh = self.params_ is None
+                try:
+                    _, out = self._run(self._current_runs(), arr)
+                finally:
+                    if fresh:  # the parameters the run resolved are not kept: no change
+                        self.params_, self.sigma_estimated_, self._compiled = None, False, None
                 surprise = -float(out["log_consistency"][0])
             # update's step on a copy of the calibration (the same engine, the same numbers)
             return float(self._calibrate_functions()[0](self._calibration.copy(),
@@ -1140,7 +1146,10 @@ class ChangepointDetector(SequentialEstimator):
             and index.dtype.kind == "M" and len(index) == len(arr) else None
         periods = infer_period(arr, stamps)
         self.periods_ = periods
-        self.period_ = None if periods is None else int(round(periods[0]))
+        # the shortest the anomaly signal's state can hold (a day of millisecond data is
+        # longer: the seasonal models take it, the anomaly signal goes without a cycle)
+        self.period_ = next((int(round(p)) for p in periods or ()
+                             if round(p) <= anomaly_calibration.MAX_PERIOD), None)
         self._calibration = new_calibration(self.period_)
         if periods is not None and self._default_models():
             self._set_models(tuple(seasonal_family(period=periods)))
