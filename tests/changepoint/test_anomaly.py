@@ -10,6 +10,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+import scipy.special
 from scipy.stats import genpareto
 
 import possibly as ps
@@ -55,6 +56,24 @@ def upper_reference(kept, level):
     return tail_reference(kept, level)
 
 
+def repeat_reference(run, c):
+    """The repeats channel from its definition (math §6): the rank within the earlier runs;
+    beyond them, the top rank times the Beta predictive of the further repeats (when enough
+    records reached the longest earlier run); beyond REPEATS, the last ratio's, floored."""
+    top, total = anomaly.REPEATS, 1 + c[0]
+    if run <= top and c[run] >= 0.5:
+        return (1 + c[run]) / total
+    longest = max(j for j in range(min(run, top) + 1) if j == 0 or c[j] >= 0.5)
+    if longest == top:
+        further = np.cumprod([(c[top] + 1 + i) / (c[top - 1] + 2 + i) for i in range(run - top)])
+        return max((1 + c[top]) / total * further[-1], 1 / total)
+    if c[longest] < anomaly.MIN_TRIALS:
+        return (1 + c[min(run, top)]) / total
+    a, b, m = c[longest + 1] + 1, c[longest] - c[longest + 1] + 1, run - longest - 1
+    predictive = scipy.special.beta(a + m, b) / scipy.special.beta(a, b)
+    return (1 + c[min(run, top)]) / total * predictive
+
+
 def reference(ys, surprises, period, window, cycles):
     """The anomalies from the definition: three p-values (the record's surprise, Fisher's
     sum over the last SPAN records, the run of repeats), anomaly = 1 - min(1, 3 min p)."""
@@ -71,12 +90,8 @@ def reference(ys, surprises, period, window, cycles):
         run = run + 1 if v == last else 0
         last = v
         p = 1.0
-        if run:  # the product of the continuation ratios, the last one repeated beyond
-            c, top = before_run, anomaly.REPEATS
-            ratios = [(c[1] + 1) / (c[0] + 1)] + [
-                (c[j] + 1) / (c[j - 1] + 2) for j in range(2, top + 1)]
-            further = [(c[top] + 1 + i) / (c[top - 1] + 2 + i) for i in range(run - top)]
-            p = float(np.prod(ratios[:run] + further))
+        if run:
+            p = repeat_reference(run, before_run)
         counts = keep * counts + (run >= np.arange(anomaly.REPEATS + 1))
         if run == 0:
             before_run = counts
@@ -134,8 +149,8 @@ def test_calibration_matches_the_definition(period):
     np.testing.assert_allclose(out, reference(y, surprises, period, 37, 3), rtol=0,
                                atol=1e-12)
     assert out[300] > 1.0 - 1e-4  # far beyond every kept surprise: extrapolated
-    # seven repeats of a value never repeated before: 3 / (N + 1) / 2^6, N about 37
-    assert 1.0 - 3.0 / 37 / 2**6 < out[206] < 1.0 - 3.0 / 38 / 2**6
+    # seven repeats of a value never repeated before: beyond every earlier run, extrapolated
+    assert out[206] > 1.0 - 1e-6
 
 
 def test_tail_of_a_known_window_by_hand():
@@ -165,15 +180,21 @@ def test_tail_matches_scipy_on_heavy_windows(seed):
 def test_repeats_by_hand():
     counts = np.zeros(anomaly.REPEATS + 1)
     counts[:4] = [50.0, 10.0, 4.0, 1.0]
-    # counts 50, 10, 4, 1, 0, ...: ratios 11/51, 5/12, 2/6, 1/3, then 1/2 up to REPEATS = 10;
-    # beyond, the k-th further step (0 + k) / (0 + 1 + k)
-    q = [Fraction(11, 51), Fraction(5, 12), Fraction(2, 6), Fraction(1, 3)] + [Fraction(1, 2)] * 6
-    q += [Fraction(k, k + 1) for k in range(1, 10)]
+    # up to REPEATS = 10: the rank (1 + counts[run]) / 51; beyond, that rank at 10 (1/51) times
+    # the k-th further step (0 + k) / (0 + 1 + k), at least 1/51: 1/51
+    want = [Fraction(11, 51), Fraction(5, 51), Fraction(2, 51)] + [Fraction(1, 51)] * 10
     for run in range(1, 14):
-        want = math.prod(q[:run])
-        assert anomaly.repeat_p_value(float(run), counts) == pytest.approx(float(want),
-                                                                           rel=1e-13)
+        assert anomaly.repeat_p_value(float(run), counts) == pytest.approx(
+            float(want[run - 1]), rel=1e-13)
     assert anomaly.repeat_p_value(0.0, counts) == 1.0
+    # a stream that has repeated at length 10 before: the predictive beyond it decays, down to
+    # the floor 1 / (1 + counts[0])
+    counts[:] = [500.0, 200.0, 150.0, 120.0, 100.0, 90.0, 80.0, 70.0, 60.0, 50.0, 40.0]
+    rank = Fraction(41, 501)
+    for run in range(11, 40):
+        further = math.prod(Fraction(41 + k, 52 + k) for k in range(run - 10))
+        assert anomaly.repeat_p_value(float(run), counts) == pytest.approx(
+            float(max(rank * further, Fraction(1, 501))), rel=1e-13)
 
 
 def test_calibration_ties_count_as_not_below():
@@ -208,7 +229,7 @@ def test_numba_equals_numpy(period):
     anomaly_numba.calibrate(b, y, surprises, out_b)
     np.testing.assert_array_equal(out_a, out_b)
     np.testing.assert_array_equal(a, b)
-    assert out_a.max() > 1.0 - 1e-6
+    assert out_a[2503:2530].min() > 0.99  # the frozen run: its repeats channel
     assert anomaly_numba.calibrate_one(b, 50.0, 40.0) == anomaly.calibrate_one(a, 50.0, 40.0)
 
 
@@ -466,7 +487,7 @@ def test_an_interrupted_extend_leaves_the_anomalies_of_fit(monkeypatch, where):
         if where == "recursion":
             patch.setattr(detector_module, "_run_numpy", interrupted)
         else:
-            patch.setattr(det, "_calibrators", (anomaly.calibrate_one, interrupted))
+            patch.setattr(detector_module, "_batch_calibration", lambda engine, n: interrupted)
         with pytest.raises(KeyboardInterrupt):
             det.extend(y[600:700] + 50.0)  # never stored
     det.extend(y[600:900])

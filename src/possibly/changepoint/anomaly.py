@@ -28,7 +28,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["CHANNELS", "CYCLES", "MAX_PERIOD", "MAX_SHAPE", "REPEATS", "SPAN", "TAIL",
+__all__ = ["CHANNELS", "CYCLES", "MAX_PERIOD", "MAX_SHAPE", "MIN_TRIALS", "REPEATS", "SPAN",
+           "TAIL",
            "WINDOW", "beyond_p_value", "calibrate", "calibrate_one", "calibration_size",
            "check_period", "check_state", "count_at_least", "insert_sorted",
            "new_calibration", "peek_one", "repeat_p_value", "state_period", "upper_p_value"]
@@ -49,6 +50,9 @@ MAX_SHAPE = 0.9
 REPEATS = 10
 #: the channels combined (record, sustained, repeats): the Bonferroni factor
 CHANNELS = 3
+#: the records that must have reached the longest earlier run before the repeats channel
+#: extrapolates beyond it
+MIN_TRIALS = 10
 
 # state layout: a header, then the last CYCLES · P values (by t mod CYCLES · P), the last
 # WINDOW surprises and WINDOW sustained statistics (two rings sharing a position), the last
@@ -245,36 +249,61 @@ def upper_p_value(values: np.ndarray, level: float, scratch: np.ndarray) -> floa
 def repeat_p_value(run: float, counts: np.ndarray) -> float:
     """The p-value of a run of ``run`` exact repeats of the previous value, from ``counts``:
     ``counts[0]`` records, ``counts[j]`` records that ended a run of at least ``j`` repeats
-    (``j = 1, …, REPEATS``). It is the product of the conformal continuation ratios
-    ``q₁ q₂ ⋯ q_run``, ``q₁ = (counts[1] + 1) / (counts[0] + 1)`` and ``q_j = (counts[j] + 1)
-    / (counts[j − 1] + 2)`` (the posterior mean of a continuation probability under a uniform
-    prior); beyond ``REPEATS`` the run continues as it did at the longest length counted, with
-    the ``k``-th further step ``(counts[R] + k) / (counts[R − 1] + 1 + k)`` (``R = REPEATS``:
-    the posterior predictive ``E[q^m]`` of ``m`` more steps, which accounts for the
-    uncertainty of ``q``); 1 without a repeat.
+    (``j = 1, …, REPEATS``); 1 without a repeat.
+
+    Within the earlier runs (at least half a counted record reached ``run``), it is the
+    conformal rank of the run, ``(1 + counts[run]) / (1 + counts[0])``. Beyond every earlier
+    run, whose longest counted length ``M`` was reached by at least :data:`MIN_TRIALS`
+    records, it is ``1 / (1 + counts[0])`` (the rank at the top) times the Beta posterior
+    predictive ``E[q^m] = B(a + m, b) / B(a, b)`` of the ``m = run − M − 1`` repeats beyond the
+    first one past ``M``, ``q`` the continuation probability at ``M`` under a uniform prior
+    (``a − 1 = counts[M + 1]`` continued, ``b − 1 = counts[M] − counts[M + 1]`` stopped); with
+    fewer such records, the rank alone (a short or never-moving stream cannot look frozen).
+    Beyond ``R = REPEATS`` when earlier runs reached it, the rank at ``R`` times the
+    predictive of the ``run − R`` further steps at the last ratio counted, ``(counts[R] + k) /
+    (counts[R − 1] + 1 + k)`` for the ``k``-th, at least ``1 / (1 + counts[0])``.
 
     Examples
     --------
-    A stream that never repeated in 99 records, then 3 repeats in a row:
+    A constant stream (one record counted when its run began) is never surprising; a stream
+    that never repeated in 99 records: its first repeat is above every earlier run, ``p =
+    1 / 100``, and the next one has probability ``1 / 101`` under the Beta(1, 100) posterior:
 
     >>> counts = np.zeros(REPEATS + 1)
+    >>> counts[0] = 1.0
+    >>> float(repeat_p_value(50.0, counts))
+    0.5
     >>> counts[0] = 99.0
-    >>> bool(repeat_p_value(3.0, counts) == 1 / 100 * (1 / 2) * (1 / 2))
-    True
+    >>> float(repeat_p_value(1.0, counts)), bool(abs(repeat_p_value(2.0, counts) * 10100 - 1)
+    ...                                          < 1e-12)
+    (0.01, True)
     """
     if run < 1.0:
         return 1.0
-    p = (counts[1] + 1.0) / (counts[0] + 1.0)
     top = counts.shape[0] - 1
-    j = 2
-    while j <= run and j <= top:
-        p *= (counts[j] + 1.0) / (counts[j - 1] + 2.0)
-        j += 1
-    i = 0.0
-    while top + i < run:  # E[q^(run − top)] under the Beta posterior of the last ratio
-        p *= (counts[top] + 1.0 + i) / (counts[top - 1] + 2.0 + i)
-        i += 1.0
-    return p
+    total = 1.0 + counts[0]
+    length = int(min(run, top))
+    if run <= top and counts[length] >= 0.5:  # within the earlier runs: the rank
+        return (1.0 + counts[length]) / total
+    longest = length
+    while longest > 0 and counts[longest] < 0.5:
+        longest -= 1
+    if longest == top:  # beyond the lengths counted: the last ratio's predictive
+        floor = 1.0 / total
+        p = (1.0 + counts[top]) / total
+        i = 0.0
+        while top + i < run and p > floor:
+            p *= (counts[top] + 1.0 + i) / (counts[top - 1] + 2.0 + i)
+            i += 1.0
+        return max(p, floor)
+    p = (1.0 + counts[length]) / total
+    if counts[longest] < MIN_TRIALS:
+        return p
+    a = counts[longest + 1] + 1.0
+    b = max(counts[longest] - counts[longest + 1], 0.0) + 1.0
+    m = run - longest - 1.0
+    return p * math.exp(math.lgamma(a + m) - math.lgamma(a) + math.lgamma(a + b)
+                        - math.lgamma(a + b + m))
 
 
 def calibrate_one(state: np.ndarray, y: float, surprise: float) -> float:

@@ -33,6 +33,7 @@ from possibly.changepoint.models.segment_model import MAX_MAGNITUDE, SegmentMode
 from possibly.changepoint.models.trend import (
     PolynomialTrend,
     SegmentPrior,
+    WholeSeriesPrior,
     automatic_prior,
     model_family,
 )
@@ -222,6 +223,64 @@ def _stamped_index(base: Any, stamps: list[Any]) -> Any:
     return base.append(extra)
 
 
+def _batch_calibration(engine: str, n: int) -> Any:
+    """The anomaly calibration of a batch of ``n`` records for a detector of ``engine``: the
+    compiled one when its code is at hand (numba's disk cache, or loaded), or when ``n`` and
+    the records the Python calibration did in this process reach
+    :data:`COMPILED_CALIBRATION_FROM`; the Python one otherwise (the same numbers bit for bit:
+    compiling, seconds once per machine, would cost more than it saves on fewer records)."""
+    if engine == "numpy" or not numba_available():
+        return anomaly_calibration.calibrate
+    from possibly._numba_cache import has_cached_code
+    from possibly.changepoint import anomaly_numba
+
+    if (_python_calibrated[0] + n < COMPILED_CALIBRATION_FROM
+            and not has_cached_code(anomaly_numba.calibrate)):
+        _python_calibrated[0] += n
+        return anomaly_calibration.calibrate
+    return anomaly_numba.calibrate
+
+
+class _DeferredCalibration:
+    """The anomaly calibration of :meth:`ChangepointDetector.fit`'s records, run on first
+    need: a read of ``result.anomaly`` (:meth:`reader`), or the detector needing its
+    calibration state (:meth:`run`). Run once, under a lock (a result may be read from
+    another thread than the detector's); an interrupted run leaves it pending."""
+
+    def __init__(self, state: np.ndarray, values: np.ndarray, surprises: np.ndarray,
+                 engine: str) -> None:
+        self._lock = threading.RLock()
+        self._inputs: tuple[np.ndarray, np.ndarray, np.ndarray, str] | None = (
+            state, values, surprises, engine)
+        self._done: tuple[np.ndarray, np.ndarray] | None = None
+
+    def run(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(anomalies, state)``: each record's anomaly and the calibration after them."""
+        with self._lock:
+            if self._done is None:
+                assert self._inputs is not None
+                state, values, surprises, engine = self._inputs
+                calibrate = _batch_calibration(engine, len(values))
+                state = state.copy()  # untouched by an interrupted run
+                out = np.empty(len(values))
+                calibrate(state, values, surprises, out)
+                self._done, self._inputs = (out, state), None
+            return self._done
+
+    def reader(self) -> Any:
+        """A function of no argument returning a copy of the anomalies, the same copy at
+        every call (a result's ``anomaly``, read once)."""
+        kept: list[np.ndarray] = []
+
+        def read() -> np.ndarray:
+            with self._lock:
+                if not kept:
+                    kept.append(self.run()[0].copy())
+            return kept[0]
+
+        return read
+
+
 class ChangepointDetector(SequentialEstimator):
     """Robust online change-point detector (paper §5.3), for any segment model.
 
@@ -302,9 +361,10 @@ class ChangepointDetector(SequentialEstimator):
         what the first :meth:`fit` or :meth:`extend` receives (its values and, for a pandas
         Series with a DatetimeIndex, its time stamps); with the default models, the accepted
         periods add the seasonal members (``model_family(period=...)``), and the shortest,
-        rounded, is the anomaly signal's period. A series without a strong cycle (most
-        series: no period is accepted on noise, trends or level shifts) gets exactly the
-        results of ``period=None``, and so does a vector series or a stream begun with
+        rounded, of at most 10⁶ records is the anomaly signal's period (a longer one, as a
+        day of millisecond data, only adds its seasonal member). A series without a strong
+        cycle (most series: no period is accepted on noise, trends or level shifts) gets
+        exactly the results of ``period=None``, and so does a vector series or a stream begun with
         :meth:`update` (no series to infer from: fit or extend a warm-up first to have its
         cycles); :meth:`reset` forgets the periods (the next fit or extend infers them
         again). A whole number in ``[2, 10⁶]`` (an int, or a float that is one, as ``24.0``;
@@ -371,7 +431,9 @@ class ChangepointDetector(SequentialEstimator):
     #: the compiled state of update() while streaming (CompiledStream), else None
     _stream: CompiledStream | None = None
     _prev_start = 0  # the MAP segment's start after the last streamed value
-    _calibrators: tuple[Any, Any] | None = None
+    _calibrators: Any = None
+    #: fit's records awaiting the anomaly calibration (None: the calibration is current)
+    _pending: _DeferredCalibration | None = None
 
     def __init__(self, model: (str | SegmentModel | list[SegmentModel]
                                | tuple[SegmentModel, ...] | None) = None, *,
@@ -529,7 +591,9 @@ class ChangepointDetector(SequentialEstimator):
         lock = self._acquire()  # the stream's buffers are not read while update writes them
         try:
             self._flush()  # the streamed rows recorded
+            self._settle()
             state = super().__getstate__()
+            state.pop("_pending", None)
             state["_compiled"] = None  # compiled code: made again on first use after unpickling
             state["_calibrators"] = None
             # the compiled step's buffers as a RunState (unpickled, update packs them again)
@@ -573,50 +637,57 @@ class ChangepointDetector(SequentialEstimator):
         self.periods_: tuple[float, ...] | None = None
         self._calibration = new_calibration(self.period_)
         self._calibrators = None
+        self._pending = None
         return self
 
-    def _calibrate_functions(self) -> tuple[Any, Any]:
-        """The anomaly calibration's ``(calibrate_one, calibrate)`` (compiled unless
-        ``engine="numpy"`` or numba is missing; the compiled step for a state array and a
-        float, as :meth:`update` passes them), asked once (not pickled)."""
-        fns = self._calibrators
-        if fns is None:
+    def _settle(self) -> None:
+        """The deferred calibration of fit's records run (if not yet), its anomalies written
+        to the history and its state made the detector's (for callers that hold the lock)."""
+        pending = self._pending
+        if pending is None:
+            return
+        anomalies, state = pending.run()
+        if self._history is not None:
+            self._history["anomaly"].view()[:len(anomalies)] = anomalies
+        self._calibration, self._pending = state.copy(), None
+
+    def _defer_anomalies(self, arr: np.ndarray, log_consistency: np.ndarray) -> None:
+        """The calibration of ``arr`` (fit's records, from the current calibration) left
+        pending until first needed (:meth:`_settle`, or a read of ``result.anomaly``)."""
+        values = np.where(np.isnan(arr.reshape(len(arr), -1)).any(axis=1), math.nan,
+                          arr.reshape(len(arr), -1)[:, 0]).astype(np.float64)
+        self._pending = _DeferredCalibration(
+            self._calibration, values, -np.asarray(log_consistency, dtype=np.float64),
+            self.engine)
+
+    def _calibrate_one(self) -> Any:
+        """The anomaly calibration's step, ``calibrate_one`` (compiled unless
+        ``engine="numpy"`` or numba is missing: the compiled step for a state array and a
+        float, as :meth:`update` passes them), asked once (not pickled); a batch's calibration
+        is :func:`_batch_calibration`'s choice."""
+        step = self._calibrators
+        if step is None:
             if self.engine == "numpy" or not numba_available():
-                fns = (anomaly_calibration.calibrate_one, anomaly_calibration.calibrate)
+                step = anomaly_calibration.calibrate_one
             else:
                 from possibly.changepoint import anomaly_numba
 
-                fns = (anomaly_numba.calibrate_one_entry(), anomaly_numba.calibrate)
-            self._calibrators = fns
-        return fns
-
-    def _batch_calibration(self, n: int) -> Any:
-        """The anomaly calibration of a batch of ``n`` records: compiled (as
-        :meth:`_calibrate_functions`) when its code is at hand, or ``n`` and the records the
-        Python calibration did in this process reach :data:`COMPILED_CALIBRATION_FROM`; the
-        Python calibration otherwise (the same numbers: compiling it, seconds once per machine,
-        would cost more than it saves on fewer records)."""
-        if self.engine != "numpy" and numba_available():
-            from possibly._numba_cache import has_cached_code
-            from possibly.changepoint import anomaly_numba
-
-            if (_python_calibrated[0] + n < COMPILED_CALIBRATION_FROM
-                    and not has_cached_code(anomaly_numba.calibrate)):
-                _python_calibrated[0] += n
-                return anomaly_calibration.calibrate
-        return self._calibrate_functions()[1]
+                step = anomaly_numba.calibrate_one_entry()
+            self._calibrators = step
+        return step
 
     def _anomalies(self, arr: np.ndarray, log_consistency: np.ndarray) -> np.ndarray:
         """The calibrated anomaly of each of ``arr`` (the recursion's ``log_consistency``),
         the calibration advanced only when every record is done (an interrupt changes
         nothing)."""
+        self._settle()
         # the observation (NaN for a missing record) and the segment model's surprise
         values = np.where(np.isnan(arr.reshape(len(arr), -1)).any(axis=1), math.nan,
                           arr.reshape(len(arr), -1)[:, 0]).astype(np.float64)
         surprises = -np.asarray(log_consistency, dtype=np.float64)
         state = self._calibration.copy()
         out = np.empty(len(values))
-        self._batch_calibration(len(values))(state, values, surprises, out)
+        _batch_calibration(self.engine, len(values))(state, values, surprises, out)
         self._calibration = state
         return out
 
@@ -690,7 +761,15 @@ class ChangepointDetector(SequentialEstimator):
             if y is None:
                 raise ValueError("sigma='auto' needs the whole series: call fit(y) first, "
                                  "or construct the detector with sigma=<float> to stream")
-            models = tuple(m.resolve(y) for m in models)
+            # the prior from the whole series computed once for the models that take it
+            # (WholeSeriesPrior.resolve sets only it), not once per model
+            takers = [not m.resolved and type(m).resolve is WholeSeriesPrior.resolve
+                      for m in models]
+            prior = automatic_prior(y) if sum(takers) > 1 else None
+            # (each model its own copy, as resolve gives: a pickle shares no object)
+            models = tuple(replace(cast(Any, m), prior=replace(prior))
+                           if prior is not None and takes else m.resolve(y)
+                           for m, takes in zip(models, takers, strict=True))
         return ChangepointParams(models, *(
             getattr(self._base_params, f) for f in
             ("hazard", "forgetting", "robust", "tau", "tol", "merge_tol")))
@@ -782,13 +861,19 @@ class ChangepointDetector(SequentialEstimator):
             arr = self._checked_value(y)
             if np.isnan(arr).any():  # a missing record (anomaly_calibration: 0)
                 return 0.0
+            self._settle()
             surprise = math.nan  # not used with a period
             if state_period(self._calibration) is None:
-                _, out = self._run(self._current_runs(), arr)
+                fresh = self.params_ is None
+                try:
+                    _, out = self._run(self._current_runs(), arr)
+                finally:
+                    if fresh:  # the parameters the run resolved are not kept: no change
+                        self.params_, self.sigma_estimated_, self._compiled = None, False, None
                 surprise = -float(out["log_consistency"][0])
             # update's step on a copy of the calibration (the same engine, the same numbers)
-            return float(self._calibrate_functions()[0](self._calibration.copy(),
-                                                        float(arr.ravel()[0]), surprise))
+            return float(self._calibrate_one()(self._calibration.copy(),
+                                               float(arr.ravel()[0]), surprise))
         finally:
             lock.release()
 
@@ -837,12 +922,13 @@ class ChangepointDetector(SequentialEstimator):
             peak.extend(np.full(n, -math.inf))
         return peak.view()
 
-    def _run_tracked(self, arr: np.ndarray, keep: bool | None = None
+    def _run_tracked(self, arr: np.ndarray, keep: bool | None = None, defer: bool = False
                      ) -> tuple[RunState, dict[str, np.ndarray]]:
         """:meth:`_run` from the current state, with the hindsight change possibility when
         ``keep`` (default: with the history); the new starts are dropped again when the run
         fails (no state was stored), and the older starts' values restored. ``out`` has the
-        calibrated ``anomaly`` too, the calibration advanced with the run."""
+        calibrated ``anomaly`` too, the calibration advanced with the run (``defer``: zeros,
+        the calibration left pending, :meth:`_defer_anomalies`)."""
         t = self.t
         state = self._current_runs()
         peak = self._peak_buffer(len(arr), self.history if keep is None else keep)
@@ -852,7 +938,11 @@ class ChangepointDetector(SequentialEstimator):
         saved = None if peak is None else peak[first:t].copy()
         try:
             state, out = self._run(state, arr, peak)
-            out["anomaly"] = self._anomalies(arr, out["log_consistency"])
+            if defer:
+                self._defer_anomalies(arr, out["log_consistency"])
+                out["anomaly"] = np.zeros(len(arr))
+            else:
+                out["anomaly"] = self._anomalies(arr, out["log_consistency"])
             return state, out
         except BaseException:
             if peak is not None and saved is not None and self._peak is not None:
@@ -975,7 +1065,7 @@ class ChangepointDetector(SequentialEstimator):
             self._infer_period(arr, index)
             self._name = name
             self._params(arr)
-            state, out = self._run_tracked(arr, keep=True)
+            state, out = self._run_tracked(arr, keep=True, defer=True)
             object.__setattr__(self, "_state", state)
             history, self.history = self.history, True
             try:
@@ -1082,7 +1172,10 @@ class ChangepointDetector(SequentialEstimator):
             and index.dtype.kind == "M" and len(index) == len(arr) else None
         periods = infer_period(arr, stamps)
         self.periods_ = periods
-        self.period_ = None if periods is None else int(round(periods[0]))
+        # the shortest the anomaly signal's state can hold (a day of millisecond data is
+        # longer: the seasonal models take it, the anomaly signal goes without a cycle)
+        self.period_ = next((int(round(p)) for p in periods or ()
+                             if round(p) <= anomaly_calibration.MAX_PERIOD), None)
         self._calibration = new_calibration(self.period_)
         if periods is not None and self._default_models():
             self._set_models(tuple(seasonal_family(period=periods)))
@@ -1136,7 +1229,8 @@ class ChangepointDetector(SequentialEstimator):
         compiled = self._compiled_models(params)
         if compiled is None or not set(OUTPUTS) <= set(STEP_COLUMNS):
             return None
-        self._calibrate_functions()
+        self._settle()
+        self._calibrate_one()
         from possibly.changepoint import anomaly_numba  # numba runs the compiled models
 
         self._stream = CompiledStream(compiled, self._current_runs(), params,
@@ -1198,15 +1292,18 @@ class ChangepointDetector(SequentialEstimator):
             index = None
         peak = getattr(self, "_peak", None)
         hindsight = peak.view().copy() if peak is not None and peak.n == len(t) else None
-        anomaly = h.get("anomaly")
+        anomaly: Any = h.get("anomaly")
+        if anomaly is not None and len(anomaly) != len(t):
+            anomaly = None
+        elif self._pending is not None:  # fit's records only: calibrated when read
+            anomaly = self._pending.reader()
         return ChangepointResult(
             h["y"], t - h["start"], h["model"].astype(np.int64), h["mean"],
             h["log_consistency"], h["discount"], h["n_active"].astype(np.int64),
             h["log_change_possibility"], params=self._params(),
             sigma_estimated=self.sigma_estimated_, outlier_level=self._outlier_level,
             index=index, name=self._name, log_change_possibility=hindsight,
-            anomaly=anomaly if anomaly is not None and len(anomaly) == len(t) else None,
-            period=self.period_, engine=self.engine)
+            anomaly=anomaly, period=self.period_, engine=self.engine)
 
     def history_nbytes(self) -> int:
         """Bytes held for the per-step history and the MAP trace."""

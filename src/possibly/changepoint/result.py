@@ -35,6 +35,28 @@ def model_name(model: SegmentModel) -> str:
     return model.name
 
 
+class _ReadOnce:
+    """A dataclass field that may be given a function of no argument instead of its value:
+    the function is called on the first read and its value kept (the detector's anomaly
+    signal, calibrated only when read). The value lives in the instance's ``__dict__`` under
+    the field's name, as a plain field's would (pickles are the same)."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        if obj is None:
+            return None  # the field's default
+        value = obj.__dict__.get(self.name)
+        if callable(value):
+            value = value()  # the same array at every call (thread-safe)
+            obj.__dict__[self.name] = value
+        return value
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        obj.__dict__[self.name] = value
+
+
 def _cut(positions: np.ndarray, edge: int = 5) -> str:
     """``[a, b, c]``, or the first and last ``edge`` items around ``...`` when longer."""
     items = positions.tolist()
@@ -96,7 +118,9 @@ class ChangepointResult:
         :meth:`ChangepointDetector.update` reports (``info.anomaly``): one minus a
         p-value of the observation against the stream's earlier ones
         (:mod:`possibly.changepoint.anomaly`); 0 at missing observations. None when the
-        result was not made by the detector.
+        result was not made by the detector. It may be given as a function of no argument
+        returning the array, called on the first read (the detector defers the calibration
+        of :meth:`~ChangepointDetector.fit`'s records until they are read).
     period : int or None
         The anomaly signal's period in records (the detector's ``period_``: given, or
         inferred with ``period="auto"``); None: no cycle.
@@ -133,10 +157,14 @@ class ChangepointResult:
     index: Any = None
     name: Any = None
     log_change_possibility: np.ndarray | None = None
-    anomaly: np.ndarray | None = None
+    anomaly: np.ndarray | None = _ReadOnce()  # type: ignore[assignment]
     period: int | None = None
     engine: str = "auto"
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def __getstate__(self) -> dict[str, Any]:
+        self.anomaly  # noqa: B018  (a deferred value computed: the pickle holds its array)
+        return self.__dict__
 
     def __repr__(self) -> str:
         n = len(self.y)
