@@ -1,4 +1,6 @@
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -43,3 +45,17 @@ def count_calls(monkeypatch):
         return calls
 
     return install
+
+
+@pytest.fixture
+def imports_numba():
+    """``imports_numba(argv)``: runs ``possibly.cli.main(argv)`` in a new interpreter (this one
+    may have imported numba already) and tells whether that process imported numba."""
+    def run(argv: list[str]) -> bool:
+        code = ("import sys\nfrom possibly.cli import main\n"
+                f"main({argv!r})\nprint('numba' in sys.modules)")
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              check=True)
+        return done.stdout.strip().splitlines()[-1] == "True"
+
+    return run

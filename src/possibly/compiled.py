@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import numba
 
-from possibly._numba_cache import register_cache_locator
+from possibly._numba_cache import has_cached_code, register_cache_locator
 from possibly.inference import discount_one
 
 register_cache_locator()
 
-__all__ = ["discount_scalar"]
+__all__ = ["discount_scalar", "has_cached_code"]
 
 #: :func:`possibly.inference.discount_one` compiled (the discount of one observation)
 discount_scalar = numba.njit(cache=True, nogil=True)(discount_one)

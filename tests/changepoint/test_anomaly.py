@@ -572,6 +572,12 @@ def test_a_state_of_another_layout_is_refused_on_loading():
     bank.__dict__["_post"] = bank.__dict__["_post"][:, :2015].copy()
     with pytest.raises(ValueError, match="another version"):
         pickle.loads(pickle.dumps(bank))
+    if numba_available():  # the compiled pools' runs, one column short (an older kernel)
+        bank = DetectorBank(sigma=1.0)
+        bank.update_many(["a"], [0.5])
+        bank.__dict__["_runs"] = bank.__dict__["_runs"][:, :-1].copy()
+        with pytest.raises(ValueError, match="another version.*columns"):
+            pickle.loads(pickle.dumps(bank))
 
 
 @pytest.mark.skipif(not numba_available(), reason="numba not installed")
@@ -579,7 +585,7 @@ def test_a_batch_calibrates_in_python_until_compiling_it_pays(monkeypatch):
     # with the compiled calibration not at hand, a short batch runs the Python calibration,
     # until the process has calibrated COMPILED_CALIBRATION_FROM records that way; a long
     # batch, or compiled code at hand, the compiled one: the same anomalies bit for bit
-    import possibly._numba_cache as numba_cache
+    import possibly.compiled as compiled_module
     from possibly.changepoint import anomaly_numba
     from possibly.changepoint import detector as detector_module
 
@@ -591,11 +597,16 @@ def test_a_batch_calibrates_in_python_until_compiling_it_pays(monkeypatch):
         return python(state, ys, surprises, out)
 
     monkeypatch.setattr(anomaly, "calibrate", recorded)
-    at_hand = [False]
-    monkeypatch.setattr(numba_cache, "has_cached_code", lambda dispatcher: (
-        dispatcher is anomaly_numba.calibrate and at_hand[0]))
-    counter = [0]
+    at_hand, asked = [False], []
+
+    def has_cached_code(dispatcher):
+        asked.append(dispatcher)
+        return dispatcher is anomaly_numba.calibrate and at_hand[0]
+
+    monkeypatch.setattr(compiled_module, "has_cached_code", has_cached_code)
+    counter, memo = [0], []
     monkeypatch.setattr(detector_module, "_python_calibrated", counter)
+    monkeypatch.setattr(detector_module, "_calibration_at_hand", memo)
     limit = detector_module.COMPILED_CALIBRATION_FROM
     y = np.random.default_rng(3).normal(size=700)
     y[[100, 400]] += 30.0
@@ -607,12 +618,17 @@ def test_a_batch_calibrates_in_python_until_compiling_it_pays(monkeypatch):
 
     way, python_anomaly = fit()
     assert way == ["python"] and counter[0] == y.size
+    assert fit()[0] == ["python"] and len(asked) == 1  # asked once in a process
     counter[0] = limit - y.size  # this batch reaches the limit: compiled
     way, compiled_anomaly = fit()
     assert way == ["compiled"] and counter[0] == limit - y.size
     np.testing.assert_array_equal(compiled_anomaly, python_anomaly)
+    counter[0] = 0
+    assert fit()[0] == ["compiled"] and counter[0] == 0  # compiled now: a short batch too
     counter[0], at_hand[0] = 0, True  # compiled code at hand: compiled from the first record
+    memo.clear()  # a new process
     assert fit()[0] == ["compiled"] and counter[0] == 0
     at_hand[0] = False
+    memo.clear()
     assert ps.ChangepointDetector(sigma=1.0, engine="numpy").fit(y).anomaly is not None
     assert used[-1:] == ["python"] and counter[0] == 0  # the numpy engine: always Python

@@ -230,3 +230,18 @@ def test_the_hindsight_outliers_follow_the_detectors_engine(engine, compiled, mo
         asked.clear()
         assert res.outliers.dtype == np.int64
         assert asked and set(asked) == {compiled}, (det.model, asked)
+
+
+def test_a_model_overriding_outlying_segments_without_compiled_still_works():
+    # a user's model written against the three-argument outlying_segments: the default engine
+    # does not pass the engine's choice to it
+    from possibly.changepoint import NormalMean
+
+    class OwnRule(NormalMean):
+        def outlying_segments(self, y, discount, bounds):
+            return super().outlying_segments(y, discount, bounds)
+
+    y = np.random.default_rng(0).normal(size=200)
+    y[[50, 120]] += 25.0
+    result = ps.ChangepointDetector(OwnRule(sigma=1.0)).fit(y)
+    assert {50, 120} <= set(result.outliers.tolist())

@@ -102,3 +102,21 @@ def test_a_reading_that_freezes_after_moving_is_still_extreme():
     n = sum(keep**k for k in range(500))
     assert a[500] == pytest.approx(float(1 - 3 / (1 + n)), rel=1e-12)
     assert a[502] > 1.0 - 1e-6  # then extrapolated: about Beta(1, N + 1)
+
+
+@pytest.mark.skipif(not ps.changepoint.numba_available(), reason="numba not installed")
+def test_the_compiled_channel_gives_the_python_numbers_on_frozen_stretches():
+    # the extrapolation beyond the earlier runs decides these anomalies (no surprise: the
+    # other channels are 1), and a batch may be calibrated by either engine: bit for bit
+    from possibly.changepoint import anomaly_numba
+
+    for seed in range(60):
+        rng = np.random.default_rng(seed)
+        y = np.round(rng.normal(size=300), 1)
+        start = int(rng.integers(30, 250))
+        y[start:start + int(rng.integers(3, 40))] = y[start - 1]
+        nan = np.full(len(y), np.nan)
+        python, compiled = np.empty(len(y)), np.empty(len(y))
+        anomaly.calibrate(anomaly.new_calibration(None), y, nan, python)
+        anomaly_numba.calibrate(anomaly.new_calibration(None), y, nan, compiled)
+        np.testing.assert_array_equal(compiled, python)

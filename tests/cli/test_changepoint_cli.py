@@ -318,7 +318,6 @@ def test_a_short_input_runs_the_numpy_engine_without_loading_numba(tmp_path, imp
     np.savetxt(src, y, header="y", comments="", fmt="%.6f")
     assert not imports_numba(["changepoint", str(src), "--out", str(tmp_path / "out.txt")])
     assert "outliers (1): 40" in (tmp_path / "out.txt").read_text()
-    assert "outliers (1): 40" in (tmp_path / "out.txt").read_text()
 
 
 def test_the_engine_option_and_the_size_rule(tmp_path, monkeypatch):

@@ -29,9 +29,8 @@ from typing import Any
 import numpy as np
 
 __all__ = ["CHANNELS", "CYCLES", "MAX_PERIOD", "MAX_SHAPE", "MIN_TRIALS", "REPEATS", "SPAN",
-           "TAIL",
-           "WINDOW", "beyond_p_value", "calibrate", "calibrate_one", "calibration_size",
-           "check_period", "check_state", "count_at_least", "insert_sorted",
+           "TAIL", "TINY_P", "WINDOW", "beyond_p_value", "calibrate", "calibrate_one",
+           "calibration_size", "check_period", "check_state", "count_at_least", "insert_sorted",
            "new_calibration", "peek_one", "repeat_p_value", "state_period", "upper_p_value"]
 
 #: previous periods whose same-phase median is the cycle removed from a record
@@ -50,6 +49,8 @@ MAX_SHAPE = 0.9
 REPEATS = 10
 #: the channels combined (record, sustained, repeats): the Bonferroni factor
 CHANNELS = 3
+#: a p-value below which the repeats' predictive stops (``1 − CHANNELS · p`` rounds to 1)
+TINY_P = 1e-20
 #: the records that must have reached the longest earlier run before the repeats channel
 #: extrapolates beyond it
 MIN_TRIALS = 10
@@ -301,9 +302,13 @@ def repeat_p_value(run: float, counts: np.ndarray) -> float:
         return p
     a = counts[longest + 1] + 1.0
     b = max(counts[longest] - counts[longest + 1], 0.0) + 1.0
-    m = run - longest - 1.0
-    return p * math.exp(math.lgamma(a + m) - math.lgamma(a) + math.lgamma(a + b)
-                        - math.lgamma(a + b + m))
+    # E[q^m] = B(a + m, b) / B(a, b) as its product (no lgamma: CPython's and the C library's
+    # differ in the last bits), stopped once p is below TINY_P, where 1 − 3p rounds to 1
+    i = 0.0
+    while i < run - longest - 1.0 and p > TINY_P:
+        p *= (a + i) / (a + b + i)
+        i += 1.0
+    return p
 
 
 def calibrate_one(state: np.ndarray, y: float, surprise: float) -> float:

@@ -747,6 +747,13 @@ class DetectorBank:
     def __setstate__(self, state: dict[str, Any]) -> None:
         for row in state.get("_post", ()):  # the compiled step does not check bounds
             calibration.check_state(row)
+        compiled, runs = state.get("_compiled"), state.get("_runs")
+        if (compiled is not None and runs is not None
+                and runs.shape[1] != compiled.kernels[0].functions.width):
+            raise ValueError(f"this DetectorBank was pickled by another version of possibly: "
+                             f"its runs have {runs.shape[1]} columns, this version's kernel "
+                             f"{compiled.kernels[0].functions.width}; start the bank again "
+                             f"from the streams' data")
         self.__dict__.update(state)
         self._lock = threading.Lock()
 

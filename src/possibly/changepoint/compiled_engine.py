@@ -684,8 +684,7 @@ def step_calibrated(y, row, ints, start, log_w, runs, params, scal, rows, peak,
     −log c)`` (bound by :func:`compiled_stepper`: the observation and its surprise), written
     after the row's :data:`STEP_COLUMNS` (one compiled call per observation). Returns
     :func:`step_kernels`'s largest count and the row as a tuple, its start, model and count
-    of runs as integers (boxed for Python at less cost than a view of ``rows``, its
-    ``tolist()`` and three ``int()``)."""
+    of runs as integers (Python then reads plain numbers, with no array view)."""
     top = step_kernels(y, row, ints, start, log_w, runs, params, scal, rows, peak)
     out = rows[row]
     out[ANOMALY_AT] = stream_calibrate(calibration, y, -out[LOG_C_AT])

@@ -68,6 +68,8 @@ CHUNK = 1 << 15
 #: bit) until the process has calibrated this many that way (_python_calibrated)
 COMPILED_CALIBRATION_FROM = 10_000
 _python_calibrated = [0]
+#: whether the compiled calibration's code is at hand, once asked in this process
+_calibration_at_hand: list[bool] = []
 
 
 @functools.cache
@@ -231,13 +233,16 @@ def _batch_calibration(engine: str, n: int) -> Any:
     compiling, seconds once per machine, would cost more than it saves on fewer records)."""
     if engine == "numpy" or not numba_available():
         return anomaly_calibration.calibrate
-    from possibly._numba_cache import has_cached_code
     from possibly.changepoint import anomaly_numba
+    from possibly.compiled import has_cached_code
 
-    if (_python_calibrated[0] + n < COMPILED_CALIBRATION_FROM
-            and not has_cached_code(anomaly_numba.calibrate)):
-        _python_calibrated[0] += n
-        return anomaly_calibration.calibrate
+    if _python_calibrated[0] + n < COMPILED_CALIBRATION_FROM:
+        if not _calibration_at_hand:  # asked once (it may read numba's index from disk)
+            _calibration_at_hand.append(has_cached_code(anomaly_numba.calibrate))
+        if not _calibration_at_hand[0]:
+            _python_calibrated[0] += n
+            return anomaly_calibration.calibrate
+    _calibration_at_hand[:] = [True]  # compiled (or loaded) now
     return anomaly_numba.calibrate
 
 

@@ -76,5 +76,8 @@ def find_outliers(y: np.ndarray, discount: np.ndarray, segments: Sequence[tuple[
             count = np.r_[0, np.cumsum(candidates)]
             judged = bounds[(which == k) & (count[bounds[:, 1]] > count[bounds[:, 0]])]
         if judged.size:
-            found |= candidates & model.outlying_segments(y, discount, judged, compiled=compiled)
+            # compiled passed only when chosen: a model of an earlier release may override
+            # outlying_segments without it
+            extra = {} if compiled is None else {"compiled": compiled}
+            found |= candidates & model.outlying_segments(y, discount, judged, **extra)
     return np.flatnonzero(found).astype(np.int64)

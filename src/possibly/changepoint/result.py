@@ -242,8 +242,7 @@ class ChangepointResult:
     def outliers(self) -> np.ndarray:
         """Observations treated as outliers (:mod:`possibly.changepoint.outliers`)."""
         if "outliers" not in self._cache:
-            # (a result pickled before it had an engine: "auto")
-            numpy_only = getattr(self, "engine", "auto") == "numpy"
+            numpy_only = self.engine == "numpy"
             self._cache["outliers"] = find_outliers(
                 self.y, self.discount, self.segments, self.segment_models, self.params.models,
                 self.outlier_level, compiled=False if numpy_only else None)

@@ -48,7 +48,8 @@ _MAX_COND = 1e9  # as possibly.filters._common._MAX_COND
 #: the caller, which holds them, so they skip numba's reference counting (``_nrt=False``):
 #: its atomic increments and decrements of every array argument and view cost more than the
 #: 2 × 2 arithmetic of a step of the robust start
-_NO_REFCOUNTS: dict[str, Any] = {"_nrt": False}  # numba's private switch (not in its stubs)
+_NO_REFCOUNTS: dict[str, Any] = (  # numba's private switch (not in its stubs), where it has it
+    {"_nrt": False} if hasattr(numba.core.options.DefaultOptions, "_nrt") else {})
 _helper = numba.njit(cache=True, nogil=True, **_NO_REFCOUNTS)
 
 
