@@ -124,10 +124,13 @@ def main() -> int:
             for key, vals in (("s", s), ("sc", sc), ("p", p), ("pc", pc), ("l", loop),
                               ("lc", loopc), ("add", [added])):
                 cells[key].extend(vals)
-        ratio = float(np.median(cells["l"]) / np.median(cells["s"]))
-        print(f"| {n} | {spread(cells['s'])} | {spread(cells['sc'])} | {spread(cells['p'])} "
-              f"| {spread(cells['pc'])} | {spread(cells['l'])} | {spread(cells['lc'])} | "
-              f"{ratio:.1f} | {np.median(cells['add']):.2f} |", flush=True)
+        shown = {k: "–" if args.serial_only and k in ("p", "pc", "l", "lc") else spread(v)
+                 for k, v in cells.items()}
+        ratio = "–" if args.serial_only else (
+            f"{float(np.median(cells['l']) / np.median(cells['s'])):.1f}")
+        print(f"| {n} | {shown['s']} | {shown['sc']} | {shown['p']} | {shown['pc']} "
+              f"| {shown['l']} | {shown['lc']} | {ratio} | {np.median(cells['add']):.2f} |",
+              flush=True)
     return 0
 
 
