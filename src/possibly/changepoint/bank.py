@@ -611,24 +611,23 @@ class DetectorBank:
         compiled = self._compiled
         assert compiled is not None
         functions = compiled.kernels[0].functions
+        from numba.core.errors import NumbaError
+
         from possibly.changepoint.anomaly_numba import bank_calibration
 
-        # without reference counts when the step allocates nothing (a kernel that does not
-        # merge runs): the same numbers at a fraction of the cost
-        if functions.indistinguishable is None:
-            from numba.core.errors import NumbaError
-
-            try:
-                driver = compiled_streams(functions, self._settings.shape[2], self.parallel,
-                                          bank_calibration, refcounts=False)
-                driver(*args)  # compiled (or loaded) at this first call, before it runs
-            except (NumbaError, KeyError, TypeError):
-                # a kernel function that allocates, or a numba without the option that turns
-                # its runtime off (KeyError: unknown option): with reference counts
-                pass
-            else:
-                self._driver = driver
-                return
+        # without reference counts (the step allocates nothing, merging included): the same
+        # numbers at a fraction of the cost
+        try:
+            driver = compiled_streams(functions, self._settings.shape[2], self.parallel,
+                                      bank_calibration, refcounts=False)
+            driver(*args)  # compiled (or loaded) at this first call, before it runs
+        except (NumbaError, KeyError, TypeError):
+            # a kernel function that allocates, or a numba without the option that turns
+            # its runtime off (KeyError: unknown option): with reference counts
+            pass
+        else:
+            self._driver = driver
+            return
         driver = compiled_streams(functions, self._settings.shape[2], self.parallel,
                                   bank_calibration)
         driver(*args)
