@@ -1083,9 +1083,10 @@ class ChangepointDetector(SequentialEstimator):
         with self._exclusive():
             return self._fit(y)
 
-    def _fit(self, y: Any, periods: tuple[Any, ...] | None = None) -> ChangepointResult:
-        """:meth:`fit` for callers that hold the lock (``periods``: the revisited periods and
-        their step, :meth:`_revisit_periods`, instead of inferring them)."""
+    def _fit(self, y: Any, known: tuple[Any, tuple[float, ...] | None] | None = None
+             ) -> ChangepointResult:
+        """:meth:`fit` for callers that hold the lock (``known``: the sampling step and the
+        periods of :meth:`_revisit_periods`, instead of inferring them)."""
         index = getattr(y, "index", None)  # a pandas Series' index (lists have a method)
         index = None if callable(index) else index
         name = getattr(y, "name", None)  # a pandas Series' name: the plots' y label
@@ -1094,7 +1095,7 @@ class ChangepointDetector(SequentialEstimator):
         arr = self._check(y)
         self._check_period(arr)
         self._reset()
-        self._infer_period(arr, index, periods)
+        self._infer_period(arr, index, known)
         self._name = name
         self._params(arr)
         state, out = self._run_tracked(arr, keep=True, defer=True)
