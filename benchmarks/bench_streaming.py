@@ -43,11 +43,11 @@ Methods:
   that a segment starts at t), and their maximum; ``possibly max, not causal``: the same
   with ``ChangepointDetector().fit(y)``, whose default priors come from the whole stream
   (a reference only: it sees the future);
-* ``possibly anomaly``: the calibrated anomaly signal (``info.anomaly`` of ``update``, here
-  ``result.anomaly`` of ``extend``, the same numbers) of the default detector with
-  ``period="auto"``: ``ChangepointDetector(period="auto").fit(warm_up)`` on the warm-up as a
-  pandas Series with its time stamps (the priors and the period come from it: the period only
-  when the warm-up holds two full cycles), then ``extend`` with the rest;
+* ``possibly anomaly``: the calibrated anomaly signal (``info.anomaly`` of ``update``) of the
+  default detector with ``period="auto"``: ``ChangepointDetector(period="auto").fit(warm_up)``
+  on the warm-up as a pandas Series with its time stamps (the priors and the periods come from
+  it: a period only when the warm-up holds two full cycles; the periods are inferred again as
+  the stream grows), then ``update`` with each record of the rest;
   ``possibly anomaly, day given``: the streaming detector above with ``period`` = a day in
   records given by hand (from the series' time step); ``possibly anomaly, no period``: the
   same without a period (the segment model's surprise, ranked).
@@ -247,7 +247,7 @@ def _possibly(kind: str, causal: bool = True) -> Callable[[np.ndarray], np.ndarr
 
 def possibly_anomaly_auto(y: np.ndarray, index: np.ndarray) -> np.ndarray:
     """The default detector with ``period="auto"``, fitted on the warm-up (values and time
-    stamps), then extended by the rest."""
+    stamps), then updated with each record of the rest."""
     import pandas as pd
 
     w = _warmup(len(y))
@@ -255,10 +255,10 @@ def possibly_anomaly_auto(y: np.ndarray, index: np.ndarray) -> np.ndarray:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         det.fit(pd.Series(y[:w], index=pd.DatetimeIndex(index[:w])))
-        det.extend(y[w:])
-        res = det.result()
-    assert res.anomaly is not None
-    return res.anomaly
+        # record by record as a live stream (its periods are revisited as it grows), the
+        # anomalies as signalled (result() gives a revisit's refit for the records before it)
+        rest = [det.update(x).anomaly for x in y[w:].tolist()]
+    return np.r_[np.full(w, np.nan), rest]
 
 
 possibly_anomaly_auto.uses_index = True  # type: ignore[attr-defined]

@@ -201,3 +201,120 @@ def test_reset_forgets_the_periods() -> None:
     assert paper.period_ is None
     ref = ps.ChangepointDetector(sigma=1.0, period=None).fit(y)
     np.testing.assert_array_equal(anomalies, ref.anomaly)
+
+
+def weekly_stream() -> pd.Series:
+    """Hourly values with a daily cycle that is 40% lower on weekends, 12 weeks."""
+    series, _ = ps.datasets.cycle_idle(seed=0)
+    return pd.Series(series.values, index=pd.DatetimeIndex(series.index))
+
+
+@pytest.mark.parametrize("history", [True, False])
+def test_a_stream_learns_the_weekly_cycle_its_warm_up_was_too_short_for(history) -> None:
+    y = weekly_stream()
+    det = ps.ChangepointDetector(period="auto", history=history)
+    det.fit(y.iloc[:252])  # 10.5 days: less than two weeks, so no weekly cycle yet
+    assert det.periods_ == (24.0,)
+    changed_at = None
+    for t in range(252, len(y)):
+        det.update(float(y.iloc[t]))
+        if changed_at is None and det.periods_ != (24.0,):
+            changed_at = t + 1
+    assert det.periods_ == (24.0, 168.0) and changed_at is not None
+    # the weekends are no longer cut into segments once the week is known
+    rest = ps.ChangepointDetector(period="auto", history=history)
+    rest.fit(y.iloc[:changed_at])
+    assert rest.periods_ == (24.0, 168.0)  # a fit of the stream so far finds them too
+    for x in y.iloc[changed_at:]:
+        rest.update(float(x))
+    assert det.changepoints.tolist() == rest.changepoints.tolist() == []
+    if history:
+        same_results(det.result(), rest.result())
+
+
+def test_a_revisit_is_the_fit_of_the_stream_so_far() -> None:
+    y = weekly_stream()
+    det = ps.ChangepointDetector(period="auto")
+    det.fit(y.iloc[:252])
+    t = 252
+    while det.periods_ == (24.0,):
+        det.update(float(y.iloc[t]))
+        t += 1
+    ref = ps.ChangepointDetector(period="auto").fit(y.iloc[:t])
+    same_results(det.result(), ref)
+    assert det.result().index.equals(y.index[:t])
+    a = [det.update(float(x)) for x in y.iloc[t:t + 200]]
+    again = ps.ChangepointDetector(period="auto")
+    again.fit(y.iloc[:t])
+    b = [again.update(float(x)) for x in y.iloc[t:t + 200]]
+    assert [(i.anomaly, i.discount, i.map_run_length) for i in a] == [
+        (i.anomaly, i.discount, i.map_run_length) for i in b]
+
+
+def test_revisits_change_nothing_on_a_series_without_cycles() -> None:
+    y, _ = ps.datasets.level_shifts(seed=2)
+    det = ps.ChangepointDetector(period="auto")
+    det.fit(y[:100])
+    infos = [det.update(float(x)) for x in y[100:]]
+    assert det.periods_ is None
+    # the same priors given by hand and no period: bit for bit
+    ref = ps.ChangepointDetector(model=model_family(prior=automatic_prior(y[:100])),
+                                 period=None).fit(y)
+    np.testing.assert_array_equal([i.anomaly for i in infos], ref.anomaly[100:])
+    np.testing.assert_array_equal([i.discount for i in infos], ref.discount[100:])
+
+
+def test_extend_revisits_at_its_end_and_returns_what_it_signalled() -> None:
+    y = weekly_stream()
+    det = ps.ChangepointDetector(period="auto")
+    det.fit(y.iloc[:252])
+    same = ps.ChangepointDetector(period="auto")
+    same.fit(y.iloc[:252])
+    out = det.extend(y.iloc[252:1500])
+    # one block: processed with the periods of the warm-up (as updates are until their first
+    # revisit, 315 records), then revisited once
+    expect = [same.update(float(x)).anomaly for x in y.iloc[252:315]]
+    np.testing.assert_array_equal(out["anomaly"][:63], expect)
+    assert det.periods_ == ps.changepoint.infer_period(y.to_numpy()[:1500], y.index[:1500])
+    assert det.periods_ == (24.0, 168.0)
+    same_results(det.result(), ps.ChangepointDetector(period="auto").fit(y.iloc[:1500]))
+
+
+def test_an_interrupted_revisit_leaves_the_detector_as_it_was(monkeypatch) -> None:
+    from possibly.changepoint import detector as detector_module
+
+    y = weekly_stream()
+    det = ps.ChangepointDetector(period="auto")
+    det.fit(y.iloc[:252])
+    before = det.t
+
+    def interrupted(self, *args, **kwargs):
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patch:
+        patch.setattr(detector_module, "infer_period", lambda *a, **k: (24.0, 168.0))
+        patch.setattr(detector_module.ChangepointDetector, "_fit", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            for x in y.iloc[252:400]:
+                det.update(float(x))
+    # the record that reached the first revisit (at 315) is kept; the periods and the
+    # models are the warm-up's
+    assert det.periods_ == (24.0,) and det.t == before + 63
+    ref = ps.ChangepointDetector(period="auto")
+    ref.fit(y.iloc[:252])
+    for x in y.iloc[252:det.t]:
+        ref.update(float(x))
+    same_results(det.result(), ref.result())
+
+
+def test_pickle_mid_stream_revisits_the_same_way() -> None:
+    y = weekly_stream()
+    det = ps.ChangepointDetector(period="auto")
+    det.fit(y.iloc[:252])
+    for x in y.iloc[252:600]:
+        det.update(float(x))
+    copy = pickle.loads(pickle.dumps(det))
+    a = [det.update(float(x)).anomaly for x in y.iloc[600:]]
+    b = [copy.update(float(x)).anomaly for x in y.iloc[600:]]
+    assert a == b and det.periods_ == copy.periods_ == (24.0, 168.0)
+    same_results(det.result(), copy.result())

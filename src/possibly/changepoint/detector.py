@@ -38,7 +38,7 @@ from possibly.changepoint.models.trend import (
     model_family,
 )
 from possibly.changepoint.models.vector import MultivariateNormalSegments
-from possibly.changepoint.periods import infer_period
+from possibly.changepoint.periods import WARM_UP, infer_period, step_seconds, warm_up_length
 from possibly.changepoint.recursion import (
     ChangepointInfo,
     ChangepointParams,
@@ -63,6 +63,10 @@ __all__ = ["ChangepointDetector", "default_forgetting", "default_tol", "numba_av
 
 #: observations per call of the compiled loop: Python checks for Ctrl-C between chunks
 CHUNK = 1 << 15
+#: with period="auto", the periods are inferred again each time the stream has grown by this
+#: factor (by at least REVISIT_MIN records) until it holds their warm-up (warm_up_length)
+REVISIT_GROWTH = 1.25
+REVISIT_MIN = 16
 #: records from which a batch's anomaly calibration is compiled, when it is not at hand already
 #: (numba's disk cache, or loaded): fewer run the Python calibration (the same numbers bit for
 #: bit) until the process has calibrated this many that way (_python_calibrated)
@@ -225,6 +229,12 @@ def _stamped_index(base: Any, stamps: list[Any]) -> Any:
     return base.append(extra)
 
 
+def _next_revisit(t: int, horizon: int) -> int:
+    """The record count at which periods inferred from ``t`` values are next revisited: a
+    quarter more values (at least :data:`REVISIT_MIN`), at most the warm-up ``horizon``."""
+    return min(horizon, max(t + REVISIT_MIN, math.ceil(REVISIT_GROWTH * t)))
+
+
 def _batch_calibration(engine: str, n: int) -> Any:
     """The anomaly calibration of a batch of ``n`` records for a detector of ``engine``: the
     compiled one when its code is at hand (numba's disk cache, or loaded), or when ``n`` and
@@ -364,10 +374,14 @@ class ChangepointDetector(SequentialEstimator):
         The cycles of the series. ``"auto"`` (default): the periods are inferred
         (:func:`~possibly.changepoint.infer_period`, from at most the first 4096 values) from
         what the first :meth:`fit` or :meth:`extend` receives (its values and, for a pandas
-        Series with a DatetimeIndex, its time stamps); with the default models, the accepted
-        periods add the seasonal members (``model_family(period=...)``), and the shortest,
-        rounded, of at most 10⁶ records is the anomaly signal's period (a longer one, as a
-        day of millisecond data, only adds its seasonal member). A series without a strong
+        Series with a DatetimeIndex, its time stamps), and again from the values so far each
+        time the stream has grown by a quarter, until it holds that many (a warm-up too short
+        for a weekly cycle): when they change, the detector becomes what :meth:`fit` of the
+        stream so far gives, the outputs already returned staying as they were; with the
+        default models, the accepted periods add the seasonal members
+        (``model_family(period=...)``), and the shortest, rounded, of at most 10⁶ records is
+        the anomaly signal's period (a longer one, as a day of millisecond data, only adds its
+        seasonal member). A series without a strong
         cycle (most series: no period is accepted on noise, trends or level shifts) gets
         exactly the results of ``period=None``, and so does a vector series or a stream begun with
         :meth:`update` (no series to infer from: fit or extend a warm-up first to have its
@@ -439,6 +453,12 @@ class ChangepointDetector(SequentialEstimator):
     _calibrators: Any = None
     #: fit's records awaiting the anomaly calibration (None: the calibration is current)
     _pending: _DeferredCalibration | None = None
+    #: with period="auto", the values so far while the periods are still revisited (None:
+    #: no longer), the record count at which they next are, and the sampling step the
+    #: calendar's candidate periods come from (None: from the values)
+    _early: Growable | None = None
+    _revisit_at: int = 0
+    _period_step: Any = None
 
     def __init__(self, model: (str | SegmentModel | list[SegmentModel]
                                | tuple[SegmentModel, ...] | None) = None, *,
@@ -637,12 +657,14 @@ class ChangepointDetector(SequentialEstimator):
         #: the anomaly calibration's state (:mod:`possibly.changepoint.anomaly`), the
         #: anomalies of the streamed rows not yet recorded, and the calibration's functions
         #: the anomaly signal's period (None: no cycle) and the periods the models were given;
-        #: with period="auto", set by the first fit or extend (None before)
+        #: with period="auto", set by the first fit or extend (None before) and revisited
+        #: while the stream is short (_revisit_periods)
         self.period_: int | None = None if self._auto_period() else check_period(self.period)
         self.periods_: tuple[float, ...] | None = None
         self._calibration = new_calibration(self.period_)
         self._calibrators = None
         self._pending = None
+        self._early = None
         return self
 
     def _settle(self) -> None:
@@ -1059,28 +1081,36 @@ class ChangepointDetector(SequentialEstimator):
         (``fit`` of an array) stays positional: ``result.index`` is None.
         """
         with self._exclusive():
-            index = getattr(y, "index", None)  # a pandas Series' index (lists have a method)
-            index = None if callable(index) else index
-            name = getattr(y, "name", None)  # a pandas Series' name: the plots' y label
-            y = _series(y)
-            self._select_models(y)
-            arr = self._check(y)
-            self._check_period(arr)
-            self._reset()
-            self._infer_period(arr, index)
-            self._name = name
-            self._params(arr)
-            state, out = self._run_tracked(arr, keep=True, defer=True)
-            object.__setattr__(self, "_state", state)
-            history, self.history = self.history, True
-            try:
-                self._record(arr, out, index)
-                res = self._result()
-            finally:
-                self.history = history
-            if not history:
-                self._history, self._index, self._peak = None, None, None
-            return res
+            return self._fit(y)
+
+    def _fit(self, y: Any, known: tuple[Any, tuple[float, ...] | None] | None = None
+             ) -> ChangepointResult:
+        """:meth:`fit` for callers that hold the lock (``known``: the sampling step and the
+        periods of :meth:`_revisit_periods`, instead of inferring them)."""
+        index = getattr(y, "index", None)  # a pandas Series' index (lists have a method)
+        index = None if callable(index) else index
+        name = getattr(y, "name", None)  # a pandas Series' name: the plots' y label
+        y = _series(y)
+        self._select_models(y)
+        arr = self._check(y)
+        self._check_period(arr)
+        self._reset()
+        self._infer_period(arr, index, known)
+        self._name = name
+        self._params(arr)
+        state, out = self._run_tracked(arr, keep=True, defer=True)
+        object.__setattr__(self, "_state", state)
+        history, self.history = self.history, True
+        try:
+            self._record(arr, out, index)
+            res = self._result()
+        finally:
+            self.history = history
+        if not history:
+            self._history, self._index, self._peak = None, None, None
+        if self._early is not None:
+            self._early.extend(arr)
+        return res
 
     def extend(self, values: Any) -> dict[str, np.ndarray]:
         """Process several observations in order; returns their per-step outputs (arrays).
@@ -1104,6 +1134,11 @@ class ChangepointDetector(SequentialEstimator):
             object.__setattr__(self, "_state", state)
             self._record(arr, out)
             self._stamps.extend(stamps)
+            early = self._early
+            if early is not None:  # period="auto" early in the stream
+                early.extend(arr)
+                if self.t >= self._revisit_at:
+                    self._revisit_periods()
             return out
 
     def update(self, y: Any, time: Any = None) -> ChangepointInfo:
@@ -1160,6 +1195,11 @@ class ChangepointDetector(SequentialEstimator):
                 "change_detected": changed,
                 "outlier_detected": disc < self._outlier_level and not changed,
                 "anomaly": anomaly})
+            early = self._early
+            if early is not None:  # period="auto" early in the stream
+                early.append(x)
+                if stream.t >= self._revisit_at:
+                    self._revisit_periods()
             return info
         finally:
             lock.release()
@@ -1167,15 +1207,29 @@ class ChangepointDetector(SequentialEstimator):
     def _auto_period(self) -> bool:
         return isinstance(self.period, str) and self.period == "auto"
 
-    def _infer_period(self, arr: np.ndarray, index: Any) -> None:
+    def _infer_period(self, arr: np.ndarray, index: Any,
+                      known: tuple[Any, tuple[float, ...] | None] | None = None) -> None:
         """With ``period="auto"``, before the first observation: the periods of ``arr`` (its
-        time stamps ``index`` when they are dates) set :attr:`periods_`, :attr:`period_`, the
-        anomaly calibration and, with the default models, the seasonal members."""
+        time stamps ``index`` when they are dates; ``known``: the sampling step and periods
+        found already) set :attr:`periods_`, :attr:`period_`, the anomaly calibration and,
+        with the default models, the seasonal members; within the periods' warm-up, the
+        values are kept for :meth:`_revisit_periods`."""
         if not self._auto_period() or self.t or arr.ndim != 1:
             return
-        stamps = index if index is not None and getattr(index, "dtype", None) is not None \
-            and index.dtype.kind == "M" and len(index) == len(arr) else None
-        periods = infer_period(arr, stamps)
+        if known is None:
+            stamps = index if index is not None and getattr(index, "dtype", None) is not None \
+                and index.dtype.kind == "M" and len(index) == len(arr) else None
+            periods = infer_period(arr, stamps)
+            # the step the calendar's candidates came from, for the revisits (which may have
+            # no stamps: a detector with history=False keeps none)
+            step = None if stamps is None or len(stamps) < 2 else np.timedelta64(
+                round(step_seconds(stamps[:WARM_UP + 1]) * 1e9), "ns")
+        else:
+            step, periods = known
+        horizon = warm_up_length(step)
+        self._period_step = step
+        self._early = Growable(np.float64) if len(arr) < horizon else None
+        self._revisit_at = _next_revisit(len(arr), horizon)
         self.periods_ = periods
         # the shortest the anomaly signal's state can hold (a day of millisecond data is
         # longer: the seasonal models take it, the anomaly signal goes without a cycle)
@@ -1184,6 +1238,38 @@ class ChangepointDetector(SequentialEstimator):
         self._calibration = new_calibration(self.period_)
         if periods is not None and self._default_models():
             self._set_models(tuple(seasonal_family(period=periods)))
+
+    def _revisit_periods(self) -> None:
+        """With ``period="auto"``, once the stream has grown by a quarter since its periods
+        were last inferred (within their warm-up, :func:`warm_up_length`): the periods of the
+        values so far; when they differ, the detector becomes what :meth:`fit` of the stream so
+        far gives with them (the outputs already returned stay as they were)."""
+        early = cast(Growable, self._early)
+        values = early.view()
+        horizon = warm_up_length(self._period_step)
+        periods = infer_period(values, self._period_step)
+        if periods == self.periods_:
+            if len(values) >= horizon:
+                self._early = None  # longer series have the periods of this warm-up
+            else:
+                self._revisit_at = _next_revisit(len(values), horizon)
+            return
+        self._sync()
+        index = _stamped_index(self._index, self._stamps) if self.history else None
+        y: Any = values.copy()
+        if index is not None and len(index) == len(y):
+            import pandas as pd
+
+            y = pd.Series(y, index=index, name=self._name)
+        # fitted apart and then taken whole: an interrupt leaves this detector as it was
+        fresh = type(self)(**self.get_params())
+        fresh._fit(y, (self._period_step, periods))
+        fresh._name = self._name
+        lock = self.__dict__.get("_busy")
+        self.__dict__.clear()
+        self.__dict__.update(fresh.__dict__)
+        if lock is not None:
+            self.__dict__["_busy"] = lock
 
     def _check_period(self, arr: np.ndarray) -> None:
         if self.period is not None and not self._auto_period() and arr.ndim != 1:
@@ -1212,6 +1298,11 @@ class ChangepointDetector(SequentialEstimator):
         object.__setattr__(self, "_state", state)
         self._record(arr, out)
         self._stamps.extend(stamps)
+        early = self._early
+        if early is not None:
+            early.extend(arr)
+            if self.t >= self._revisit_at:
+                self._revisit_periods()
         t = state.t - 1
         start = int(out["start"][0])
         mean = out["mean"][0]

@@ -23,7 +23,8 @@ import numpy as np
 from possibly.changepoint.models.seasonal import model_family
 from possibly.changepoint.models.segment_model import SegmentModel, as_series
 
-__all__ = ["calendar_periods", "cycle_gain", "infer_period", "models_for_series"]
+__all__ = ["calendar_periods", "cycle_gain", "infer_period", "models_for_series",
+           "warm_up_length"]
 
 #: a candidate is accepted when its profile, estimated on half of the cycles, explains at
 #: least this fraction of the robust variance of the other half (cycle_gain)
@@ -445,7 +446,8 @@ def infer_period(values: Any, index: Any = None) -> tuple[float, ...] | None:
     :data:`WARM_UP_CYCLES` (16) of the longest calendar cycle when that is longer (16 weeks
     of 5-minute data); the step is the median spacing of the warm-up's stamps. So the cost is
     bounded whatever the length of the series, and the periods of a stream are those of its
-    beginning.
+    beginning (:class:`~possibly.changepoint.ChangepointDetector` revisits them as a stream
+    grows until it holds :func:`warm_up_length` values).
 
     Parameters
     ----------
@@ -478,8 +480,7 @@ def infer_period(values: Any, index: Any = None) -> tuple[float, ...] | None:
     if index is not None:
         stamps = index[: WARM_UP + 1] if np.ndim(index) == 1 else index
         groups = [[p] for p in calendar_periods(stamps)]
-        warm_up = max([WARM_UP] + [math.ceil(WARM_UP_CYCLES * g[0]) for g in groups])
-        rest = y[:warm_up]
+        rest = y[:_warm_up(groups)]
     else:
         rest = y[:WARM_UP]
         groups = _value_candidates(rest)
@@ -505,6 +506,29 @@ def infer_period(values: Any, index: Any = None) -> tuple[float, ...] | None:
             # the next candidates are judged on what this cycle leaves
             rest = rest - _cycle(rest, period)
     return tuple(accepted) or None
+
+
+def _warm_up(groups: list[list[float]]) -> int:
+    return max([WARM_UP] + [math.ceil(WARM_UP_CYCLES * g[0]) for g in groups])
+
+
+def warm_up_length(index: Any = None) -> int:
+    """How many values :func:`infer_period` reads: :data:`WARM_UP`, or with time stamps
+    ``index`` (or their step), :data:`WARM_UP_CYCLES` of the calendar's longest cycle when that
+    is longer. Periods inferred from a longer series are those of its first this many values.
+
+    Examples
+    --------
+    >>> import datetime
+    >>> warm_up_length(), warm_up_length(datetime.timedelta(hours=1))  # 16 weeks: 2688
+    (4096, 4096)
+    >>> warm_up_length(datetime.timedelta(minutes=5))                   # 16 weeks: 32256
+    32256
+    """
+    if index is None:
+        return WARM_UP
+    stamps = index[: WARM_UP + 1] if np.ndim(index) == 1 else index
+    return _warm_up([[p] for p in calendar_periods(stamps)])
 
 
 def models_for_series(values: Any, index: Any = None, **kwargs: Any) -> list[SegmentModel]:
