@@ -35,6 +35,7 @@ from possibly.families.multivariate_normal import MultivariateNormal
 from possibly.filters._common import (
     _BIG,
     COVERAGE,
+    AutoCall,
     KernelOutputs,
     _check_coverage,
     _check_dim_tau,
@@ -58,6 +59,7 @@ from possibly.filters._common import (
     _unscale,
     compiled_module,
     kernel_arrays,
+    numpy_work,
     with_rejected,
 )
 from possibly.filters.filter_result import (
@@ -890,10 +892,11 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
             return KalmanState(mean.copy(), None, mat)
         return KalmanState(mean.copy(), mat, None)
 
-    def _compiled(self, engine: str) -> Any:
-        """The compiled loop's module if ``engine`` selects it for this call, else None."""
-        # "auto": the compiled loop at every batch size (as fast as numpy's batched steps
-        # or faster, from 1 to 10,000 series; benchmarks/bench_filtering.py --speed)
+    def _compiled(self, engine: str, call: AutoCall | None = None) -> Any:
+        """The compiled loop's module if ``engine`` selects it for this call (a batch
+        ``call``: as :class:`~possibly.filters._common.AutoHistory` chooses), else None."""
+        # once loaded, the compiled loop at every batch size (as fast as numpy's batched
+        # steps or faster, from 1 to 10,000 series; benchmarks/bench_filtering.py --speed)
         fits = not self.model.time_varying and self.model._observation.resid is None
 
         def load() -> Any:
@@ -903,7 +906,14 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
 
         return compiled_module(engine, load, None if fits else (
             "engine='numba' needs a time-invariant model whose H has full row rank; use "
-            "engine='numpy'"))
+            "engine='numpy'"), call)
+
+    def _auto_call(self, kernel: str, series: int, steps: int, weight: float = 1.0
+                   ) -> AutoCall:
+        """A batch call of ``series`` series of ``steps`` steps on ``kernel`` (compiled for
+        this model's numbers of states and observed components)."""
+        n = self.state_dim
+        return AutoCall((kernel, n, self.obs_dim), numpy_work(steps, series, n, weight))
 
     def filter(self, ys, prior: MultivariateNormal | None = None, *,
                keep: str | Iterable[str] = "all", engine: str = "auto") -> FilterResult:
@@ -947,7 +957,7 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
             return self._scale.fit(ys, engine=engine, predicted=True, stacklevel=4)
         arr, batch, index = self._observations(ys)
         size, T, _ = arr.shape
-        compiled = self._compiled(engine)
+        compiled = self._compiled(engine, self._auto_call("filter", size, T))
         state = self._initial(self.prior if prior is None else prior, batch, size)
         # time-major storage: each step writes contiguous blocks
         ys_t = np.ascontiguousarray(np.moveaxis(arr, 1, 0))
