@@ -739,10 +739,13 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
         """Process one observation from the current state (streaming); returns its Info.
 
         The same step as :meth:`step`. Once the robust start has settled (the state one
-        series in covariance form), it runs the compiled loop's step where
-        ``filter(engine="auto")`` would run that loop, on the state kept between calls: the
-        numbers of ``filter`` (bit for bit for scalar observations, to rounding for vectors),
-        and of the numpy step to about 1e-12.
+        series in covariance form), it runs the compiled loop's step on the state kept
+        between calls wherever ``filter(engine="numba")`` can run (numba installed, a
+        time-invariant model with ``H`` of full row rank), from the first such update of the
+        process on, whatever ``engine="auto"`` would choose for a batch call (a stream is
+        long: the loading is paid there, not in the middle of it): the numbers of
+        ``filter(engine="numba")`` (bit for bit for scalar observations, to rounding for
+        vectors), and of the numpy step to about 1e-12. Elsewhere, the numpy step.
 
         Examples
         --------
@@ -938,11 +941,15 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
         engine : {"auto", "numpy", "numba"}
             ``"numba"``: a compiled loop (needs numba; time-invariant models with ``H`` of full
             row rank), much faster for one or a few series and at least as fast for large
-            batches (measured up to 10,000 series); ``"numpy"``: batched numpy steps;
-            ``"auto"`` (default): numba when available and applicable. Both agree to about
-            1e-12. The first compiled call in a process loads numba (once; the very first
-            compile takes longer and is then cached on disk): pass ``"numpy"`` for a
-            one-off short series.
+            batches (measured up to 10,000 series); ``"numpy"``: batched numpy steps. Both
+            agree to about 1e-12. The first compiled call of a process loads numba and the
+            loop (the very first on a machine compiles it, many times longer, then caches it
+            on disk). ``"auto"`` (default): numpy's steps while the process has not loaded
+            the compiled loop and its calls' numpy work (steps × series, more with more
+            states) stays within a budget of about that loading's cost, then the compiled
+            loop when numba is installed and the model fits it; the choice depends only on
+            the calls made before in the process (docs/numerics.md, "The Kalman filters'
+            engine").
 
         Returns
         -------
@@ -1076,8 +1083,8 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
     def smooth(self, ys, prior: MultivariateNormal | None = None, *,
                engine: str = "auto") -> Any:
         """Possibilistic RTS smoother: :meth:`filter`, then
-        :func:`possibly.filters.smoother.smooth`, both with ``engine`` (``"auto"``: the
-        compiled backward pass whenever numba is installed, whatever the model).
+        :func:`possibly.filters.smoother.smooth`, both with ``engine`` (``"auto"``: each as
+        :meth:`filter` chooses; the compiled backward pass serves every model).
 
         With the robust start, the smoother of the hypothesis the start settled on (its
         outliers missing); those rejected observations are reported as observed and

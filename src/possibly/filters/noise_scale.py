@@ -523,8 +523,9 @@ class NoiseScaleEngine:
         start hypotheses) in a compiled loop
         (:mod:`possibly.filters.noise_scale_numba`; needs numba, a time-invariant model and
         ``H`` of full row rank), ``"numpy"`` the batched numpy step throughout, ``"auto"``
-        (default) as :meth:`possibly.KalmanFilter.filter` chooses (numba when available for
-        small batches). Both give the same numbers to ~1e-12. ``predicted``: also keep the
+        (default) as :meth:`possibly.KalmanFilter.filter` chooses (its numpy work weighted
+        by this filter's costlier steps), and numpy beyond 16 series. Both give the same
+        numbers to ~1e-12. ``predicted``: also keep the
         predicted means and covariances (and the precisions of the steps in information
         form), what the smoother needs. ``stacklevel``: that of the
         :class:`~possibly.filters.filter_result.MostlyDiscountedWarning` (the caller's frame).

@@ -102,8 +102,10 @@ def smooth(model: LinearGaussianModel, filtered: FilterResult, *,
         From :meth:`possibly.KalmanFilter.filter` with ``keep="all"`` (the default).
     engine : {"auto", "numpy", "numba"}
         ``"numba"``: the steps in covariance form in a compiled loop (needs numba);
-        ``"numpy"``: batched numpy steps; ``"auto"`` (default): numba when it is installed.
-        Both agree to about 1e-12.
+        ``"numpy"``: batched numpy steps; ``"auto"`` (default): by the rule of
+        :meth:`possibly.KalmanFilter.filter` (numpy for a process's small calls until the
+        compiled pass is loaded or a budget of numpy work is spent). Both agree to about
+        1e-12.
 
     Returns
     -------
