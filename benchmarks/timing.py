@@ -34,7 +34,8 @@ def load_kalman_loops(model) -> None:
     if importlib.util.find_spec("numba") is None:
         return
     kf = ps.KalmanFilter(*model)
-    y = np.cumsum(np.random.default_rng(0).normal(size=(40, kf.obs_dim)), axis=0)
+    rng = np.random.default_rng(0)  # 200 steps: the learned scale past its start
+    y = np.cumsum(rng.normal(size=(200, kf.obs_dim)), axis=0) + rng.normal(size=(200, 1))
     kf.smooth(y, engine="numba")
     ps.KalmanFilter(*model, learn_noise_scale=True).fit(y, engine="numba")
 
