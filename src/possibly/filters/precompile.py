@@ -62,7 +62,7 @@ def compile_loops(shapes: Iterable[tuple[int, int]] = CONSTANT_VELOCITY_SHAPES
     >>> compile_loops([(1, 2)])  # more observed components than states: H cannot be onto
     Traceback (most recent call last):
     ...
-    ValueError: shapes must be pairs of integers (n, m) with 1 <= m <= n <= 64 (n states, m observed components), got [(1, 2)]
+    ValueError: shapes must be pairs of integers (n, m) with 1 <= m <= n <= 64 ...
     """
     from possibly.filters.filter_result import MostlyDiscountedWarning
     from possibly.filters.kalman import KalmanFilter
