@@ -398,7 +398,8 @@ class AutoHistory:
     numpy's steps before. Loading numba and a kernel costs more than numpy's whole run of a
     small call, even from a warm cache; a process that runs many such calls pays it back. The
     choice depends only on the calls made before in the process (never on a timing, nor on the
-    disk cache), so a script gives the same numbers each time it runs."""
+    disk cache), so a script gives the same numbers each time it runs (calls from racing
+    threads come in either order)."""
 
     def __init__(self) -> None:
         self.numpy_work = 0.0
