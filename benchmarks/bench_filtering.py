@@ -55,7 +55,7 @@ import time
 
 import numpy as np
 import robust_peers as rp
-from timing import best_of
+from timing import best_of, load_kalman_loops
 
 import possibly as ps
 
@@ -304,6 +304,7 @@ def speed(trials: int, steps: int, seed: int, repeats: int) -> None:
     _, ys = simulate("student", trials, steps, seed)
     prior = ps.MultivariateNormal(Z0 @ F.T, np.linalg.inv(F @ P0 @ F.T + Q))
     kf = ps.KalmanFilter(*mod)
+    load_kalman_loops(mod)  # "auto": the compiled loops, as once they are loaded
     one = ys[:1]
 
     def wolf(y):

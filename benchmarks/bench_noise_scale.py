@@ -21,7 +21,7 @@ from unittest import mock
 
 import numpy as np
 from bench_filtering import model, simulate
-from timing import best_of
+from timing import best_of, load_kalman_loops
 
 import possibly as ps
 from possibly.filters import noise_scale
@@ -35,6 +35,7 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=1000)
     args = parser.parse_args(argv)
     F, Q, H, R = model()
+    load_kalman_loops((F, Q, H, R))  # "auto": the compiled loops, as once they are loaded
     _, ys = simulate("student", args.trials, args.steps, args.seed)
     learn = ps.KalmanFilter(F, Q, H, 0.1 * R, learn_noise_scale=True)
     default = ps.KalmanFilter(F, Q, H, R)

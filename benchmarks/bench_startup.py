@@ -11,8 +11,9 @@ pays that import once.
 process (``cold``: a fresh install, every kernel compiled) or a folder that an earlier process
 filled (``warm``): the first default fit of the well log (4050 points) and of the paper's model,
 the first robust Kalman filter (250 steps, the constant-velocity model) and the first with a
-learned noise scale, with ``import numba`` and the same fits on the numpy engine as
-references. Each row gives the wall time and the CPU
+learned noise scale (``engine="auto"``, which runs a new process's small calls on numpy, and
+``engine="numba"``, the compiled loops' first calls), with ``import numba`` and the same fits
+on the numpy engine as references. Each row gives the wall time and the CPU
 time of the call inside the process (CPU time is less disturbed by other load on a shared
 machine). ``--cli`` adds whole command-line runs on a 100-row CSV with a warm cache, timed
 from outside the process (interpreter start included), against the same runs with numba
@@ -56,6 +57,11 @@ COMPILED_CALLS = {
     "Kalman filter, 250 steps": (_TRACK, "kf.filter(y{})", ", engine='numpy'"),
     "learned noise scale, 250 steps":
         (_TRACK, "ps.KalmanFilter(kf.model, learn_noise_scale=True).fit(y{})", None),
+    # "auto" runs the two above on numpy in a new process: the compiled loops' own first calls
+    "Kalman filter, 250 steps, engine='numba'": (_TRACK, "kf.filter(y, engine='numba')", None),
+    "learned noise scale, 250 steps, engine='numba'":
+        (_TRACK, "ps.KalmanFilter(kf.model, learn_noise_scale=True).fit(y, engine='numba')",
+         None),
 }
 
 

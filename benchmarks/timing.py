@@ -22,6 +22,24 @@ def best_of(fn: Callable[[], object], repeats: int) -> float:
     return best
 
 
+def load_kalman_loops(model) -> None:
+    """Load the Kalman filters' compiled loops for ``model`` (an ``(F, Q, H, R)`` sequence: the
+    filter with its robust start, the smoother, the learned noise scale) when numba is
+    installed, so that the ``engine="auto"`` rows that follow time them: a process's first
+    small calls would run numpy's steps, until a budget of numpy work."""
+    import importlib.util
+
+    import possibly as ps
+
+    if importlib.util.find_spec("numba") is None:
+        return
+    kf = ps.KalmanFilter(*model)
+    rng = np.random.default_rng(0)  # 200 steps: the learned scale past its start
+    y = np.cumsum(rng.normal(size=(200, kf.obs_dim)), axis=0) + rng.normal(size=(200, 1))
+    kf.smooth(y, engine="numba")
+    ps.KalmanFilter(*model, learn_noise_scale=True).fit(y, engine="numba")
+
+
 def update_latency(update: Callable[[float], object], values: Sequence[float],
                    checkpoints: Sequence[int], window: int = 2000,
                    repeats: int = 5) -> dict[int, tuple[list[float], list[float]]]:

@@ -23,6 +23,24 @@ def pytest_runtest_makereport(item, call):
         report.longrepr = f"skipped under POSSIBLY_NO_SKIP=1: {report.longrepr}"
 
 
+@pytest.fixture(autouse=True)
+def fresh_auto_engine(monkeypatch):
+    """Each test starts with the filters' ``engine="auto"`` of a new process (nothing loaded,
+    no numpy work run), so that no test depends on the tests that ran before it."""
+    from possibly.filters import _common
+
+    monkeypatch.setattr(_common, "AUTO_HISTORY", _common.AutoHistory())
+
+
+@pytest.fixture
+def auto_compiles(monkeypatch):
+    """The filters' ``engine="auto"`` of a process that has spent its budget of numpy work:
+    the compiled loops wherever they apply (numba installed, the model fit for them)."""
+    from possibly.filters import _common
+
+    monkeypatch.setattr(_common, "AUTO_NUMPY_BUDGET", 0)
+
+
 @pytest.fixture
 def rng():
     return np.random.default_rng(12345)

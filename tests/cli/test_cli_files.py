@@ -365,7 +365,7 @@ def test_every_help_is_plain_text_and_descriptions_differ(capsys):
     # #16: raw reST in help texts; changepoint-many and kalman-many shared one description
     texts = {}
     for cmd in ("demo", "kalman", "changepoint", "reproduce", "changepoint-many",
-                "kalman-many"):
+                "kalman-many", "compile"):
         assert main([cmd, "--help"]) == 0
         texts[cmd] = capsys.readouterr().out
         assert "``" not in texts[cmd] and ":mod:" not in texts[cmd] and ":class:" not in texts[cmd]

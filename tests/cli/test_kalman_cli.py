@@ -154,10 +154,9 @@ def test_a_short_input_runs_numpys_steps_without_loading_numba(tmp_path, imports
     assert not imports_numba(["kalman", str(src), "--out", str(tmp_path / "out.csv")])
 
 
-def test_the_engine_option_and_the_size_rule(tmp_path, monkeypatch):
-    """``--engine`` reaches the filter and the smoother whatever the input's size; ``auto``
-    (the default) is numpy's steps up to SMALL_INPUT rows and the library's ``auto`` above."""
-    from possibly.cli import kalman_command
+def test_the_engine_option_reaches_the_library_unchanged(tmp_path, monkeypatch):
+    """``--engine`` reaches the filter and the smoother whatever the input's size: ``auto``
+    (the default) is the library's own rule (KalmanFilter's engine="auto"), not another."""
     from possibly.filters.kalman import KalmanFilter
 
     asked = []
@@ -171,10 +170,8 @@ def test_the_engine_option_and_the_size_rule(tmp_path, monkeypatch):
 
     monkeypatch.setattr(KalmanFilter, "filter", record(filter_))
     monkeypatch.setattr(KalmanFilter, "smooth", record(smooth))
-    small = kalman_command.SMALL_INPUT
     cases = [(50, ["--engine", "numba"], "numba"), (50, ["--engine", "numpy"], "numpy"),
-             (small, [], "numpy"), (small + 1, [], "auto"),
-             (small + 1, ["--engine", "numpy"], "numpy")]
+             (50, [], "auto"), (2000, [], "auto"), (2000, ["--engine", "numpy"], "numpy")]
     for rows, option, expected in cases:
         src = tmp_path / "obs.csv"
         np.savetxt(src, np.cumsum(np.random.default_rng(rows).normal(size=rows)), header="x",
@@ -184,3 +181,20 @@ def test_the_engine_option_and_the_size_rule(tmp_path, monkeypatch):
             assert main(["kalman", str(src), "--accel-sd", "0.05", "--obs-sd", "1",
                          "--out", str(tmp_path / "out.csv"), *option, *smoothing]) == 0
             assert asked[:1] == [expected], (rows, option, smoothing, asked)
+
+
+def test_a_long_input_runs_the_compiled_loop(tmp_path, count_calls):
+    """``--engine auto`` on an input whose numpy work passes the library's budget: the
+    compiled loop (where a short one runs numpy's steps)."""
+    pytest.importorskip("numba")
+    from possibly.filters import _common, kalman_numba
+
+    calls = count_calls(kalman_numba, "run_start")
+    rows = int(_common.AUTO_NUMPY_BUDGET // _common.numpy_work(1, 1, 2)) + 1
+    for n, compiled in ((100, False), (rows, True)):
+        src = tmp_path / "obs.csv"
+        np.savetxt(src, np.cumsum(np.random.default_rng(3).normal(size=n)), header="x",
+                   comments="", fmt="%.6f")
+        calls.clear()
+        assert main(["kalman", str(src), "--out", str(tmp_path / "out.csv")]) == 0
+        assert (len(calls) == 1) == compiled, n

@@ -16,7 +16,7 @@ def _series(seed: int, T: int = 40, sd: float = 1.0) -> np.ndarray:
 
 
 @pytest.mark.parametrize("engine", ["numpy", "auto"])
-def test_learned_scale_smoother_masks_the_rejected_start_observation(engine):
+def test_learned_scale_smoother_masks_the_rejected_start_observation(engine, auto_compiles):
     """An outlier at t=0 that the robust start rejects: the smoother is that of the plain
     learned-scale recursion with y0 missing, and reports y0 with discount 0."""
     y = _series(0)

@@ -1,5 +1,8 @@
 """The compiled Kalman loop (issue #13 item 4) gives the numpy path's numbers."""
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -71,13 +74,109 @@ def test_numba_with_keep_means_only():
     assert a.covariance is None and a.predicted_mean is None
 
 
-def test_auto_uses_the_compiled_loop_for_one_series_and_for_big_batches():
+def _identical(a, b):
+    for f in FIELDS:
+        np.testing.assert_array_equal(getattr(a, f), getattr(b, f), err_msg=f)
+
+
+def test_auto_runs_numpy_until_the_budget_then_the_compiled_loop(count_calls, monkeypatch):
+    """A new process's small calls run numpy's steps (the numbers of engine="numpy", bit for
+    bit) until their numpy work and the next call's reach the budget; that call and every later
+    one run the compiled loop (engine="numba"'s numbers), a tiny one too."""
+    from possibly.filters import _common, kalman_numba
+
+    calls = count_calls(kalman_numba, "run_start")  # every call of the default filter starts
     ys = _track(5)
     kf = ps.KalmanFilter(CV)
-    auto, numba_ = kf.filter(ys), kf.filter(ys, engine="numba")
-    np.testing.assert_array_equal(auto.mean, numba_.mean)
-    big = np.stack([ys] * 17)
-    np.testing.assert_array_equal(kf.filter(big).mean, kf.filter(big, engine="numba").mean)
+    # one call's work, counted by hand: T steps of one series of 2 states, 2 · (2 + 128)
+    work = len(ys) * 2 * (2 * 1 + 128)
+    monkeypatch.setattr(_common, "AUTO_NUMPY_BUDGET", 3.5 * work)
+    numpy_, numba_ = kf.filter(ys, engine="numpy"), kf.filter(ys, engine="numba")
+    calls.clear()
+    _common.AUTO_HISTORY.loaded.clear()  # forget the load of engine="numba" above
+    for i in range(3):  # 1, 2, 3 works: below 3.5
+        _identical(kf.filter(ys), numpy_)
+        assert calls == [] and _common.AUTO_HISTORY.numpy_work == (i + 1) * work
+    _identical(kf.filter(ys), numba_)  # 4 works would pass the budget: compiled
+    assert len(calls) == 1
+    kf.filter(ys[:5])  # loaded: compiled however small
+    assert len(calls) == 2 and _common.AUTO_HISTORY.numpy_work == 3 * work
+    _same(numba_, numpy_)  # the two engines agree to rounding
+
+
+def test_auto_runs_compiled_once_the_kernel_is_loaded_or_the_call_is_big(count_calls,
+                                                                         monkeypatch):
+    from possibly.filters import _common, kalman_numba
+
+    calls = count_calls(kalman_numba, "run_start")
+    ys = _track(6)
+    kf = ps.KalmanFilter(CV)
+    kf.filter(ys)
+    assert calls == []  # a first small call: numpy
+    kf.filter(ys[:10], engine="numba")  # loads the loop: "auto" uses it from now on
+    kf.filter(ys)
+    assert len(calls) == 2
+    # a model with other numbers of states and observed components has its own loop, not
+    # loaded yet: numpy again
+    kf2 = ps.KalmanFilter(CV2)
+    kf2.filter(_track(6, m=2))
+    assert len(calls) == 2
+    # a call whose own numpy work passes the budget runs compiled at once
+    monkeypatch.setattr(_common, "AUTO_HISTORY", _common.AutoHistory())
+    long = np.cumsum(np.random.default_rng(0).normal(size=_common.AUTO_NUMPY_BUDGET // 260 + 1))
+    assert _common.numpy_work(len(long), 1, 2) >= _common.AUTO_NUMPY_BUDGET
+    kf.filter(long)
+    assert len(calls) == 3 and _common.AUTO_HISTORY.numpy_work == 0
+
+
+def test_auto_chooses_the_smoother_and_the_learned_scale_by_the_same_rule(count_calls):
+    from possibly.filters import _common, noise_scale_numba, smoother_numba
+
+    backward = count_calls(smoother_numba, "backward")
+    scale = count_calls(noise_scale_numba, "run")
+    ys = _track(7)[:, 0]
+    kf = ps.KalmanFilter(CV)
+    kf.smooth(ys)
+    learned = ps.KalmanFilter(CV, learn_noise_scale=True)
+    learned.fit(ys)
+    assert backward == [] and scale == []  # small first calls: numpy
+    spent = _common.AUTO_HISTORY.numpy_work
+    assert spent > 0
+    kf.smooth(ys, engine="numba")
+    learned.fit(ys, engine="numba")
+    n_backward, n_scale = len(backward), len(scale)
+    kf.smooth(ys)
+    learned.fit(ys)
+    assert len(backward) > n_backward and len(scale) > n_scale  # loaded: compiled
+    assert _common.AUTO_HISTORY.numpy_work == spent
+
+
+def test_a_new_process_filters_a_short_series_without_importing_numba():
+    """Its first small filter, smoother and learned scale: numpy's steps, numba not even
+    imported (what loading it costs is many times their run)."""
+    code = ("import sys, numpy as np, possibly as ps\n"
+            "y = np.cumsum(np.random.default_rng(0).normal(size=250))\n"
+            "kf = ps.KalmanFilter(ps.filters.constant_velocity(obs_sd=1.0))\n"
+            "kf.filter(y), kf.smooth(y), kf.fit(y)\n"
+            "ps.KalmanFilter(kf.model, learn_noise_scale=True).fit(y)\n"
+            "print('numba' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.strip().splitlines()[-1] == "False"
+
+
+def test_update_runs_the_compiled_step_from_a_new_process_on(count_calls):
+    """A stream is long: update takes the compiled step as soon as the start has settled,
+    whatever "auto" would choose for a batch call (its numbers are those of
+    engine="numba")."""
+    from possibly.filters import _common, kalman_numba
+
+    steps = count_calls(kalman_numba, "step")
+    kf = ps.KalmanFilter(CV)
+    for y in _track(8)[:, 0]:
+        kf.update(float(y))
+    assert kf._live is not None and len(steps) > 0
+    assert ("filter", 2, 1) not in _common.AUTO_HISTORY.loaded  # batch calls: still numpy
 
 
 def test_numba_engine_refuses_what_it_cannot_run():

@@ -1,8 +1,8 @@
 """Streaming with ``KalmanFilter.update``: the compiled loop's step on state kept between calls.
 
-References: ``filter`` of the same series (its compiled loop: equal bit for bit after the
-robust start), and the numpy step (``filter(engine="numpy")``, the pure ``step``), equal to
-about 1e-12 as the compiled loop always was.
+References: ``filter(engine="numba")`` of the same series (its compiled loop: equal bit for
+bit after the robust start), and the numpy step (``filter(engine="numpy")``, the pure
+``step``), equal to about 1e-12 as the compiled loop always was.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def test_update_equals_filter(kw):
     ys = track(0)
     kf = ps.KalmanFilter(CV, **kw)
     infos = [kf.update(float(y)) for y in ys]
-    res = kf.filter(ys)
+    res = kf.filter(ys, engine="numba")  # update's step, whatever "auto" would choose here
     got = infos_array(infos)
     ref = np.column_stack([res.log_consistency, res.discount])
     np.testing.assert_allclose(got[:, :2], ref, rtol=1e-12, atol=1e-300)
@@ -83,7 +83,7 @@ def test_vector_observations_and_partly_missing_rows():
     ys = track(2, m=2)
     kf = ps.KalmanFilter(CV2)
     infos = [kf.update(y) for y in ys]
-    res = kf.filter(ys)
+    res = kf.filter(ys, engine="numba")
     # the same compiled step, to rounding (the buffers' layouts compile to other code)
     np.testing.assert_allclose(infos_array(infos)[:, :2],
                                np.column_stack([res.log_consistency, res.discount]),

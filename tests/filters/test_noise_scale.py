@@ -415,7 +415,7 @@ def test_a_dropped_observation_is_an_outlier_by_force_even_when_its_stand_in_fit
 
 
 @pytest.mark.parametrize("engine", ["auto", "numpy"])
-def test_predicted_states_are_the_predictions_of_the_filtered_ones(engine):
+def test_predicted_states_are_the_predictions_of_the_filtered_ones(engine, auto_compiles):
     """The predicted states that the smoother reads (one batched predict over time) are
     ``F μ`` and ``F P Fᵀ + Q`` of each step's filtered state, written out step by step."""
     model = ps.filters.constant_velocity(obs_sd=2.0)

@@ -35,7 +35,7 @@ def test_numba_equals_numpy(model, m, options):
         np.testing.assert_allclose(getattr(a, f), getattr(b, f), rtol=1e-10, atol=1e-12,
                                    equal_nan=True, err_msg=f)
     assert np.isnan(a.discount[:, 150 // 3]).all()
-    auto = kf.fit(ys[0])  # one series: the compiled loop
+    auto = kf.fit(ys[0])  # one series, the loop loaded above: compiled
     np.testing.assert_allclose(auto.mean, b.mean[0], rtol=1e-10, atol=1e-12)
 
 

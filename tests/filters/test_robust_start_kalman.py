@@ -98,7 +98,7 @@ WEAK = ps.MultivariateNormal([0.0, 0.0], np.diag([1 / 10.0**2, 0.0]))
 
 
 @pytest.mark.parametrize("first", [0, 1])
-def test_a_weak_prior_is_protected_from_a_first_outlier(first):
+def test_a_weak_prior_is_protected_from_a_first_outlier(first, auto_compiles):
     """From a weak proper prior an outlier at y_0 (or y_1) is consistent enough with the prior
     to be taken whole by the plain recursion, which then loses the track; the start runs its
     hypotheses from the prior and settles on the one that drops it."""

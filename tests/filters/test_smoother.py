@@ -69,7 +69,7 @@ CASES = {
 
 
 @pytest.mark.parametrize("case", list(CASES))
-def test_compiled_backward_pass_equals_the_numpy_steps(case):
+def test_compiled_backward_pass_equals_the_numpy_steps(case, auto_compiles):
     pytest.importorskip("numba")
     model, options, ys = CASES[case]
     kf = ps.KalmanFilter(model, **options)
@@ -158,7 +158,7 @@ def test_a_singular_predicted_covariance_takes_the_numpy_step(monkeypatch):
     _close(fast.covariance, slow.covariance)
 
 
-def test_without_numba_auto_runs_numpy_and_numba_is_refused(monkeypatch):
+def test_without_numba_auto_runs_numpy_and_numba_is_refused(monkeypatch, auto_compiles):
     monkeypatch.setitem(sys.modules, "possibly.filters.smoother_numba", None)  # import fails
     monkeypatch.delattr(ps.filters, "smoother_numba", raising=False)
     fr = ps.KalmanFilter(CV).filter(_track(10))

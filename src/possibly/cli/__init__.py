@@ -30,6 +30,7 @@ SUBCOMMANDS = [
     "possibly.cli.changepoint_command",
     "possibly.cli.reproduce_command",
     "possibly.cli.many_command",
+    "possibly.cli.compile_command",
 ]
 
 

@@ -39,9 +39,6 @@ from possibly.filters.filter_result import (
 )
 from possibly.filters.kalman import COVERAGE, KalmanFilter
 
-#: ``--engine auto`` runs inputs of at most this many rows on numpy's steps
-SMALL_INPUT = 500
-
 DESCRIPTION = (
     "Robust Kalman filter (nearly-constant-velocity model) of positions read from a CSV/TSV/"
     "text file (or standard input): one column is a 1-D track, several columns (--column x y) "
@@ -152,14 +149,13 @@ def run(args: argparse.Namespace) -> int:
     obs = ys[:, 0] if k == 1 else ys
     with numeric_range(table.source, ys), warnings.catch_warnings():
         warnings.simplefilter("ignore", MostlyDiscountedWarning)  # reported below, in one line
-        # numpy's steps for a short input: numba's start in a new process (importing it and
-        # loading the cached loops) costs more than they do
-        engine = "numpy" if args.engine == "auto" and ys.shape[0] <= SMALL_INPUT else args.engine
+        # "auto": the library's rule, numpy's steps for a short input (a new process has not
+        # loaded the compiled loop, which costs more than they do)
         if args.smooth:
-            res = kf.smooth(obs, engine=engine)
+            res = kf.smooth(obs, engine=args.engine)
             mean, variance, fr = res.mean, res.variance, res.filtered
         else:
-            fr = kf.filter(obs, engine=engine)
+            fr = kf.filter(obs, engine=args.engine)
             mean, variance = fr.mean, fr.variance
     check_finite(table.source, ys, mean, "filtered state")
     # the max-marginal sd of each component: finite once it is informed, inf before
@@ -229,8 +225,9 @@ def register(sub) -> None:
     add_robust(p)
     p.add_argument("--engine", choices=["auto", "numpy", "numba"], default="auto",
                    help="'numba': the compiled loop (needs numba); 'numpy': numpy's steps (the "
-                        f"two agree to about 1e-12); 'auto': numpy up to {SMALL_INPUT} rows, "
-                        "where it is quicker to start, else numba when installed (auto)")
+                        "two agree to about 1e-12); 'auto': numpy's steps for a short input, "
+                        "which finish before the compiled loop would have loaded, else numba "
+                        "when installed (auto)")
     add_coverage(p)
     p.add_argument("--dim", type=number(0, 1e6, low_open=True), default=None,
                    help="effective dimension d of the discount c^(1/d), in (0, 1e6] (the "

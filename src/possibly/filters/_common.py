@@ -363,23 +363,86 @@ def with_rejected(filtered: Any, rejected: np.ndarray, mean: np.ndarray, cov: np
     return dataclasses.replace(filtered, log_consistency=lc, discount=disc)
 
 
-def compiled_module(engine: str, load: Callable[[], Any], unfit: str | None = None) -> Any:
+#: ``engine="auto"``'s budget of numpy work per process (see :class:`AutoHistory`): about the
+#: numpy time that loading numba and a compiled kernel from a warm cache costs. Below it, numpy
+#: finishes first even when the kernel is cached (a first compile costs far more); past it, the
+#: process runs enough to pay the load back.
+AUTO_NUMPY_BUDGET = 1 << 22
+#: fixed cost of a batched numpy step, in the units of :func:`numpy_work` (series of one state)
+_STEP_OVERHEAD = 128
+
+
+@dataclass(frozen=True)
+class AutoCall:
+    """What a batch call would ask of a compiled kernel: ``kernel`` names the kernel and the
+    sizes numba compiles it for (each is compiled, or loaded, on its own), ``work`` estimates
+    the call's numpy work (:func:`numpy_work`)."""
+
+    kernel: tuple[Any, ...]
+    work: float
+
+
+def numpy_work(steps: int, series: int, n: int, weight: float = 1.0) -> float:
+    """The numpy work of ``steps`` batched steps of ``series`` series of ``n`` states:
+    ``weight · steps · n · (n · series + 128)``, about what numpy's batched steps cost (the
+    arithmetic grows as ``n²`` per series, the fixed cost of each step as ``n``), in the units
+    of :data:`AUTO_NUMPY_BUDGET`. A formula of the sizes, never a timing: the engine it chooses
+    is the same in every run."""
+    return weight * steps * n * (n * series + _STEP_OVERHEAD)
+
+
+class AutoHistory:
+    """What ``engine="auto"`` has run in this process, from which it chooses the engine of a
+    batch call: the compiled kernel once it is loaded (by an earlier call, of any engine) or
+    once the numpy work ``auto`` ran and the call's own reach :data:`AUTO_NUMPY_BUDGET`;
+    numpy's steps before. Loading numba and a kernel costs more than numpy's whole run of a
+    small call, even from a warm cache; a process that runs many such calls pays it back. The
+    choice depends only on the calls made before in the process (never on a timing, nor on the
+    disk cache), so a script gives the same numbers each time it runs (calls from racing
+    threads come in either order)."""
+
+    def __init__(self) -> None:
+        self.numpy_work = 0.0
+        self.loaded: set[tuple[Any, ...]] = set()
+
+    def runs_numpy(self, call: AutoCall) -> bool:
+        """Whether ``auto`` runs ``call`` on numpy (its work then counted)."""
+        if call.kernel in self.loaded or self.numpy_work + call.work >= AUTO_NUMPY_BUDGET:
+            return False
+        self.numpy_work += call.work
+        return True
+
+
+#: this process's history of ``engine="auto"`` (the filters' batch calls)
+AUTO_HISTORY = AutoHistory()
+
+
+def compiled_module(engine: str, load: Callable[[], Any], unfit: str | None = None,
+                    call: AutoCall | None = None) -> Any:
     """The compiled module that ``load`` imports if ``engine`` selects it, else None.
 
-    ``engine`` is ``"auto"`` (compiled when numba is installed and the call fits), ``"numpy"``
-    or ``"numba"`` (compiled, or a clear error); ``unfit`` says why this call cannot run
-    compiled (None: it can).
+    ``engine`` is ``"auto"`` (compiled when numba is installed, the call fits and, for a batch
+    ``call``, :class:`AutoHistory` chooses it; without ``call``, whenever it can),
+    ``"numpy"`` or ``"numba"`` (compiled, or a clear error); ``unfit`` says why this call
+    cannot run compiled (None: it can).
     """
     if engine not in ("auto", "numpy", "numba"):
         raise ValueError(f"engine must be 'auto', 'numpy' or 'numba', got {engine!r}")
     if engine == "numpy":
         return None
-    if engine == "numba" and unfit is not None:
-        raise ValueError(unfit)
+    if unfit is not None:
+        if engine == "numba":
+            raise ValueError(unfit)
+        return None
+    history = AUTO_HISTORY
+    if engine == "auto" and call is not None and history.runs_numpy(call):
+        return None
     try:
         module = load()
     except ImportError:
         if engine == "numba":
             raise ValueError("engine='numba' needs numba: pip install possibly[fast]") from None
         return None
-    return module if unfit is None else None
+    if call is not None:
+        history.loaded.add(call.kernel)
+    return module

@@ -35,6 +35,7 @@ from possibly.families.multivariate_normal import MultivariateNormal
 from possibly.filters._common import (
     _BIG,
     COVERAGE,
+    AutoCall,
     KernelOutputs,
     _check_coverage,
     _check_dim_tau,
@@ -58,6 +59,7 @@ from possibly.filters._common import (
     _unscale,
     compiled_module,
     kernel_arrays,
+    numpy_work,
     with_rejected,
 )
 from possibly.filters.filter_result import (
@@ -737,10 +739,13 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
         """Process one observation from the current state (streaming); returns its Info.
 
         The same step as :meth:`step`. Once the robust start has settled (the state one
-        series in covariance form), it runs the compiled loop's step where
-        ``filter(engine="auto")`` would run that loop, on the state kept between calls: the
-        numbers of ``filter`` (bit for bit for scalar observations, to rounding for vectors),
-        and of the numpy step to about 1e-12.
+        series in covariance form), it runs the compiled loop's step on the state kept
+        between calls wherever ``filter(engine="numba")`` can run (numba installed, a
+        time-invariant model with ``H`` of full row rank), from the first such update of the
+        process on, whatever ``engine="auto"`` would choose for a batch call (a stream is
+        long: the loading is paid there, not in the middle of it): the numbers of
+        ``filter(engine="numba")`` (bit for bit for scalar observations, to rounding for
+        vectors), and of the numpy step to about 1e-12. Elsewhere, the numpy step.
 
         Examples
         --------
@@ -890,10 +895,11 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
             return KalmanState(mean.copy(), None, mat)
         return KalmanState(mean.copy(), mat, None)
 
-    def _compiled(self, engine: str) -> Any:
-        """The compiled loop's module if ``engine`` selects it for this call, else None."""
-        # "auto": the compiled loop at every batch size (as fast as numpy's batched steps
-        # or faster, from 1 to 10,000 series; benchmarks/bench_filtering.py --speed)
+    def _compiled(self, engine: str, call: AutoCall | None = None) -> Any:
+        """The compiled loop's module if ``engine`` selects it for this call (a batch
+        ``call``: as :class:`~possibly.filters._common.AutoHistory` chooses), else None."""
+        # once loaded, the compiled loop at every batch size (as fast as numpy's batched
+        # steps or faster, from 1 to 10,000 series; benchmarks/bench_filtering.py --speed)
         fits = not self.model.time_varying and self.model._observation.resid is None
 
         def load() -> Any:
@@ -903,7 +909,14 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
 
         return compiled_module(engine, load, None if fits else (
             "engine='numba' needs a time-invariant model whose H has full row rank; use "
-            "engine='numpy'"))
+            "engine='numpy'"), call)
+
+    def _auto_call(self, kernel: str, series: int, steps: int, weight: float = 1.0
+                   ) -> AutoCall:
+        """A batch call of ``series`` series of ``steps`` steps on ``kernel`` (compiled for
+        this model's numbers of states and observed components)."""
+        n = self.state_dim
+        return AutoCall((kernel, n, self.obs_dim), numpy_work(steps, series, n, weight))
 
     def filter(self, ys, prior: MultivariateNormal | None = None, *,
                keep: str | Iterable[str] = "all", engine: str = "auto") -> FilterResult:
@@ -928,11 +941,15 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
         engine : {"auto", "numpy", "numba"}
             ``"numba"``: a compiled loop (needs numba; time-invariant models with ``H`` of full
             row rank), much faster for one or a few series and at least as fast for large
-            batches (measured up to 10,000 series); ``"numpy"``: batched numpy steps;
-            ``"auto"`` (default): numba when available and applicable. Both agree to about
-            1e-12. The first compiled call in a process loads numba (once; the very first
-            compile takes longer and is then cached on disk): pass ``"numpy"`` for a
-            one-off short series.
+            batches (measured up to 10,000 series); ``"numpy"``: batched numpy steps. Both
+            agree to about 1e-12. The first compiled call of a process loads numba and the
+            loop (the very first on a machine compiles it, many times longer, then caches it
+            on disk). ``"auto"`` (default): numpy's steps while the process has not loaded
+            the compiled loop and its calls' numpy work (steps × series, more with more
+            states) stays within a budget of about that loading's cost, then the compiled
+            loop when numba is installed and the model fits it; the choice depends only on
+            the calls made before in the process (docs/numerics.md, "The Kalman filters'
+            engine").
 
         Returns
         -------
@@ -947,7 +964,7 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
             return self._scale.fit(ys, engine=engine, predicted=True, stacklevel=4)
         arr, batch, index = self._observations(ys)
         size, T, _ = arr.shape
-        compiled = self._compiled(engine)
+        compiled = self._compiled(engine, self._auto_call("filter", size, T))
         state = self._initial(self.prior if prior is None else prior, batch, size)
         # time-major storage: each step writes contiguous blocks
         ys_t = np.ascontiguousarray(np.moveaxis(arr, 1, 0))
@@ -1066,8 +1083,8 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
     def smooth(self, ys, prior: MultivariateNormal | None = None, *,
                engine: str = "auto") -> Any:
         """Possibilistic RTS smoother: :meth:`filter`, then
-        :func:`possibly.filters.smoother.smooth`, both with ``engine`` (``"auto"``: the
-        compiled backward pass whenever numba is installed, whatever the model).
+        :func:`possibly.filters.smoother.smooth`, both with ``engine`` (``"auto"``: each as
+        :meth:`filter` chooses; the compiled backward pass serves every model).
 
         With the robust start, the smoother of the hypothesis the start settled on (its
         outliers missing); those rejected observations are reported as observed and

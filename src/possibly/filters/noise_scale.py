@@ -61,6 +61,9 @@ __all__ = ["NoiseScaleEngine", "NoiseScaleResult", "NoiseScaleState", "kappa_dir
 #: engine="auto" runs this filter's compiled loop for batches up to this size (numpy's batched
 #: step wins beyond: benchmarks/bench_noise_scale.py)
 _AUTO_NUMBA_MAX_BATCH = 16
+#: numpy's steps of this filter cost about this many times the Kalman filter's, per step and
+#: per series (the scale's start hypotheses, its κ): the weight of their work for "auto"
+_NUMPY_WORK_WEIGHT = 8.0
 #: below this ρ λ̂ the observation is dropped (its gain underflows anyway)
 _NEGLIGIBLE = 1e-12
 #: the scale's prior is tempered until the data's shape parameter is this many times its own
@@ -520,8 +523,9 @@ class NoiseScaleEngine:
         start hypotheses) in a compiled loop
         (:mod:`possibly.filters.noise_scale_numba`; needs numba, a time-invariant model and
         ``H`` of full row rank), ``"numpy"`` the batched numpy step throughout, ``"auto"``
-        (default) as :meth:`possibly.KalmanFilter.filter` chooses (numba when available for
-        small batches). Both give the same numbers to ~1e-12. ``predicted``: also keep the
+        (default) as :meth:`possibly.KalmanFilter.filter` chooses (its numpy work weighted
+        by this filter's costlier steps), and numpy beyond 16 series. Both give the same
+        numbers to ~1e-12. ``predicted``: also keep the
         predicted means and covariances (and the precisions of the steps in information
         form), what the smoother needs. ``stacklevel``: that of the
         :class:`~possibly.filters.filter_result.MostlyDiscountedWarning` (the caller's frame).
@@ -646,7 +650,7 @@ class NoiseScaleEngine:
         compiled loop, from ``initial`` (default: :meth:`init`)."""
         T, size, _ = ys.shape
         n = self._kf.state_dim
-        compiled = self._compiled(engine, size)
+        compiled = self._compiled(engine, size, T)
         run = _Forward(np.empty((T, size, n)), np.empty((T, size, n, n)), np.empty((T, size)),
                        np.empty((T, size)), np.empty((T, size)), [], None)
         state: Any = self.init((size,)) if initial is None else initial
@@ -723,14 +727,16 @@ class NoiseScaleEngine:
 
         return p_mean, p_cov, np.stack(p_pre) if p_pre else np.empty((0, size, n, n))
 
-    def _compiled(self, engine: str, size: int) -> Any:
-        """The compiled loop's module if ``engine`` selects it for this call, else None: the
-        Kalman filter's rule on the same model (the engine's name, a time-invariant model with
-        ``H`` onto, numba installed), with the same errors, and with ``"auto"`` only up to
-        ``_AUTO_NUMBA_MAX_BATCH`` series."""
-        if self._kf._compiled(engine) is None:
-            return None
+    def _compiled(self, engine: str, size: int, steps: int) -> Any:
+        """The compiled loop's module if ``engine`` selects it for this call of ``size``
+        series of ``steps`` steps, else None: the Kalman filter's rule on the same model (the
+        engine's name, a time-invariant model with ``H`` onto, numba installed, and for
+        ``"auto"`` the process's history), with the same errors, and with ``"auto"`` only up
+        to ``_AUTO_NUMBA_MAX_BATCH`` series."""
         if engine == "auto" and size > _AUTO_NUMBA_MAX_BATCH:
+            return None
+        call = self._kf._auto_call("noise scale", size, steps, _NUMPY_WORK_WEIGHT)
+        if self._kf._compiled(engine, call) is None:
             return None
         from possibly.filters import noise_scale_numba
 

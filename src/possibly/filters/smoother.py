@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from possibly.filters._common import (
+    AutoCall,
     _covariance_or_inf,
     _inverse,
     _mv,
@@ -23,6 +24,7 @@ from possibly.filters._common import (
     _Transition,
     _unscale,
     compiled_module,
+    numpy_work,
     state_dataset,
     state_frame,
 )
@@ -100,8 +102,10 @@ def smooth(model: LinearGaussianModel, filtered: FilterResult, *,
         From :meth:`possibly.KalmanFilter.filter` with ``keep="all"`` (the default).
     engine : {"auto", "numpy", "numba"}
         ``"numba"``: the steps in covariance form in a compiled loop (needs numba);
-        ``"numpy"``: batched numpy steps; ``"auto"`` (default): numba when it is installed.
-        Both agree to about 1e-12.
+        ``"numpy"``: batched numpy steps; ``"auto"`` (default): by the rule of
+        :meth:`possibly.KalmanFilter.filter` (numpy for a process's small calls until the
+        compiled pass is loaded or a budget of numpy work is spent). Both agree to about
+        1e-12.
 
     Returns
     -------
@@ -120,7 +124,6 @@ def smooth(model: LinearGaussianModel, filtered: FilterResult, *,
         raise ValueError(f"model must be a LinearGaussianModel, got {type(model).__name__}")
     if not isinstance(filtered, FilterResult):
         raise ValueError(f"filtered must be a FilterResult, got {type(filtered).__name__}")
-    compiled = _compiled(engine)
     fr = filtered
     f_mean, f_cov = fr.mean, fr._need("covariance")
     p_mean, p_cov = fr._need("predicted_mean"), fr._need("predicted_covariance")
@@ -131,6 +134,7 @@ def smooth(model: LinearGaussianModel, filtered: FilterResult, *,
         raise ValueError(f"filtered has states of dimension {n}, the model {model.state_dim}")
     model._check_length(T)
     size = int(np.prod(batch))
+    compiled = _compiled(engine, AutoCall(("smoother", n), numpy_work(T, size, n)))
 
     def time_major(a, ev):
         """``a`` (..., T, ·) as a contiguous, writeable float (T, size, ·) array: a view of
@@ -177,15 +181,15 @@ def smooth(model: LinearGaussianModel, filtered: FilterResult, *,
     return SmootherResult(mean=batch_major(s_mean), covariance=batch_major(s_cov), filtered=fr)
 
 
-def _compiled(engine: str) -> Any:
-    """The compiled backward pass's module if ``engine`` selects it, else None."""
+def _compiled(engine: str, call: AutoCall) -> Any:
+    """The compiled backward pass's module if ``engine`` selects it for ``call``, else None."""
 
     def load() -> Any:
         from possibly.filters import smoother_numba
 
         return smoother_numba
 
-    return compiled_module(engine, load)
+    return compiled_module(engine, load, call=call)
 
 
 def _transitions(model: LinearGaussianModel) -> np.ndarray:
