@@ -430,16 +430,28 @@ def _update_information(ys, t, b, x, Y, H, R, W, robust, dim, tau, log_c0, obs, 
     log_c = min(log_c, 0.0)
     rho = discount_scalar(min(log_c - log_c0[n_obs], 0.0), dim, tau, robust)
     rho1 = rho if robust else 1.0
+    # with ρ = 1 the new precision is often Y + J bit for bit, whose pseudo-inverse step is
+    # already in `step` (the same input gives the same bits): then it is not solved again
+    again = not informed or rho1 != 1.0
     for i in range(n):
         for j in range(i, n):
             a = 0.5 * ((Y[i, j] + rho1 * j_[i, j]) + (Y[j, i] + rho1 * j_[j, i]))
+            if not again and not (_same_bits(a, eb[i, j]) and _same_bits(a, eb[j, i])):
+                again = True
             Y[i, j] = a
             Y[j, i] = a
         b_[i] *= rho1
-    _pinv_mv(Y, b_, step, ea, w, V, Y.shape[0])
+    if again:
+        _pinv_mv(Y, b_, step, ea, w, V, Y.shape[0])
     for i in range(n):
         x[i] += step[i] * scale
     return True, log_c, rho
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _same_bits(a, b):  # pragma: no cover - compiled
+    """Whether the floats ``a`` and ``b`` are the same bits (NaN never is; signed zeros)."""
+    return a == b and math.copysign(1.0, a) == math.copysign(1.0, b)
 
 
 @_helper
@@ -760,11 +772,20 @@ def run_start(ys, t0, t_end, mean, mat, information, model, inverse, rule, mixtu
                     break  # stepped above
                 if t < k and rep[t, h] != h:
                     continue  # the same state as its representative's: copied below
-                for i in range(n):
-                    x[i] = hx[b, h, i]
-                    for j in range(n):
-                        P[i, j] = hM[b, h, i, j]
-                if t > 0:  # x = F x, as _predict
+                same = rep[t - 1, h] if 0 < t <= k else h
+                if same != h:
+                    # it dropped the same observations as hypothesis `same` before this
+                    # step, so their predictions are the same: copied (stepped above)
+                    for i in range(n):
+                        x[i] = px[b, same, i]
+                        for j in range(n):
+                            P[i, j] = pM[b, same, i, j]
+                else:
+                    for i in range(n):
+                        x[i] = hx[b, h, i]
+                        for j in range(n):
+                            P[i, j] = hM[b, h, i, j]
+                if t > 0 and same == h:  # x = F x, as _predict
                     _mul_ax_in_place(F, x, k1)
                     if not _predict_information(P, F_inv, G, Qg_inv, ea, eb, ec):
                         return 0
