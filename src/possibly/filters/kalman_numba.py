@@ -159,6 +159,32 @@ def _information_update(P, H, R, hph, rho, ja, jb, wm, wd, out):  # pragma: no c
 
 
 # -- the robust start: information-form steps and the mixture of start hypotheses -------------
+@numba.njit(cache=True, nogil=True, inline="always")
+def _eigh2(a, w, V):  # pragma: no cover - compiled
+    """:func:`_eigh` of a 2 × 2 ``a``: its loop's single rotation (the next sweep finds
+    ``a[0, 1] == 0`` and stops), written out with the same operations, so the same bits."""
+    v00, v01, v10, v11 = 1.0, 0.0, 0.0, 1.0
+    apq = a[0, 1]
+    if apq != 0.0:
+        app, aqq = a[0, 0], a[1, 1]
+        if abs(apq) > 1e-18 * (abs(app) + abs(aqq)):
+            theta = (aqq - app) / (2.0 * apq)
+            t = 1.0 / (abs(theta) + math.sqrt(theta * theta + 1.0))
+            if theta < 0.0:
+                t = -t
+            c = 1.0 / math.sqrt(t * t + 1.0)
+            s = t * c
+            tau = s / (1.0 + c)
+            a[0, 0] = app - t * apq
+            a[1, 1] = aqq + t * apq
+            v00, v01 = v00 - s * (v01 + tau * v00), v01 + s * (v00 - tau * v01)
+            v10, v11 = v10 - s * (v11 + tau * v10), v11 + s * (v10 - tau * v11)
+        a[0, 1] = a[1, 0] = 0.0
+    V[0, 0], V[0, 1], V[1, 0], V[1, 1] = v00, v01, v10, v11
+    w[0] = a[0, 0]
+    w[1] = a[1, 1]
+
+
 @_helper
 def _eigh(a, w, V, n):  # pragma: no cover - compiled
     """Eigenvalues ``w[:n]`` and eigenvectors (the columns of ``V[:n, :n]``) of the symmetric
@@ -166,6 +192,9 @@ def _eigh(a, w, V, n):  # pragma: no cover - compiled
     behind ``np.linalg.eigh`` (to a few ulps of the largest eigenvalue) with no allocation.
     The size is an argument, not the arrays' shape: a top-left block of the work arrays
     passes them whole, so this is compiled once (a slice would be another array layout)."""
+    if n == 2:  # one rotation, as the loop below makes it (the same operations)
+        _eigh2(a, w, V)
+        return
     for i in range(n):
         for j in range(n):
             V[i, j] = 1.0 if i == j else 0.0
@@ -757,15 +786,12 @@ def run_start(ys, t0, t_end, mean, mat, information, model, inverse, rule, mixtu
             if not run(yt, row, hx.reshape((B * nh, n)), hM.reshape((B * nh, n, n)), model,
                        rule, n_tup, m_tup, hout):
                 return 0
-            for b in range(B):
-                for h in range(nh):
-                    r = b * nh + h
-                    lc[b, h] = h_logc[row, r]
-                    dc[b, h] = h_disc[row, r]
-                    for i in range(n):
-                        px[b, h, i] = h_pmean[row, r, i]
-                        for j in range(n):
-                            pM[b, h, i, j] = h_pcov[row, r, i, j]
+            # run's outputs of this step, read in place (series b's hypotheses are rows
+            # b * nh .. b * nh + nh - 1)
+            slc, sdc = h_logc[row].reshape((B, nh)), h_disc[row].reshape((B, nh))
+            spx, spM = h_pmean[row].reshape((B, nh, n)), h_pcov[row].reshape((B, nh, n, n))
+        else:
+            slc, sdc, spx, spM = lc, dc, px, pM
         for b in range(B):
             for h in range(nh):
                 if not info:
@@ -815,20 +841,20 @@ def run_start(ys, t0, t_end, mean, mat, information, model, inverse, rule, mixtu
                         hM[b, h, i, j] = P[i, j]
             best = 0
             if nh == 1:
-                o_logc[t, b] = lc[b, 0]
-                o_disc[t, b] = dc[b, 0]
+                o_logc[t, b] = slc[b, 0]
+                o_disc[t, b] = sdc[b, 0]
             else:
-                best = _mixture_step(score, lc, dc, hx, hM, px, pM, ys, t, b, drop, rank, rep,
-                                     floor, o_logc, o_disc)
+                best = _mixture_step(score, slc, sdc, hx, hM, spx, spM, ys, t, b, drop, rank,
+                                     rep, floor, o_logc, o_disc)
                 lead[b] = best
             if keep_pred:
                 for i in range(n):
-                    o_pmean[t, b, i] = px[b, best, i]
+                    o_pmean[t, b, i] = spx[b, best, i]
                     for j in range(n):
                         if info_before:
-                            p_prec[t, b, i, j] = pM[b, best, i, j]
+                            p_prec[t, b, i, j] = spM[b, best, i, j]
                         else:
-                            o_pcov[t, b, i, j] = pM[b, best, i, j]
+                            o_pcov[t, b, i, j] = spM[b, best, i, j]
             for i in range(n):
                 o_mean[t, b, i] = hx[b, best, i]
             if not info:  # else the step may end in either form: written below
