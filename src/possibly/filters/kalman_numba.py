@@ -323,10 +323,11 @@ def _covariance_or_inf(Y, out, ea, eb, w, V, r, step):  # pragma: no cover - com
 # few steps), while numba's typing of one large loop with their bodies written in grows faster
 # than their size (a longer first compile of the default filter)
 @_helper
-def _predict_information(Y, F_inv, G, Qg_inv, ea, eb, ec):  # pragma: no cover - compiled
+def _predict_information(Y, F_inv, G, Qg_inv, ea, eb, ec, n_tup):  # pragma: no cover
     """``Y = sym(M - M G (Q_g⁻¹ + Gᵀ M G)⁻¹ Gᵀ M)``, ``M = F⁻ᵀ Y F⁻¹``: the precision of
-    ``_predict`` in information form; ``ea``, ``eb``, ``ec`` n × n work arrays."""
-    n, g = Y.shape[0], G.shape[1]
+    ``_predict`` in information form; ``ea``, ``eb``, ``ec`` n × n work arrays (``n`` as the
+    length of ``n_tup``, a compile-time constant: loops of known length are unrolled)."""
+    n, g = len(n_tup), G.shape[1]
     for i in range(n):
         for j in range(n):  # F⁻ᵀ Y
             acc = 0.0
@@ -483,7 +484,7 @@ def _same_bits(a, b):  # pragma: no cover - compiled
     return a == b and math.copysign(1.0, a) == math.copysign(1.0, b)
 
 
-@_helper
+@numba.njit(cache=True, nogil=True, inline="always", **_NO_REFCOUNTS)
 def _leader(score, rank):  # pragma: no cover - compiled
     """The leading hypothesis (as ``robust_start.leader``): the largest score up to a
     relative 1e-9, ties to the smallest ``rank``; every hypothesis ties where all are -inf."""
@@ -813,7 +814,7 @@ def run_start(ys, t0, t_end, mean, mat, information, model, inverse, rule, mixtu
                             P[i, j] = hM[b, h, i, j]
                 if t > 0 and same == h:  # x = F x, as _predict
                     _mul_ax_in_place(F, x, k1)
-                    if not _predict_information(P, F_inv, G, Qg_inv, ea, eb, ec):
+                    if not _predict_information(P, F_inv, G, Qg_inv, ea, eb, ec, n_tup):
                         return 0
                 for i in range(n):
                     px[b, h, i] = x[i]
@@ -839,14 +840,15 @@ def run_start(ys, t0, t_end, mean, mat, information, model, inverse, rule, mixtu
                     hx[b, h, i] = x[i]
                     for j in range(n):
                         hM[b, h, i, j] = P[i, j]
-            best = 0
-            if nh == 1:
+        if nh == 1:
+            for b in range(B):
                 o_logc[t, b] = slc[b, 0]
                 o_disc[t, b] = sdc[b, 0]
-            else:
-                best = _mixture_step(score, slc, sdc, hx, hM, spx, spM, ys, t, b, drop, rank,
-                                     rep, floor, o_logc, o_disc)
-                lead[b] = best
+        else:  # every series' mixture in one call (few calls: each passes many arrays)
+            _mixture_step(score, slc, sdc, hx, hM, spx, spM, ys, t, drop, rank, rep, floor,
+                          o_logc, o_disc, lead)
+        for b in range(B):
+            best = lead[b]
             if keep_pred:
                 for i in range(n):
                     o_pmean[t, b, i] = spx[b, best, i]
@@ -906,15 +908,24 @@ def run_start(ys, t0, t_end, mean, mat, information, model, inverse, rule, mixtu
 
 
 @_helper
-def _mixture_step(scores, lcs, dcs, hxs, hMs, pxs, pMs, ys, t, b, drop, rank, rep, floor,
-                  o_logc, o_disc):  # pragma: no cover - compiled
-    """Series ``b``'s mixture after step ``t`` (as ``robust_start.mixture_scores``): copies
+def _mixture_step(scores, lcs, dcs, hxs, hMs, pxs, pMs, ys, t, drop, rank, rep, floor,
+                  o_logc, o_disc, lead):  # pragma: no cover - compiled
+    """Every series' mixture after step ``t`` (as ``robust_start.mixture_scores``): copies
     each hypothesis that was not stepped from its representative, updates the scores
     ``scores[b]`` from the log consistencies ``lcs[b]``, writes the reported log consistency
-    and discount (``o_logc[t, b]``, ``o_disc[t, b]``) and returns the leader. The arrays are
-    the whole batch's: views of series ``b`` cost reference counts in the caller, not here."""
-    score, lc, dc, hx, hM, px, pM, y = (scores[b], lcs[b], dcs[b], hxs[b], hMs[b], pxs[b],
-                                        pMs[b], ys[t, b])
+    and discount (``o_logc[t, b]``, ``o_disc[t, b]``) and the leader ``lead[b]``. The arrays
+    are the whole batch's: views of series ``b`` cost reference counts in the caller, not
+    here."""
+    for b in range(scores.shape[0]):
+        lead[b] = _series_mixture_step(scores[b], lcs[b], dcs[b], hxs[b], hMs[b], pxs[b],
+                                       pMs[b], ys[t, b], t, b, drop, rank, rep, floor,
+                                       o_logc, o_disc)
+
+
+@numba.njit(cache=True, nogil=True, inline="always", **_NO_REFCOUNTS)
+def _series_mixture_step(score, lc, dc, hx, hM, px, pM, y, t, b, drop, rank, rep, floor,
+                         o_logc, o_disc):  # pragma: no cover - compiled
+    """Series ``b``'s part of :func:`_mixture_step`; returns its leader."""
     nh, k = drop.shape
     n = hx.shape[1]
     if t < k:
