@@ -376,7 +376,9 @@ def _update_information(ys, t, b, x, Y, H, R, W, robust, dim, tau, log_c0, obs, 
                         htw, j_, b_, vs, ea, w, V, step, eb, n_tup, m_tup):  # pragma: no cover
     """Update ``x``, ``Y`` (information form, ``Y`` the precision) in place with ``y =
     ys[t, b]`` (NaN components missing), as ``_update`` in information form; returns ``(ok,
-    log c, ρ)``. The arrays from ``obs`` on are work arrays (one by one: a tuple of arrays
+    log c, ρ, well conditioned)``, the last whether the new ``Y`` passes
+    :func:`_well_conditioned` (1 or 0; -1 not known), read from the eigenvalues its step's
+    pseudo-inverse found (the same bits as that test's). The arrays from ``obs`` on are work arrays (one by one: a tuple of arrays
     costs their reference counts at every call; the caller's view of ``y`` would too)."""
     y = ys[t, b]
     n, m = len(n_tup), len(m_tup)
@@ -386,7 +388,7 @@ def _update_information(ys, t, b, x, Y, H, R, W, robust, dim, tau, log_c0, obs, 
         if obs[i]:
             n_obs += 1
     if n_obs == 0:
-        return True, math.nan, math.nan
+        return True, math.nan, math.nan, -1
     # missing components decoupled exactly (as _observation_at): W = sym(R⁻¹) of the rest
     for i in range(m):
         for j in range(n):
@@ -401,7 +403,7 @@ def _update_information(ys, t, b, x, Y, H, R, W, robust, dim, tau, log_c0, obs, 
             rm[i, i] = 1.0
     if n_obs < m:
         if not solve_in_place(rm, wmat, m):
-            return False, math.nan, math.nan
+            return False, math.nan, math.nan, -1
         for i in range(m):
             for j in range(i, m):
                 a = 0.5 * (wmat[i, j] + wmat[j, i])
@@ -475,7 +477,12 @@ def _update_information(ys, t, b, x, Y, H, R, W, robust, dim, tau, log_c0, obs, 
         _pinv_mv(Y, b_, step, ea, w, V, Y.shape[0])
     for i in range(n):
         x[i] += step[i] * scale
-    return True, log_c, rho
+    # w: the eigenvalues of the new Y (its pseudo-inverse's, above or Y + J's, the same bits)
+    lo, hi = w[0], w[0]
+    for i in range(n):
+        lo = min(lo, w[i])
+        hi = max(hi, w[i])
+    return True, log_c, rho, 1 if lo > hi / _MAX_COND else 0
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -749,6 +756,7 @@ def run_start(ys, t0, t_end, mean, mat, information, model, inverse, rule, mixtu
     lc = np.empty((B, nh))
     dc = np.empty((B, nh))
     lead = np.zeros(B, dtype=np.int64)
+    hcond = np.empty((B, nh), dtype=np.int8)  # _update_information's conditioning, or -1
     # the covariance-form steps' inputs and outputs in run (rows 0..1 of its time axis, as
     # in step): every hypothesis of every series a row of one batch
     y1, y2 = np.empty((1, B * nh, m)), np.empty((2, B * nh, m))
@@ -798,6 +806,7 @@ def run_start(ys, t0, t_end, mean, mat, information, model, inverse, rule, mixtu
                 if not info:
                     break  # stepped above
                 if t < k and rep[t, h] != h:
+                    hcond[b, h] = hcond[b, rep[t, h]]
                     continue  # the same state as its representative's: copied below
                 same = rep[t - 1, h] if 0 < t <= k else h
                 if same != h:
@@ -825,11 +834,12 @@ def run_start(ys, t0, t_end, mean, mat, information, model, inverse, rule, mixtu
                     for i in range(m):
                         if not math.isnan(ys[t, b, i]):
                             n_obs += 1
+                hcond[b, h] = -1
                 if n_obs == 0:
                     log_c = math.nan
                     rho = math.nan
                 else:
-                    ok, log_c, rho = _update_information(
+                    ok, log_c, rho, hcond[b, h] = _update_information(
                         ys, t, b, x, P, H, R, W, robust, dim, tau, log_c0, iobs, ihm, iwm,
                         irm, ihtw, ij, ib, ivs, ea, ew, ev, istep, eb, n_tup, m_tup)
                     if not ok:
@@ -868,7 +878,7 @@ def run_start(ys, t0, t_end, mean, mat, information, model, inverse, rule, mixtu
                     for i in range(n):
                         o_var[t, b, i] = hM[b, best, i, i]
         if info:
-            form = _to_covariance_form(hM, ea, eb, ew, ev)
+            form = _to_covariance_form(hM, hcond, ea, eb, ew, ev)
             if form < 0:
                 return 0
             info = form == 0
@@ -968,14 +978,16 @@ def _series_mixture_step(score, lc, dc, hx, hM, px, pM, y, t, b, drop, rank, rep
 
 
 @_helper
-def _to_covariance_form(hM, ea, eb, w, V):  # pragma: no cover - compiled
+def _to_covariance_form(hM, cond, ea, eb, w, V):  # pragma: no cover - compiled
     """The precisions ``hM`` (B, H, n, n) replaced by their covariances ``sym(Y⁻¹)`` if every
-    one is well conditioned (as ``_maybe_covariance_form`` on the batch): 1 if they were, 0
-    if not, -1 if one is singular by rounding after all (``hM`` then partly converted)."""
+    one is well conditioned (as ``_maybe_covariance_form`` on the batch; ``cond`` (B, H): 1 or
+    0 where that is known, else -1): 1 if they were, 0 if not, -1 if one is singular by
+    rounding after all (``hM`` then partly converted)."""
     B, nh, n = hM.shape[0], hM.shape[1], hM.shape[2]
     for b in range(B):
         for h in range(nh):
-            if not _well_conditioned(hM[b, h], ea, w, V):
+            known = cond[b, h]
+            if known == 0 or (known < 0 and not _well_conditioned(hM[b, h], ea, w, V)):
                 return 0
     for b in range(B):
         for h in range(nh):
