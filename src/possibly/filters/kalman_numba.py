@@ -160,6 +160,19 @@ def _information_update(P, H, R, hph, rho, ja, jb, wm, wd, out):  # pragma: no c
 
 # -- the robust start: information-form steps and the mixture of start hypotheses -------------
 @numba.njit(cache=True, nogil=True, inline="always")
+def _jacobi_rotation(app, aqq, apq):  # pragma: no cover - compiled
+    """``(t, s, τ)``: the tangent, sine and ``s / (1 + cos)`` of the Jacobi rotation that
+    zeroes ``apq`` (the smaller angle)."""
+    theta = (aqq - app) / (2.0 * apq)
+    t = 1.0 / (abs(theta) + math.sqrt(theta * theta + 1.0))
+    if theta < 0.0:
+        t = -t
+    c = 1.0 / math.sqrt(t * t + 1.0)
+    s = t * c
+    return t, s, s / (1.0 + c)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
 def _eigh2(a, w, V):  # pragma: no cover - compiled
     """:func:`_eigh` of a 2 × 2 ``a``: its loop's single rotation (the next sweep finds
     ``a[0, 1] == 0`` and stops), written out with the same operations, so the same bits."""
@@ -168,13 +181,7 @@ def _eigh2(a, w, V):  # pragma: no cover - compiled
     if apq != 0.0:
         app, aqq = a[0, 0], a[1, 1]
         if abs(apq) > 1e-18 * (abs(app) + abs(aqq)):
-            theta = (aqq - app) / (2.0 * apq)
-            t = 1.0 / (abs(theta) + math.sqrt(theta * theta + 1.0))
-            if theta < 0.0:
-                t = -t
-            c = 1.0 / math.sqrt(t * t + 1.0)
-            s = t * c
-            tau = s / (1.0 + c)
+            t, s, tau = _jacobi_rotation(app, aqq, apq)
             a[0, 0] = app - t * apq
             a[1, 1] = aqq + t * apq
             v00, v01 = v00 - s * (v01 + tau * v00), v01 + s * (v00 - tau * v01)
@@ -210,13 +217,7 @@ def _eigh(a, w, V, n):  # pragma: no cover - compiled
                     a[p, q] = a[q, p] = 0.0
                     continue
                 off = True
-                theta = (aqq - app) / (2.0 * apq)
-                t = 1.0 / (abs(theta) + math.sqrt(theta * theta + 1.0))
-                if theta < 0.0:
-                    t = -t
-                c = 1.0 / math.sqrt(t * t + 1.0)
-                s = t * c
-                tau = s / (1.0 + c)
+                t, s, tau = _jacobi_rotation(app, aqq, apq)
                 a[p, p] = app - t * apq
                 a[q, q] = aqq + t * apq
                 a[p, q] = a[q, p] = 0.0
@@ -378,8 +379,9 @@ def _update_information(ys, t, b, x, Y, H, R, W, robust, dim, tau, log_c0, obs, 
     ys[t, b]`` (NaN components missing), as ``_update`` in information form; returns ``(ok,
     log c, ρ, well conditioned)``, the last whether the new ``Y`` passes
     :func:`_well_conditioned` (1 or 0; -1 not known), read from the eigenvalues its step's
-    pseudo-inverse found (the same bits as that test's). The arrays from ``obs`` on are work arrays (one by one: a tuple of arrays
-    costs their reference counts at every call; the caller's view of ``y`` would too)."""
+    pseudo-inverse found (the same bits as that test's). The arrays from ``obs`` on are
+    work arrays (one by one: a tuple of arrays costs their reference counts at every call;
+    the caller's view of ``y`` would too)."""
     y = ys[t, b]
     n, m = len(n_tup), len(m_tup)
     n_obs = 0
