@@ -1,7 +1,5 @@
 """The compiled Kalman loop (issue #13 item 4) gives the numpy path's numbers."""
 
-import math
-
 import numpy as np
 import pytest
 
@@ -367,6 +365,8 @@ def test_jacobi_eigen_and_pseudo_inverse_against_numpy():
 def _cyclic_jacobi(a):
     """Reference for ``_eigh``: cyclic Jacobi rotations in Python floats (IEEE doubles, one
     rounding per operation, as the compiled loop without fused multiply-adds)."""
+    import math
+
     n = len(a)
     a = [[float(v) for v in row] for row in a]
     V = [[1.0 if i == j else 0.0 for j in range(n)] for i in range(n)]
