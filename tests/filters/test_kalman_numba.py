@@ -461,6 +461,70 @@ def test_jacobi_eigen_and_pseudo_inverse_against_numpy():
             np.testing.assert_array_equal(out_big[:n], out)
 
 
+def _cyclic_jacobi(a):
+    """Reference for ``_eigh``: cyclic Jacobi rotations in Python floats (IEEE doubles, one
+    rounding per operation, as the compiled loop without fused multiply-adds)."""
+    import math
+
+    n = len(a)
+    a = [[float(v) for v in row] for row in a]
+    V = [[1.0 if i == j else 0.0 for j in range(n)] for i in range(n)]
+    for _ in range(64):
+        off = False
+        for p in range(n - 1):
+            for q in range(p + 1, n):
+                apq = a[p][q]
+                if apq == 0.0:
+                    continue
+                app, aqq = a[p][p], a[q][q]
+                if abs(apq) <= 1e-18 * (abs(app) + abs(aqq)):
+                    a[p][q] = a[q][p] = 0.0
+                    continue
+                off = True
+                theta = (aqq - app) / (2.0 * apq)
+                t = 1.0 / (abs(theta) + math.sqrt(theta * theta + 1.0))
+                if theta < 0.0:
+                    t = -t
+                c = 1.0 / math.sqrt(t * t + 1.0)
+                s = t * c
+                tau = s / (1.0 + c)
+                a[p][p] = app - t * apq
+                a[q][q] = aqq + t * apq
+                a[p][q] = a[q][p] = 0.0
+                for r in range(n):
+                    if r != p and r != q:
+                        arp, arq = a[r][p], a[r][q]
+                        a[r][p] = a[p][r] = arp - s * (arq + tau * arp)
+                        a[r][q] = a[q][r] = arq + s * (arp - tau * arq)
+                for r in range(n):
+                    vrp, vrq = V[r][p], V[r][q]
+                    V[r][p] = vrp - s * (vrq + tau * vrp)
+                    V[r][q] = vrq + s * (vrp - tau * vrq)
+        if not off:
+            break
+    return np.array([a[i][i] for i in range(n)]), np.array(V)
+
+
+def test_two_by_two_eigen_equals_the_cyclic_jacobi_loop_bit_for_bit():
+    """The 2 × 2 eigensolver of the information-form steps (its one rotation written out)
+    gives the bits of the general cyclic Jacobi loop: the filter's outputs do not change."""
+    from possibly.filters.kalman_numba import _eigh
+
+    rng = np.random.default_rng(11)
+    cases = [np.zeros((2, 2)), np.diag([3.0, -1.0]), np.array([[2.0, 1e-30], [1e-30, 1.0]]),
+             np.array([[1.0, 0.5], [0.5, 1.0]]), np.array([[1.0, -0.5], [-0.5, 1.0]]),
+             np.array([[1e-8, 3.0], [3.0, 1e8]]), np.array([[4.0, -2.0], [-2.0, 1.0]])]
+    for _ in range(300):
+        a = rng.normal(size=(2, 2)) * 10.0 ** rng.uniform(-6, 6, size=(2, 2))
+        cases.append(a + a.T)
+    for sym in cases:
+        w, V = np.empty(2), np.empty((2, 2))
+        _eigh(sym.copy(), w, V, 2)
+        w_ref, V_ref = _cyclic_jacobi(sym)
+        assert w.view(np.int64).tolist() == w_ref.view(np.int64).tolist(), sym
+        assert V.view(np.int64).tolist() == V_ref.view(np.int64).tolist(), sym
+
+
 @pytest.mark.parametrize("options", [{}, {"robust": False}, {"tau": 0.3}])
 @pytest.mark.parametrize("n, m", [(2, 1), (1, 1), (3, 2), (2, 2)])
 def test_plain_loop_equals_the_start_loop_with_one_hypothesis_bit_for_bit(n, m, options):

@@ -159,6 +159,39 @@ def _information_update(P, H, R, hph, rho, ja, jb, wm, wd, out):  # pragma: no c
 
 
 # -- the robust start: information-form steps and the mixture of start hypotheses -------------
+@numba.njit(cache=True, nogil=True, inline="always")
+def _jacobi_rotation(app, aqq, apq):  # pragma: no cover - compiled
+    """``(t, s, τ)``: the tangent, sine and ``s / (1 + cos)`` of the Jacobi rotation that
+    zeroes ``apq`` (the smaller angle)."""
+    theta = (aqq - app) / (2.0 * apq)
+    t = 1.0 / (abs(theta) + math.sqrt(theta * theta + 1.0))
+    if theta < 0.0:
+        t = -t
+    c = 1.0 / math.sqrt(t * t + 1.0)
+    s = t * c
+    return t, s, s / (1.0 + c)
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _eigh2(a, w, V):  # pragma: no cover - compiled
+    """:func:`_eigh` of a 2 × 2 ``a``: its loop's single rotation (the next sweep finds
+    ``a[0, 1] == 0`` and stops), written out with the same operations, so the same bits."""
+    v00, v01, v10, v11 = 1.0, 0.0, 0.0, 1.0
+    apq = a[0, 1]
+    if apq != 0.0:
+        app, aqq = a[0, 0], a[1, 1]
+        if abs(apq) > 1e-18 * (abs(app) + abs(aqq)):
+            t, s, tau = _jacobi_rotation(app, aqq, apq)
+            a[0, 0] = app - t * apq
+            a[1, 1] = aqq + t * apq
+            v00, v01 = v00 - s * (v01 + tau * v00), v01 + s * (v00 - tau * v01)
+            v10, v11 = v10 - s * (v11 + tau * v10), v11 + s * (v10 - tau * v11)
+        a[0, 1] = a[1, 0] = 0.0
+    V[0, 0], V[0, 1], V[1, 0], V[1, 1] = v00, v01, v10, v11
+    w[0] = a[0, 0]
+    w[1] = a[1, 1]
+
+
 @_helper
 def _eigh(a, w, V, n):  # pragma: no cover - compiled
     """Eigenvalues ``w[:n]`` and eigenvectors (the columns of ``V[:n, :n]``) of the symmetric
@@ -166,6 +199,9 @@ def _eigh(a, w, V, n):  # pragma: no cover - compiled
     behind ``np.linalg.eigh`` (to a few ulps of the largest eigenvalue) with no allocation.
     The size is an argument, not the arrays' shape: a top-left block of the work arrays
     passes them whole, so this is compiled once (a slice would be another array layout)."""
+    if n == 2:  # one rotation, as the loop below makes it (the same operations)
+        _eigh2(a, w, V)
+        return
     for i in range(n):
         for j in range(n):
             V[i, j] = 1.0 if i == j else 0.0
@@ -181,13 +217,7 @@ def _eigh(a, w, V, n):  # pragma: no cover - compiled
                     a[p, q] = a[q, p] = 0.0
                     continue
                 off = True
-                theta = (aqq - app) / (2.0 * apq)
-                t = 1.0 / (abs(theta) + math.sqrt(theta * theta + 1.0))
-                if theta < 0.0:
-                    t = -t
-                c = 1.0 / math.sqrt(t * t + 1.0)
-                s = t * c
-                tau = s / (1.0 + c)
+                t, s, tau = _jacobi_rotation(app, aqq, apq)
                 a[p, p] = app - t * apq
                 a[q, q] = aqq + t * apq
                 a[p, q] = a[q, p] = 0.0
@@ -294,10 +324,11 @@ def _covariance_or_inf(Y, out, ea, eb, w, V, r, step):  # pragma: no cover - com
 # few steps), while numba's typing of one large loop with their bodies written in grows faster
 # than their size (a longer first compile of the default filter)
 @_helper
-def _predict_information(Y, F_inv, G, Qg_inv, ea, eb, ec):  # pragma: no cover - compiled
+def _predict_information(Y, F_inv, G, Qg_inv, ea, eb, ec, n_tup):  # pragma: no cover
     """``Y = sym(M - M G (Q_g⁻¹ + Gᵀ M G)⁻¹ Gᵀ M)``, ``M = F⁻ᵀ Y F⁻¹``: the precision of
-    ``_predict`` in information form; ``ea``, ``eb``, ``ec`` n × n work arrays."""
-    n, g = Y.shape[0], G.shape[1]
+    ``_predict`` in information form; ``ea``, ``eb``, ``ec`` n × n work arrays (``n`` as the
+    length of ``n_tup``, a compile-time constant: loops of known length are unrolled)."""
+    n, g = len(n_tup), G.shape[1]
     for i in range(n):
         for j in range(n):  # F⁻ᵀ Y
             acc = 0.0
@@ -346,8 +377,11 @@ def _update_information(ys, t, b, x, Y, H, R, W, robust, dim, tau, log_c0, obs, 
                         htw, j_, b_, vs, ea, w, V, step, eb, n_tup, m_tup):  # pragma: no cover
     """Update ``x``, ``Y`` (information form, ``Y`` the precision) in place with ``y =
     ys[t, b]`` (NaN components missing), as ``_update`` in information form; returns ``(ok,
-    log c, ρ)``. The arrays from ``obs`` on are work arrays (one by one: a tuple of arrays
-    costs their reference counts at every call; the caller's view of ``y`` would too)."""
+    log c, ρ, well conditioned)``, the last whether the new ``Y`` passes
+    :func:`_well_conditioned` (1 or 0; -1 not known), read from the eigenvalues its step's
+    pseudo-inverse found (the same bits as that test's). The arrays from ``obs`` on are
+    work arrays (one by one: a tuple of arrays costs their reference counts at every call;
+    the caller's view of ``y`` would too)."""
     y = ys[t, b]
     n, m = len(n_tup), len(m_tup)
     n_obs = 0
@@ -356,7 +390,7 @@ def _update_information(ys, t, b, x, Y, H, R, W, robust, dim, tau, log_c0, obs, 
         if obs[i]:
             n_obs += 1
     if n_obs == 0:
-        return True, math.nan, math.nan
+        return True, math.nan, math.nan, -1
     # missing components decoupled exactly (as _observation_at): W = sym(R⁻¹) of the rest
     for i in range(m):
         for j in range(n):
@@ -371,7 +405,7 @@ def _update_information(ys, t, b, x, Y, H, R, W, robust, dim, tau, log_c0, obs, 
             rm[i, i] = 1.0
     if n_obs < m:
         if not solve_in_place(rm, wmat, m):
-            return False, math.nan, math.nan
+            return False, math.nan, math.nan, -1
         for i in range(m):
             for j in range(i, m):
                 a = 0.5 * (wmat[i, j] + wmat[j, i])
@@ -430,19 +464,36 @@ def _update_information(ys, t, b, x, Y, H, R, W, robust, dim, tau, log_c0, obs, 
     log_c = min(log_c, 0.0)
     rho = discount_scalar(min(log_c - log_c0[n_obs], 0.0), dim, tau, robust)
     rho1 = rho if robust else 1.0
+    # with ρ = 1 the new precision is often Y + J bit for bit, whose pseudo-inverse step is
+    # already in `step` (the same input gives the same bits): then it is not solved again
+    again = not informed or rho1 != 1.0
     for i in range(n):
         for j in range(i, n):
             a = 0.5 * ((Y[i, j] + rho1 * j_[i, j]) + (Y[j, i] + rho1 * j_[j, i]))
+            if not again and not (_same_bits(a, eb[i, j]) and _same_bits(a, eb[j, i])):
+                again = True
             Y[i, j] = a
             Y[j, i] = a
         b_[i] *= rho1
-    _pinv_mv(Y, b_, step, ea, w, V, Y.shape[0])
+    if again:
+        _pinv_mv(Y, b_, step, ea, w, V, Y.shape[0])
     for i in range(n):
         x[i] += step[i] * scale
-    return True, log_c, rho
+    # w: the eigenvalues of the new Y (its pseudo-inverse's, above or Y + J's, the same bits)
+    lo, hi = w[0], w[0]
+    for i in range(n):
+        lo = min(lo, w[i])
+        hi = max(hi, w[i])
+    return True, log_c, rho, 1 if lo > hi / _MAX_COND else 0
 
 
-@_helper
+@numba.njit(cache=True, nogil=True, inline="always")
+def _same_bits(a, b):  # pragma: no cover - compiled
+    """Whether the floats ``a`` and ``b`` are the same bits (NaN never is; signed zeros)."""
+    return a == b and math.copysign(1.0, a) == math.copysign(1.0, b)
+
+
+@numba.njit(cache=True, nogil=True, inline="always", **_NO_REFCOUNTS)
 def _leader(score, rank):  # pragma: no cover - compiled
     """The leading hypothesis (as ``robust_start.leader``): the largest score up to a
     relative 1e-9, ties to the smallest ``rank``; every hypothesis ties where all are -inf."""
@@ -707,6 +758,7 @@ def run_start(ys, t0, t_end, mean, mat, information, model, inverse, rule, mixtu
     lc = np.empty((B, nh))
     dc = np.empty((B, nh))
     lead = np.zeros(B, dtype=np.int64)
+    hcond = np.empty((B, nh), dtype=np.int8)  # _update_information's conditioning, or -1
     # the covariance-form steps' inputs and outputs in run (rows 0..1 of its time axis, as
     # in step): every hypothesis of every series a row of one batch
     y1, y2 = np.empty((1, B * nh, m)), np.empty((2, B * nh, m))
@@ -745,28 +797,35 @@ def run_start(ys, t0, t_end, mean, mat, information, model, inverse, rule, mixtu
             if not run(yt, row, hx.reshape((B * nh, n)), hM.reshape((B * nh, n, n)), model,
                        rule, n_tup, m_tup, hout):
                 return 0
-            for b in range(B):
-                for h in range(nh):
-                    r = b * nh + h
-                    lc[b, h] = h_logc[row, r]
-                    dc[b, h] = h_disc[row, r]
-                    for i in range(n):
-                        px[b, h, i] = h_pmean[row, r, i]
-                        for j in range(n):
-                            pM[b, h, i, j] = h_pcov[row, r, i, j]
+            # run's outputs of this step, read in place (series b's hypotheses are rows
+            # b * nh .. b * nh + nh - 1)
+            slc, sdc = h_logc[row].reshape((B, nh)), h_disc[row].reshape((B, nh))
+            spx, spM = h_pmean[row].reshape((B, nh, n)), h_pcov[row].reshape((B, nh, n, n))
+        else:
+            slc, sdc, spx, spM = lc, dc, px, pM
         for b in range(B):
             for h in range(nh):
                 if not info:
                     break  # stepped above
                 if t < k and rep[t, h] != h:
+                    hcond[b, h] = hcond[b, rep[t, h]]
                     continue  # the same state as its representative's: copied below
-                for i in range(n):
-                    x[i] = hx[b, h, i]
-                    for j in range(n):
-                        P[i, j] = hM[b, h, i, j]
-                if t > 0:  # x = F x, as _predict
+                same = rep[t - 1, h] if 0 < t <= k else h
+                if same != h:
+                    # it dropped the same observations as hypothesis `same` before this
+                    # step, so their predictions are the same: copied (stepped above)
+                    for i in range(n):
+                        x[i] = px[b, same, i]
+                        for j in range(n):
+                            P[i, j] = pM[b, same, i, j]
+                else:
+                    for i in range(n):
+                        x[i] = hx[b, h, i]
+                        for j in range(n):
+                            P[i, j] = hM[b, h, i, j]
+                if t > 0 and same == h:  # x = F x, as _predict
                     _mul_ax_in_place(F, x, k1)
-                    if not _predict_information(P, F_inv, G, Qg_inv, ea, eb, ec):
+                    if not _predict_information(P, F_inv, G, Qg_inv, ea, eb, ec, n_tup):
                         return 0
                 for i in range(n):
                     px[b, h, i] = x[i]
@@ -777,11 +836,12 @@ def run_start(ys, t0, t_end, mean, mat, information, model, inverse, rule, mixtu
                     for i in range(m):
                         if not math.isnan(ys[t, b, i]):
                             n_obs += 1
+                hcond[b, h] = -1
                 if n_obs == 0:
                     log_c = math.nan
                     rho = math.nan
                 else:
-                    ok, log_c, rho = _update_information(
+                    ok, log_c, rho, hcond[b, h] = _update_information(
                         ys, t, b, x, P, H, R, W, robust, dim, tau, log_c0, iobs, ihm, iwm,
                         irm, ihtw, ij, ib, ivs, ea, ew, ev, istep, eb, n_tup, m_tup)
                     if not ok:
@@ -792,22 +852,23 @@ def run_start(ys, t0, t_end, mean, mat, information, model, inverse, rule, mixtu
                     hx[b, h, i] = x[i]
                     for j in range(n):
                         hM[b, h, i, j] = P[i, j]
-            best = 0
-            if nh == 1:
-                o_logc[t, b] = lc[b, 0]
-                o_disc[t, b] = dc[b, 0]
-            else:
-                best = _mixture_step(score, lc, dc, hx, hM, px, pM, ys, t, b, drop, rank, rep,
-                                     floor, o_logc, o_disc)
-                lead[b] = best
+        if nh == 1:
+            for b in range(B):
+                o_logc[t, b] = slc[b, 0]
+                o_disc[t, b] = sdc[b, 0]
+        else:  # every series' mixture in one call (few calls: each passes many arrays)
+            _mixture_step(score, slc, sdc, hx, hM, spx, spM, ys, t, drop, rank, rep, floor,
+                          o_logc, o_disc, lead)
+        for b in range(B):
+            best = lead[b]
             if keep_pred:
                 for i in range(n):
-                    o_pmean[t, b, i] = px[b, best, i]
+                    o_pmean[t, b, i] = spx[b, best, i]
                     for j in range(n):
                         if info_before:
-                            p_prec[t, b, i, j] = pM[b, best, i, j]
+                            p_prec[t, b, i, j] = spM[b, best, i, j]
                         else:
-                            o_pcov[t, b, i, j] = pM[b, best, i, j]
+                            o_pcov[t, b, i, j] = spM[b, best, i, j]
             for i in range(n):
                 o_mean[t, b, i] = hx[b, best, i]
             if not info:  # else the step may end in either form: written below
@@ -819,7 +880,7 @@ def run_start(ys, t0, t_end, mean, mat, information, model, inverse, rule, mixtu
                     for i in range(n):
                         o_var[t, b, i] = hM[b, best, i, i]
         if info:
-            form = _to_covariance_form(hM, ea, eb, ew, ev)
+            form = _to_covariance_form(hM, hcond, ea, eb, ew, ev)
             if form < 0:
                 return 0
             info = form == 0
@@ -859,15 +920,24 @@ def run_start(ys, t0, t_end, mean, mat, information, model, inverse, rule, mixtu
 
 
 @_helper
-def _mixture_step(scores, lcs, dcs, hxs, hMs, pxs, pMs, ys, t, b, drop, rank, rep, floor,
-                  o_logc, o_disc):  # pragma: no cover - compiled
-    """Series ``b``'s mixture after step ``t`` (as ``robust_start.mixture_scores``): copies
+def _mixture_step(scores, lcs, dcs, hxs, hMs, pxs, pMs, ys, t, drop, rank, rep, floor,
+                  o_logc, o_disc, lead):  # pragma: no cover - compiled
+    """Every series' mixture after step ``t`` (as ``robust_start.mixture_scores``): copies
     each hypothesis that was not stepped from its representative, updates the scores
     ``scores[b]`` from the log consistencies ``lcs[b]``, writes the reported log consistency
-    and discount (``o_logc[t, b]``, ``o_disc[t, b]``) and returns the leader. The arrays are
-    the whole batch's: views of series ``b`` cost reference counts in the caller, not here."""
-    score, lc, dc, hx, hM, px, pM, y = (scores[b], lcs[b], dcs[b], hxs[b], hMs[b], pxs[b],
-                                        pMs[b], ys[t, b])
+    and discount (``o_logc[t, b]``, ``o_disc[t, b]``) and the leader ``lead[b]``. The arrays
+    are the whole batch's: views of series ``b`` cost reference counts in the caller, not
+    here."""
+    for b in range(scores.shape[0]):
+        lead[b] = _series_mixture_step(scores[b], lcs[b], dcs[b], hxs[b], hMs[b], pxs[b],
+                                       pMs[b], ys[t, b], t, b, drop, rank, rep, floor,
+                                       o_logc, o_disc)
+
+
+@numba.njit(cache=True, nogil=True, inline="always", **_NO_REFCOUNTS)
+def _series_mixture_step(score, lc, dc, hx, hM, px, pM, y, t, b, drop, rank, rep, floor,
+                         o_logc, o_disc):  # pragma: no cover - compiled
+    """Series ``b``'s part of :func:`_mixture_step`; returns its leader."""
     nh, k = drop.shape
     n = hx.shape[1]
     if t < k:
@@ -910,14 +980,16 @@ def _mixture_step(scores, lcs, dcs, hxs, hMs, pxs, pMs, ys, t, b, drop, rank, re
 
 
 @_helper
-def _to_covariance_form(hM, ea, eb, w, V):  # pragma: no cover - compiled
+def _to_covariance_form(hM, cond, ea, eb, w, V):  # pragma: no cover - compiled
     """The precisions ``hM`` (B, H, n, n) replaced by their covariances ``sym(Y⁻¹)`` if every
-    one is well conditioned (as ``_maybe_covariance_form`` on the batch): 1 if they were, 0
-    if not, -1 if one is singular by rounding after all (``hM`` then partly converted)."""
+    one is well conditioned (as ``_maybe_covariance_form`` on the batch; ``cond`` (B, H): 1 or
+    0 where that is known, else -1): 1 if they were, 0 if not, -1 if one is singular by
+    rounding after all (``hM`` then partly converted)."""
     B, nh, n = hM.shape[0], hM.shape[1], hM.shape[2]
     for b in range(B):
         for h in range(nh):
-            if not _well_conditioned(hM[b, h], ea, w, V):
+            known = cond[b, h]
+            if known == 0 or (known < 0 and not _well_conditioned(hM[b, h], ea, w, V)):
                 return 0
     for b in range(B):
         for h in range(nh):
