@@ -10,7 +10,7 @@ from possibly.filters import _common
 def test_compiles_the_shapes_asked(capsys, tmp_path, monkeypatch):
     pytest.importorskip("numba")
     monkeypatch.chdir(tmp_path)
-    assert main(["compile", "--shape", "2", "1"]) == 0
+    assert main(["compile", "--only", "kalman", "--shape", "2", "1"]) == 0
     assert capsys.readouterr().out == ("compiled the Kalman filters' loops for 2 states and 1 "
                                        "observed\n")
     assert ("filter", 2, 1) in _common.AUTO_HISTORY.loaded
@@ -30,3 +30,23 @@ def test_bad_shapes_exit_2_in_one_line(argv, message, capsys):
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and message in err
+
+
+def test_only_the_change_point_kernels(capsys, tmp_path, monkeypatch):
+    from possibly.changepoint import kernel_cache
+
+    monkeypatch.chdir(tmp_path)
+    calls = []
+    monkeypatch.setattr(kernel_cache, "compile_kernels", lambda: calls.append(1) or ["default"])
+    assert main(["compile", "--only", "changepoint"]) == 0
+    assert calls == [1]
+    assert capsys.readouterr().out == ("compiled the change-point detector's kernels for the "
+                                       "models default\n")
+
+
+def test_shape_with_only_change_points_is_refused(capsys):
+    with pytest.raises(SystemExit) as exc:
+        raise SystemExit(main(["compile", "--only", "changepoint", "--shape", "2", "1"]))
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--shape applies to the Kalman filters' loops" in err
