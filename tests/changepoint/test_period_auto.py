@@ -219,7 +219,7 @@ def test_a_stream_learns_the_weekly_cycle_its_warm_up_was_too_short_for(history)
     for t in range(252, len(y)):
         det.update(float(y.iloc[t]))
         if changed_at is None and det.periods_ != (24.0,):
-            changed_at = t + 1
+            changed_at = t  # revisited before record t: the fit of the first t
     assert det.periods_ == (24.0, 168.0) and changed_at is not None
     # the weekends are no longer cut into segments once the week is known
     rest = ps.ChangepointDetector(period="auto", history=history)
@@ -240,13 +240,14 @@ def test_a_revisit_is_the_fit_of_the_stream_so_far() -> None:
     while det.periods_ == (24.0,):
         det.update(float(y.iloc[t]))
         t += 1
-    ref = ps.ChangepointDetector(period="auto").fit(y.iloc[:t])
-    same_results(det.result(), ref)
+    # revisited before record t - 1: the fit of the stream so far, then that record
+    ref = ps.ChangepointDetector(period="auto")
+    ref.fit(y.iloc[:t - 1])
+    ref.update(float(y.iloc[t - 1]))
+    same_results(det.result(), ref.result())
     assert det.result().index.equals(y.index[:t])
     a = [det.update(float(x)) for x in y.iloc[t:t + 200]]
-    again = ps.ChangepointDetector(period="auto")
-    again.fit(y.iloc[:t])
-    b = [again.update(float(x)) for x in y.iloc[t:t + 200]]
+    b = [ref.update(float(x)) for x in y.iloc[t:t + 200]]
     assert [(i.anomaly, i.discount, i.map_run_length) for i in a] == [
         (i.anomaly, i.discount, i.map_run_length) for i in b]
 
@@ -264,20 +265,65 @@ def test_revisits_change_nothing_on_a_series_without_cycles() -> None:
     np.testing.assert_array_equal([i.discount for i in infos], ref.discount[100:])
 
 
-def test_extend_revisits_at_its_end_and_returns_what_it_signalled() -> None:
+def test_extend_is_processed_with_the_periods_it_starts_with() -> None:
     y = weekly_stream()
     det = ps.ChangepointDetector(period="auto")
     det.fit(y.iloc[:252])
     same = ps.ChangepointDetector(period="auto")
     same.fit(y.iloc[:252])
     out = det.extend(y.iloc[252:1500])
-    # one block: processed with the periods of the warm-up (as updates are until their first
-    # revisit, 315 records), then revisited once
+    # one block, processed with the periods of the warm-up (as updates are until their first
+    # revisit, before record 315)
     expect = [same.update(float(x)).anomaly for x in y.iloc[252:315]]
     np.testing.assert_array_equal(out["anomaly"][:63], expect)
+    assert det.periods_ == (24.0,)
+    # the next call revisits them first: the fit of the stream so far, then its record
+    det.update(float(y.iloc[1500]))
     assert det.periods_ == ps.changepoint.infer_period(y.to_numpy()[:1500], y.index[:1500])
     assert det.periods_ == (24.0, 168.0)
-    same_results(det.result(), ps.ChangepointDetector(period="auto").fit(y.iloc[:1500]))
+    ref = ps.ChangepointDetector(period="auto")
+    ref.fit(y.iloc[:1500])
+    ref.update(float(y.iloc[1500]))
+    same_results(det.result(), ref.result())
+
+
+def test_an_interrupted_extend_at_a_revisit_processes_nothing(monkeypatch) -> None:
+    from possibly.changepoint import detector as detector_module
+
+    y = weekly_stream()
+    det = ps.ChangepointDetector(period="auto")
+    det.fit(y.iloc[:252])
+    det.extend(y.iloc[252:400])
+
+    def interrupted(self, *args, **kwargs):
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patch:
+        patch.setattr(detector_module, "infer_period", lambda *a, **k: (24.0, 168.0))
+        patch.setattr(detector_module.ChangepointDetector, "_fit", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            det.extend(y.iloc[400:500])
+    assert det.t == 400 and det.periods_ == (24.0,)
+    det.extend(y.iloc[400:500])  # tried again: the revisit, then the block, once
+    ref = ps.ChangepointDetector(period="auto")
+    ref.fit(y.iloc[:252])
+    ref.extend(y.iloc[252:400])
+    ref.extend(y.iloc[400:500])
+    same_results(det.result(), ref.result())
+
+
+def test_a_revisit_keeps_the_step_of_the_index() -> None:
+    # one stamp off the hourly grid, then none: the refit's joined index has no frequency,
+    # and the stream still continues by the hour of fit's index, from the last stamp
+    y = weekly_stream()
+    det = ps.ChangepointDetector(period="auto")
+    det.fit(y.iloc[:240])
+    for t in range(240, len(y)):
+        stamp = y.index[t] + pd.Timedelta(minutes=30) if t == 300 else None
+        det.update(float(y.iloc[t]), time=stamp)
+    assert det.periods_ == (24.0, 168.0)
+    index = det.result().index
+    assert len(index) == len(y) and index[-1] == y.index[-1] + pd.Timedelta(minutes=30)
 
 
 def test_an_interrupted_revisit_leaves_the_detector_as_it_was(monkeypatch) -> None:

@@ -46,7 +46,12 @@ from possibly.changepoint.models import (
     model_family,
     quantisation_step,
 )
-from possibly.changepoint.periods import calendar_periods, infer_period, models_for_series
+from possibly.changepoint.periods import (
+    calendar_periods,
+    infer_period,
+    models_for_series,
+    warm_up_length,
+)
 from possibly.changepoint.recursion import (
     ChangepointInfo,
     ChangepointParams,
@@ -89,4 +94,5 @@ __all__ = [
     "numba_available",
     "quantisation_step",
     "step",
+    "warm_up_length",
 ]

@@ -1120,6 +1120,7 @@ class ChangepointDetector(SequentialEstimator):
         """
         with self._exclusive():
             self._sync()
+            self._revisit_if_due()
             index = getattr(values, "index", None)  # a pandas Series' (lists have a method)
             index = None if callable(index) else index
             arr = self._check(values)
@@ -1134,11 +1135,8 @@ class ChangepointDetector(SequentialEstimator):
             object.__setattr__(self, "_state", state)
             self._record(arr, out)
             self._stamps.extend(stamps)
-            early = self._early
-            if early is not None:  # period="auto" early in the stream
-                early.extend(arr)
-                if self.t >= self._revisit_at:
-                    self._revisit_periods()
+            if self._early is not None:  # period="auto" early in the stream
+                self._early.extend(arr)
             return out
 
     def update(self, y: Any, time: Any = None) -> ChangepointInfo:
@@ -1166,6 +1164,10 @@ class ChangepointDetector(SequentialEstimator):
                 arr = self._checked_value(y)
                 if arr.shape == (1,):
                     x = float(arr[0])
+            early = self._early
+            if early is not None and early.n >= self._revisit_at:  # period="auto", early on
+                self._revisit_periods()
+                early = self._early
             stream = self._stream
             if stream is None and x is not None:
                 stream = self._open_stream()
@@ -1195,11 +1197,8 @@ class ChangepointDetector(SequentialEstimator):
                 "change_detected": changed,
                 "outlier_detected": disc < self._outlier_level and not changed,
                 "anomaly": anomaly})
-            early = self._early
-            if early is not None:  # period="auto" early in the stream
+            if early is not None:
                 early.append(x)
-                if stream.t >= self._revisit_at:
-                    self._revisit_periods()
             return info
         finally:
             lock.release()
@@ -1239,11 +1238,17 @@ class ChangepointDetector(SequentialEstimator):
         if periods is not None and self._default_models():
             self._set_models(tuple(seasonal_family(period=periods)))
 
+    def _revisit_if_due(self) -> None:
+        early = self._early
+        if early is not None and early.n >= self._revisit_at:
+            self._revisit_periods()
+
     def _revisit_periods(self) -> None:
-        """With ``period="auto"``, once the stream has grown by a quarter since its periods
-        were last inferred (within their warm-up, :func:`warm_up_length`): the periods of the
-        values so far; when they differ, the detector becomes what :meth:`fit` of the stream so
-        far gives with them (the outputs already returned stay as they were)."""
+        """With ``period="auto"``, before the first record after the stream has grown by a
+        quarter since its periods were last inferred (within their warm-up,
+        :func:`warm_up_length`): the periods of the values so far; when they differ, the
+        detector becomes what :meth:`fit` of the stream so far gives with them (the outputs
+        already returned stay as they were). An interrupt leaves the detector as it was."""
         early = cast(Growable, self._early)
         values = early.view()
         horizon = warm_up_length(self._period_step)
@@ -1256,20 +1261,26 @@ class ChangepointDetector(SequentialEstimator):
             return
         self._sync()
         index = _stamped_index(self._index, self._stamps) if self.history else None
+        if self._step is None and self._index is not None:
+            # the step of fit's index (an index joined with later stamps has no frequency)
+            self._step = (_index_step(self._index),)
         y: Any = values.copy()
         if index is not None and len(index) == len(y):
             import pandas as pd
 
             y = pd.Series(y, index=index, name=self._name)
-        # fitted apart and then taken whole: an interrupt leaves this detector as it was
+        # fitted apart and then taken whole, the lock held throughout
         fresh = type(self)(**self.get_params())
         fresh._fit(y, (self._period_step, periods))
-        fresh._name = self._name
+        fresh._name, fresh._step = self._name, self._step
+        taken = dict(fresh.__dict__)
+        taken.pop("_busy", None)
         lock = self.__dict__.get("_busy")
-        self.__dict__.clear()
-        self.__dict__.update(fresh.__dict__)
         if lock is not None:
-            self.__dict__["_busy"] = lock
+            taken["_busy"] = lock
+        self.__dict__.update(taken)
+        for name in [k for k in self.__dict__ if k not in taken]:
+            del self.__dict__[name]
 
     def _check_period(self, arr: np.ndarray) -> None:
         if self.period is not None and not self._auto_period() and arr.ndim != 1:
@@ -1298,11 +1309,8 @@ class ChangepointDetector(SequentialEstimator):
         object.__setattr__(self, "_state", state)
         self._record(arr, out)
         self._stamps.extend(stamps)
-        early = self._early
-        if early is not None:
-            early.extend(arr)
-            if self.t >= self._revisit_at:
-                self._revisit_periods()
+        if self._early is not None:
+            self._early.extend(arr)
         t = state.t - 1
         start = int(out["start"][0])
         mean = out["mean"][0]
