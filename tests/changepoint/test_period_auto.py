@@ -287,20 +287,24 @@ def test_extend_is_processed_with_the_periods_it_starts_with() -> None:
     same_results(det.result(), ref.result())
 
 
-def test_an_interrupted_extend_at_a_revisit_processes_nothing(monkeypatch) -> None:
+def interrupt_revisits(patch) -> None:
+    """Every revisit finds a week and its refit is interrupted (Ctrl-C)."""
     from possibly.changepoint import detector as detector_module
-
-    y = weekly_stream()
-    det = ps.ChangepointDetector(period="auto")
-    det.fit(y.iloc[:252])
-    det.extend(y.iloc[252:400])
 
     def interrupted(self, *args, **kwargs):
         raise KeyboardInterrupt
 
+    patch.setattr(detector_module, "infer_period", lambda *a, **k: (24.0, 168.0))
+    patch.setattr(detector_module.ChangepointDetector, "_fit", interrupted)
+
+
+def test_an_interrupted_extend_at_a_revisit_processes_nothing(monkeypatch) -> None:
+    y = weekly_stream()
+    det = ps.ChangepointDetector(period="auto")
+    det.fit(y.iloc[:252])
+    det.extend(y.iloc[252:400])
     with monkeypatch.context() as patch:
-        patch.setattr(detector_module, "infer_period", lambda *a, **k: (24.0, 168.0))
-        patch.setattr(detector_module.ChangepointDetector, "_fit", interrupted)
+        interrupt_revisits(patch)
         with pytest.raises(KeyboardInterrupt):
             det.extend(y.iloc[400:500])
     assert det.t == 400 and det.periods_ == (24.0,)
@@ -327,19 +331,12 @@ def test_a_revisit_keeps_the_step_of_the_index() -> None:
 
 
 def test_an_interrupted_revisit_leaves_the_detector_as_it_was(monkeypatch) -> None:
-    from possibly.changepoint import detector as detector_module
-
     y = weekly_stream()
     det = ps.ChangepointDetector(period="auto")
     det.fit(y.iloc[:252])
     before = det.t
-
-    def interrupted(self, *args, **kwargs):
-        raise KeyboardInterrupt
-
     with monkeypatch.context() as patch:
-        patch.setattr(detector_module, "infer_period", lambda *a, **k: (24.0, 168.0))
-        patch.setattr(detector_module.ChangepointDetector, "_fit", interrupted)
+        interrupt_revisits(patch)
         with pytest.raises(KeyboardInterrupt):
             for x in y.iloc[252:400]:
                 det.update(float(x))
