@@ -340,8 +340,8 @@ def test_an_interrupted_revisit_leaves_the_detector_as_it_was(monkeypatch) -> No
         with pytest.raises(KeyboardInterrupt):
             for x in y.iloc[252:400]:
                 det.update(float(x))
-    # the record that reached the first revisit (at 315) is kept; the periods and the
-    # models are the warm-up's
+    # revisited before record 315, which was not processed; the periods and the models are
+    # the warm-up's
     assert det.periods_ == (24.0,) and det.t == before + 63
     ref = ps.ChangepointDetector(period="auto")
     ref.fit(y.iloc[:252])
@@ -361,3 +361,37 @@ def test_pickle_mid_stream_revisits_the_same_way() -> None:
     b = [copy.update(float(x)).anomaly for x in y.iloc[600:]]
     assert a == b and det.periods_ == copy.periods_ == (24.0, 168.0)
     same_results(det.result(), copy.result())
+
+
+def test_a_refused_call_at_a_revisit_changes_nothing() -> None:
+    y = weekly_stream()
+    det = ps.ChangepointDetector(period="auto")
+    det.fit(y.iloc[:252])
+    t = 252
+    while det._early is not None and det._early.n < det._revisit_at:
+        det.update(float(y.iloc[t]))
+        t += 1
+    periods = det.periods_
+    with pytest.raises(ValueError, match="time must not go back"):
+        det.update(float(y.iloc[t]), time=y.index[0])
+    with pytest.raises(ValueError, match="y must"):
+        det.extend(["a"])
+    assert det.periods_ == periods and det.t == t and det._early.n == det._revisit_at
+
+
+def test_an_interrupted_first_extend_leaves_no_period(monkeypatch) -> None:
+    from possibly.changepoint import detector as detector_module
+
+    y = hourly_cycle(days=10)
+
+    def interrupted(self, *args, **kwargs):
+        raise KeyboardInterrupt
+
+    det = ps.ChangepointDetector(sigma=1.0, period="auto")
+    with monkeypatch.context() as patch:
+        patch.setattr(detector_module.ChangepointDetector, "_run_tracked", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            det.extend(y)
+    assert det.t == 0 and det.period_ is None and det.periods_ is None
+    det.update(float(y.iloc[0]))  # a stream begun with update has no period
+    assert det.period_ is None

@@ -50,3 +50,14 @@ def test_shape_with_only_change_points_is_refused(capsys):
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--shape applies to the Kalman filters' loops" in err
+
+
+def test_without_numba_one_line(capsys, monkeypatch):
+    from possibly.changepoint import detector
+
+    monkeypatch.setattr(detector, "numba_available", lambda: False)
+    with pytest.raises(SystemExit) as exc:
+        raise SystemExit(main(["compile"]))
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "possibly compile needs numba: pip install" in err

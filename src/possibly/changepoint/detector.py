@@ -67,6 +67,9 @@ CHUNK = 1 << 15
 #: factor (by at least REVISIT_MIN records) until it holds their warm-up (warm_up_length)
 REVISIT_GROWTH = 1.25
 REVISIT_MIN = 16
+#: ... and at most until it holds this many (a refit of the stream so far stays short: a
+#: week of minute data is learnt, a day of second data only from the first fit)
+REVISIT_LIMIT = 1 << 17
 #: records from which a batch's anomaly calibration is compiled, when it is not at hand already
 #: (numba's disk cache, or loaded): fewer run the Python calibration (the same numbers bit for
 #: bit) until the process has calibrated this many that way (_python_calibrated)
@@ -374,9 +377,11 @@ class ChangepointDetector(SequentialEstimator):
         The cycles of the series. ``"auto"`` (default): the periods are inferred
         (:func:`~possibly.changepoint.infer_period`, from at most the first 4096 values) from
         what the first :meth:`fit` or :meth:`extend` receives (its values and, for a pandas
-        Series with a DatetimeIndex, its time stamps), and again from the values so far each
-        time the stream has grown by a quarter, until it holds that many (a warm-up too short
-        for a weekly cycle): when they change, the detector becomes what :meth:`fit` of the
+        Series with a DatetimeIndex, its time stamps; 16 of the calendar's longest cycle when
+        that is longer, :func:`~possibly.changepoint.warm_up_length`), and again from the
+        values so far before the next record each time the stream has grown by a quarter,
+        until it holds that many or :data:`REVISIT_LIMIT` (a warm-up too short for a weekly
+        cycle): when they change, the detector becomes what :meth:`fit` of the
         stream so far gives, the outputs already returned staying as they were; with the
         default models, the accepted periods add the seasonal members
         (``model_family(period=...)``), and the shortest, rounded, of at most 10⁶ records is
@@ -634,9 +639,13 @@ class ChangepointDetector(SequentialEstimator):
         with ``period="auto"``, the periods and their seasonal models are forgotten: the next
         :meth:`fit` or :meth:`extend` infers them again)."""
         with self._exclusive():
-            if getattr(self, "periods_", None) is not None and self._default_models():
-                self._set_models(self._build_models())
-            return self._reset()
+            return self._forget()
+
+    def _forget(self) -> ChangepointDetector:
+        """:meth:`reset` for callers that hold the lock."""
+        if getattr(self, "periods_", None) is not None and self._default_models():
+            self._set_models(self._build_models())
+        return self._reset()
 
     def _reset(self) -> ChangepointDetector:
         object.__setattr__(self, "_state", None)
@@ -1120,7 +1129,6 @@ class ChangepointDetector(SequentialEstimator):
         """
         with self._exclusive():
             self._sync()
-            self._revisit_if_due()
             index = getattr(values, "index", None)  # a pandas Series' (lists have a method)
             index = None if callable(index) else index
             arr = self._check(values)
@@ -1130,8 +1138,16 @@ class ChangepointDetector(SequentialEstimator):
                 index = None  # pandas' default index: positions, no stamps
             stamps = self._next_stamps(len(arr), index)
             self._check_period(arr)
-            self._infer_period(arr, index)
-            state, out = self._run_tracked(arr)
+            self._revisit_if_due()  # after the checks: a refused call changes nothing
+            if self.t == 0:
+                self._infer_period(arr, index)
+                try:
+                    state, out = self._run_tracked(arr)
+                except BaseException:
+                    self._forget()  # the periods too: a stream begun later has none
+                    raise
+            else:
+                state, out = self._run_tracked(arr)
             object.__setattr__(self, "_state", state)
             self._record(arr, out)
             self._stamps.extend(stamps)
@@ -1166,6 +1182,7 @@ class ChangepointDetector(SequentialEstimator):
                     x = float(arr[0])
             early = self._early
             if early is not None and early.n >= self._revisit_at:  # period="auto", early on
+                self._next_stamps(1, None if time is None else [time])  # a refusal: no change
                 self._revisit_periods()
                 early = self._early
             stream = self._stream
@@ -1225,7 +1242,7 @@ class ChangepointDetector(SequentialEstimator):
                 round(step_seconds(stamps[:WARM_UP + 1]) * 1e9), "ns")
         else:
             step, periods = known
-        horizon = warm_up_length(step)
+        horizon = min(warm_up_length(step), REVISIT_LIMIT)
         self._period_step = step
         self._early = Growable(np.float64) if len(arr) < horizon else None
         self._revisit_at = _next_revisit(len(arr), horizon)
@@ -1251,7 +1268,7 @@ class ChangepointDetector(SequentialEstimator):
         already returned stay as they were). An interrupt leaves the detector as it was."""
         early = cast(Growable, self._early)
         values = early.view()
-        horizon = warm_up_length(self._period_step)
+        horizon = min(warm_up_length(self._period_step), REVISIT_LIMIT)
         periods = infer_period(values, self._period_step)
         if periods == self.periods_:
             if len(values) >= horizon:

@@ -517,6 +517,16 @@ def warm_up_length(index: Any = None) -> int:
     ``index`` (or their step), :data:`WARM_UP_CYCLES` of the calendar's longest cycle when that
     is longer. Periods inferred from a longer series are those of its first this many values.
 
+    Parameters
+    ----------
+    index : pandas DatetimeIndex, datetime64 array or timedelta, optional
+        The time stamps, or the sampling step (None: values alone).
+
+    Returns
+    -------
+    int
+        The number of values read.
+
     Examples
     --------
     >>> import datetime

@@ -31,6 +31,10 @@ def run(args: argparse.Namespace) -> int:
     if args.only == "changepoint" and args.shape:
         raise ValueError("--shape applies to the Kalman filters' loops: drop --only "
                          "changepoint, or --shape")
+    from possibly.changepoint.detector import numba_available
+
+    if not numba_available():
+        raise ValueError("possibly compile needs numba: pip install 'possibly[fast]'")
     if args.only in (None, "kalman"):
         done = compile_loops(shapes)
         print("compiled the Kalman filters' loops for "

@@ -949,7 +949,7 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
             states) stays within a budget of about that loading's cost, then the compiled
             loop when numba is installed and the model fits it; the choice depends only on
             the calls made before in the process (docs/numerics.md, "The Kalman filters'
-            engine").
+            `engine="auto"`").
 
         Returns
         -------
