@@ -151,3 +151,24 @@ def test_stamps_of_another_kind_or_going_back_are_refused():
     det.update(0.3, time="2024-02-10")  # text is read as a stamp of the index's kind
     assert det.result().index[-1] == pd.Timestamp("2024-02-10")
     assert det.t == 33 and (np.diff(det.result().index.asi8) > 0).all()
+
+
+@pytest.mark.parametrize("bad", [pd.NaT, np.datetime64("NaT")])
+def test_a_missing_time_stamp_is_refused_and_changes_nothing(bad) -> None:
+    y = pd.Series(np.arange(30.0) % 3, index=pd.date_range("2024-01-01", periods=30, freq="h"))
+    det = ps.ChangepointDetector(period=None)
+    det.fit(y)
+    with pytest.raises(ValueError, match="time must be a time stamp, got NaT"):
+        det.update(0.5, time=bad)
+    with pytest.raises(ValueError, match="time must be a time stamp, got NaT"):
+        det.extend(pd.Series([0.5, 1.0], index=pd.DatetimeIndex([y.index[-1], pd.NaT])))
+    det.update(0.5)  # the stream goes on by its hour
+    assert det.t == 31 and det.result().index[-1] == y.index[-1] + pd.Timedelta(hours=1)
+
+
+def test_a_nan_stamp_of_a_numbered_index_is_refused() -> None:
+    det = ps.ChangepointDetector(period=None)
+    det.fit(pd.Series(np.zeros(10), index=np.arange(10) * 2))
+    with pytest.raises(ValueError, match="time must be a time stamp, got nan"):
+        det.update(0.1, time=float("nan"))
+    assert det.t == 10

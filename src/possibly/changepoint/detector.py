@@ -232,6 +232,16 @@ def _stamped_index(base: Any, stamps: list[Any]) -> Any:
     return base.append(extra)
 
 
+def _missing_stamp(stamp: Any) -> bool:
+    """Whether ``stamp`` is NaT or NaN (a missing time stamp)."""
+    import pandas as pd
+
+    try:
+        return bool(pd.isna(stamp))
+    except (TypeError, ValueError):  # an array-like: not one stamp (refused elsewhere)
+        return False
+
+
 def _next_revisit(t: int, horizon: int) -> int:
     """The record count at which periods inferred from ``t`` values are next revisited: a
     quarter more values (at least :data:`REVISIT_MIN`), at most the warm-up ``horizon``."""
@@ -1057,6 +1067,11 @@ class ChangepointDetector(SequentialEstimator):
             except (TypeError, ValueError) as exc:
                 raise ValueError(f"time must be a date/time stamp like the series' index "
                                  f"({base.dtype}): {exc}") from None
+        for g in given:
+            if _missing_stamp(g):
+                raise ValueError(f"time must be a time stamp, got {describe(g)} (a missing "
+                                 f"stamp cannot be ordered; leave time=None to continue the "
+                                 f"index)")
         try:
             backwards = any(b < a for a, b in zip([last, *given][:-1], given, strict=True)
                             if a is not None)
