@@ -29,6 +29,7 @@ from possibly.changepoint.compiled_engine import (
     compiled_streams,
     packed_settings,
     scalars,
+    without_refcounts,
 )
 from possibly.changepoint.detector import ChangepointDetector, numba_available
 from possibly.changepoint.models.segment_model import MAX_MAGNITUDE
@@ -611,27 +612,13 @@ class DetectorBank:
         compiled = self._compiled
         assert compiled is not None
         functions = compiled.kernels[0].functions
-        from numba.core.errors import NumbaError
-
         from possibly.changepoint.anomaly_numba import bank_calibration
 
-        # without reference counts (the step allocates nothing, merging included): the same
-        # numbers at a fraction of the cost
-        try:
-            driver = compiled_streams(functions, self._settings.shape[2], self.parallel,
-                                      bank_calibration, refcounts=False)
-            driver(*args)  # compiled (or loaded) at this first call, before it runs
-        except (NumbaError, KeyError, TypeError):
-            # a kernel function that allocates, or a numba without the option that turns
-            # its runtime off (KeyError: unknown option): with reference counts
-            pass
-        else:
-            self._driver = driver
-            return
-        driver = compiled_streams(functions, self._settings.shape[2], self.parallel,
-                                  bank_calibration)
-        driver(*args)
-        self._driver = driver
+        # compiled (or loaded) at this first call, before it runs
+        self._driver = without_refcounts(
+            lambda refcounts: compiled_streams(functions, self._settings.shape[2], self.parallel,
+                                               bank_calibration, refcounts=refcounts),
+            lambda driver: driver(*args))
 
     def _numpy_steps(self, rows: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """:func:`~possibly.changepoint.recursion.step` per stream, as the detector's numpy

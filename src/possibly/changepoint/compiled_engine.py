@@ -14,7 +14,7 @@ import functools
 import hashlib
 import math
 import types
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -695,6 +695,36 @@ def step_calibrated(y, row, ints, start, log_w, runs, params, scal, rows, peak,
 
 
 @functools.cache
+def without_refcounts(make: Callable[[bool], Any], compile_it: Callable[[Any], Any]) -> Any:
+    """The dispatcher ``make(refcounts)`` after ``compile_it(dispatcher)`` (which compiles or
+    loads it), made without numba's reference counts (a step that allocates nothing, merging
+    included: the same numbers at a fraction of the cost), or with them where that fails (a
+    kernel or calibration that allocates, or a numba without the option that turns its runtime
+    off: KeyError, an unknown option).
+
+    Examples
+    --------
+    >>> without_refcounts(lambda refcounts: refcounts, lambda d: None)  # compiles without
+    False
+    >>> def compile_it(refcounts):
+    ...     if not refcounts:
+    ...         raise TypeError("allocates")
+    >>> without_refcounts(lambda refcounts: refcounts, compile_it)  # falls back
+    True
+    """
+    from numba.core.errors import NumbaError
+
+    try:
+        dispatcher = make(False)
+        compile_it(dispatcher)
+        return dispatcher
+    except (NumbaError, KeyError, TypeError):
+        pass
+    dispatcher = make(True)
+    compile_it(dispatcher)
+    return dispatcher
+
+
 def compiled_stepper(functions: KernelFunctions, n_params: int, refcounts: bool = True,
                      calibrate: Any = no_calibration) -> Any:
     """:func:`step_calibrated` compiled for one kernel (as :func:`compiled_driver`), with
@@ -797,28 +827,19 @@ class CompiledStream:
         return values
 
     def _first_step(self, y: float, row: int, calibration: np.ndarray) -> None:
-        """Compile (or load) the step for these argument types, without reference counts
-        (the step allocates nothing, merging included: the same numbers at a fraction of the
-        cost), or with them where that fails (a kernel or calibration that allocates);
-        compiled at this call, before the step runs. The step is then called through the
-        compiled version's entry point, without numba's dispatch by argument types (the types
-        never change: the buffers are made here and :attr:`peak` checks the caller's)."""
+        """Compile (or load) the step for these argument types (:func:`without_refcounts`),
+        at this call, before the step runs. The step is then called through the compiled
+        version's entry point, without numba's dispatch by argument types (the types never
+        change: the buffers are made here and :attr:`peak` checks the caller's)."""
         import numba
-        from numba.core.errors import NumbaError
 
         args = (y, row, self.ints, self.start, self.log_w, self.runs, self.settings, self.scal,
                 self.rows, self._peak, calibration)
         signature = tuple(numba.typeof(a) for a in args)
-        stepper = compiled_stepper(self.functions, self.n_params, False, self.calibrate)
-        try:
-            stepper.compile(signature)
-        except (NumbaError, KeyError, TypeError):
-            # a kernel or calibration that allocates, or a numba without the option that
-            # turns its runtime off (KeyError: unknown option): with reference counts
-            stepper = None
-        if stepper is None:
-            stepper = compiled_stepper(self.functions, self.n_params, True, self.calibrate)
-            stepper.compile(signature)
+        stepper = without_refcounts(
+            lambda refcounts: compiled_stepper(self.functions, self.n_params, refcounts,
+                                               self.calibrate),
+            lambda dispatcher: dispatcher.compile(signature))
         self.stepper = stepper
         try:
             self._call = stepper.overloads[signature].entry_point

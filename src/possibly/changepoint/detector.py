@@ -242,6 +242,12 @@ def _missing_stamp(stamp: Any) -> bool:
         return False
 
 
+def _revisit_horizon(step: Any) -> int:
+    """The record count up to which periods inferred with the sampling ``step`` (None: from the
+    values) are revisited: their warm-up, at most :data:`REVISIT_LIMIT`."""
+    return min(warm_up_length(step), REVISIT_LIMIT)
+
+
 def _next_revisit(t: int, horizon: int) -> int:
     """The record count at which periods inferred from ``t`` values are next revisited: a
     quarter more values (at least :data:`REVISIT_MIN`), at most the warm-up ``horizon``."""
@@ -1257,7 +1263,7 @@ class ChangepointDetector(SequentialEstimator):
                 round(step_seconds(stamps[:WARM_UP + 1]) * 1e9), "ns")
         else:
             step, periods = known
-        horizon = min(warm_up_length(step), REVISIT_LIMIT)
+        horizon = _revisit_horizon(step)
         self._period_step = step
         self._early = Growable(np.float64) if len(arr) < horizon else None
         self._revisit_at = _next_revisit(len(arr), horizon)
@@ -1283,7 +1289,7 @@ class ChangepointDetector(SequentialEstimator):
         already returned stay as they were). An interrupt leaves the detector as it was."""
         early = cast(Growable, self._early)
         values = early.view()
-        horizon = min(warm_up_length(self._period_step), REVISIT_LIMIT)
+        horizon = _revisit_horizon(self._period_step)
         periods = infer_period(values, self._period_step)
         if periods == self.periods_:
             if len(values) >= horizon:
