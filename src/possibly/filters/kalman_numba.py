@@ -777,6 +777,7 @@ def run_start(ys, t0, t_end, mean, mat, information, model, inverse, rule, mixtu
     iobs, ihm, iwm, irm, ihtw = (np.empty(m, dtype=np.bool_), np.empty((m, n)),
                                  np.empty((m, m)), np.empty((m, m)), np.empty((n, m)))
     ij, ib, ivs, istep = np.empty((n, n)), np.empty(n), np.empty(m), np.empty(n)
+    kt = np.empty((1, n))  # the gain of _hypothesis_steps
     info = information
     # time outer, series inner: the time-major inputs and outputs are then read and written
     # contiguously (series outer strides through them: slower for large batches)
@@ -784,6 +785,13 @@ def run_start(ys, t0, t_end, mean, mat, information, model, inverse, rule, mixtu
         info_before = info
         if t > 0 and info and not has_inv:
             return 0
+        if not info and nh > 1 and m == 1:
+            # every later step is in covariance form: the hypotheses of one series at a time
+            # through every remaining step, their states in cache, only the leader's outputs
+            _hypothesis_steps(ys, t, t_end, hx, hM, px, pM, score, lc, dc, lead, model, rule,
+                              mixture, o_mean, o_var, o_cov, o_pmean, o_pcov, o_logc, o_disc,
+                              keep_var, keep_cov, keep_pred, x, P, ea, eb, ec, kt, ib, n_tup)
+            break
         if not info:
             # covariance form: the plain loop (run) over every hypothesis of every series as
             # one batch, y missing where the hypothesis drops it
@@ -917,6 +925,172 @@ def run_start(ys, t0, t_end, mean, mat, information, model, inverse, rule, mixtu
                 for j in range(n):
                     mat[b, i, j] = hM[b, best, i, j]
     return 2 if info else 1
+
+
+@_helper
+def _hypothesis_steps(ys, t0, t_end, hx, hM, px, pM, score, lc, dc, lead, model, rule, mixture,
+                      o_mean, o_var, o_cov, o_pmean, o_pcov, o_logc, o_disc, keep_var, keep_cov,
+                      keep_pred, x, P, ja, jb, pf, kt, ph, n_tup):  # pragma: no cover
+    """Steps ``t0..t_end-1`` of :func:`run_start` for one observed component (``m = 1``)
+    once every hypothesis is in covariance form: each hypothesis' step is :func:`run`'s
+    (the same operations, so the same bits), then the mixture's (:func:`_mixture_step`);
+    series outer, so a series' hypotheses stay in cache through its steps, and nothing but
+    their states and the leader's outputs is written. A hypothesis that drops the same
+    observations as its representative is copied, not stepped. The arrays from ``x`` on are
+    work arrays (``kt`` 1 × n); ``n_tup`` as :func:`run`'s (``n`` a compile-time constant)."""
+    F, Q, H, R = model
+    robust, dim, tau, log_c0 = rule
+    drop, rank, rep, floor = mixture
+    nh, k = drop.shape
+    n = len(n_tup)
+    r = R[0, 0]
+    for t in range(t0, t_end):
+        for b in range(hx.shape[0]):
+            y0 = ys[t, b, 0]
+            for h in range(nh):
+                if t < k and rep[t, h] != h:
+                    continue  # the same state as its representative's: copied below
+                dropped = math.isnan(y0) or (t < k and drop[h, t])
+                if n == 2 and _hypothesis_step2(hx[b, h], hM[b, h], px[b, h], pM[b, h], y0, t,
+                                                dropped, F, Q, H, r, robust, dim, tau,
+                                                log_c0[1], lc[b], dc[b], h):
+                    continue
+                for i in range(n):
+                    x[i] = hx[b, h, i]
+                    for j in range(n):
+                        P[i, j] = hM[b, h, i, j]
+                if t > 0:  # as run's prediction
+                    _mul_ax_in_place(F, x, ph)
+                    _mul_abt(P, F, pf)
+                    _mul_abt(F, pf.T, P)
+                    for i in range(n):
+                        for j in range(i, n):
+                            a = 0.5 * (P[i, j] + P[j, i])
+                            P[i, j] = a + Q[i, j]
+                            P[j, i] = a + Q[j, i]
+                for i in range(n):
+                    px[b, h, i] = x[i]
+                    for j in range(n):
+                        pM[b, h, i, j] = P[i, j]
+                if dropped:
+                    log_c = math.nan
+                    rho = math.nan
+                else:  # as run's step with m = 1
+                    hph0 = 0.0
+                    v0 = y0
+                    for i in range(n):
+                        acc = 0.0
+                        for j in range(n):
+                            acc += P[i, j] * H[0, j]
+                        ph[i] = acc
+                    for i in range(n):
+                        hph0 += ph[i] * H[0, i]
+                        v0 -= x[i] * H[0, i]
+                    s0 = hph0 + r
+                    log_c = min(-0.5 * v0 * v0 / s0, 0.0)
+                    rel = min(log_c - log_c0[1], 0.0)
+                    # exp(0) is 1 exactly, for every rule: no call for the consistent steps
+                    rho = 1.0 if rel == 0.0 else discount_scalar(rel, dim, tau, robust)
+                    kk = rho / (rho * hph0 + r) if robust else 1.0 / s0
+                    for i in range(n):
+                        kt[0, i] = kk * ph[i]
+                        x[i] += kt[0, i] * v0
+                    rho1 = rho if robust else 1.0
+                    if rho1 * hph0 > _DIFFUSE * r and n == 1:
+                        P[0, 0] *= r / (rho1 * hph0 + r)
+                    elif rho1 * hph0 > _DIFFUSE * r:
+                        _joseph(P, kt, H, R, rho1, ja, jb, pf)
+                        for i in range(n):
+                            for j in range(n):
+                                P[i, j] = pf[i, j]
+                    else:
+                        for i in range(n):
+                            for j in range(n):
+                                P[i, j] -= kt[0, i] * ph[j]
+                lc[b, h] = log_c
+                dc[b, h] = rho
+                for i in range(n):
+                    hx[b, h, i] = x[i]
+                    for j in range(n):
+                        hM[b, h, i, j] = P[i, j]
+            best = _series_mixture_step(score[b], lc[b], dc[b], hx[b], hM[b], px[b], pM[b],
+                                        ys[t, b], t, b, drop, rank, rep, floor, o_logc,
+                                        o_disc)
+            lead[b] = best
+            if keep_pred:
+                for i in range(n):
+                    o_pmean[t, b, i] = px[b, best, i]
+                    for j in range(n):
+                        o_pcov[t, b, i, j] = pM[b, best, i, j]
+            for i in range(n):
+                o_mean[t, b, i] = hx[b, best, i]
+            if keep_cov:
+                for i in range(n):
+                    for j in range(n):
+                        o_cov[t, b, i, j] = hM[b, best, i, j]
+            if keep_var:
+                for i in range(n):
+                    o_var[t, b, i] = hM[b, best, i, i]
+
+
+@numba.njit(cache=True, nogil=True, inline="always", **_NO_REFCOUNTS)
+def _hypothesis_step2(x, P, px, pM, y0, t, dropped, F, Q, H, r, robust, dim, tau, log_c0, lc,
+                      dc, h):  # pragma: no cover - compiled
+    """One step of :func:`_hypothesis_steps` for two states, in scalars (registers, not work
+    arrays): every operation of :func:`run`'s step in the same order (sums from ``0.0``, as
+    its loops), so the same bits. False (nothing written) where the update is diffuse: the
+    caller's general step (the Joseph form) runs it."""
+    x0, x1 = x[0], x[1]
+    p00, p01, p10, p11 = P[0, 0], P[0, 1], P[1, 0], P[1, 1]
+    if t > 0:  # x = F x; P = sym(F (P Fᵀ)) + Q
+        x0, x1 = (0.0 + F[0, 0] * x0) + F[0, 1] * x1, (0.0 + F[1, 0] * x0) + F[1, 1] * x1
+        f00 = (0.0 + p00 * F[0, 0]) + p01 * F[0, 1]  # P Fᵀ
+        f01 = (0.0 + p00 * F[1, 0]) + p01 * F[1, 1]
+        f10 = (0.0 + p10 * F[0, 0]) + p11 * F[0, 1]
+        f11 = (0.0 + p10 * F[1, 0]) + p11 * F[1, 1]
+        q00 = (0.0 + F[0, 0] * f00) + F[0, 1] * f10  # F (P Fᵀ)
+        q01 = (0.0 + F[0, 0] * f01) + F[0, 1] * f11
+        q10 = (0.0 + F[1, 0] * f00) + F[1, 1] * f10
+        q11 = (0.0 + F[1, 0] * f01) + F[1, 1] * f11
+        a = 0.5 * (q00 + q00)
+        p00 = a + Q[0, 0]
+        a = 0.5 * (q01 + q10)
+        p01 = a + Q[0, 1]
+        p10 = a + Q[1, 0]
+        a = 0.5 * (q11 + q11)
+        p11 = a + Q[1, 1]
+    px[0], px[1] = x0, x1
+    pM[0, 0], pM[0, 1], pM[1, 0], pM[1, 1] = p00, p01, p10, p11
+    if dropped:
+        log_c = math.nan
+        rho = math.nan
+    else:
+        h0, h1 = H[0, 0], H[0, 1]
+        ph0 = (0.0 + p00 * h0) + p01 * h1
+        ph1 = (0.0 + p10 * h0) + p11 * h1
+        hph0 = (0.0 + ph0 * h0) + ph1 * h1
+        v0 = (y0 - x0 * h0) - x1 * h1
+        s0 = hph0 + r
+        log_c = min(-0.5 * v0 * v0 / s0, 0.0)
+        rel = min(log_c - log_c0, 0.0)
+        # exp(0) is 1 exactly, for every rule: no call for the consistent steps
+        rho = 1.0 if rel == 0.0 else discount_scalar(rel, dim, tau, robust)
+        rho1 = rho if robust else 1.0
+        if rho1 * hph0 > _DIFFUSE * r:
+            return False
+        kk = rho / (rho * hph0 + r) if robust else 1.0 / s0
+        k0, k1 = kk * ph0, kk * ph1
+        x0 += k0 * v0
+        x1 += k1 * v0
+        p00 -= k0 * ph0
+        p01 -= k0 * ph1
+        p10 -= k1 * ph0
+        p11 -= k1 * ph1
+    lc[h] = log_c
+    dc[h] = rho
+    x[0], x[1] = x0, x1
+    P[0, 0], P[0, 1], P[1, 0], P[1, 1] = p00, p01, p10, p11
+    return True
 
 
 @_helper
