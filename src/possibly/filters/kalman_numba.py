@@ -488,6 +488,81 @@ def _update_information(ys, t, b, x, Y, H, R, W, robust, dim, tau, log_c0, obs, 
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
+def _pinv2(a00, a01, a11, r0, r1):  # pragma: no cover - compiled
+    """:func:`_pinv_mv` of a 2 × 2 ``a`` (its ``a[1, 0]`` is not read) in scalars, every
+    operation in the same order (:func:`_eigh2`'s rotation): ``(out0, out1, w0, w1)``, the
+    step and the eigenvalues."""
+    v00, v01, v10, v11 = 1.0, 0.0, 0.0, 1.0
+    if a01 != 0.0:
+        app, aqq, apq = a00, a11, a01
+        if abs(apq) > 1e-18 * (abs(app) + abs(aqq)):
+            t, s, tau = _jacobi_rotation(app, aqq, apq)
+            a00 = app - t * apq
+            a11 = aqq + t * apq
+            v00, v01 = v00 - s * (v01 + tau * v00), v01 + s * (v00 - tau * v01)
+            v10, v11 = v10 - s * (v11 + tau * v10), v11 + s * (v10 - tau * v11)
+    w0, w1 = a00, a11
+    top = max(max(0.0, abs(w0)), abs(w1))
+    out0, out1 = 0.0, 0.0
+    if abs(w0) > 1e-15 * top:
+        acc = ((0.0 + v00 * r0) + v10 * r1) / w0
+        out0 += v00 * acc
+        out1 += v10 * acc
+    if abs(w1) > 1e-15 * top:
+        acc = ((0.0 + v01 * r0) + v11 * r1) / w1
+        out0 += v01 * acc
+        out1 += v11 * acc
+    return out0, out1, w0, w1
+
+
+@numba.njit(cache=True, nogil=True, inline="always", **_NO_REFCOUNTS)
+def _update_information2(y0, x, Y, H, w, robust, dim, tau, log_c0):  # pragma: no cover
+    """:func:`_update_information` with two states and one observed component ``y0`` (``w``
+    is ``R⁻¹``, ``log_c0`` the reference of one component), in scalars: every operation in
+    the same order, so the same bits. Returns ``(log c, ρ, well conditioned)``."""
+    h0, h1 = H[0, 0], H[0, 1]
+    vs = (y0 - h0 * x[0]) - h1 * x[1]
+    big = max(0.0, abs(vs), abs(y0))
+    scale = 1.0
+    if big > _BIG:  # as _scale_exponent: exact power-of-two scaling
+        scale = 2.0 ** math.frexp(big)[1]
+        vs /= scale
+    t0, t1 = 0.0 + h0 * w, 0.0 + h1 * w  # Hᵀ W
+    b0, b1 = 0.0 + t0 * vs, 0.0 + t1 * vs
+    j00, j01, j10, j11 = 0.0 + t0 * h0, 0.0 + t0 * h1, 0.0 + t1 * h0, 0.0 + t1 * h1
+    y00, y01, y10, y11 = Y[0, 0], Y[0, 1], Y[1, 0], Y[1, 1]
+    informed = y00 != 0.0 or y01 != 0.0 or y10 != 0.0 or y11 != 0.0
+    q = 0.0 + vs * (0.0 + w * vs)
+    e00, e01, e10, e11 = y00 + j00, y01 + j01, y10 + j10, y11 + j11
+    s0, s1, w0, w1 = 0.0, 0.0, 0.0, 0.0
+    if informed:  # from the uninformative prior every y fits exactly: c = 1
+        s0, s1, w0, w1 = _pinv2(e00, e01, e11, b0, b1)
+        q -= b0 * s0
+        q -= b1 * s1
+    else:
+        q = 0.0
+    log_c = -0.5 * q
+    if scale != 1.0 and q > 0:
+        log_c = -0.5 * q * scale * scale
+    log_c = min(log_c, 0.0)
+    rho = discount_scalar(min(log_c - log_c0, 0.0), dim, tau, robust)
+    rho1 = rho if robust else 1.0
+    a00 = 0.5 * ((y00 + rho1 * j00) + (y00 + rho1 * j00))
+    a01 = 0.5 * ((y01 + rho1 * j01) + (y10 + rho1 * j10))
+    a11 = 0.5 * ((y11 + rho1 * j11) + (y11 + rho1 * j11))
+    again = (not informed or rho1 != 1.0 or not (
+        _same_bits(a00, e00) and _same_bits(a01, e01) and _same_bits(a01, e10)
+        and _same_bits(a11, e11)))
+    Y[0, 0], Y[0, 1], Y[1, 0], Y[1, 1] = a00, a01, a01, a11
+    if again:
+        s0, s1, w0, w1 = _pinv2(a00, a01, a11, b0 * rho1, b1 * rho1)
+    x[0] += s0 * scale
+    x[1] += s1 * scale
+    lo, hi = min(min(w0, w0), w1), max(max(w0, w0), w1)
+    return log_c, rho, 1 if lo > hi / _MAX_COND else 0
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
 def _same_bits(a, b):  # pragma: no cover - compiled
     """Whether the floats ``a`` and ``b`` are the same bits (NaN never is; signed zeros)."""
     return a == b and math.copysign(1.0, a) == math.copysign(1.0, b)
@@ -848,6 +923,9 @@ def run_start(ys, t0, t_end, mean, mat, information, model, inverse, rule, mixtu
                 if n_obs == 0:
                     log_c = math.nan
                     rho = math.nan
+                elif n == 2 and m == 1:  # in scalars, the same operations
+                    log_c, rho, hcond[b, h] = _update_information2(
+                        ys[t, b, 0], x, P, H, W[0, 0], robust, dim, tau, log_c0[1])
                 else:
                     ok, log_c, rho, hcond[b, h] = _update_information(
                         ys, t, b, x, P, H, R, W, robust, dim, tau, log_c0, iobs, ihm, iwm,
@@ -947,9 +1025,14 @@ def _hypothesis_steps(ys, t0, t_end, hx, hM, px, pM, score, lc, dc, lead, model,
     for t in range(t0, t_end):
         for b in range(hx.shape[0]):
             y0 = ys[t, b, 0]
+            bound = _out_of_reach(score[b], t_end - t, floor) if t >= k else -math.inf
             for h in range(nh):
                 if t < k and rep[t, h] != h:
                     continue  # the same state as its representative's: copied below
+                if score[b, h] < bound:  # it can never lead again: not stepped
+                    score[b, h] = -math.inf
+                    lc[b, h] = math.nan
+                    continue
                 dropped = math.isnan(y0) or (t < k and drop[h, t])
                 if n == 2 and _hypothesis_step2(hx[b, h], hM[b, h], px[b, h], pM[b, h], y0, t,
                                                 dropped, F, Q, H, r, robust, dim, tau,
@@ -1031,6 +1114,22 @@ def _hypothesis_steps(ys, t0, t_end, hx, hM, px, pM, score, lc, dc, lead, model,
             if keep_var:
                 for i in range(n):
                     o_var[t, b, i] = hM[b, best, i, i]
+
+
+@numba.njit(cache=True, nogil=True, inline="always", **_NO_REFCOUNTS)
+def _out_of_reach(score, steps, floor):  # pragma: no cover - compiled
+    """A score below which a hypothesis can never lead in the next ``steps`` steps after the
+    observations the hypotheses label (-inf if there is none): each step adds to a score
+    between ``floor`` (``log ε``) and 0 (a missing observation: 0), so the leader's stays
+    above ``top + steps · floor`` and another's below its own; the margin covers the ties'
+    tolerance of :func:`_leader` (relative 1e-9) and the sums' rounding many times over."""
+    top = -math.inf
+    for h in range(score.shape[0]):
+        top = max(top, score[h])
+    if top == -math.inf:  # every hypothesis ties: none is out of reach
+        return -math.inf
+    reach = top + steps * floor
+    return reach - 1e-6 * (1.0 + abs(top) + steps * abs(floor))
 
 
 @numba.njit(cache=True, nogil=True, inline="always", **_NO_REFCOUNTS)
@@ -1153,6 +1252,38 @@ def _series_mixture_step(score, lc, dc, hx, hM, px, pM, y, t, b, drop, rank, rep
     return best
 
 
+@numba.njit(cache=True, nogil=True, inline="always", **_NO_REFCOUNTS)
+def _sym_inverse2(a):  # pragma: no cover - compiled
+    """``a = sym(a⁻¹)`` for a 2 × 2 ``a``, in scalars: :func:`solve_in_place` with the
+    identity on the right and its every operation in the same order, so the same bits; False
+    (``a`` unchanged) where it is singular."""
+    a00, a01, a10, a11 = a[0, 0], a[0, 1], a[1, 0], a[1, 1]
+    r00, r01, r10, r11 = 1.0, 0.0, 0.0, 1.0
+    best = abs(a00)
+    if abs(a10) > best:  # partial pivoting: swap the rows
+        best = abs(a10)
+        a00, a01, a10, a11 = a10, a11, a00, a01
+        r00, r01, r10, r11 = r10, r11, r00, r01
+    if best == 0.0 or math.isnan(best):
+        return False
+    f = a10 / a00
+    if f != 0.0:
+        a11 -= f * a01
+        r10 -= f * r00
+        r11 -= f * r01
+    best = abs(a11)
+    if best == 0.0 or math.isnan(best):
+        return False
+    r10 = r10 / a11
+    r11 = r11 / a11
+    r00 = (r00 - a01 * r10) / a00
+    r01 = (r01 - a01 * r11) / a00
+    a[0, 0] = 0.5 * (r00 + r00)
+    a[0, 1] = a[1, 0] = 0.5 * (r01 + r10)
+    a[1, 1] = 0.5 * (r11 + r11)
+    return True
+
+
 @_helper
 def _to_covariance_form(hM, cond, ea, eb, w, V):  # pragma: no cover - compiled
     """The precisions ``hM`` (B, H, n, n) replaced by their covariances ``sym(Y⁻¹)`` if every
@@ -1167,6 +1298,10 @@ def _to_covariance_form(hM, cond, ea, eb, w, V):  # pragma: no cover - compiled
                 return 0
     for b in range(B):
         for h in range(nh):
+            if n == 2:
+                if not _sym_inverse2(hM[b, h]):
+                    return -1
+                continue
             for i in range(n):
                 for j in range(n):
                     ea[i, j] = hM[b, h, i, j]
