@@ -562,6 +562,45 @@ def _update_information2(y0, x, Y, H, w, robust, dim, tau, log_c0):  # pragma: n
     return log_c, rho, 1 if lo > hi / _MAX_COND else 0
 
 
+@numba.njit(cache=True, nogil=True, inline="always", **_NO_REFCOUNTS)
+def _well_conditioned2(a):  # pragma: no cover - compiled
+    """:func:`_well_conditioned` of a 2 × 2 ``a`` in scalars (the same operations): 1 or 0."""
+    _, _, w0, w1 = _pinv2(a[0, 0], a[0, 1], a[1, 1], 0.0, 0.0)
+    lo, hi = min(min(w0, w0), w1), max(max(w0, w0), w1)
+    return 1 if lo > hi / _MAX_COND else 0
+
+
+@numba.njit(cache=True, nogil=True, inline="always", **_NO_REFCOUNTS)
+def _predict_information2(Y, F_inv, G, qg):  # pragma: no cover - compiled
+    """:func:`_predict_information` of two states and a one-column ``G`` (``qg`` is
+    ``Q_g⁻¹``) in scalars, every operation in the same order; False where it is singular."""
+    f00, f01, f10, f11 = F_inv[0, 0], F_inv[0, 1], F_inv[1, 0], F_inv[1, 1]
+    y00, y01, y10, y11 = Y[0, 0], Y[0, 1], Y[1, 0], Y[1, 1]
+    e00 = (0.0 + f00 * y00) + f10 * y10  # F⁻ᵀ Y
+    e01 = (0.0 + f00 * y01) + f10 * y11
+    e10 = (0.0 + f01 * y00) + f11 * y10
+    e11 = (0.0 + f01 * y01) + f11 * y11
+    m00 = (0.0 + e00 * f00) + e01 * f10  # M = (F⁻ᵀ Y) F⁻¹
+    m01 = (0.0 + e00 * f01) + e01 * f11
+    m10 = (0.0 + e10 * f00) + e11 * f10
+    m11 = (0.0 + e10 * f01) + e11 * f11
+    g0, g1 = G[0, 0], G[1, 0]
+    mg0 = (0.0 + m00 * g0) + m01 * g1  # M G
+    mg1 = (0.0 + m10 * g0) + m11 * g1
+    a = qg + ((0.0 + g0 * mg0) + g1 * mg1)  # Q_g⁻¹ + Gᵀ M G
+    if abs(a) == 0.0 or math.isnan(abs(a)):  # as solve_in_place's pivot
+        return False
+    c0, c1 = mg0 / a, mg1 / a
+    m00 -= 0.0 + mg0 * c0
+    m01 -= 0.0 + mg0 * c1
+    m10 -= 0.0 + mg1 * c0
+    m11 -= 0.0 + mg1 * c1
+    Y[0, 0] = 0.5 * (m00 + m00)
+    Y[0, 1] = Y[1, 0] = 0.5 * (m01 + m10)
+    Y[1, 1] = 0.5 * (m11 + m11)
+    return True
+
+
 @numba.njit(cache=True, nogil=True, inline="always")
 def _same_bits(a, b):  # pragma: no cover - compiled
     """Whether the floats ``a`` and ``b`` are the same bits (NaN never is; signed zeros)."""
@@ -908,7 +947,10 @@ def run_start(ys, t0, t_end, mean, mat, information, model, inverse, rule, mixtu
                             P[i, j] = hM[b, h, i, j]
                 if t > 0 and same == h:  # x = F x, as _predict
                     _mul_ax_in_place(F, x, k1)
-                    if not _predict_information(P, F_inv, G, Qg_inv, ea, eb, ec, n_tup):
+                    if n == 2 and G.shape[1] == 1:  # in scalars, the same operations
+                        if not _predict_information2(P, F_inv, G, Qg_inv[0, 0]):
+                            return 0
+                    elif not _predict_information(P, F_inv, G, Qg_inv, ea, eb, ec, n_tup):
                         return 0
                 for i in range(n):
                     px[b, h, i] = x[i]
@@ -1294,6 +1336,8 @@ def _to_covariance_form(hM, cond, ea, eb, w, V):  # pragma: no cover - compiled
     for b in range(B):
         for h in range(nh):
             known = cond[b, h]
+            if n == 2 and known < 0:  # in scalars, the same operations
+                known = _well_conditioned2(hM[b, h])
             if known == 0 or (known < 0 and not _well_conditioned(hM[b, h], ea, w, V)):
                 return 0
     for b in range(B):
