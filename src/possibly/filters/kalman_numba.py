@@ -275,6 +275,30 @@ def _well_conditioned(a, ea, w, V):  # pragma: no cover - compiled
     return lo > hi / _MAX_COND
 
 
+@numba.njit(cache=True, nogil=True, inline="always", **_NO_REFCOUNTS)
+def _covariance_or_inf2(Y, out):  # pragma: no cover - compiled
+    """:func:`_covariance_or_inf` of a 2 × 2 ``Y`` in scalars, every operation in the same
+    order (the Schur complements' 1 × 1 pseudo-inverses as :func:`_pinv_mv`'s)."""
+    if _well_conditioned2(Y):
+        for i in range(2):
+            for j in range(2):
+                out[i, j] = Y[i, j]
+        return _sym_inverse2(out)
+    for i in range(2):
+        for j in range(2):
+            out[i, j] = math.inf
+    for i in range(2):
+        o = 1 - i
+        scale = max(max(0.0, abs(Y[i, 0])), abs(Y[i, 1]))
+        r0, w0 = Y[i, o], Y[o, o]
+        step = 0.0
+        if abs(w0) > 1e-15 * max(0.0, abs(w0)):
+            step = 0.0 + 1.0 * ((0.0 + 1.0 * r0) / w0)
+        schur = Y[i, i] - r0 * step
+        out[i, i] = 1.0 / schur if schur > scale / _MAX_COND else math.inf
+    return True
+
+
 @_helper
 def _covariance_or_inf(Y, out, ea, eb, w, V, r, step):  # pragma: no cover - compiled
     """``out = sym(Y⁻¹)`` for a well-conditioned precision ``Y``; else ``inf`` off the
@@ -282,6 +306,8 @@ def _covariance_or_inf(Y, out, ea, eb, w, V, r, step):  # pragma: no cover - com
     for an uninformed component (as ``possibly.filters._common._covariance_or_inf``); False
     if ``Y`` is singular by rounding after all. The other arrays are work arrays."""
     n = Y.shape[0]
+    if n == 2:
+        return _covariance_or_inf2(Y, out)
     if _well_conditioned(Y, ea, w, V):
         for i in range(n):
             for j in range(n):
