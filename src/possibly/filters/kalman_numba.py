@@ -12,8 +12,10 @@ where the prior is diffuse relative to ``R``; missing components decoupled exact
 recursion, free of the robust start's bookkeeping; :func:`run_start` runs the start's
 mixture (its information-form steps with Jacobi pseudo-inverses, as
 ``np.linalg.pinv(hermitian=True)``) and sends its covariance-form steps through :func:`run`,
-every hypothesis of every series a row of one batch. Tested equal to the numpy path to
-~1e-12 (the order of floating-point operations differs).
+every hypothesis of every series a row of one batch, or with one observed component through
+:func:`_hypothesis_steps`, which writes only the hypotheses' states and skips those that can
+never lead again; two states run in scalars (the same operations, so the same bits). Tested
+equal to the numpy path to ~1e-12 (the order of floating-point operations differs).
 
 Why explicit loops: the states are tiny (n = 4, m = 2 in the tracking benchmark), so the
 cost of ``x @ Ft`` or ``np.linalg.inv`` inside a compiled loop is their allocation, not their
