@@ -928,8 +928,8 @@ def run_start(ys, t0, t_end, mean, mat, information, model, inverse, rule, mixtu
         if t > 0 and info and not has_inv:
             return 0
         if not info and nh > 1 and m == 1:
-            # every later step is in covariance form: the hypotheses of one series at a time
-            # through every remaining step, their states in cache, only the leader's outputs
+            # every later step is in covariance form: the hypotheses' steps write their
+            # states only, the mixture the leader's outputs
             _hypothesis_steps(ys, t, t_end, hx, hM, px, pM, score, lc, dc, lead, model, rule,
                               mixture, o_mean, o_var, o_cov, o_pmean, o_pcov, o_logc, o_disc,
                               keep_var, keep_cov, keep_pred, x, P, ea, eb, ec, kt, ib, n_tup)
@@ -1082,9 +1082,9 @@ def _hypothesis_steps(ys, t0, t_end, hx, hM, px, pM, score, lc, dc, lead, model,
     """Steps ``t0..t_end-1`` of :func:`run_start` for one observed component (``m = 1``)
     once every hypothesis is in covariance form: each hypothesis' step is :func:`run`'s
     (the same operations, so the same bits), then the mixture's (:func:`_mixture_step`);
-    series outer, so a series' hypotheses stay in cache through its steps, and nothing but
-    their states and the leader's outputs is written. A hypothesis that drops the same
-    observations as its representative is copied, not stepped. The arrays from ``x`` on are
+    nothing but the hypotheses' states and the leader's outputs is written. A hypothesis
+    that drops the same observations as its representative is copied, not stepped, and one
+    that can never lead again (:func:`_out_of_reach`) is dropped. The arrays from ``x`` on are
     work arrays (``kt`` 1 × n); ``n_tup`` as :func:`run`'s (``n`` a compile-time constant)."""
     F, Q, H, R = model
     robust, dim, tau, log_c0 = rule
