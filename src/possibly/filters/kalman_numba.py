@@ -12,8 +12,10 @@ where the prior is diffuse relative to ``R``; missing components decoupled exact
 recursion, free of the robust start's bookkeeping; :func:`run_start` runs the start's
 mixture (its information-form steps with Jacobi pseudo-inverses, as
 ``np.linalg.pinv(hermitian=True)``) and sends its covariance-form steps through :func:`run`,
-every hypothesis of every series a row of one batch. Tested equal to the numpy path to
-~1e-12 (the order of floating-point operations differs).
+every hypothesis of every series a row of one batch, or with one observed component through
+:func:`_hypothesis_steps`, which writes only the hypotheses' states and skips those that can
+never lead again; two states run in scalars (the same operations, so the same bits). Tested
+equal to the numpy path to ~1e-12 (the order of floating-point operations differs).
 
 Why explicit loops: the states are tiny (n = 4, m = 2 in the tracking benchmark), so the
 cost of ``x @ Ft`` or ``np.linalg.inv`` inside a compiled loop is their allocation, not their
@@ -275,6 +277,30 @@ def _well_conditioned(a, ea, w, V):  # pragma: no cover - compiled
     return lo > hi / _MAX_COND
 
 
+@numba.njit(cache=True, nogil=True, inline="always", **_NO_REFCOUNTS)
+def _covariance_or_inf2(Y, out):  # pragma: no cover - compiled
+    """:func:`_covariance_or_inf` of a 2 × 2 ``Y`` in scalars, every operation in the same
+    order (the Schur complements' 1 × 1 pseudo-inverses as :func:`_pinv_mv`'s)."""
+    if _well_conditioned2(Y):
+        for i in range(2):
+            for j in range(2):
+                out[i, j] = Y[i, j]
+        return _sym_inverse2(out)
+    for i in range(2):
+        for j in range(2):
+            out[i, j] = math.inf
+    for i in range(2):
+        o = 1 - i
+        scale = max(max(0.0, abs(Y[i, 0])), abs(Y[i, 1]))
+        r0, w0 = Y[i, o], Y[o, o]
+        step = 0.0
+        if abs(w0) > 1e-15 * max(0.0, abs(w0)):
+            step = 0.0 + 1.0 * ((0.0 + 1.0 * r0) / w0)
+        schur = Y[i, i] - r0 * step
+        out[i, i] = 1.0 / schur if schur > scale / _MAX_COND else math.inf
+    return True
+
+
 @_helper
 def _covariance_or_inf(Y, out, ea, eb, w, V, r, step):  # pragma: no cover - compiled
     """``out = sym(Y⁻¹)`` for a well-conditioned precision ``Y``; else ``inf`` off the
@@ -282,6 +308,8 @@ def _covariance_or_inf(Y, out, ea, eb, w, V, r, step):  # pragma: no cover - com
     for an uninformed component (as ``possibly.filters._common._covariance_or_inf``); False
     if ``Y`` is singular by rounding after all. The other arrays are work arrays."""
     n = Y.shape[0]
+    if n == 2:
+        return _covariance_or_inf2(Y, out)
     if _well_conditioned(Y, ea, w, V):
         for i in range(n):
             for j in range(n):
@@ -485,6 +513,120 @@ def _update_information(ys, t, b, x, Y, H, R, W, robust, dim, tau, log_c0, obs, 
         lo = min(lo, w[i])
         hi = max(hi, w[i])
     return True, log_c, rho, 1 if lo > hi / _MAX_COND else 0
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _pinv2(a00, a01, a11, r0, r1):  # pragma: no cover - compiled
+    """:func:`_pinv_mv` of a 2 × 2 ``a`` (its ``a[1, 0]`` is not read) in scalars, every
+    operation in the same order (:func:`_eigh2`'s rotation): ``(out0, out1, w0, w1)``, the
+    step and the eigenvalues."""
+    v00, v01, v10, v11 = 1.0, 0.0, 0.0, 1.0
+    if a01 != 0.0:
+        app, aqq, apq = a00, a11, a01
+        if abs(apq) > 1e-18 * (abs(app) + abs(aqq)):
+            t, s, tau = _jacobi_rotation(app, aqq, apq)
+            a00 = app - t * apq
+            a11 = aqq + t * apq
+            v00, v01 = v00 - s * (v01 + tau * v00), v01 + s * (v00 - tau * v01)
+            v10, v11 = v10 - s * (v11 + tau * v10), v11 + s * (v10 - tau * v11)
+    w0, w1 = a00, a11
+    top = max(max(0.0, abs(w0)), abs(w1))
+    out0, out1 = 0.0, 0.0
+    if abs(w0) > 1e-15 * top:
+        acc = ((0.0 + v00 * r0) + v10 * r1) / w0
+        out0 += v00 * acc
+        out1 += v10 * acc
+    if abs(w1) > 1e-15 * top:
+        acc = ((0.0 + v01 * r0) + v11 * r1) / w1
+        out0 += v01 * acc
+        out1 += v11 * acc
+    return out0, out1, w0, w1
+
+
+@numba.njit(cache=True, nogil=True, inline="always", **_NO_REFCOUNTS)
+def _update_information2(y0, x, Y, H, w, robust, dim, tau, log_c0):  # pragma: no cover
+    """:func:`_update_information` with two states and one observed component ``y0`` (``w``
+    is ``R⁻¹``, ``log_c0`` the reference of one component), in scalars: every operation in
+    the same order, so the same bits. Returns ``(log c, ρ, well conditioned)``."""
+    h0, h1 = H[0, 0], H[0, 1]
+    vs = (y0 - h0 * x[0]) - h1 * x[1]
+    big = max(0.0, abs(vs), abs(y0))
+    scale = 1.0
+    if big > _BIG:  # as _scale_exponent: exact power-of-two scaling
+        scale = 2.0 ** math.frexp(big)[1]
+        vs /= scale
+    t0, t1 = 0.0 + h0 * w, 0.0 + h1 * w  # Hᵀ W
+    b0, b1 = 0.0 + t0 * vs, 0.0 + t1 * vs
+    j00, j01, j10, j11 = 0.0 + t0 * h0, 0.0 + t0 * h1, 0.0 + t1 * h0, 0.0 + t1 * h1
+    y00, y01, y10, y11 = Y[0, 0], Y[0, 1], Y[1, 0], Y[1, 1]
+    informed = y00 != 0.0 or y01 != 0.0 or y10 != 0.0 or y11 != 0.0
+    q = 0.0 + vs * (0.0 + w * vs)
+    e00, e01, e10, e11 = y00 + j00, y01 + j01, y10 + j10, y11 + j11
+    s0, s1, w0, w1 = 0.0, 0.0, 0.0, 0.0
+    if informed:  # from the uninformative prior every y fits exactly: c = 1
+        s0, s1, w0, w1 = _pinv2(e00, e01, e11, b0, b1)
+        q -= b0 * s0
+        q -= b1 * s1
+    else:
+        q = 0.0
+    log_c = -0.5 * q
+    if scale != 1.0 and q > 0:
+        log_c = -0.5 * q * scale * scale
+    log_c = min(log_c, 0.0)
+    rho = discount_scalar(min(log_c - log_c0, 0.0), dim, tau, robust)
+    rho1 = rho if robust else 1.0
+    a00 = 0.5 * ((y00 + rho1 * j00) + (y00 + rho1 * j00))
+    a01 = 0.5 * ((y01 + rho1 * j01) + (y10 + rho1 * j10))
+    a11 = 0.5 * ((y11 + rho1 * j11) + (y11 + rho1 * j11))
+    again = (not informed or rho1 != 1.0 or not (
+        _same_bits(a00, e00) and _same_bits(a01, e01) and _same_bits(a01, e10)
+        and _same_bits(a11, e11)))
+    Y[0, 0], Y[0, 1], Y[1, 0], Y[1, 1] = a00, a01, a01, a11
+    if again:
+        s0, s1, w0, w1 = _pinv2(a00, a01, a11, b0 * rho1, b1 * rho1)
+    x[0] += s0 * scale
+    x[1] += s1 * scale
+    lo, hi = min(min(w0, w0), w1), max(max(w0, w0), w1)
+    return log_c, rho, 1 if lo > hi / _MAX_COND else 0
+
+
+@numba.njit(cache=True, nogil=True, inline="always", **_NO_REFCOUNTS)
+def _well_conditioned2(a):  # pragma: no cover - compiled
+    """:func:`_well_conditioned` of a 2 × 2 ``a`` in scalars (the same operations): 1 or 0."""
+    _, _, w0, w1 = _pinv2(a[0, 0], a[0, 1], a[1, 1], 0.0, 0.0)
+    lo, hi = min(min(w0, w0), w1), max(max(w0, w0), w1)
+    return 1 if lo > hi / _MAX_COND else 0
+
+
+@numba.njit(cache=True, nogil=True, inline="always", **_NO_REFCOUNTS)
+def _predict_information2(Y, F_inv, G, qg):  # pragma: no cover - compiled
+    """:func:`_predict_information` of two states and a one-column ``G`` (``qg`` is
+    ``Q_g⁻¹``) in scalars, every operation in the same order; False where it is singular."""
+    f00, f01, f10, f11 = F_inv[0, 0], F_inv[0, 1], F_inv[1, 0], F_inv[1, 1]
+    y00, y01, y10, y11 = Y[0, 0], Y[0, 1], Y[1, 0], Y[1, 1]
+    e00 = (0.0 + f00 * y00) + f10 * y10  # F⁻ᵀ Y
+    e01 = (0.0 + f00 * y01) + f10 * y11
+    e10 = (0.0 + f01 * y00) + f11 * y10
+    e11 = (0.0 + f01 * y01) + f11 * y11
+    m00 = (0.0 + e00 * f00) + e01 * f10  # M = (F⁻ᵀ Y) F⁻¹
+    m01 = (0.0 + e00 * f01) + e01 * f11
+    m10 = (0.0 + e10 * f00) + e11 * f10
+    m11 = (0.0 + e10 * f01) + e11 * f11
+    g0, g1 = G[0, 0], G[1, 0]
+    mg0 = (0.0 + m00 * g0) + m01 * g1  # M G
+    mg1 = (0.0 + m10 * g0) + m11 * g1
+    a = qg + ((0.0 + g0 * mg0) + g1 * mg1)  # Q_g⁻¹ + Gᵀ M G
+    if abs(a) == 0.0 or math.isnan(abs(a)):  # as solve_in_place's pivot
+        return False
+    c0, c1 = mg0 / a, mg1 / a
+    m00 -= 0.0 + mg0 * c0
+    m01 -= 0.0 + mg0 * c1
+    m10 -= 0.0 + mg1 * c0
+    m11 -= 0.0 + mg1 * c1
+    Y[0, 0] = 0.5 * (m00 + m00)
+    Y[0, 1] = Y[1, 0] = 0.5 * (m01 + m10)
+    Y[1, 1] = 0.5 * (m11 + m11)
+    return True
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -777,6 +919,7 @@ def run_start(ys, t0, t_end, mean, mat, information, model, inverse, rule, mixtu
     iobs, ihm, iwm, irm, ihtw = (np.empty(m, dtype=np.bool_), np.empty((m, n)),
                                  np.empty((m, m)), np.empty((m, m)), np.empty((n, m)))
     ij, ib, ivs, istep = np.empty((n, n)), np.empty(n), np.empty(m), np.empty(n)
+    kt = np.empty((1, n))  # the gain of _hypothesis_steps
     info = information
     # time outer, series inner: the time-major inputs and outputs are then read and written
     # contiguously (series outer strides through them: slower for large batches)
@@ -784,6 +927,13 @@ def run_start(ys, t0, t_end, mean, mat, information, model, inverse, rule, mixtu
         info_before = info
         if t > 0 and info and not has_inv:
             return 0
+        if not info and nh > 1 and m == 1:
+            # every later step is in covariance form: the hypotheses' steps write their
+            # states only, the mixture the leader's outputs
+            _hypothesis_steps(ys, t, t_end, hx, hM, px, pM, score, lc, dc, lead, model, rule,
+                              mixture, o_mean, o_var, o_cov, o_pmean, o_pcov, o_logc, o_disc,
+                              keep_var, keep_cov, keep_pred, x, P, ea, eb, ec, kt, ib, n_tup)
+            break
         if not info:
             # covariance form: the plain loop (run) over every hypothesis of every series as
             # one batch, y missing where the hypothesis drops it
@@ -825,7 +975,10 @@ def run_start(ys, t0, t_end, mean, mat, information, model, inverse, rule, mixtu
                             P[i, j] = hM[b, h, i, j]
                 if t > 0 and same == h:  # x = F x, as _predict
                     _mul_ax_in_place(F, x, k1)
-                    if not _predict_information(P, F_inv, G, Qg_inv, ea, eb, ec, n_tup):
+                    if n == 2 and G.shape[1] == 1:  # in scalars, the same operations
+                        if not _predict_information2(P, F_inv, G, Qg_inv[0, 0]):
+                            return 0
+                    elif not _predict_information(P, F_inv, G, Qg_inv, ea, eb, ec, n_tup):
                         return 0
                 for i in range(n):
                     px[b, h, i] = x[i]
@@ -840,6 +993,9 @@ def run_start(ys, t0, t_end, mean, mat, information, model, inverse, rule, mixtu
                 if n_obs == 0:
                     log_c = math.nan
                     rho = math.nan
+                elif n == 2 and m == 1:  # in scalars, the same operations
+                    log_c, rho, hcond[b, h] = _update_information2(
+                        ys[t, b, 0], x, P, H, W[0, 0], robust, dim, tau, log_c0[1])
                 else:
                     ok, log_c, rho, hcond[b, h] = _update_information(
                         ys, t, b, x, P, H, R, W, robust, dim, tau, log_c0, iobs, ihm, iwm,
@@ -920,6 +1076,193 @@ def run_start(ys, t0, t_end, mean, mat, information, model, inverse, rule, mixtu
 
 
 @_helper
+def _hypothesis_steps(ys, t0, t_end, hx, hM, px, pM, score, lc, dc, lead, model, rule, mixture,
+                      o_mean, o_var, o_cov, o_pmean, o_pcov, o_logc, o_disc, keep_var, keep_cov,
+                      keep_pred, x, P, ja, jb, pf, kt, ph, n_tup):  # pragma: no cover
+    """Steps ``t0..t_end-1`` of :func:`run_start` for one observed component (``m = 1``)
+    once every hypothesis is in covariance form: each hypothesis' step is :func:`run`'s
+    (the same operations, so the same bits), then the mixture's (:func:`_mixture_step`);
+    nothing but the hypotheses' states and the leader's outputs is written. A hypothesis
+    that drops the same observations as its representative is copied, not stepped, and one
+    that can never lead again (:func:`_out_of_reach`) is dropped. The arrays from ``x`` on are
+    work arrays (``kt`` 1 × n); ``n_tup`` as :func:`run`'s (``n`` a compile-time constant)."""
+    F, Q, H, R = model
+    robust, dim, tau, log_c0 = rule
+    drop, rank, rep, floor = mixture
+    nh, k = drop.shape
+    n = len(n_tup)
+    r = R[0, 0]
+    for t in range(t0, t_end):
+        for b in range(hx.shape[0]):
+            y0 = ys[t, b, 0]
+            bound = _out_of_reach(score[b], t_end - t, floor) if t >= k else -math.inf
+            for h in range(nh):
+                if t < k and rep[t, h] != h:
+                    continue  # the same state as its representative's: copied below
+                if score[b, h] < bound:  # it can never lead again: not stepped
+                    score[b, h] = -math.inf
+                    lc[b, h] = math.nan
+                    continue
+                dropped = math.isnan(y0) or (t < k and drop[h, t])
+                if n == 2 and _hypothesis_step2(hx[b, h], hM[b, h], px[b, h], pM[b, h], y0, t,
+                                                dropped, F, Q, H, r, robust, dim, tau,
+                                                log_c0[1], lc[b], dc[b], h):
+                    continue
+                for i in range(n):
+                    x[i] = hx[b, h, i]
+                    for j in range(n):
+                        P[i, j] = hM[b, h, i, j]
+                if t > 0:  # as run's prediction
+                    _mul_ax_in_place(F, x, ph)
+                    _mul_abt(P, F, pf)
+                    _mul_abt(F, pf.T, P)
+                    for i in range(n):
+                        for j in range(i, n):
+                            a = 0.5 * (P[i, j] + P[j, i])
+                            P[i, j] = a + Q[i, j]
+                            P[j, i] = a + Q[j, i]
+                for i in range(n):
+                    px[b, h, i] = x[i]
+                    for j in range(n):
+                        pM[b, h, i, j] = P[i, j]
+                if dropped:
+                    log_c = math.nan
+                    rho = math.nan
+                else:  # as run's step with m = 1
+                    hph0 = 0.0
+                    v0 = y0
+                    for i in range(n):
+                        acc = 0.0
+                        for j in range(n):
+                            acc += P[i, j] * H[0, j]
+                        ph[i] = acc
+                    for i in range(n):
+                        hph0 += ph[i] * H[0, i]
+                        v0 -= x[i] * H[0, i]
+                    s0 = hph0 + r
+                    log_c = min(-0.5 * v0 * v0 / s0, 0.0)
+                    rel = min(log_c - log_c0[1], 0.0)
+                    # exp(0) is 1 exactly, for every rule: no call for the consistent steps
+                    rho = 1.0 if rel == 0.0 else discount_scalar(rel, dim, tau, robust)
+                    kk = rho / (rho * hph0 + r) if robust else 1.0 / s0
+                    for i in range(n):
+                        kt[0, i] = kk * ph[i]
+                        x[i] += kt[0, i] * v0
+                    rho1 = rho if robust else 1.0
+                    if rho1 * hph0 > _DIFFUSE * r and n == 1:
+                        P[0, 0] *= r / (rho1 * hph0 + r)
+                    elif rho1 * hph0 > _DIFFUSE * r:
+                        _joseph(P, kt, H, R, rho1, ja, jb, pf)
+                        for i in range(n):
+                            for j in range(n):
+                                P[i, j] = pf[i, j]
+                    else:
+                        for i in range(n):
+                            for j in range(n):
+                                P[i, j] -= kt[0, i] * ph[j]
+                lc[b, h] = log_c
+                dc[b, h] = rho
+                for i in range(n):
+                    hx[b, h, i] = x[i]
+                    for j in range(n):
+                        hM[b, h, i, j] = P[i, j]
+            best = _series_mixture_step(score[b], lc[b], dc[b], hx[b], hM[b], px[b], pM[b],
+                                        ys[t, b], t, b, drop, rank, rep, floor, o_logc,
+                                        o_disc)
+            lead[b] = best
+            if keep_pred:
+                for i in range(n):
+                    o_pmean[t, b, i] = px[b, best, i]
+                    for j in range(n):
+                        o_pcov[t, b, i, j] = pM[b, best, i, j]
+            for i in range(n):
+                o_mean[t, b, i] = hx[b, best, i]
+            if keep_cov:
+                for i in range(n):
+                    for j in range(n):
+                        o_cov[t, b, i, j] = hM[b, best, i, j]
+            if keep_var:
+                for i in range(n):
+                    o_var[t, b, i] = hM[b, best, i, i]
+
+
+@numba.njit(cache=True, nogil=True, inline="always", **_NO_REFCOUNTS)
+def _out_of_reach(score, steps, floor):  # pragma: no cover - compiled
+    """A score below which a hypothesis can never lead in the next ``steps`` steps after the
+    observations the hypotheses label (-inf if there is none): each step adds to a score
+    between ``floor`` (``log ε``) and 0 (a missing observation: 0), so the leader's stays
+    above ``top + steps · floor`` and another's below its own; the margin covers the ties'
+    tolerance of :func:`_leader` (relative 1e-9) and the sums' rounding many times over."""
+    top = -math.inf
+    for h in range(score.shape[0]):
+        top = max(top, score[h])
+    if top == -math.inf:  # every hypothesis ties: none is out of reach
+        return -math.inf
+    reach = top + steps * floor
+    return reach - 1e-6 * (1.0 + abs(top) + steps * abs(floor))
+
+
+@numba.njit(cache=True, nogil=True, inline="always", **_NO_REFCOUNTS)
+def _hypothesis_step2(x, P, px, pM, y0, t, dropped, F, Q, H, r, robust, dim, tau, log_c0, lc,
+                      dc, h):  # pragma: no cover - compiled
+    """One step of :func:`_hypothesis_steps` for two states, in scalars (registers, not work
+    arrays): every operation of :func:`run`'s step in the same order (sums from ``0.0``, as
+    its loops), so the same bits. False (nothing written) where the update is diffuse: the
+    caller's general step (the Joseph form) runs it."""
+    x0, x1 = x[0], x[1]
+    p00, p01, p10, p11 = P[0, 0], P[0, 1], P[1, 0], P[1, 1]
+    if t > 0:  # x = F x; P = sym(F (P Fᵀ)) + Q
+        x0, x1 = (0.0 + F[0, 0] * x0) + F[0, 1] * x1, (0.0 + F[1, 0] * x0) + F[1, 1] * x1
+        f00 = (0.0 + p00 * F[0, 0]) + p01 * F[0, 1]  # P Fᵀ
+        f01 = (0.0 + p00 * F[1, 0]) + p01 * F[1, 1]
+        f10 = (0.0 + p10 * F[0, 0]) + p11 * F[0, 1]
+        f11 = (0.0 + p10 * F[1, 0]) + p11 * F[1, 1]
+        q00 = (0.0 + F[0, 0] * f00) + F[0, 1] * f10  # F (P Fᵀ)
+        q01 = (0.0 + F[0, 0] * f01) + F[0, 1] * f11
+        q10 = (0.0 + F[1, 0] * f00) + F[1, 1] * f10
+        q11 = (0.0 + F[1, 0] * f01) + F[1, 1] * f11
+        a = 0.5 * (q00 + q00)
+        p00 = a + Q[0, 0]
+        a = 0.5 * (q01 + q10)
+        p01 = a + Q[0, 1]
+        p10 = a + Q[1, 0]
+        a = 0.5 * (q11 + q11)
+        p11 = a + Q[1, 1]
+    px[0], px[1] = x0, x1
+    pM[0, 0], pM[0, 1], pM[1, 0], pM[1, 1] = p00, p01, p10, p11
+    if dropped:
+        log_c = math.nan
+        rho = math.nan
+    else:
+        h0, h1 = H[0, 0], H[0, 1]
+        ph0 = (0.0 + p00 * h0) + p01 * h1
+        ph1 = (0.0 + p10 * h0) + p11 * h1
+        hph0 = (0.0 + ph0 * h0) + ph1 * h1
+        v0 = (y0 - x0 * h0) - x1 * h1
+        s0 = hph0 + r
+        log_c = min(-0.5 * v0 * v0 / s0, 0.0)
+        rel = min(log_c - log_c0, 0.0)
+        # exp(0) is 1 exactly, for every rule: no call for the consistent steps
+        rho = 1.0 if rel == 0.0 else discount_scalar(rel, dim, tau, robust)
+        rho1 = rho if robust else 1.0
+        if rho1 * hph0 > _DIFFUSE * r:
+            return False
+        kk = rho / (rho * hph0 + r) if robust else 1.0 / s0
+        k0, k1 = kk * ph0, kk * ph1
+        x0 += k0 * v0
+        x1 += k1 * v0
+        p00 -= k0 * ph0
+        p01 -= k0 * ph1
+        p10 -= k1 * ph0
+        p11 -= k1 * ph1
+    lc[h] = log_c
+    dc[h] = rho
+    x[0], x[1] = x0, x1
+    P[0, 0], P[0, 1], P[1, 0], P[1, 1] = p00, p01, p10, p11
+    return True
+
+
+@_helper
 def _mixture_step(scores, lcs, dcs, hxs, hMs, pxs, pMs, ys, t, drop, rank, rep, floor,
                   o_logc, o_disc, lead):  # pragma: no cover - compiled
     """Every series' mixture after step ``t`` (as ``robust_start.mixture_scores``): copies
@@ -979,6 +1322,38 @@ def _series_mixture_step(score, lc, dc, hx, hM, px, pM, y, t, b, drop, rank, rep
     return best
 
 
+@numba.njit(cache=True, nogil=True, inline="always", **_NO_REFCOUNTS)
+def _sym_inverse2(a):  # pragma: no cover - compiled
+    """``a = sym(a⁻¹)`` for a 2 × 2 ``a``, in scalars: :func:`solve_in_place` with the
+    identity on the right and its every operation in the same order, so the same bits; False
+    (``a`` unchanged) where it is singular."""
+    a00, a01, a10, a11 = a[0, 0], a[0, 1], a[1, 0], a[1, 1]
+    r00, r01, r10, r11 = 1.0, 0.0, 0.0, 1.0
+    best = abs(a00)
+    if abs(a10) > best:  # partial pivoting: swap the rows
+        best = abs(a10)
+        a00, a01, a10, a11 = a10, a11, a00, a01
+        r00, r01, r10, r11 = r10, r11, r00, r01
+    if best == 0.0 or math.isnan(best):
+        return False
+    f = a10 / a00
+    if f != 0.0:
+        a11 -= f * a01
+        r10 -= f * r00
+        r11 -= f * r01
+    best = abs(a11)
+    if best == 0.0 or math.isnan(best):
+        return False
+    r10 = r10 / a11
+    r11 = r11 / a11
+    r00 = (r00 - a01 * r10) / a00
+    r01 = (r01 - a01 * r11) / a00
+    a[0, 0] = 0.5 * (r00 + r00)
+    a[0, 1] = a[1, 0] = 0.5 * (r01 + r10)
+    a[1, 1] = 0.5 * (r11 + r11)
+    return True
+
+
 @_helper
 def _to_covariance_form(hM, cond, ea, eb, w, V):  # pragma: no cover - compiled
     """The precisions ``hM`` (B, H, n, n) replaced by their covariances ``sym(Y⁻¹)`` if every
@@ -989,10 +1364,16 @@ def _to_covariance_form(hM, cond, ea, eb, w, V):  # pragma: no cover - compiled
     for b in range(B):
         for h in range(nh):
             known = cond[b, h]
+            if n == 2 and known < 0:  # in scalars, the same operations
+                known = _well_conditioned2(hM[b, h])
             if known == 0 or (known < 0 and not _well_conditioned(hM[b, h], ea, w, V)):
                 return 0
     for b in range(B):
         for h in range(nh):
+            if n == 2:
+                if not _sym_inverse2(hM[b, h]):
+                    return -1
+                continue
             for i in range(n):
                 for j in range(n):
                     ea[i, j] = hM[b, h, i, j]
