@@ -517,3 +517,20 @@ def test_a_kernel_that_allocates_runs_with_reference_counts():
     for i, d in enumerate(data):
         assert_same(got[i], expected_steps(ChangepointDetector(model=model, engine="numba"),
                                            d), i)
+
+
+@NO_NUMBA
+@pytest.mark.parametrize("parallel", [False, True])
+def test_a_dropped_bank_is_freed_after_its_first_compiled_call(parallel):
+    # compiling the bank's driver at its first call must not keep the call's arrays (and so
+    # the bank) alive once the bank is dropped
+    import gc
+    import weakref
+
+    bank = DetectorBank(engine="numba", parallel=parallel)
+    bank.add(["a", "b"], warm_up=streams(2, 40, seed=3))
+    bank.update_many(["a", "b"], [0.5, 1.5])
+    gone = weakref.ref(bank)
+    del bank
+    gc.collect()
+    assert gone() is None

@@ -281,3 +281,20 @@ def test_the_paper_models_update_runs_without_numbas_runtime():
         stepper = det._stream.stepper
         assert stepper.targetoptions.get("_nrt") is False
         assert det._stream.kernels[0].functions.indistinguishable is not None
+
+
+@needs_numba
+def test_streams_of_the_same_models_share_one_compiled_step():
+    # a fleet of detectors holds one compiled step, not one copy of its machine code each;
+    # and no stream is kept alive by the compiling of its step once it is dropped
+    import gc
+    import weakref
+
+    first, second = ChangepointDetector(sigma=1.0), ChangepointDetector(sigma=1.0)
+    first.update(0.0)
+    second.update(0.0)
+    assert first._stream.stepper is second._stream.stepper
+    gone = weakref.ref(second._stream)
+    del second
+    gc.collect()
+    assert gone() is None

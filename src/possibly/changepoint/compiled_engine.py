@@ -694,7 +694,6 @@ def step_calibrated(y, row, ints, start, log_w, runs, params, scal, rows, peak,
                  out[7], out[8])
 
 
-@functools.cache
 def without_refcounts(make: Callable[[bool], Any], compile_it: Callable[[Any], Any]) -> Any:
     """The dispatcher ``make(refcounts)`` after ``compile_it(dispatcher)`` (which compiles or
     loads it), made without numba's reference counts (a step that allocates nothing, merging
@@ -725,6 +724,7 @@ def without_refcounts(make: Callable[[bool], Any], compile_it: Callable[[Any], A
     return dispatcher
 
 
+@functools.cache
 def compiled_stepper(functions: KernelFunctions, n_params: int, refcounts: bool = True,
                      calibrate: Any = no_calibration) -> Any:
     """:func:`step_calibrated` compiled for one kernel (as :func:`compiled_driver`), with
