@@ -532,6 +532,14 @@ class DetectorBank:
         BankInfo
             One entry per id, in the order given.
 
+        Notes
+        -----
+        When ``ids`` are the previous call's ids in the same order (a list or tuple of the
+        same labels, of the same types, or an array of the same dtype and values), their rows
+        are reused without looking the ids up or checking them again: a fleet that sends its
+        ids the same way every call pays less per call. They are compared by content with a
+        copy, so a list changed in place between calls is read afresh.
+
         Examples
         --------
         >>> from possibly.changepoint import DetectorBank
