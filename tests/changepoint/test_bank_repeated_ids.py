@@ -39,6 +39,12 @@ class Reference:
             assert info.anomaly[j] == want.anomaly, (i, j)
 
 
+def paper_bank(engine: str, parallel: bool = False) -> DetectorBank:
+    """A bank of the paper's model (new ids start streams), as the detectors of
+    :class:`Reference`."""
+    return DetectorBank(sigma=1.0, hazard=0.01, engine=engine, parallel=parallel)
+
+
 def levels(n: int, seed: int) -> np.ndarray:
     """``n`` values, each stream far from the others (a value sent to the wrong stream
     changes its numbers)."""
@@ -47,8 +53,7 @@ def levels(n: int, seed: int) -> np.ndarray:
 
 @pytest.mark.parametrize("engine, parallel", SETUPS)
 def test_a_list_changed_in_place_steps_the_streams_it_now_names(engine, parallel):
-    bank, ref = DetectorBank(sigma=1.0, hazard=0.01, engine=engine, parallel=parallel), \
-        Reference(engine)
+    bank, ref = paper_bank(engine, parallel), Reference(engine)
     ids = ["a", "b", "c"]
     for t in range(3):
         ref.check(bank, ids, levels(3, t))
@@ -62,8 +67,7 @@ def test_a_list_changed_in_place_steps_the_streams_it_now_names(engine, parallel
 
 @pytest.mark.parametrize("engine, parallel", SETUPS)
 def test_an_array_changed_in_place_steps_the_streams_it_now_names(engine, parallel):
-    bank, ref = DetectorBank(sigma=1.0, hazard=0.01, engine=engine, parallel=parallel), \
-        Reference(engine)
+    bank, ref = paper_bank(engine, parallel), Reference(engine)
     ids = np.array([5, 6, 7, 8])
     for t in range(3):
         ref.check(bank, ids, levels(4, t))
@@ -76,7 +80,7 @@ def test_an_array_changed_in_place_steps_the_streams_it_now_names(engine, parall
 
 @pytest.mark.parametrize("engine", ["numpy", pytest.param("numba", marks=NO_NUMBA)])
 def test_new_lists_subsets_tuples_and_arrays_of_the_same_ids(engine):
-    bank, ref = DetectorBank(sigma=1.0, hazard=0.01, engine=engine), Reference(engine)
+    bank, ref = paper_bank(engine), Reference(engine)
     calls = [["x", "y", "z"], ("x", "y", "z"), ["x", "y", "z"], ["z", "y", "x"],
              ["x", "y"], ["y", "x", "z"], np.array(["y", "x", "z"]), np.array(["y", "x", "z"]),
              ["y", "x", "z"], (i for i in ["z", "x"]), ["y", "x", "z"]]
@@ -111,8 +115,7 @@ def test_a_repeated_call_still_checks_values_and_duplicates():
 
 @pytest.mark.parametrize("engine, parallel", SETUPS)
 def test_a_pickled_bank_steps_the_same_ids_as_the_original(engine, parallel):
-    bank, ref = DetectorBank(sigma=1.0, hazard=0.01, engine=engine, parallel=parallel), \
-        Reference(engine)
+    bank, ref = paper_bank(engine, parallel), Reference(engine)
     ids = ["p", "q", "r"]
     for t in range(4):
         ref.check(bank, ids, levels(3, t))
