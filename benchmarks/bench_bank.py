@@ -1,7 +1,7 @@
 """A fleet of streams: DetectorBank.update_many against a loop of ChangepointDetector.update.
 
 Run as ``python benchmarks/bench_bank.py [--streams 100 1000 10000] [--steps 20]
-[--repeats 3] [--warmup 100] [--serial-only]``.
+[--repeats 3] [--warmup 100] [--serial-only] [--no-loop]``.
 
 Every stream is a metric with its own level and scale (noise, a level shift in a fifth of the
 streams, 1% spikes); each gets the default models with its priors from a warm-up of
@@ -14,7 +14,9 @@ threads), and a loop of ``ChangepointDetector.update`` over the same streams (th
 fitted on the same warm-ups). Each cell is ``median [min–max]`` over the timed calls of
 ``--repeats`` runs (wall clock; the CPU time of the process is shown too: on a shared machine
 the wall clock counts the time the process waits). Every run checks that the bank gives the
-detectors' numbers (``--serial-only``: only the serial bank is timed, nothing compared).
+detectors' numbers (``--serial-only``: only the serial bank is timed, nothing compared;
+``--no-loop``: no detectors, the parallel bank compared with the serial one: 10⁴ detectors
+hold several GB).
 """
 
 from __future__ import annotations
@@ -97,6 +99,9 @@ def main() -> int:
                              "calibration windows)")
     parser.add_argument("--serial-only", action="store_true",
                         help="time only the serial bank (no parallel bank, no detectors)")
+    parser.add_argument("--no-loop", action="store_true",
+                        help="no loop of detectors (the parallel bank checked against the "
+                             "serial one)")
     args = parser.parse_args()
     if args.warmup < 1:
         parser.error(f"--warmup must be at least 1, got {args.warmup}")
@@ -114,6 +119,10 @@ def main() -> int:
             if args.serial_only:
                 p = pc = loop = loopc = [np.nan]
                 lc_p = lc_l = lc_s
+            elif args.no_loop:
+                p, pc, _, lc_p = bank_run(y, True, args.warmup)
+                loop = loopc = [np.nan]
+                lc_l = lc_s
             else:
                 p, pc, _, lc_p = bank_run(y, True, args.warmup)
                 loop, loopc, lc_l = loop_run(y, args.warmup)
@@ -124,9 +133,10 @@ def main() -> int:
             for key, vals in (("s", s), ("sc", sc), ("p", p), ("pc", pc), ("l", loop),
                               ("lc", loopc), ("add", [added])):
                 cells[key].extend(vals)
-        shown = {k: "–" if args.serial_only and k in ("p", "pc", "l", "lc") else spread(v)
-                 for k, v in cells.items()}
-        ratio = "–" if args.serial_only else (
+        skipped = ("p", "pc", "l", "lc") if args.serial_only else (
+            ("l", "lc") if args.no_loop else ())
+        shown = {k: "–" if k in skipped else spread(v) for k, v in cells.items()}
+        ratio = "–" if args.serial_only or args.no_loop else (
             f"{float(np.median(cells['l']) / np.median(cells['s'])):.1f}")
         print(f"| {n} | {shown['s']} | {shown['sc']} | {shown['p']} | {shown['pc']} "
               f"| {shown['l']} | {shown['lc']} | {ratio} | {np.median(cells['add']):.2f} |",

@@ -214,6 +214,8 @@ class DetectorBank:
         #: every stream's MAP trace events: (stream, time, start, model)
         self._events = tuple(Growable(np.int64) for _ in range(4))
         self._grouped: tuple[int, np.ndarray, np.ndarray] | None = None
+        #: the last call's ids (a copy), their types and rows (:meth:`_repeated_rows`)
+        self._last_ids: tuple[Any, Any, np.ndarray] | None = None
 
     # -- streams ---------------------------------------------------------------------------
 
@@ -373,6 +375,7 @@ class DetectorBank:
         ``periods``); their rows."""
         if not ids:
             return np.zeros(0, np.int64)
+        self._last_ids = None  # the rows of known ids do not change: kept safe all the same
         if self._numba is None:
             self._choose_engine(params[0])
         first = len(self._ids)
@@ -529,6 +532,14 @@ class DetectorBank:
         BankInfo
             One entry per id, in the order given.
 
+        Notes
+        -----
+        When ``ids`` are the previous call's ids in the same order (a list or tuple of the
+        same labels, of the same types, or an array of the same dtype and values), their rows
+        are reused without looking the ids up or checking them again: a fleet that sends its
+        ids the same way every call pays less per call. They are compared by content with a
+        copy, so a list changed in place between calls is read afresh.
+
         Examples
         --------
         >>> from possibly.changepoint import DetectorBank
@@ -539,12 +550,47 @@ class DetectorBank:
         ([True, False], [3])
         """
         with self._exclusive():
-            ids, distinct = self._id_list(ids)
-            y = self._values(values, len(ids))
-            if distinct != len(ids):  # distinct ids have distinct rows
-                raise ValueError("ids must be distinct within one call (one value per stream)")
-            rows = self._rows_of(ids)
+            rows = self._repeated_rows(ids)
+            if rows is None:
+                listed, distinct = self._id_list(ids)
+                y = self._values(values, len(listed))
+                if distinct != len(listed):  # distinct ids have distinct rows
+                    raise ValueError("ids must be distinct within one call (one value per "
+                                     "stream)")
+                rows = self._rows_of(listed)
+                self._remember(ids, listed, rows)
+            else:
+                y = self._values(values, len(rows))
             return self._step_rows(rows, y)
+
+    def _repeated_rows(self, ids: Any) -> np.ndarray | None:
+        """The rows of the previous call's ids when ``ids`` are the same labels in the same
+        order (a fleet sends the same ids every tick), else None. The same labels: an array
+        of the same dtype with equal values, or a list or tuple whose items have the same
+        types and compare equal (as dict keys do); the previous ids are a copy, so a caller's
+        list changed in place is compared by its content."""
+        last = self._last_ids
+        if last is None:
+            return None
+        ids_, types, rows = last
+        if isinstance(ids, np.ndarray):
+            same = (isinstance(ids_, np.ndarray) and ids.dtype == ids_.dtype
+                    and ids.shape == ids_.shape and bool(np.array_equal(ids, ids_)))
+        elif type(ids) in (list, tuple) and types is not None:
+            same = (ids if type(ids) is list else list(ids)) == ids_ \
+                and list(map(type, ids)) == types
+        else:
+            same = False
+        return rows if same else None
+
+    def _remember(self, ids: Any, listed: list[Hashable], rows: np.ndarray) -> None:
+        """Keep a copy of ``ids`` (as :meth:`_repeated_rows` compares them) and their rows."""
+        if isinstance(ids, np.ndarray) and ids.dtype.kind in "biuUS":
+            self._last_ids = (ids.copy(), None, rows)
+        elif type(ids) in (list, tuple):
+            self._last_ids = (list(listed), list(map(type, listed)), rows)
+        else:
+            self._last_ids = None
 
     @staticmethod
     def _values(values: Any, n: int) -> np.ndarray:
@@ -727,6 +773,7 @@ class DetectorBank:
                 state["_used"], state["_garbage"] = len(packed[1]), 0
         state["_driver"] = None  # compiled code: made again at the first update after loading
         state["_grouped"] = None
+        state["_last_ids"] = None
         del state["_lock"]
         return state
 
@@ -741,6 +788,7 @@ class DetectorBank:
                              f"{compiled.kernels[0].functions.width}; start the bank again "
                              f"from the streams' data")
         self.__dict__.update(state)
+        self._last_ids = None  # also for a bank pickled before it was kept
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
