@@ -191,6 +191,11 @@ def same_settings(params: Any, n: int) -> Any:
     return params
 
 
+#: numba's options for a function that only compiled code calls (no wrapper for calls from
+#: Python: less to compile)
+NESTED = {"nogil": True, "no_cpython_wrapper": True, "no_cfunc_wrapper": True}
+
+
 @functools.cache
 def compiled_driver(functions: KernelFunctions, n_params: int) -> Any:
     """:func:`run_kernels` compiled with ``functions`` inlined, for settings of ``n_params``
@@ -220,7 +225,8 @@ def compiled_template(template: Any, functions: KernelFunctions, n_params: int,
     def jit(fn: Any) -> Any:
         if not refcounts:  # inlined: compiled with the driver's flags
             return numba.njit(nogil=True, inline="always")(getattr(fn, "py_func", fn))
-        return fn if hasattr(fn, "py_func") else numba.njit(nogil=True)(fn)
+        # called from compiled code only: no wrapper for calls from Python (less to compile)
+        return fn if hasattr(fn, "py_func") else numba.njit(**NESTED)(fn)
 
     merges = functions.indistinguishable is not None
     bound = {"kernel_prepare": jit(functions.prepare), "kernel_new_run": jit(functions.new_run),
@@ -235,7 +241,7 @@ def compiled_template(template: Any, functions: KernelFunctions, n_params: int,
              "KERNEL_PARAMS": n_params,
              "settings_of": (to_fixed_tuple if n_params <= TUPLE_SETTINGS
                              else jit(same_settings) if not refcounts
-                             else numba.njit(same_settings)),
+                             else numba.njit(**NESTED)(same_settings)),
              "discount_scalar": discount_scalar, "stream_range": numba.prange}
     hooks = hooks or {}
     scope = {**template.__globals__, **bound}
@@ -339,7 +345,12 @@ def run_compiled(state: RunState, y: np.ndarray, params: ChangepointParams,
                               math.log(params.hazard), params.forgetting, params.robust, tau,
                               compiled.dim, log_tol, params.tol > 0.0, params.merge_tol,
                               compiled.work_size, peak)
-        count, start, log_w, runs = res[:4]
+        count = res[0]
+        # the buffers come flat, model k's runs at k * cap (reshaped here: in numba, reshape
+        # compiles an implementation)
+        cap = res[1].size // count.size
+        start, log_w = res[1].reshape(count.size, cap), res[2].reshape(count.size, cap)
+        runs = res[3].reshape(count.size, cap, res[3].shape[1])
         parts.append(res[4:])
         t += part.size
     if interrupted[0]:
@@ -357,7 +368,8 @@ def run_compiled(state: RunState, y: np.ndarray, params: ChangepointParams,
 def run_kernels(y, t0, count_in, start_in, log_w_in, runs_in, params, log_h, rho, robust,
                 tau_or_nan, dim, log_tol, prune, merge_tol, work_size,
                 peak):  # pragma: no cover - compiled (covered through the detector)
-    """Process ``y`` from the given runs (per-model buffers); returns the runs and outputs.
+    """Process ``y`` from the given runs (per-model buffers); returns the runs (count per
+    model, then the buffers flat, model ``k``'s run ``j`` at ``k * cap + j``) and outputs.
 
     A template, as the helpers below: :func:`compiled_driver` binds the ``kernel_*`` names to
     one kernel's functions and compiles it. ``params[k]`` are model ``k``'s packed settings,
@@ -370,15 +382,16 @@ def run_kernels(y, t0, count_in, start_in, log_w_in, runs_in, params, log_h, rho
     n_models = count_in.size
     n = y.size
     cap = n
-    for k in range(n_models):  # loops, not count_in.max(), slices or np.zeros: each of those
-        cap = max(cap, count_in[k] + n)  # compiles an implementation (seconds, in all)
+    for k in range(n_models):  # loops and comparisons, not count_in.max(), max(), slices,
+        if count_in[k] + n > cap:  # reshape or np.zeros: each of those compiles an
+            cap = count_in[k] + n  # implementation (seconds, in all)
     start = np.empty(n_models * cap, np.int64)
     log_w = np.empty(n_models * cap)
     runs = np.empty((n_models * cap, KERNEL_WIDTH))
     for j in range(n_models * cap):
         for col in range(KERNEL_WIDTH):
             runs[j, col] = 0.0
-    work = np.empty(max(work_size, 1))
+    work = np.empty(work_size if work_size > 1 else 1)
     for j in range(work.size):
         work[j] = 0.0
     older = np.empty(n_models, np.int64)
@@ -414,9 +427,8 @@ def run_kernels(y, t0, count_in, start_in, log_w_in, runs_in, params, log_h, rho
         bk, bj, cur_max, out_cp[i] = map_run(start, log_w, cnt, cap, t, peak)
         out_start[i], out_model[i], out_n[i] = start[bk * cap + bj], bk, total
         out_mean[i] = kernel_estimate(settings_of(params[bk], KERNEL_PARAMS), runs, bk * cap + bj)
-    return (cnt, start.reshape(n_models, cap), log_w.reshape(n_models, cap),
-            runs.reshape(n_models, cap, KERNEL_WIDTH), out_start, out_model, out_mean, out_lc,
-            out_g, out_n, out_cp)
+    return (cnt, start, log_w, runs, out_start, out_model, out_mean, out_lc, out_g, out_n,
+            out_cp)
 
 
 def largest_weight(log_w, cnt, cap):  # pragma: no cover - compiled
