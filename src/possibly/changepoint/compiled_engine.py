@@ -254,7 +254,8 @@ def compiled_template(template: Any, functions: KernelFunctions, n_params: int,
     digest = fingerprint(functions, *hooks.values())
     driver.__qualname__ = f"{template.__name__}_{digest}_{n_params}" + (
         "_parallel" if parallel else "") + ("" if refcounts else "_plain")
-    options: dict[str, Any] = {"cache": True, "nogil": True}
+    # no C callback wrapper (never used: less to compile)
+    options: dict[str, Any] = {"cache": True, "nogil": True, "no_cfunc_wrapper": True}
     if parallel:
         options["parallel"] = True
     if not refcounts:
