@@ -193,7 +193,7 @@ def same_settings(params: Any, n: int) -> Any:
 
 #: numba's options for a function that only compiled code calls (no wrapper for calls from
 #: Python: less to compile)
-NESTED = {"nogil": True, "no_cpython_wrapper": True, "no_cfunc_wrapper": True}
+NESTED: dict[str, Any] = {"nogil": True, "no_cpython_wrapper": True, "no_cfunc_wrapper": True}
 
 
 @functools.cache
