@@ -242,7 +242,10 @@ def compiled_template(template: Any, functions: KernelFunctions, n_params: int,
              "settings_of": (to_fixed_tuple if n_params <= TUPLE_SETTINGS
                              else jit(same_settings) if not refcounts
                              else numba.njit(**NESTED)(same_settings)),
-             "discount_scalar": discount_scalar, "stream_range": numba.prange}
+             # its own copy without wrappers (less to compile than the cached dispatcher)
+             "discount_scalar": (numba.njit(**NESTED)(discount_scalar.py_func) if refcounts
+                                 else discount_scalar),
+             "stream_range": numba.prange}
     hooks = hooks or {}
     scope = {**template.__globals__, **bound}
     for helper in (*TEMPLATES[1:], *helpers):  # compiled into the driver (its cache holds them)
