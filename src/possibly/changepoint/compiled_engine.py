@@ -348,7 +348,8 @@ def run_compiled(state: RunState, y: np.ndarray, params: ChangepointParams,
         res = compiled.driver(part, t, count, start, log_w, runs, compiled.settings,
                               math.log(params.hazard), params.forgetting, params.robust, tau,
                               compiled.dim, log_tol, params.tol > 0.0, params.merge_tol,
-                              compiled.work_size, peak)
+                              peak, *driver_buffers(count, part.size, runs.shape[2],
+                                                    compiled.work_size))
         count = res[0]
         # the buffers come flat, model k's runs at k * cap (reshaped here: in numba, reshape
         # compiles an implementation)
@@ -369,9 +370,23 @@ def run_compiled(state: RunState, y: np.ndarray, params: ChangepointParams,
     return RunState(t, blocks), dict(zip(OUTPUTS, columns, strict=True))
 
 
+def driver_buffers(count: np.ndarray, n: int, width: int, work_size: int
+                   ) -> tuple[np.ndarray, ...]:
+    """The buffers :func:`run_kernels` fills for ``n`` observations from ``count[k]`` runs
+    per model (allocated here: numpy's allocation compiled in the driver costs time at its
+    first call). Room for ``cap = n + max(count)`` runs per model."""
+    n_models = count.size
+    cap = n + (int(count.max()) if n_models else 0)
+    ints = [np.empty(size, np.int64) for size in (n_models * cap, n_models, n_models, n, n, n)]
+    floats = [np.empty(size) for size in (n_models * cap, n_models, n, n, n, n)]
+    # zeroed: the unused tail of each row and the kernel's scratch start at 0.0
+    return (*ints, *floats, np.zeros((n_models * cap, width)), np.zeros(max(work_size, 1)))
+
+
 def run_kernels(y, t0, count_in, start_in, log_w_in, runs_in, params, log_h, rho, robust,
-                tau_or_nan, dim, log_tol, prune, merge_tol, work_size,
-                peak):  # pragma: no cover - compiled (covered through the detector)
+                tau_or_nan, dim, log_tol, prune, merge_tol, peak, start, cnt, older, out_start,
+                out_model, out_n, log_w, prepared, out_mean, out_lc, out_g, out_cp, runs,
+                work):  # pragma: no cover - compiled (covered through the detector)
     """Process ``y`` from the given runs (per-model buffers); returns the runs (count per
     model, then the buffers flat, model ``k``'s run ``j`` at ``k * cap + j``) and outputs.
 
@@ -381,26 +396,11 @@ def run_kernels(y, t0, count_in, start_in, log_w_in, runs_in, params, log_h, rho
     ``k * cap + j`` of one buffer per quantity. Per step: start a run per model, forget the
     older runs, take the consistency's maximum, discount, update, normalise, prune, merge, and
     record the MAP (the first maximum, model 0 first, then by start), and raise ``peak`` (see
-    :func:`run_compiled`).
+    :func:`run_compiled`). The arguments after ``peak`` are :func:`driver_buffers`.
     """
     n_models = count_in.size
     n = y.size
-    cap = n
-    for k in range(n_models):  # loops and comparisons, not count_in.max(), max(), slices,
-        if count_in[k] + n > cap:  # reshape or np.zeros: each of those compiles an
-            cap = count_in[k] + n  # implementation (seconds, in all)
-    start = np.empty(n_models * cap, np.int64)
-    log_w = np.empty(n_models * cap)
-    runs = np.empty((n_models * cap, KERNEL_WIDTH))
-    for j in range(n_models * cap):
-        for col in range(KERNEL_WIDTH):
-            runs[j, col] = 0.0
-    work = np.empty(work_size if work_size > 1 else 1)
-    for j in range(work.size):
-        work[j] = 0.0
-    older = np.empty(n_models, np.int64)
-    prepared = np.empty(n_models)  # kernel_prepare of the observation, per model
-    cnt = np.empty(n_models, np.int64)
+    cap = start.size // n_models
     total = 0
     for k in range(n_models):
         c = cnt[k] = count_in[k]
@@ -410,9 +410,6 @@ def run_kernels(y, t0, count_in, start_in, log_w_in, runs_in, params, log_h, rho
             for col in range(KERNEL_WIDTH):
                 runs[k * cap + j, col] = runs_in[k, j, col]
         total += c
-    out_start, out_model, out_n = (np.empty(n, np.int64), np.empty(n, np.int64),
-                                   np.empty(n, np.int64))
-    out_mean, out_lc, out_g, out_cp = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
     cur_max = largest_weight(log_w, cnt, cap)
     for i in range(n):
         t = t0 + i
