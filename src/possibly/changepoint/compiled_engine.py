@@ -240,8 +240,7 @@ def compiled_template(template: Any, functions: KernelFunctions, n_params: int,
              "KERNEL_MERGES": merges, "KERNEL_WIDTH": functions.width,
              "KERNEL_PARAMS": n_params,
              "settings_of": (to_fixed_tuple if n_params <= TUPLE_SETTINGS
-                             else jit(same_settings) if not refcounts
-                             else numba.njit(**NESTED)(same_settings)),
+                             else numba.njit(nogil=True, inline="always")(same_settings)),
              # its own copy without wrappers (less to compile than the cached dispatcher)
              "discount_scalar": (numba.njit(**NESTED)(discount_scalar.py_func) if refcounts
                                  else discount_scalar),
@@ -249,7 +248,11 @@ def compiled_template(template: Any, functions: KernelFunctions, n_params: int,
     hooks = hooks or {}
     scope = {**template.__globals__, **bound}
     for helper in (*TEMPLATES[1:], *helpers):  # compiled into the driver (its cache holds them)
-        scope[helper.__name__] = numba.njit(nogil=True, inline="always")(
+        # model_settings called, not inlined, with the runtime: one row view compiled, not
+        # one per call site
+        flags = (NESTED if refcounts and helper is model_settings
+                 else {"nogil": True, "inline": "always"})
+        scope[helper.__name__] = numba.njit(**flags)(
             types.FunctionType(helper.__code__, scope, helper.__name__))
     for name, hook in hooks.items():
         scope[name] = numba.njit(nogil=True, inline="always")(getattr(hook, "py_func", hook))
@@ -427,9 +430,14 @@ def run_kernels(y, t0, count_in, start_in, log_w_in, runs_in, params, log_h, rho
             total = merge_adjacent(params, start, log_w, runs, cnt, cap, merge_tol)
         bk, bj, cur_max, out_cp[i] = map_run(start, log_w, cnt, cap, t, peak)
         out_start[i], out_model[i], out_n[i] = start[bk * cap + bj], bk, total
-        out_mean[i] = kernel_estimate(settings_of(params[bk], KERNEL_PARAMS), runs, bk * cap + bj)
+        out_mean[i] = kernel_estimate(model_settings(params, bk), runs, bk * cap + bj)
     return (cnt, start, log_w, runs, out_start, out_model, out_mean, out_lc, out_g, out_n,
             out_cp)
+
+
+def model_settings(params, k):  # pragma: no cover - compiled
+    """Model ``k``'s settings as the kernel's functions take them (row ``k`` of ``params``)."""
+    return settings_of(params[k], KERNEL_PARAMS)
 
 
 def largest_weight(log_w, cnt, cap):  # pragma: no cover - compiled
@@ -450,7 +458,7 @@ def new_runs(params, start, log_w, runs, cnt, older, cap, t,
         c = cnt[k]
         start[k * cap + c] = t
         log_w[k * cap + c] = log_new
-        kernel_new_run(settings_of(params[k], KERNEL_PARAMS), runs, k * cap + c)
+        kernel_new_run(model_settings(params, k), runs, k * cap + c)
         older[k] = c
         cnt[k] = c + 1
 
@@ -458,7 +466,7 @@ def new_runs(params, start, log_w, runs, cnt, older, cap, t,
 def forget_older(params, runs, older, cap, rho, work):  # pragma: no cover - compiled
     """The prediction of a missing observation: forget every run but the new ones."""
     for k in range(older.size):
-        pk = settings_of(params[k], KERNEL_PARAMS)
+        pk = model_settings(params, k)
         for j in range(k * cap, k * cap + older[k]):
             kernel_forget(pk, runs, j, rho, work)
 
@@ -470,7 +478,7 @@ def observe(params, runs, log_w, cnt, older, cap, y, rho, dim, tau_or_nan, robus
     n_models = cnt.size
     log_c = -math.inf
     for k in range(n_models):
-        pk = settings_of(params[k], KERNEL_PARAMS)
+        pk = model_settings(params, k)
         x = kernel_prepare(pk, y)
         prepared[k] = x
         first = k * cap
@@ -484,7 +492,7 @@ def observe(params, runs, log_w, cnt, older, cap, y, rho, dim, tau_or_nan, robus
     g = discount_scalar(log_c, dim, tau_or_nan, robust)
     mx = -math.inf
     for k in range(n_models):
-        pk = settings_of(params[k], KERNEL_PARAMS)
+        pk = model_settings(params, k)
         x = prepared[k]
         first = k * cap
         for j in range(cnt[k]):
@@ -511,7 +519,7 @@ def move_run(start, log_w, runs, src, dst, size):  # pragma: no cover - compiled
 def run_size_of(params, k):  # pragma: no cover - compiled
     """The floats of model ``k``'s runs that :func:`move_run` copies (0: the whole row)."""
     if KERNEL_SIZED:
-        return kernel_run_size(settings_of(params[k], KERNEL_PARAMS))
+        return kernel_run_size(model_settings(params, k))
     return 0
 
 
@@ -544,7 +552,7 @@ def merge_adjacent(params, start, log_w, runs, cnt, cap,
     for k in range(cnt.size):
         m = cnt[k]
         if m > 1:
-            pk = settings_of(params[k], KERNEL_PARAMS)
+            pk = model_settings(params, k)
             size = run_size_of(params, k)
             first = k * cap
             keep = True  # run j, as the pair (j - 1, j) left it
@@ -596,7 +604,7 @@ def map_run(start, log_w, cnt, cap, t, peak):  # pragma: no cover - compiled
 
 
 #: the templates compiled together per kernel (run_kernels calls the others)
-TEMPLATES = (run_kernels, largest_weight, new_runs, forget_older, observe, move_run,
+TEMPLATES = (run_kernels, model_settings, largest_weight, new_runs, forget_older, observe, move_run,
              run_size_of, compact, merge_adjacent, map_run)
 
 
@@ -653,7 +661,7 @@ def step_kernels(y, row, ints, start, log_w, runs, params, scal, rows,
     out[0] = y
     out[1] = start[bk * cap + bj]
     out[2] = bk
-    out[3] = kernel_estimate(settings_of(params[bk], KERNEL_PARAMS), runs, bk * cap + bj)
+    out[3] = kernel_estimate(model_settings(params, bk), runs, bk * cap + bj)
     out[4] = lc
     out[5] = g
     out[6] = total
