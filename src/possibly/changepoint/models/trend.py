@@ -1084,9 +1084,9 @@ def gammaln(x: Any) -> Any:
 
 TREND_WIDTH = 16
 TREND_PARAMS = 17
-#: the shift matrix F[i, j] = C(j, i) of the largest degree (an array: numba compiles a tuple
-#: indexed at run time into a switch per read, slow to compile)
-SHIFT = np.array(((1.0, 1.0, 1.0), (0.0, 1.0, 2.0), (0.0, 0.0, 1.0)))
+#: the shift matrix F[i, j] = C(j, i) of the largest degree (a tuple: compiled kernels read it
+#: faster than an array)
+SHIFT = ((1.0, 1.0, 1.0), (0.0, 1.0, 2.0), (0.0, 0.0, 1.0))
 
 
 def pack_runs(runs: Runs) -> np.ndarray:
@@ -1133,7 +1133,7 @@ def kernel_forget(params: np.ndarray, runs: np.ndarray, j: int, rho: float,
         for r in range(p):
             s = 0.0
             for c in range(p):
-                s += SHIFT[r, c] * runs[j, c]
+                s += SHIFT[r][c] * runs[j, c]
             work[r] = s
         for r in range(p):
             runs[j, r] = work[r]
@@ -1141,13 +1141,13 @@ def kernel_forget(params: np.ndarray, runs: np.ndarray, j: int, rho: float,
             for c in range(p):
                 s = 0.0
                 for e in range(p):
-                    s += SHIFT[r, e] * runs[j, 3 + 3 * e + c]
+                    s += SHIFT[r][e] * runs[j, 3 + 3 * e + c]
                 work[3 + 3 * r + c] = s
         for r in range(p):
             for c in range(p):
                 s = 0.0
                 for e in range(p):
-                    s += work[3 + 3 * r + e] * SHIFT[c, e]
+                    s += work[3 + 3 * r + e] * SHIFT[c][e]
                 runs[j, 3 + 3 * r + c] = s
     if rho != 1.0:
         for r in range(p):
