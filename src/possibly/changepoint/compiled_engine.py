@@ -191,6 +191,11 @@ def same_settings(params: Any, n: int) -> Any:
     return params
 
 
+#: numba's options for a function that only compiled code calls (no wrapper for calls from
+#: Python: less to compile)
+NESTED: dict[str, Any] = {"nogil": True, "no_cpython_wrapper": True, "no_cfunc_wrapper": True}
+
+
 @functools.cache
 def compiled_driver(functions: KernelFunctions, n_params: int) -> Any:
     """:func:`run_kernels` compiled with ``functions`` inlined, for settings of ``n_params``
@@ -220,7 +225,8 @@ def compiled_template(template: Any, functions: KernelFunctions, n_params: int,
     def jit(fn: Any) -> Any:
         if not refcounts:  # inlined: compiled with the driver's flags
             return numba.njit(nogil=True, inline="always")(getattr(fn, "py_func", fn))
-        return fn if hasattr(fn, "py_func") else numba.njit(nogil=True)(fn)
+        # called from compiled code only: no wrapper for calls from Python (less to compile)
+        return fn if hasattr(fn, "py_func") else numba.njit(**NESTED)(fn)
 
     merges = functions.indistinguishable is not None
     bound = {"kernel_prepare": jit(functions.prepare), "kernel_new_run": jit(functions.new_run),
@@ -234,13 +240,19 @@ def compiled_template(template: Any, functions: KernelFunctions, n_params: int,
              "KERNEL_MERGES": merges, "KERNEL_WIDTH": functions.width,
              "KERNEL_PARAMS": n_params,
              "settings_of": (to_fixed_tuple if n_params <= TUPLE_SETTINGS
-                             else jit(same_settings) if not refcounts
-                             else numba.njit(same_settings)),
-             "discount_scalar": discount_scalar, "stream_range": numba.prange}
+                             else numba.njit(nogil=True, inline="always")(same_settings)),
+             # its own copy without wrappers (less to compile than the cached dispatcher)
+             "discount_scalar": (numba.njit(**NESTED)(discount_scalar.py_func) if refcounts
+                                 else discount_scalar),
+             "stream_range": numba.prange}
     hooks = hooks or {}
     scope = {**template.__globals__, **bound}
     for helper in (*TEMPLATES[1:], *helpers):  # compiled into the driver (its cache holds them)
-        scope[helper.__name__] = numba.njit(nogil=True, inline="always")(
+        # model_settings called, not inlined, with the runtime: one row view compiled, not
+        # one per call site
+        flags = (NESTED if refcounts and helper is model_settings
+                 else {"nogil": True, "inline": "always"})
+        scope[helper.__name__] = numba.njit(**flags)(
             types.FunctionType(helper.__code__, scope, helper.__name__))
     for name, hook in hooks.items():
         scope[name] = numba.njit(nogil=True, inline="always")(getattr(hook, "py_func", hook))
@@ -248,7 +260,8 @@ def compiled_template(template: Any, functions: KernelFunctions, n_params: int,
     digest = fingerprint(functions, *hooks.values())
     driver.__qualname__ = f"{template.__name__}_{digest}_{n_params}" + (
         "_parallel" if parallel else "") + ("" if refcounts else "_plain")
-    options: dict[str, Any] = {"cache": True, "nogil": True}
+    # no C callback wrapper (never used: less to compile)
+    options: dict[str, Any] = {"cache": True, "nogil": True, "no_cfunc_wrapper": True}
     if parallel:
         options["parallel"] = True
     if not refcounts:
@@ -338,8 +351,14 @@ def run_compiled(state: RunState, y: np.ndarray, params: ChangepointParams,
         res = compiled.driver(part, t, count, start, log_w, runs, compiled.settings,
                               math.log(params.hazard), params.forgetting, params.robust, tau,
                               compiled.dim, log_tol, params.tol > 0.0, params.merge_tol,
-                              compiled.work_size, peak)
-        count, start, log_w, runs = res[:4]
+                              peak, *driver_buffers(count, part.size, runs.shape[2],
+                                                    compiled.work_size))
+        count = res[0]
+        # the buffers come flat, model k's runs at k * cap (reshaped here: in numba, reshape
+        # compiles an implementation)
+        cap = res[1].size // count.size
+        start, log_w = res[1].reshape(count.size, cap), res[2].reshape(count.size, cap)
+        runs = res[3].reshape(count.size, cap, res[3].shape[1])
         parts.append(res[4:])
         t += part.size
     if interrupted[0]:
@@ -354,10 +373,25 @@ def run_compiled(state: RunState, y: np.ndarray, params: ChangepointParams,
     return RunState(t, blocks), dict(zip(OUTPUTS, columns, strict=True))
 
 
+def driver_buffers(count: np.ndarray, n: int, width: int, work_size: int
+                   ) -> tuple[np.ndarray, ...]:
+    """The buffers :func:`run_kernels` fills for ``n`` observations from ``count[k]`` runs
+    per model (allocated here: numpy's allocation compiled in the driver costs time at its
+    first call). Room for ``cap = n + max(count)`` runs per model."""
+    n_models = count.size
+    cap = n + (int(count.max()) if n_models else 0)
+    ints = [np.empty(size, np.int64) for size in (n_models * cap, n_models, n_models, n, n, n)]
+    floats = [np.empty(size) for size in (n_models * cap, n_models, n, n, n, n)]
+    # zeroed: the unused tail of each row and the kernel's scratch start at 0.0
+    return (*ints, *floats, np.zeros((n_models * cap, width)), np.zeros(max(work_size, 1)))
+
+
 def run_kernels(y, t0, count_in, start_in, log_w_in, runs_in, params, log_h, rho, robust,
-                tau_or_nan, dim, log_tol, prune, merge_tol, work_size,
-                peak):  # pragma: no cover - compiled (covered through the detector)
-    """Process ``y`` from the given runs (per-model buffers); returns the runs and outputs.
+                tau_or_nan, dim, log_tol, prune, merge_tol, peak, start, cnt, older, out_start,
+                out_model, out_n, log_w, prepared, out_mean, out_lc, out_g, out_cp, runs,
+                work):  # pragma: no cover - compiled (covered through the detector)
+    """Process ``y`` from the given runs (per-model buffers); returns the runs (count per
+    model, then the buffers flat, model ``k``'s run ``j`` at ``k * cap + j``) and outputs.
 
     A template, as the helpers below: :func:`compiled_driver` binds the ``kernel_*`` names to
     one kernel's functions and compiles it. ``params[k]`` are model ``k``'s packed settings,
@@ -365,25 +399,11 @@ def run_kernels(y, t0, count_in, start_in, log_w_in, runs_in, params, log_h, rho
     ``k * cap + j`` of one buffer per quantity. Per step: start a run per model, forget the
     older runs, take the consistency's maximum, discount, update, normalise, prune, merge, and
     record the MAP (the first maximum, model 0 first, then by start), and raise ``peak`` (see
-    :func:`run_compiled`).
+    :func:`run_compiled`). The arguments after ``peak`` are :func:`driver_buffers`.
     """
     n_models = count_in.size
     n = y.size
-    cap = n
-    for k in range(n_models):  # loops, not count_in.max(), slices or np.zeros: each of those
-        cap = max(cap, count_in[k] + n)  # compiles an implementation (seconds, in all)
-    start = np.empty(n_models * cap, np.int64)
-    log_w = np.empty(n_models * cap)
-    runs = np.empty((n_models * cap, KERNEL_WIDTH))
-    for j in range(n_models * cap):
-        for col in range(KERNEL_WIDTH):
-            runs[j, col] = 0.0
-    work = np.empty(max(work_size, 1))
-    for j in range(work.size):
-        work[j] = 0.0
-    older = np.empty(n_models, np.int64)
-    prepared = np.empty(n_models)  # kernel_prepare of the observation, per model
-    cnt = np.empty(n_models, np.int64)
+    cap = start.size // n_models
     total = 0
     for k in range(n_models):
         c = cnt[k] = count_in[k]
@@ -393,9 +413,6 @@ def run_kernels(y, t0, count_in, start_in, log_w_in, runs_in, params, log_h, rho
             for col in range(KERNEL_WIDTH):
                 runs[k * cap + j, col] = runs_in[k, j, col]
         total += c
-    out_start, out_model, out_n = (np.empty(n, np.int64), np.empty(n, np.int64),
-                                   np.empty(n, np.int64))
-    out_mean, out_lc, out_g, out_cp = np.empty(n), np.empty(n), np.empty(n), np.empty(n)
     cur_max = largest_weight(log_w, cnt, cap)
     for i in range(n):
         t = t0 + i
@@ -413,10 +430,14 @@ def run_kernels(y, t0, count_in, start_in, log_w_in, runs_in, params, log_h, rho
             total = merge_adjacent(params, start, log_w, runs, cnt, cap, merge_tol)
         bk, bj, cur_max, out_cp[i] = map_run(start, log_w, cnt, cap, t, peak)
         out_start[i], out_model[i], out_n[i] = start[bk * cap + bj], bk, total
-        out_mean[i] = kernel_estimate(settings_of(params[bk], KERNEL_PARAMS), runs, bk * cap + bj)
-    return (cnt, start.reshape(n_models, cap), log_w.reshape(n_models, cap),
-            runs.reshape(n_models, cap, KERNEL_WIDTH), out_start, out_model, out_mean, out_lc,
-            out_g, out_n, out_cp)
+        out_mean[i] = kernel_estimate(model_settings(params, bk), runs, bk * cap + bj)
+    return (cnt, start, log_w, runs, out_start, out_model, out_mean, out_lc, out_g, out_n,
+            out_cp)
+
+
+def model_settings(params, k):  # pragma: no cover - compiled
+    """Model ``k``'s settings as the kernel's functions take them (row ``k`` of ``params``)."""
+    return settings_of(params[k], KERNEL_PARAMS)
 
 
 def largest_weight(log_w, cnt, cap):  # pragma: no cover - compiled
@@ -437,7 +458,7 @@ def new_runs(params, start, log_w, runs, cnt, older, cap, t,
         c = cnt[k]
         start[k * cap + c] = t
         log_w[k * cap + c] = log_new
-        kernel_new_run(settings_of(params[k], KERNEL_PARAMS), runs, k * cap + c)
+        kernel_new_run(model_settings(params, k), runs, k * cap + c)
         older[k] = c
         cnt[k] = c + 1
 
@@ -445,7 +466,7 @@ def new_runs(params, start, log_w, runs, cnt, older, cap, t,
 def forget_older(params, runs, older, cap, rho, work):  # pragma: no cover - compiled
     """The prediction of a missing observation: forget every run but the new ones."""
     for k in range(older.size):
-        pk = settings_of(params[k], KERNEL_PARAMS)
+        pk = model_settings(params, k)
         for j in range(k * cap, k * cap + older[k]):
             kernel_forget(pk, runs, j, rho, work)
 
@@ -457,7 +478,7 @@ def observe(params, runs, log_w, cnt, older, cap, y, rho, dim, tau_or_nan, robus
     n_models = cnt.size
     log_c = -math.inf
     for k in range(n_models):
-        pk = settings_of(params[k], KERNEL_PARAMS)
+        pk = model_settings(params, k)
         x = kernel_prepare(pk, y)
         prepared[k] = x
         first = k * cap
@@ -471,7 +492,7 @@ def observe(params, runs, log_w, cnt, older, cap, y, rho, dim, tau_or_nan, robus
     g = discount_scalar(log_c, dim, tau_or_nan, robust)
     mx = -math.inf
     for k in range(n_models):
-        pk = settings_of(params[k], KERNEL_PARAMS)
+        pk = model_settings(params, k)
         x = prepared[k]
         first = k * cap
         for j in range(cnt[k]):
@@ -498,7 +519,7 @@ def move_run(start, log_w, runs, src, dst, size):  # pragma: no cover - compiled
 def run_size_of(params, k):  # pragma: no cover - compiled
     """The floats of model ``k``'s runs that :func:`move_run` copies (0: the whole row)."""
     if KERNEL_SIZED:
-        return kernel_run_size(settings_of(params[k], KERNEL_PARAMS))
+        return kernel_run_size(model_settings(params, k))
     return 0
 
 
@@ -531,7 +552,7 @@ def merge_adjacent(params, start, log_w, runs, cnt, cap,
     for k in range(cnt.size):
         m = cnt[k]
         if m > 1:
-            pk = settings_of(params[k], KERNEL_PARAMS)
+            pk = model_settings(params, k)
             size = run_size_of(params, k)
             first = k * cap
             keep = True  # run j, as the pair (j - 1, j) left it
@@ -583,7 +604,7 @@ def map_run(start, log_w, cnt, cap, t, peak):  # pragma: no cover - compiled
 
 
 #: the templates compiled together per kernel (run_kernels calls the others)
-TEMPLATES = (run_kernels, largest_weight, new_runs, forget_older, observe, move_run,
+TEMPLATES = (run_kernels, model_settings, largest_weight, new_runs, forget_older, observe, move_run,
              run_size_of, compact, merge_adjacent, map_run)
 
 
@@ -640,7 +661,7 @@ def step_kernels(y, row, ints, start, log_w, runs, params, scal, rows,
     out[0] = y
     out[1] = start[bk * cap + bj]
     out[2] = bk
-    out[3] = kernel_estimate(settings_of(params[bk], KERNEL_PARAMS), runs, bk * cap + bj)
+    out[3] = kernel_estimate(model_settings(params, bk), runs, bk * cap + bj)
     out[4] = lc
     out[5] = g
     out[6] = total

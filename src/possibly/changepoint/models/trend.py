@@ -1084,7 +1084,8 @@ def gammaln(x: Any) -> Any:
 
 TREND_WIDTH = 16
 TREND_PARAMS = 17
-#: the shift matrix F[i, j] = C(j, i) of the largest degree
+#: the shift matrix F[i, j] = C(j, i) of the largest degree (a tuple: compiled kernels read it
+#: faster than an array)
 SHIFT = ((1.0, 1.0, 1.0), (0.0, 1.0, 2.0), (0.0, 0.0, 1.0))
 
 
@@ -1125,7 +1126,9 @@ def kernel_new_run(params: np.ndarray, runs: np.ndarray, j: int) -> None:
 
 def kernel_forget(params: np.ndarray, runs: np.ndarray, j: int, rho: float,
                   work: np.ndarray) -> None:
-    p = int(params[0]) + 1
+    # np.int64, not int(), and comparisons, not max(): numba compiles int() of a float and
+    # max() as functions of their own (time at the first call)
+    p = np.int64(params[0]) + 1
     if p > 1:  # m ← F m, P ← F P Fᵀ (work: F m, then F P)
         for r in range(p):
             s = 0.0
@@ -1151,7 +1154,8 @@ def kernel_forget(params: np.ndarray, runs: np.ndarray, j: int, rho: float,
             for c in range(p):
                 runs[j, 3 + 3 * r + c] = runs[j, 3 + 3 * r + c] / rho
         runs[j, 12] = runs[j, 12] * rho
-        runs[j, 13] = max(runs[j, 13] * rho, B_MIN)
+        b = runs[j, 13] * rho
+        runs[j, 13] = B_MIN if B_MIN > b else b  # max(b, B_MIN)
         runs[j, 15] = math.nan
 
 
@@ -1162,7 +1166,7 @@ def kernel_log_consistency(params: np.ndarray, runs: np.ndarray, j: int, z: floa
 
 def kernel_update(params: np.ndarray, runs: np.ndarray, j: int, z: float, g: float,
                   work: np.ndarray) -> float:
-    p = int(params[0]) + 1
+    p = np.int64(params[0]) + 1  # as kernel_forget
     aj = runs[j, 12]
     bj = runs[j, 13]
     r = z - runs[j, 0]
@@ -1196,7 +1200,9 @@ def kernel_update(params: np.ndarray, runs: np.ndarray, j: int, z: float, g: flo
     runs[j, 15] = lgamma_next  # lgamma of that same a (NaN without the integrated evidence)
     runs[j, 13] = bj + 0.5 * g * r * r / (1.0 + g * q)
     if params[16] > 0.0:  # a quantised series: b / a at least the rounding variance
-        runs[j, 13] = max(runs[j, 13], runs[j, 12] * params[16])
+        floor = runs[j, 12] * params[16]
+        if floor > runs[j, 13]:  # max(b, floor), as kernel_forget
+            runs[j, 13] = floor
     runs[j, 14] = 1.0
     return ev_in
 
