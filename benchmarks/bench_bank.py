@@ -129,7 +129,9 @@ def main() -> int:
             for a, b, c in zip(lc_s, lc_p, lc_l, strict=True):
                 if not (np.array_equal(a, c, equal_nan=True)
                         and np.array_equal(b, c, equal_nan=True)):
-                    raise AssertionError("the bank and the detectors disagree")
+                    raise AssertionError("the serial bank, the parallel bank and the "
+                                         "detectors (or the serial bank, with --no-loop) "
+                                         "disagree")
             for key, vals in (("s", s), ("sc", sc), ("p", p), ("pc", pc), ("l", loop),
                               ("lc", loopc), ("add", [added])):
                 cells[key].extend(vals)

@@ -128,3 +128,15 @@ def test_a_pickled_bank_steps_the_same_ids_as_the_original(engine, parallel):
     other.check(loaded, ids, levels(3, 4))
     other.check(loaded, ids[::-1], levels(3, 5))
     other.check(loaded, ["s", *ids], levels(4, 6))
+
+
+@pytest.mark.parametrize("engine, parallel", SETUPS)
+def test_a_masked_array_of_ids_is_read_with_its_mask_at_every_call(engine, parallel):
+    # equal data with another mask are other labels (a masked id reads as None)
+    bank = paper_bank(engine, parallel)
+    for t in range(2):
+        info = bank.update_many(np.ma.array([1, 2, 3], mask=[False, False, False]),
+                                levels(3, t))
+    assert len(bank) == 3 and info.t.tolist() == [1, 1, 1]
+    info = bank.update_many(np.ma.array([1, 2, 3], mask=[False, True, False]), levels(3, 2))
+    assert len(bank) == 4 and info.t.tolist() == [2, 0, 2]  # stream None is new

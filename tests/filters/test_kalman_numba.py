@@ -620,7 +620,9 @@ def test_start_helpers_skip_reference_counting():
 
     for helper in (kalman_numba._update_information, kalman_numba._predict_information,
                    kalman_numba._mixture_step, kalman_numba._pinv_mv, kalman_numba._eigh,
-                   kalman_numba._covariance_or_inf, kalman_numba._to_covariance_form):
+                   kalman_numba._covariance_or_inf, kalman_numba._to_covariance_form,
+                   kalman_numba._hypothesis_steps, kalman_numba._hypothesis_step2,
+                   kalman_numba._out_of_reach):
         assert helper.targetoptions.get("_nrt") is False, helper.py_func.__name__
 
 
@@ -656,3 +658,88 @@ def test_the_start_compiled_equals_numpy_where_hypotheses_fall_behind(model, pro
         for f in ("mean", "covariance", "log_consistency", "discount"):
             np.testing.assert_allclose(getattr(a, f), getattr(b, f), rtol=rtol, atol=rtol * 10,
                                        equal_nan=True, err_msg=f)
+
+
+def test_a_hypothesis_out_of_reach_can_never_lead_again():
+    """:func:`_out_of_reach` against the worst case written out: a hypothesis below the bound,
+    gaining 0 at each of the remaining steps while every other loses ``log ε`` (the most a
+    floored step can take), still does not tie the leader (the rule of ``ties``); and one that
+    could tie is never below the bound."""
+    from possibly.filters import kalman_numba
+    from possibly.filters.robust_start import ties
+    from possibly.inference import inlier_log_consistency
+
+    floor = inlier_log_consistency(1, 0.999)
+    rng = np.random.default_rng(0)
+    checked = 0
+    for _ in range(300):
+        steps = int(rng.integers(1, 12))
+        score = rng.uniform(-12.0 * abs(floor), 0.0, size=11)
+        top = score.max()
+        # scores at the edge of reach: exactly there, and a hair on either side
+        score[:3] = top + steps * floor + np.array([0.0, 1e-12, -1e-12]) * abs(top)
+        score[3] = -np.inf
+        bound = kalman_numba._out_of_reach.py_func(score, steps, floor)
+        for h in range(len(score)):
+            best_case = score + steps * floor
+            best_case[h] = score[h]
+            if ties(best_case)[h]:
+                assert score[h] >= bound, (steps, h)
+                checked += 1
+            elif np.isfinite(score[h]) and score[h] < bound - abs(floor):
+                checked += 1  # pruned, and rightly so
+    assert checked > 1000
+
+
+def _hard_2x2(rng, count):
+    """Symmetric 2 × 2 matrices from easy to singular: random, rank one, diagonal, nearly
+    singular (condition numbers up to 1e24), zero, with a huge and a tiny scale."""
+    out = []
+    for i in range(count):
+        v = rng.normal(size=(2, 2))
+        a = v @ v.T
+        kind = i % 6
+        if kind == 1:
+            u = rng.normal(size=2)
+            a = np.outer(u, u)
+        elif kind == 2:
+            a = np.diag(rng.uniform(0.0, 2.0, 2))
+        elif kind == 3:
+            u = rng.normal(size=2)
+            a = np.outer(u, u) + 10.0 ** -rng.uniform(4, 24) * np.eye(2)
+        elif kind == 4:
+            a = np.zeros((2, 2)) if i % 12 == 4 else a * 1e150
+        elif kind == 5:
+            a = a * 1e-150
+        out.append(a)
+    return out
+
+
+def test_the_two_state_scalar_steps_give_the_general_steps_bits():
+    """The robust start's two-state steps in scalars against the general loops they repeat
+    (run on the same inputs with n = 2): the same operations, so the same bits."""
+    from possibly.filters import kalman_numba as kn
+    from possibly.filters.elimination_numba import solve_in_place
+
+    rng = np.random.default_rng(11)
+    ea, w, V, out = np.empty((2, 2)), np.empty(2), np.empty((2, 2)), np.empty(2)
+    for a in _hard_2x2(rng, 240):
+        r = rng.normal(size=2)
+        kn._pinv_mv(a, r, out, ea, w, V, 2)
+        assert np.array_equal(np.array(kn._pinv2(a[0, 0], a[0, 1], a[1, 1], r[0], r[1])[:2]),
+                              out), a
+        rhs, lhs = np.eye(2), a.copy()
+        solved = solve_in_place(lhs, rhs, 2)
+        inverse = a.copy()
+        assert kn._sym_inverse2(inverse) == solved, a
+        if solved:
+            assert np.array_equal(inverse, 0.5 * (rhs + rhs.T)), a
+        F_inv = rng.normal(size=(2, 2))
+        G = rng.normal(size=(2, 1))
+        qg = np.array([[rng.uniform(0.1, 10.0)]])
+        general, scalar = a.copy(), a.copy()
+        work = [np.empty((2, 2)) for _ in range(3)]
+        ok = kn._predict_information(general, F_inv, G, qg, *work, (0, 0))
+        assert kn._predict_information2(scalar, F_inv, G, qg[0, 0]) == ok, a
+        if ok:
+            assert np.array_equal(general, scalar), a

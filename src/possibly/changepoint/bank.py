@@ -535,10 +535,12 @@ class DetectorBank:
         Notes
         -----
         When ``ids`` are the previous call's ids in the same order (a list or tuple of the
-        same labels, of the same types, or an array of the same dtype and values), their rows
-        are reused without looking the ids up or checking them again: a fleet that sends its
-        ids the same way every call pays less per call. They are compared by content with a
-        copy, so a list changed in place between calls is read afresh.
+        same labels, of the same types, or a plain array of integers, booleans or strings with
+        the same dtype and values), their rows are reused without looking the ids up or
+        checking them again: a fleet that sends its ids the same way every call pays less per
+        call. They are compared by content with a copy, so a list changed in place between
+        calls is read afresh. Labels are compared with ``==``, so labels that compare equal
+        must hash alike (Python's rule for dict keys).
 
         Examples
         --------
@@ -573,8 +575,8 @@ class DetectorBank:
         if last is None:
             return None
         ids_, types, rows = last
-        if isinstance(ids, np.ndarray):
-            same = (isinstance(ids_, np.ndarray) and ids.dtype == ids_.dtype
+        if type(ids) is np.ndarray:  # not a subclass: a masked array's mask is not compared
+            same = (type(ids_) is np.ndarray and ids.dtype == ids_.dtype
                     and ids.shape == ids_.shape and bool(np.array_equal(ids, ids_)))
         elif type(ids) in (list, tuple) and types is not None:
             same = (ids if type(ids) is list else list(ids)) == ids_ \
@@ -585,10 +587,10 @@ class DetectorBank:
 
     def _remember(self, ids: Any, listed: list[Hashable], rows: np.ndarray) -> None:
         """Keep a copy of ``ids`` (as :meth:`_repeated_rows` compares them) and their rows."""
-        if isinstance(ids, np.ndarray) and ids.dtype.kind in "biuUS":
+        if type(ids) is np.ndarray and ids.dtype.kind in "biuUS":
             self._last_ids = (ids.copy(), None, rows)
         elif type(ids) in (list, tuple):
-            self._last_ids = (list(listed), list(map(type, listed)), rows)
+            self._last_ids = (listed, list(map(type, listed)), rows)  # listed: a new list
         else:
             self._last_ids = None
 
@@ -788,7 +790,7 @@ class DetectorBank:
                              f"{compiled.kernels[0].functions.width}; start the bank again "
                              f"from the streams' data")
         self.__dict__.update(state)
-        self._last_ids = None  # also for a bank pickled before it was kept
+        self._last_ids = None  # also for a pickle without it
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:

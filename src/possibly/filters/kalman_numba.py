@@ -15,7 +15,9 @@ mixture (its information-form steps with Jacobi pseudo-inverses, as
 every hypothesis of every series a row of one batch, or with one observed component through
 :func:`_hypothesis_steps`, which writes only the hypotheses' states and skips those that can
 never lead again; two states run in scalars (the same operations, so the same bits). Tested
-equal to the numpy path to ~1e-12 (the order of floating-point operations differs).
+equal to the numpy path to ~1e-12 where the information form is well conditioned (the order of
+floating-point operations differs), and to ~1e-6 from a flat prior with three states or a
+diffuse model, where the engines' pseudo-inverses round differently.
 
 Why explicit loops: the states are tiny (n = 4, m = 2 in the tracking benchmark), so the
 cost of ``x @ Ft`` or ``np.linalg.inv`` inside a compiled loop is their allocation, not their
@@ -1207,8 +1209,8 @@ def _hypothesis_step2(x, P, px, pM, y0, t, dropped, F, Q, H, r, robust, dim, tau
                       dc, h):  # pragma: no cover - compiled
     """One step of :func:`_hypothesis_steps` for two states, in scalars (registers, not work
     arrays): every operation of :func:`run`'s step in the same order (sums from ``0.0``, as
-    its loops), so the same bits. False (nothing written) where the update is diffuse: the
-    caller's general step (the Joseph form) runs it."""
+    its loops), so the same bits. False where the update is diffuse (only the prediction
+    ``px``, ``pM`` written): the caller's general step (the Joseph form) runs it."""
     x0, x1 = x[0], x[1]
     p00, p01, p10, p11 = P[0, 0], P[0, 1], P[1, 0], P[1, 1]
     if t > 0:  # x = F x; P = sym(F (P Fᵀ)) + Q
