@@ -3,9 +3,10 @@
 The loop (:func:`run_kernels`) is :func:`possibly.changepoint.recursion.step` over flat run
 buffers, with everything that depends on θ left to the per-run functions of a
 :class:`~possibly.changepoint.models.CompiledKernel`. :func:`compiled_driver` compiles one copy
-of it per kernel, with the kernel's functions inlined (a call through a function pointer would
-cost several times the arithmetic), cached on disk under a name that carries a fingerprint of
-the kernel's code. This module imports numba only inside :func:`compiled_driver`.
+of it per kernel, with the kernel's functions linked into it (direct calls: a call through a
+function pointer would cost several times the arithmetic), cached on disk under a name that
+carries a fingerprint of the kernel's code. This module imports numba only inside
+:func:`compiled_driver`.
 """
 
 from __future__ import annotations
@@ -197,6 +198,15 @@ NESTED: dict[str, Any] = {"nogil": True, "no_cpython_wrapper": True, "no_cfunc_w
 
 
 @functools.cache
+def nested(fn: Any) -> Any:
+    """``fn`` compiled with :data:`NESTED`, once per process: the drivers and steps that call
+    it share one dispatcher (each would otherwise compile its own copy)."""
+    import numba
+
+    return numba.njit(**NESTED)(fn)
+
+
+@functools.cache
 def compiled_driver(functions: KernelFunctions, n_params: int) -> Any:
     """:func:`run_kernels` compiled with ``functions`` inlined, for settings of ``n_params``
     floats (one per kernel and length, cached in memory and on disk)."""
@@ -216,7 +226,9 @@ def compiled_template(template: Any, functions: KernelFunctions, n_params: int,
     ``refcounts=False``: compiled without numba's runtime (no reference counts: an atomic
     increment and decrement for each array passed or sliced, which cost more than the
     arithmetic of a small kernel), with the kernel's functions inlined; for a template and
-    functions that allocate no array."""
+    functions that allocate no array. With the runtime, the kernel's functions
+    (:func:`nested`) and :func:`model_settings` are compiled without wrappers and called,
+    linked into the driver."""
     import numba
     from numba.np.unsafe.ndarray import to_fixed_tuple  # array -> tuple of a constant length
 
@@ -226,7 +238,7 @@ def compiled_template(template: Any, functions: KernelFunctions, n_params: int,
         if not refcounts:  # inlined: compiled with the driver's flags
             return numba.njit(nogil=True, inline="always")(getattr(fn, "py_func", fn))
         # called from compiled code only: no wrapper for calls from Python (less to compile)
-        return fn if hasattr(fn, "py_func") else numba.njit(**NESTED)(fn)
+        return fn if hasattr(fn, "py_func") else nested(fn)
 
     merges = functions.indistinguishable is not None
     bound = {"kernel_prepare": jit(functions.prepare), "kernel_new_run": jit(functions.new_run),
@@ -241,8 +253,8 @@ def compiled_template(template: Any, functions: KernelFunctions, n_params: int,
              "KERNEL_PARAMS": n_params,
              "settings_of": (to_fixed_tuple if n_params <= TUPLE_SETTINGS
                              else numba.njit(nogil=True, inline="always")(same_settings)),
-             # its own copy without wrappers (less to compile than the cached dispatcher)
-             "discount_scalar": (numba.njit(**NESTED)(discount_scalar.py_func) if refcounts
+             # a copy without wrappers (less to compile than the cached dispatcher)
+             "discount_scalar": (nested(discount_scalar.py_func) if refcounts
                                  else discount_scalar),
              "stream_range": numba.prange}
     hooks = hooks or {}
@@ -379,10 +391,12 @@ def driver_buffers(count: np.ndarray, n: int, width: int, work_size: int
     per model (allocated here: numpy's allocation compiled in the driver costs time at its
     first call). Room for ``cap = n + max(count)`` runs per model."""
     n_models = count.size
-    cap = n + (int(count.max()) if n_models else 0)
+    cap = n + int(count.max())
+    # in run_kernels' order: start, cnt, older, out_start, out_model, out_n
     ints = [np.empty(size, np.int64) for size in (n_models * cap, n_models, n_models, n, n, n)]
+    # log_w, prepared, out_mean, out_lc, out_g, out_cp
     floats = [np.empty(size) for size in (n_models * cap, n_models, n, n, n, n)]
-    # zeroed: the unused tail of each row and the kernel's scratch start at 0.0
+    # runs and work, zeroed: the unused tail of each row and the kernel's scratch start at 0.0
     return (*ints, *floats, np.zeros((n_models * cap, width)), np.zeros(max(work_size, 1)))
 
 
