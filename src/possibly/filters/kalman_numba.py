@@ -4,29 +4,24 @@
 
 The same formulas as the numpy kernels of :mod:`possibly.filters.kalman` (docs/math.md §2):
 predict ``F μ, F P Fᵀ + Q``; update with the innovation ``v = y - H μ``, ``log c = -½ vᵀ S⁻¹ v``
-(scaled by a power of two when ``v`` is huge), the (relative) discount from
-:func:`possibly.compiled.discount_scalar` (the twin of :func:`possibly.inference.discount`)
-and the gain ``K = ρ P Hᵀ (ρ H P Hᵀ + R)⁻¹``, the covariance in the Joseph or information form
-where the prior is diffuse relative to ``R``; missing components decoupled exactly as in
-``_observation_at``. Time-invariant models with an onto ``H`` only. :func:`run` is the plain
-recursion, free of the robust start's bookkeeping; :func:`run_start` runs the start's
-mixture (its information-form steps with Jacobi pseudo-inverses, as
-``np.linalg.pinv(hermitian=True)``) and sends its covariance-form steps through :func:`run`,
-every hypothesis of every series a row of one batch, or with one observed component through
-:func:`_hypothesis_steps`, which writes only the hypotheses' states and skips those that can
-never lead again; two states run in scalars (the same operations, so the same bits). Tested
-equal to the numpy path to ~1e-12 where the information form is well conditioned (the order of
-floating-point operations differs), and to ~1e-6 from a flat prior with three states or a
-diffuse model, where the engines' pseudo-inverses round differently.
+(scaled by a power of two when ``v`` is huge), the discount from
+:func:`possibly.compiled.discount_scalar` and the gain ``K = ρ P Hᵀ (ρ H P Hᵀ + R)⁻¹``, the
+covariance in the Joseph or information form where the prior is diffuse relative to ``R``;
+missing components decoupled as in ``_observation_at``. Time-invariant models with an onto
+``H`` only. :func:`run` is the plain recursion; :func:`run_start` runs the robust start's
+mixture: its information-form steps (Jacobi pseudo-inverses, as
+``np.linalg.pinv(hermitian=True)``), then its covariance-form steps through :func:`run` or,
+with one observed component, :func:`_hypothesis_steps` (only the hypotheses' states written;
+those that can never lead again skipped; two states in scalars, the same operations). Equal to
+the numpy path to ~1e-12 where the information form is well conditioned, ~1e-6 from a flat
+prior with three states or a diffuse model (the pseudo-inverses round differently).
 
-Why explicit loops: the states are tiny (n = 4, m = 2 in the tracking benchmark), so the
-cost of ``x @ Ft`` or ``np.linalg.inv`` inside a compiled loop is their allocation, not their
-arithmetic. Every work array is allocated once per call and the ``m × m`` systems are solved
-by Gaussian elimination with partial pivoting (as LAPACK's ``getrf`` behind ``inv``; a
-matrix with an exactly zero pivot is refused and ``filter`` runs numpy's steps, with their
-pseudo-inverse fallback, from there); ``n`` and ``m`` are compile-time constants (one
-compiled loop per ``(n, m)``, cached on disk like the rest): allocating small arrays every
-step would cost more than the arithmetic.
+Why explicit loops: the states are tiny (n = 4, m = 2 in the tracking benchmark), so the cost
+of ``x @ Ft`` or ``np.linalg.inv`` in a compiled loop is their allocation, not their
+arithmetic. Work arrays are allocated once per call; the ``m × m`` systems are solved by
+Gaussian elimination with partial pivoting (as LAPACK's ``getrf``; an exactly zero pivot is
+refused and ``filter`` runs numpy's steps, with their pseudo-inverse fallback, from there);
+``n`` and ``m`` are compile-time constants (one loop per ``(n, m)``, cached on disk).
 """
 
 from __future__ import annotations
