@@ -223,3 +223,23 @@ def test_filter_reports_an_outlier_its_leader_drops_as_discounted_too():
     fr, sm = kf.filter(ys), kf.smooth(ys)
     assert fr.discount[0] == 1.0 and abs(fr.mean[0, 0] - 1e6) < 1e-6
     assert sm.discount[0] == 0.0 and abs(sm.mean[0, 0]) < 10.0
+
+
+@pytest.mark.parametrize("m", [1, 2])
+def test_the_settled_leader_is_the_last_leader_of_the_mixture_step_by_step(m):
+    # the smoother's shortcut: the scores summed step after step, the leader taken once,
+    # against the leader that mixture_scores reports after the last step; with missing
+    # observations, ties (c = 1 for several hypotheses) and -inf consistencies
+    from possibly.filters.robust_start import mixture_scores, settled_leader
+
+    rng = np.random.default_rng(m)
+    for steps in (1, 3, K, K + WINDOW):
+        log_c = -rng.exponential(3.0, size=(40, len(start_hypotheses(K, MAX_OUTLIERS)), steps))
+        log_c[::3, :, 0] = 0.0  # every hypothesis consistent: ties
+        log_c[::5, ::2, steps - 1] = -np.inf
+        observed = rng.random((40, steps)) > 0.2
+        log_c[~np.broadcast_to(observed[:, None, :], log_c.shape)] = np.nan
+        score = np.zeros(log_c.shape[:2])
+        for t in range(steps):
+            score, lead, _ = mixture_scores(score, log_c[..., t], observed[:, t], t, m)
+        assert np.array_equal(settled_leader(log_c, observed, m), lead)

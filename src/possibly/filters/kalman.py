@@ -74,8 +74,8 @@ from possibly.filters.robust_start import (
     WINDOW,
     K,
     KalmanStartState,
-    mixture_scores,
     mixture_tables,
+    settled_leader,
     start_hypotheses,
     start_init,
     start_step,
@@ -1151,10 +1151,7 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
             log_c = self.filter(yh, prior, keep=("mean",), engine=engine).log_consistency
         log_c = np.moveaxis(log_c.reshape(len(drop), -1, steps), 0, 1)  # (B, H, steps)
         flat = ys.reshape((-1,) + ys.shape[-2:])
-        score = np.zeros(log_c.shape[:2])
-        for t in range(steps):
-            observed = ~np.isnan(flat[:, t]).all(-1)
-            score, lead, _ = mixture_scores(score, log_c[..., t], observed, t, self.obs_dim)
+        lead = settled_leader(log_c, ~np.isnan(flat[:, :steps]).all(-1), self.obs_dim)
         masked = flat.copy()
         head = masked[:, :cols]
         head[drop[lead][:, :cols]] = np.nan

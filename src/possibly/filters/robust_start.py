@@ -260,14 +260,7 @@ def mixture_scores(score: np.ndarray, log_c: np.ndarray, observed: np.ndarray, t
     (from those before, ``score``, and their consistencies ``log_c`` with ``y_t``, NaN where
     missing; both ``B + (H,)``), the leading hypothesis and the log consistency the step
     reports (``B``; see the module docstring). ``observed`` (``B``): ``y_t`` not all NaN."""
-    drop = _hypotheses(k, max_outliers)
-    floor = _outlier_floor(m)
-    # sup over the labellings: an outlier has possibility ε, an inlier its consistency;
-    # the first k observations are labelled by the hypothesis, the later ones freely
-    gain = np.where(np.isnan(log_c), 0.0, np.maximum(log_c, floor) if t >= k else log_c)
-    if t < k:
-        gain = gain + np.where(observed[..., None] & drop[:, t], floor, 0.0)
-    new = score + gain
+    new = score + _gain(log_c, observed, t, m, k, max_outliers)
     lead = leader(new, k, max_outliers)
     # the leader's consistency; where the leader drops y: the consistency of y with the
     # mixture, max_h w_h c_h (weights before this step)
@@ -276,6 +269,41 @@ def mixture_scores(score: np.ndarray, log_c: np.ndarray, observed: np.ndarray, t
                          score - score.max(-1, keepdims=True) + log_c).max(-1)
     lead_c = _pick(log_c, lead)
     return new, lead, np.where(observed, np.where(np.isnan(lead_c), mixed, lead_c), np.nan)
+
+
+def settled_leader(log_c: np.ndarray, observed: np.ndarray, m: int, k: int = K,
+                   max_outliers: int = MAX_OUTLIERS) -> np.ndarray:
+    """The hypothesis leading after every step of ``log_c`` (``B + (H, T)``, the hypotheses'
+    consistencies, NaN where missing; ``observed`` ``B + (T,)``): :func:`mixture_scores`
+    step after step, keeping only the scores (the same sums, so the same leader) and taking
+    the leader once, at the end.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from possibly.filters.robust_start import settled_leader, start_hypotheses
+    >>> log_c = np.zeros((11, 6))
+    >>> log_c[[0, 1, 3, 4, 6, 7, 10], 1] = -40.0   # y1 an outlier to those keeping it
+    >>> start_hypotheses(4, 2)[settled_leader(log_c, np.ones(6, bool), 1)].astype(int)
+    array([0, 1, 0, 0])
+    """
+    score = np.zeros(log_c.shape[:-1])
+    for t in range(log_c.shape[-1]):
+        score = score + _gain(log_c[..., t], observed[..., t], t, m, k, max_outliers)
+    return leader(score, k, max_outliers)
+
+
+def _gain(log_c: np.ndarray, observed: np.ndarray, t: int, m: int, k: int,
+          max_outliers: int) -> np.ndarray:
+    """What step ``t`` adds to the hypotheses' log possibilities (see :func:`mixture_scores`)."""
+    drop = _hypotheses(k, max_outliers)
+    floor = _outlier_floor(m)
+    # sup over the labellings: an outlier has possibility ε, an inlier its consistency;
+    # the first k observations are labelled by the hypothesis, the later ones freely
+    gain = np.where(np.isnan(log_c), 0.0, np.maximum(log_c, floor) if t >= k else log_c)
+    if t < k:
+        gain = gain + np.where(observed[..., None] & drop[:, t], floor, 0.0)
+    return gain
 
 
 def leader_discount(discount: Any, lead: np.ndarray, observed: np.ndarray) -> np.ndarray:
