@@ -3,6 +3,7 @@ through update(), bit for bit, with either engine."""
 
 from __future__ import annotations
 
+import inspect
 import pickle
 
 import numpy as np
@@ -15,6 +16,7 @@ from possibly.changepoint import (
     DetectorBank,
     SegmentPrior,
     automatic_prior,
+    compiled_engine,
     model_family,
     numba_available,
 )
@@ -222,6 +224,8 @@ def test_a_numba_without_the_runtime_switch_falls_back(monkeypatch, error, when)
     want = replay(_bank_with(priors), dict(zip("abc", data, strict=True)),
                   np.random.default_rng(4), 600)
     monkeypatch.setattr(bank_module, "compiled_streams", without_the_switch)
+    # the failure is remembered per process: keep this fake numba's out of the other tests
+    monkeypatch.setattr(compiled_engine, "_NEEDS_REFCOUNTS", set())
     got = replay(_bank_with(priors), dict(zip("abc", data, strict=True)),
                  np.random.default_rng(4), 600)
     assert asked == [False, True]  # the plain driver was tried, then the counted one
@@ -517,6 +521,39 @@ def test_a_kernel_that_allocates_runs_with_reference_counts():
     for i, d in enumerate(data):
         assert_same(got[i], expected_steps(ChangepointDetector(model=model, engine="numba"),
                                            d), i)
+
+
+@NO_NUMBA
+@pytest.mark.parametrize("where", ["bank", "stream"])
+def test_an_allocating_kernel_is_tried_without_reference_counts_once(where, monkeypatch):
+    """numba does not remember a failed compile: the next bank or stream of a kernel that
+    allocates goes straight to the loop with reference counts, instead of compiling (and
+    failing) again."""
+    from possibly.changepoint import bank as bank_module
+
+    name = {"bank": "compiled_streams", "stream": "compiled_stepper"}[where]
+    module = {"bank": bank_module, "stream": compiled_engine}[where]
+    original = getattr(module, name)
+    made = []
+
+    def counting(*args, **kwargs):
+        bound = inspect.signature(original).bind(*args, **kwargs)
+        made.append(bound.arguments.get("refcounts", True))
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, counting)
+    # forget what earlier tests of this process compiled
+    monkeypatch.setattr(compiled_engine, "_NEEDS_REFCOUNTS", set(), raising=False)
+    model = AllocatingLevel(0, prior=SegmentPrior(0.0, 5.0, 60.0))
+    data = streams(3, 30, seed=9)
+    for d in data:  # three banks or streams of the same kernel
+        if where == "bank":
+            bank = DetectorBank(model=model, engine="numba", parallel=False)
+            bank.update_many(["a", "b"], d[:2])
+        else:
+            ChangepointDetector(model=model, engine="numba").update(d[0])
+    assert made.count(False) == 1
+    assert made.count(True) == 3
 
 
 @NO_NUMBA

@@ -660,13 +660,17 @@ class DetectorBank:
         compiled = self._compiled
         assert compiled is not None
         functions = compiled.kernels[0].functions
+        import numba
+
         from possibly.changepoint.anomaly_numba import bank_calibration
 
         # compiled (or loaded) at this first call, before it runs
         self._driver = without_refcounts(
             lambda refcounts: compiled_streams(functions, self._settings.shape[2], self.parallel,
                                                bank_calibration, refcounts=refcounts),
-            lambda driver: driver(*args))
+            lambda driver: driver(*args),
+            ("bank", functions, self._settings.shape[2], self.parallel,
+             tuple(numba.typeof(a) for a in args)))
 
     def _numpy_steps(self, rows: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """:func:`~possibly.changepoint.recursion.step` per stream, as the detector's numpy

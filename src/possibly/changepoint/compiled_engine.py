@@ -15,7 +15,7 @@ import functools
 import hashlib
 import math
 import types
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -729,12 +729,19 @@ def step_calibrated(y, row, ints, start, log_w, runs, params, scal, rows, peak,
                  out[7], out[8])
 
 
-def without_refcounts(make: Callable[[bool], Any], compile_it: Callable[[Any], Any]) -> Any:
+#: keys of :func:`without_refcounts` whose compile without reference counts failed
+_NEEDS_REFCOUNTS: set[Hashable] = set()
+
+
+def without_refcounts(make: Callable[[bool], Any], compile_it: Callable[[Any], Any],
+                      key: Hashable = None) -> Any:
     """The dispatcher ``make(refcounts)`` after ``compile_it(dispatcher)`` (which compiles or
     loads it), made without numba's reference counts (a step that allocates nothing, merging
     included: the same numbers at a fraction of the cost), or with them where that fails (a
     kernel or calibration that allocates, or a numba without the option that turns its runtime
-    off: KeyError, an unknown option).
+    off: KeyError, an unknown option). ``key`` (None: no memory) names what is compiled: a
+    failure is remembered per process, so the next stream of an allocating kernel goes
+    straight to the version with reference counts (numba does not remember failed compiles).
 
     Examples
     --------
@@ -748,12 +755,14 @@ def without_refcounts(make: Callable[[bool], Any], compile_it: Callable[[Any], A
     """
     from numba.core.errors import NumbaError
 
-    try:
-        dispatcher = make(False)
-        compile_it(dispatcher)
-        return dispatcher
-    except (NumbaError, KeyError, TypeError):
-        pass
+    if key is None or key not in _NEEDS_REFCOUNTS:
+        try:
+            dispatcher = make(False)
+            compile_it(dispatcher)
+            return dispatcher
+        except (NumbaError, KeyError, TypeError):
+            if key is not None:
+                _NEEDS_REFCOUNTS.add(key)
     dispatcher = make(True)
     compile_it(dispatcher)
     return dispatcher
@@ -874,7 +883,8 @@ class CompiledStream:
         stepper = without_refcounts(
             lambda refcounts: compiled_stepper(self.functions, self.n_params, refcounts,
                                                self.calibrate),
-            lambda dispatcher: dispatcher.compile(signature))
+            lambda dispatcher: dispatcher.compile(signature),
+            ("stream", self.functions, self.n_params, self.calibrate, signature))
         self.stepper = stepper
         try:
             self._call = stepper.overloads[signature].entry_point
