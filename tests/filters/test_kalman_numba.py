@@ -554,7 +554,8 @@ def test_plain_loop_equals_the_start_loop_with_one_hypothesis_bit_for_bit(n, m, 
         status = kalman_numba.run_start(
             ys_t, 0, 40, mean_b, cov_b, False, args[0], inverse, args[1],
             mixture_tables(m, 0, 0), *kalman_numba.sizes(n, m), b,
-            (np.empty((0, 4, n, n)), np.empty((0, 4, n, n))), np.zeros((40, 2), dtype=bool))
+            (np.empty((0, 4, n, n)), np.empty((0, 4, n, n))), np.zeros((40, 2), dtype=bool),
+            np.zeros(4, dtype=np.int64))
         assert status == 1
         for x, y, name in zip(a[:7], b[:7], a._fields[:7], strict=True):
             np.testing.assert_array_equal(x, y, err_msg=name)

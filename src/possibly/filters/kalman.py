@@ -1042,13 +1042,15 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
         return self.robust, self.dim, np.nan if self.tau is None else self.tau, levels
 
     def _compiled_start(self, compiled: Any, state: KalmanState, ys_t: np.ndarray,
-                        out: _Buffer, starts: bool) -> tuple[KalmanState, int] | None:
+                        out: _Buffer, starts: bool, lead: np.ndarray | None = None
+                        ) -> tuple[KalmanState, int] | None:
         """The robust start's steps up to its collapse (``starts``; else the plain recursion
         as a mixture of one hypothesis, over as many steps) from the prior ``state`` in the
         compiled loop (``kalman_numba.run_start``), information-form steps included, the
-        leader's outputs written into ``out``. Returns the leader's state and the next step,
-        or None where numpy must run them (a matrix singular by rounding, or ``F`` not
-        invertible while a direction is uninformed)."""
+        leader's outputs written into ``out`` and each series' final leader into ``lead``
+        (given: B integers, zeros). Returns the leader's state and the next step, or None
+        where numpy must run them (a matrix singular by rounding, or ``F`` not invertible
+        while a direction is uninformed)."""
         T, size, m = ys_t.shape
         n = self.state_dim
         t_end = min(T, K + WINDOW)
@@ -1064,7 +1066,8 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
         forms = np.zeros((t_end, 2), dtype=bool)
         status = compiled.run_start(ys_t, 0, t_end, mean, mat, info, self._kernel_model(),
                                     inverse, self._kernel_rule(), tables,
-                                    *compiled.sizes(n, m), out.arrays, precisions, forms)
+                                    *compiled.sizes(n, m), out.arrays, precisions, forms,
+                                    np.zeros(size, dtype=np.int64) if lead is None else lead)
         if status == 0:
             return None
         # the steps in information form (a prefix; the loop wrote their covariances): their
@@ -1128,16 +1131,53 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
             masked = plain._settled_start(ys_b, first, engine)
             fr = plain.filter(masked, first, engine=engine)
             res = smooth(self.model, dataclasses.replace(fr, index=index), engine=engine)
-            return self._report_rejected(res, ys_b, masked)
+            return res if masked is ys_b else self._report_rejected(res, ys_b, masked)
         return smooth(self.model, self.filter(ys, prior, engine=engine), engine=engine)
 
     def _settled_start(self, ys: np.ndarray, prior: MultivariateNormal | None,
                        engine: str) -> np.ndarray:
         """``ys`` (..., T, m) with the observations that the robust start settles on as
-        outliers missing (as :func:`~possibly.filters.robust_start.start_masked`), ``self``
-        being the plain filter. Each hypothesis is this filter with its outliers missing: they
-        run over the start's steps as extra series (compiled with ``engine``), then their
-        consistencies score the mixture step by step to the leader at the collapse."""
+        outliers missing (as :func:`~possibly.filters.robust_start.start_masked`; ``ys``
+        itself where it settles on none), ``self`` being the plain filter. Each hypothesis
+        is this filter with its outliers missing: compiled, the start's own mixture over its
+        steps reports the leader at the collapse; in numpy, the hypotheses run over the
+        start's steps as extra series, then their consistencies score the mixture step by
+        step to that leader."""
+        steps = min(ys.shape[-2], K + WINDOW)
+        drop = start_hypotheses(K, MAX_OUTLIERS)
+        cols = min(K, steps)
+        flat = ys.reshape((-1,) + ys.shape[-2:])
+        size = flat.shape[0]
+        # the call of the hypotheses as extra series (as engine="auto" counts it)
+        compiled = self._compiled(engine, self._auto_call("filter", len(drop) * size, steps))
+        lead = None if compiled is None else self._compiled_leader(
+            compiled, self._initial(prior, ys.shape[:-2], size), flat[:, :steps])
+        if lead is None:
+            lead = self._hypotheses_leader(ys, prior, "numpy" if compiled is None else engine)
+        if not lead.any():  # the hypothesis that drops nothing
+            return ys
+        masked = flat.copy()
+        head = masked[:, :cols]
+        head[drop[lead][:, :cols]] = np.nan
+        return masked.reshape(ys.shape)
+
+    def _compiled_leader(self, compiled: Any, prior: KalmanState, ys: np.ndarray
+                         ) -> np.ndarray | None:
+        """Each series' leading hypothesis after the robust start's steps ``ys`` (B, steps,
+        m) from ``prior``, in the compiled start (``kalman_numba.run_start``), or None where
+        numpy must run them."""
+        size, steps, _ = ys.shape
+        lead = np.zeros(size, dtype=np.int64)
+        out = _Buffer.empty(frozenset({"mean"}), steps, size, self.state_dim)
+        ys_t = np.ascontiguousarray(np.moveaxis(ys, 1, 0))
+        if self._compiled_start(compiled, prior, ys_t, out, True, lead) is None:
+            return None
+        return lead
+
+    def _hypotheses_leader(self, ys: np.ndarray, prior: MultivariateNormal | None,
+                           engine: str) -> np.ndarray:
+        """Each series' leading hypothesis (flat batch) after the robust start's steps, from
+        the hypotheses run over those steps as extra series of this (plain) filter."""
         steps = min(ys.shape[-2], K + WINDOW)
         drop = start_hypotheses(K, MAX_OUTLIERS)
         cols = min(K, steps)
@@ -1151,11 +1191,7 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
             log_c = self.filter(yh, prior, keep=("mean",), engine=engine).log_consistency
         log_c = np.moveaxis(log_c.reshape(len(drop), -1, steps), 0, 1)  # (B, H, steps)
         flat = ys.reshape((-1,) + ys.shape[-2:])
-        lead = settled_leader(log_c, ~np.isnan(flat[:, :steps]).all(-1), self.obs_dim)
-        masked = flat.copy()
-        head = masked[:, :cols]
-        head[drop[lead][:, :cols]] = np.nan
-        return masked.reshape(ys.shape)
+        return settled_leader(log_c, ~np.isnan(flat[:, :steps]).all(-1), self.obs_dim)
 
     def _report_rejected(self, res: Any, ys: np.ndarray, masked: np.ndarray) -> Any:
         """``res`` (a SmootherResult) with the observations that the robust start rejected

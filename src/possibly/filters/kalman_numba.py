@@ -844,7 +844,7 @@ def run(ys, t0, mean, cov, model, rule, n_tup, m_tup, out):  # pragma: no cover 
 
 @numba.njit(cache=True, nogil=True)
 def run_start(ys, t0, t_end, mean, mat, information, model, inverse, rule, mixture, n_tup,
-              m_tup, out, precisions, forms):  # pragma: no cover - compiled
+              m_tup, out, precisions, forms, lead):  # pragma: no cover - compiled
     """Steps ``t0..t_end-1`` of every series of the robust start's mixture of hypotheses
     (``robust_start.start_step``; one hypothesis: the plain recursion), in information form
     while a direction of the state is uninformed (else through :func:`run`), writing the
@@ -860,6 +860,7 @@ def run_start(ys, t0, t_end, mean, mat, information, model, inverse, rule, mixtu
     information form (one batch, as numpy's steps) the leader's filtered and predicted
     precisions go to ``precisions[0][t]``, ``precisions[1][t]``, ``forms[t]`` says which
     were, and their covariances (``inf`` where singular, as numpy's record) to ``out``.
+    ``lead`` (B, integers, zeros) receives each series' leading hypothesis after the last step.
     Returns 0 if a matrix to invert is singular by rounding, or ``F`` is not invertible while
     in information form (the caller reruns these steps in numpy), 1 if the final state is in
     covariance form, 2 in information form.
@@ -896,7 +897,6 @@ def run_start(ys, t0, t_end, mean, mat, information, model, inverse, rule, mixtu
     pM = np.empty((B, nh, n, n))
     lc = np.empty((B, nh))
     dc = np.empty((B, nh))
-    lead = np.zeros(B, dtype=np.int64)
     hcond = np.empty((B, nh), dtype=np.int8)  # _update_information's conditioning, or -1
     # the covariance-form steps' inputs and outputs in run (rows 0..1 of its time axis, as
     # in step): every hypothesis of every series a row of one batch
