@@ -963,14 +963,22 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
             _no_prior_override(prior)
             return self._scale.fit(ys, engine=engine, predicted=True, stacklevel=4)
         arr, batch, index = self._observations(ys)
+        return self._filter(arr, batch, index, self.prior if prior is None else prior, keep,
+                            engine, self._starts(prior))
+
+    def _filter(self, arr: np.ndarray, batch: tuple[int, ...], index: Any,
+                prior: MultivariateNormal | None, keep: frozenset[str], engine: str,
+                starts: bool, stacklevel: int = 4) -> FilterResult:
+        """:meth:`filter` of the checked observations ``arr`` (B, T, m) from ``prior`` (None:
+        uninformative), with the robust start if ``starts`` (else the plain recursion); a
+        warning names the caller ``stacklevel`` frames up."""
         size, T, _ = arr.shape
         compiled = self._compiled(engine, self._auto_call("filter", size, T))
-        state = self._initial(self.prior if prior is None else prior, batch, size)
+        state = self._initial(prior, batch, size)
         # time-major storage: each step writes contiguous blocks
         ys_t = np.ascontiguousarray(np.moveaxis(arr, 1, 0))
         out = _Buffer.empty(keep, T, size, self.state_dim)
         t = 0
-        starts = self._starts(prior)
         if compiled is not None and (starts or state.information_form):
             # the start's mixture (one hypothesis without it) up to its collapse, compiled
             # in information form too
@@ -982,7 +990,7 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
         if starts and t == 0:
             state, t = self._run_start(start_init(state, (size,)), ys_t, out)
         state = self._run_plain(state, ys_t, t, out, compiled)
-        warn_if_mostly_discounted(out.arrays.discount.T)
+        warn_if_mostly_discounted(out.arrays.discount.T, stacklevel)
         return out.result(batch, state, state_names=self.model.names, dim=self.dim,
                           index=index)
 
@@ -1123,14 +1131,11 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
             # recursion in which its outliers are missing (exactly that hypothesis' filter)
             arr, batch, index = self._observations(ys)
             first = self.prior if prior is None else prior
-            # the prior is passed per call: a batched prior fits the batch of ys, not the
-            # constructor's empty batch
-            plain = KalmanFilter(self.model, robust=self.robust, tau=self.tau, dim=self.dim,
-                                 coverage=self.coverage, robust_start=False)
             ys_b = arr.reshape(batch + arr.shape[1:])
-            masked = plain._settled_start(ys_b, first, engine)
-            fr = plain.filter(masked, first, engine=engine)
-            res = smooth(self.model, dataclasses.replace(fr, index=index), engine=engine)
+            masked = self._settled_start(ys_b, first, engine)
+            fr = self._filter(masked.reshape(arr.shape), batch, index, first,
+                              _keep_set("all"), engine, False)
+            res = smooth(self.model, fr, engine=engine)
             return res if masked is ys_b else self._report_rejected(res, ys_b, masked)
         return smooth(self.model, self.filter(ys, prior, engine=engine), engine=engine)
 
@@ -1138,16 +1143,16 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
                        engine: str) -> np.ndarray:
         """``ys`` (..., T, m) with the observations that the robust start settles on as
         outliers missing (as :func:`~possibly.filters.robust_start.start_masked`; ``ys``
-        itself where it settles on none), ``self`` being the plain filter. Each hypothesis
-        is this filter with its outliers missing: compiled, the start's own mixture over its
-        steps reports the leader at the collapse; in numpy, the hypotheses run over the
-        start's steps as extra series, then their consistencies score the mixture step by
-        step to that leader."""
+        itself where it settles on none), from ``prior`` (None: uninformative). Each
+        hypothesis is the plain filter with its outliers missing: compiled, the start's own
+        mixture over its steps reports the leader at the collapse; in numpy, the hypotheses
+        run over the start's steps as extra series, then their consistencies score the
+        mixture step by step to that leader."""
         steps = min(ys.shape[-2], K + WINDOW)
-        drop = start_hypotheses(K, MAX_OUTLIERS)
+        drop = mixture_tables(self.obs_dim)[0]
         cols = min(K, steps)
         flat = ys.reshape((-1,) + ys.shape[-2:])
-        size = flat.shape[0]
+        size = len(flat)
         # the call of the hypotheses as extra series (as engine="auto" counts it)
         compiled = self._compiled(engine, self._auto_call("filter", len(drop) * size, steps))
         lead = None if compiled is None else self._compiled_leader(
@@ -1169,7 +1174,7 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
         size, steps, _ = ys.shape
         lead = np.zeros(size, dtype=np.int64)
         out = _Buffer.empty(frozenset({"mean"}), steps, size, self.state_dim)
-        ys_t = np.ascontiguousarray(np.moveaxis(ys, 1, 0))
+        ys_t = np.ascontiguousarray(ys.swapaxes(0, 1))
         if self._compiled_start(compiled, prior, ys_t, out, True, lead) is None:
             return None
         return lead
@@ -1177,7 +1182,7 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
     def _hypotheses_leader(self, ys: np.ndarray, prior: MultivariateNormal | None,
                            engine: str) -> np.ndarray:
         """Each series' leading hypothesis (flat batch) after the robust start's steps, from
-        the hypotheses run over those steps as extra series of this (plain) filter."""
+        the hypotheses run over those steps as extra series of the plain filter."""
         steps = min(ys.shape[-2], K + WINDOW)
         drop = start_hypotheses(K, MAX_OUTLIERS)
         cols = min(K, steps)
@@ -1188,7 +1193,8 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
         head[np.broadcast_to(mask, head.shape[:-1])] = np.nan
         with warnings.catch_warnings():  # a wrong hypothesis discounts much: no news
             warnings.simplefilter("ignore", MostlyDiscountedWarning)
-            log_c = self.filter(yh, prior, keep=("mean",), engine=engine).log_consistency
+            log_c = self._filter(yh.reshape((-1,) + yh.shape[-2:]), yh.shape[:-2], None,
+                                 prior, _keep_set(("mean",)), engine, False).log_consistency
         log_c = np.moveaxis(log_c.reshape(len(drop), -1, steps), 0, 1)  # (B, H, steps)
         flat = ys.reshape((-1,) + ys.shape[-2:])
         return settled_leader(log_c, ~np.isnan(flat[:, :steps]).all(-1), self.obs_dim)
@@ -1201,7 +1207,11 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
                               self.dim, None)
             return info.log_consistency
 
-        rejected = ~np.isnan(ys).all(-1) & np.isnan(masked).all(-1)
+        # the start's steps only: it rejects nothing later
+        cols = min(K, ys.shape[-2])
+        rejected = np.zeros(ys.shape[:-1], dtype=bool)
+        rejected[..., :cols] = (~np.isnan(ys[..., :cols, :]).all(-1)
+                                & np.isnan(masked[..., :cols, :]).all(-1))
         return dataclasses.replace(res, filtered=with_rejected(
             res.filtered, rejected, res.mean, res.covariance, ys, log_consistency))
 

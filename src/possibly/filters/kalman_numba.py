@@ -36,7 +36,7 @@ from possibly.compiled import discount_scalar
 from possibly.filters._common import KernelOutputs
 from possibly.filters.elimination_numba import solve_in_place
 
-__all__ = ["run", "run_start", "sizes", "step", "step_buffers"]
+__all__ = ["backward_information", "run", "run_start", "sizes", "step", "step_buffers"]
 
 _BIG = 1e100  # as possibly.filters._common._BIG
 _DIFFUSE = 1e4  # as possibly.filters.kalman._DIFFUSE (the numpy step)
@@ -1381,6 +1381,135 @@ def _to_covariance_form(hM, cond, ea, eb, w, V):  # pragma: no cover - compiled
                 for j in range(n):
                     hM[b, h, i, j] = 0.5 * (eb[i, j] + eb[j, i])
     return 1
+
+
+@numba.njit(cache=True, nogil=True)
+def backward_information(f_mean, f_pre, p_mean, p_pre, s_mean, s_cov, s_prec, from_covariance,
+                         F, G, Qg_inv, t_hi, n_tup):  # pragma: no cover - compiled
+    """The RTS smoother's steps ``t = t_hi, ..., 0`` in information form (those whose
+    filtered state is; ``smoother._information_step``, a time-invariant model) of every
+    series, in place, with this module's pseudo-inverses (:func:`_pinv_mv`,
+    :func:`_covariance_or_inf`: as the start's steps).
+
+    Time-major arrays as ``smoother_numba.backward``'s; ``f_pre`` and ``p_pre`` the filtered
+    and predicted precisions of the steps in information form. ``s_prec`` (B, n, n): the
+    smoothed precision at ``t_hi + 1`` (``from_covariance``: written first, ``sym`` of the
+    inverse of ``s_cov[t_hi + 1]``), then at each step's. ``G`` and ``Qg_inv``: ``Q = G Q_g
+    Gᵀ``. Returns -1 when every step is done, else the step ``t`` that numpy must run (a mean
+    beyond ``_BIG``, a matrix singular by rounding; nothing of it kept): the steps after it
+    are done and ``s_prec`` holds the smoothed precision at ``t + 1``."""
+    B = f_mean.shape[1]
+    n = len(n_tup)
+    g = G.shape[1]
+    lam = np.empty((n, n))
+    back = np.empty((n, n))
+    lg = np.empty((n, g))
+    a = np.empty((g, g))
+    x = np.empty((g, n + 1))  # a⁻¹ [Gᵀ h, lgᵀ]
+    h = np.empty(n)
+    rhs = np.empty(n)
+    d = np.empty(n)
+    new = np.empty((B, n, n))  # the step's precisions: s_prec keeps t + 1's until it is done
+    ea, eb, w, V = np.empty((n, n)), np.empty((n, n)), np.empty(n), np.empty((n, n))
+    r, step = np.empty(n), np.empty(n)
+    if from_covariance:
+        for b in range(B):
+            for i in range(n):
+                for j in range(n):
+                    ea[i, j] = s_cov[t_hi + 1, b, i, j]
+                    eb[i, j] = 1.0 if i == j else 0.0
+            if not solve_in_place(ea, eb, n):
+                return t_hi
+            for i in range(n):
+                for j in range(n):
+                    s_prec[b, i, j] = 0.5 * (eb[i, j] + eb[j, i])
+    for t in range(t_hi, -1, -1):
+        for b in range(B):
+            big = 0.0
+            for i in range(n):
+                big = max(big, abs(s_mean[t + 1, b, i]), abs(p_mean[t + 1, b, i]),
+                          abs(f_mean[t, b, i]))
+            if big > _BIG:  # numpy's step scales the means
+                return t
+            for i in range(n):
+                acc = 0.0
+                for j in range(n):
+                    lam[i, j] = s_prec[b, i, j] - p_pre[t + 1, b, i, j]
+                    acc += s_prec[b, i, j] * s_mean[t + 1, b, j]
+                acc2 = 0.0
+                for j in range(n):
+                    acc2 += p_pre[t + 1, b, i, j] * p_mean[t + 1, b, j]
+                h[i] = acc - acc2
+            if g:  # the sup over the process noise in range(Q)
+                for i in range(n):
+                    for c in range(g):
+                        acc = 0.0
+                        for j in range(n):
+                            acc += lam[i, j] * G[j, c]
+                        lg[i, c] = acc
+                for c in range(g):
+                    for e in range(g):
+                        acc = 0.0
+                        for j in range(n):
+                            acc += G[j, c] * lg[j, e]
+                        a[c, e] = Qg_inv[c, e] + acc
+                    acc = 0.0
+                    for j in range(n):
+                        acc += h[j] * G[j, c]
+                    x[c, 0] = acc
+                    for i in range(n):
+                        x[c, i + 1] = lg[i, c]
+                if not solve_in_place(a, x, n + 1):
+                    return t
+                for i in range(n):
+                    acc = 0.0
+                    for c in range(g):
+                        acc += lg[i, c] * x[c, 0]
+                    h[i] -= acc
+                for i in range(n):
+                    for j in range(n):
+                        acc = 0.0
+                        for c in range(g):
+                            acc += lg[i, c] * x[c, j + 1]
+                        lam[i, j] -= acc
+            for i in range(n):  # Fᵀ Λ F
+                for j in range(n):
+                    acc = 0.0
+                    for c in range(n):
+                        acc += lam[i, c] * F[c, j]
+                    ea[i, j] = acc
+            for i in range(n):
+                for j in range(n):
+                    acc = 0.0
+                    for c in range(n):
+                        acc += F[c, i] * ea[c, j]
+                    back[i, j] = acc
+            for i in range(n):
+                for j in range(n):
+                    new[b, i, j] = f_pre[t, b, i, j] + back[i, j]
+            for i in range(n):
+                for j in range(i, n):
+                    v = 0.5 * (new[b, i, j] + new[b, j, i])
+                    new[b, i, j] = v
+                    new[b, j, i] = v
+            for i in range(n):  # Fᵀ h - back μ_t
+                acc = 0.0
+                for c in range(n):
+                    acc += F[c, i] * h[c]
+                acc2 = 0.0
+                for c in range(n):
+                    acc2 += back[i, c] * f_mean[t, b, c]
+                rhs[i] = acc - acc2
+            _pinv_mv(new[b], rhs, d, ea, w, V, n)
+            for i in range(n):
+                s_mean[t, b, i] = f_mean[t, b, i] + d[i]
+            if not _covariance_or_inf(new[b], s_cov[t, b], ea, eb, w, V, r, step):
+                return t
+        for b in range(B):
+            for i in range(n):
+                for j in range(n):
+                    s_prec[b, i, j] = new[b, i, j]
+    return -1
 
 
 def step_buffers(model: tuple[np.ndarray, ...], rule: tuple[Any, ...]
