@@ -200,15 +200,7 @@ def _update_scalar(state: KalmanState, y: np.ndarray, ob: _Observation, robust: 
     P = cast(np.ndarray, state.covariance)
     h = ob.H[0]
     r = ob.R[0, 0]
-    ph = _right(P, h[:, None])[..., 0]  # P hᵀ
-    hph = ph @ h
-    v = y[..., 0] - state.mean @ h
-    s0 = hph + r
-    if np.abs(v).max() > _BIG:  # v² could overflow: -inf, i.e. c = 0, is the right answer
-        with np.errstate(over="ignore"):
-            log_c = np.minimum(-0.5 * (v * v) / s0, 0.0)
-    else:
-        log_c = np.minimum(-0.5 * v * v / s0, 0.0)
+    ph, hph, v, s0, log_c = _scalar_log_c(P, state.mean, y, h, r)
     gamma, rho = _discounts(log_c, robust, dim, tau, ref)
     k = ((rho / (rho * hph + r)) if robust else 1.0 / s0)[..., None] * ph
     mean = state.mean + k * v[..., None]
@@ -227,6 +219,23 @@ def _update_scalar(state: KalmanState, y: np.ndarray, ob: _Observation, robust: 
         cov = np.where(diffuse[..., None, None], stable, cov)
     return (KalmanState(mean, cov, None, state.t + 1),
             KalmanInfo(log_consistency=log_c, discount=rho, gamma=gamma))
+
+
+def _scalar_log_c(P: np.ndarray, mean: np.ndarray, y: np.ndarray, h: np.ndarray, r: float
+                  ) -> tuple[np.ndarray, ...]:
+    """``(P hᵀ, h P hᵀ, v, s, log c)`` of a complete scalar observation ``y`` (``h`` the row
+    of ``H``, ``r`` = R): the innovation ``v``, its variance ``s`` and ``log c = -½ v² / s``
+    (at most 0)."""
+    ph = _right(P, h[:, None])[..., 0]  # P hᵀ
+    hph = ph @ h
+    v = y[..., 0] - mean @ h
+    s0 = hph + r
+    if np.abs(v).max() > _BIG:  # v² could overflow: -inf, i.e. c = 0, is the right answer
+        with np.errstate(over="ignore"):
+            log_c = np.minimum(-0.5 * (v * v) / s0, 0.0)
+    else:
+        log_c = np.minimum(-0.5 * v * v / s0, 0.0)
+    return ph, hph, v, s0, log_c
 
 
 def _joseph(P: np.ndarray, gain: np.ndarray, H: np.ndarray, g: np.ndarray,
@@ -1202,9 +1211,12 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
     def _report_rejected(self, res: Any, ys: np.ndarray, masked: np.ndarray) -> Any:
         """``res`` (a SmootherResult) with the observations that the robust start rejected
         (observed in ``ys``, missing in ``masked``) reported by :func:`with_rejected`."""
+        ob = self.model._observation
+
         def log_consistency(mean: np.ndarray, cov: np.ndarray, y: np.ndarray) -> np.ndarray:
-            _, info = _update(KalmanState(mean, cov), y, self.model._observation, True,
-                              self.dim, None)
+            if ob.resid is None and ob.H.ndim == 2 and ob.H.shape[0] == 1:  # as _update_scalar
+                return _scalar_log_c(cov, mean, y, ob.H[0], ob.R[0, 0])[-1]
+            _, info = _update(KalmanState(mean, cov), y, ob, True, self.dim, None)
             return info.log_consistency
 
         # the start's steps only: it rejects nothing later

@@ -141,8 +141,11 @@ def smooth(model: LinearGaussianModel, filtered: FilterResult, *,
         the filter's own time-major storage (the one type the compiled pass is compiled for;
         a copy otherwise)."""
         # swapaxes: moveaxis(·, 1, 0) without its argument checks (a fixed cost per call)
-        return np.require(a.reshape((size,) + a.shape[a.ndim - ev:]).swapaxes(0, 1),
-                          np.float64, ("C", "W"))
+        a = a.reshape((size,) + a.shape[a.ndim - ev:]).swapaxes(0, 1)
+        flags = a.flags
+        if flags.c_contiguous and flags.writeable and a.dtype == np.float64:
+            return a  # the filter's storage: np.require's checks cost more than its work
+        return np.require(a, np.float64, ("C", "W"))
 
     f_mean, f_cov, p_mean, p_cov = (time_major(f_mean, 2), time_major(f_cov, 3),
                                     time_major(p_mean, 2), time_major(p_cov, 3))
