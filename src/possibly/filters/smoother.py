@@ -101,7 +101,8 @@ def smooth(model: LinearGaussianModel, filtered: FilterResult, *,
     filtered : FilterResult
         From :meth:`possibly.KalmanFilter.filter` with ``keep="all"`` (the default).
     engine : {"auto", "numpy", "numba"}
-        ``"numba"``: the steps in covariance form in a compiled loop (needs numba);
+        ``"numba"``: the steps in a compiled loop (needs numba; those in information form
+        too for a time-invariant model);
         ``"numpy"``: batched numpy steps; ``"auto"`` (default): by the rule of
         :meth:`possibly.KalmanFilter.filter` (numpy for a process's small calls until the
         compiled pass is loaded or a budget of numpy work is spent). Both agree to about
