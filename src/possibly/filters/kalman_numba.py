@@ -1405,7 +1405,8 @@ def backward_information(f_mean, f_pre, p_mean, p_pre, s_mean, s_cov, s_prec, fr
     back = np.empty((n, n))
     lg = np.empty((n, g))
     a = np.empty((g, g))
-    x = np.empty((g, n + 1))  # a⁻¹ [Gᵀ h, lgᵀ]
+    x = np.empty((g, n + 1))  # a⁻¹ [Gᵀ h, Gᵀ Λ]
+    lgx = np.empty((n, n + 1))
     h = np.empty(n)
     rhs = np.empty(n)
     d = np.empty(n)
@@ -1441,18 +1442,11 @@ def backward_information(f_mean, f_pre, p_mean, p_pre, s_mean, s_cov, s_prec, fr
                     acc2 += p_pre[t + 1, b, i, j] * p_mean[t + 1, b, j]
                 h[i] = acc - acc2
             if g:  # the sup over the process noise in range(Q)
-                for i in range(n):
-                    for c in range(g):
-                        acc = 0.0
-                        for j in range(n):
-                            acc += lam[i, j] * G[j, c]
-                        lg[i, c] = acc
+                _mul_abt(lam, G.T, lg)  # Λ G
+                _mul_abt(G.T, lg.T, a)  # Gᵀ Λ G
                 for c in range(g):
                     for e in range(g):
-                        acc = 0.0
-                        for j in range(n):
-                            acc += G[j, c] * lg[j, e]
-                        a[c, e] = Qg_inv[c, e] + acc
+                        a[c, e] = Qg_inv[c, e] + a[c, e]
                     acc = 0.0
                     for j in range(n):
                         acc += h[j] * G[j, c]
@@ -1461,29 +1455,13 @@ def backward_information(f_mean, f_pre, p_mean, p_pre, s_mean, s_cov, s_prec, fr
                         x[c, i + 1] = lg[i, c]
                 if not solve_in_place(a, x, n + 1):
                     return t
+                _mul_abt(lg, x.T, lgx)  # Λ G a⁻¹ [Gᵀ h, Gᵀ Λ]
                 for i in range(n):
-                    acc = 0.0
-                    for c in range(g):
-                        acc += lg[i, c] * x[c, 0]
-                    h[i] -= acc
-                for i in range(n):
+                    h[i] -= lgx[i, 0]
                     for j in range(n):
-                        acc = 0.0
-                        for c in range(g):
-                            acc += lg[i, c] * x[c, j + 1]
-                        lam[i, j] -= acc
-            for i in range(n):  # Fᵀ Λ F
-                for j in range(n):
-                    acc = 0.0
-                    for c in range(n):
-                        acc += lam[i, c] * F[c, j]
-                    ea[i, j] = acc
-            for i in range(n):
-                for j in range(n):
-                    acc = 0.0
-                    for c in range(n):
-                        acc += F[c, i] * ea[c, j]
-                    back[i, j] = acc
+                        lam[i, j] -= lgx[i, j + 1]
+            _mul_abt(lam, F.T, ea)  # Fᵀ Λ F
+            _mul_abt(F.T, ea.T, back)
             for i in range(n):
                 for j in range(n):
                     new[b, i, j] = f_pre[t, b, i, j] + back[i, j]
