@@ -8,20 +8,20 @@ predict ``F μ, F P Fᵀ + Q``; update with the innovation ``v = y - H μ``, ``l
 :func:`possibly.compiled.discount_scalar` and the gain ``K = ρ P Hᵀ (ρ H P Hᵀ + R)⁻¹``, the
 covariance in the Joseph or information form where the prior is diffuse relative to ``R``;
 missing components decoupled as in ``_observation_at``. Time-invariant models with an onto
-``H`` only. :func:`run` is the plain recursion; :func:`run_start` runs the robust start's
-mixture: its information-form steps (Jacobi pseudo-inverses, as
-``np.linalg.pinv(hermitian=True)``), then its covariance-form steps through :func:`run` or,
-with one observed component, :func:`_hypothesis_steps` (only the hypotheses' states written;
-those that can never lead again skipped; two states in scalars, the same operations). Equal to
-the numpy path to ~1e-12 where the information form is well conditioned, ~1e-6 from a flat
-prior with three states or a diffuse model (the pseudo-inverses round differently).
+``H`` only. :func:`run` is the plain recursion; :func:`run_start` the robust start's mixture:
+its information-form steps (Jacobi pseudo-inverses, as ``np.linalg.pinv(hermitian=True)``;
+the smoother's take them too, :func:`backward_information`), then its covariance-form steps
+through :func:`run` or, with one observed component, :func:`_hypothesis_steps` (only the
+hypotheses' states written; those that can never lead again skipped; two states in scalars,
+the same operations). Equal to numpy's to ~1e-12 where the information form is well
+conditioned, ~1e-6 from a flat prior with 3 states or a diffuse model (pseudo-inverses round).
 
-Why explicit loops: the states are tiny (n = 4, m = 2 in the tracking benchmark), so the cost
-of ``x @ Ft`` or ``np.linalg.inv`` in a compiled loop is their allocation, not their
-arithmetic. Work arrays are allocated once per call; the ``m × m`` systems are solved by
-Gaussian elimination with partial pivoting (as LAPACK's ``getrf``; an exactly zero pivot is
-refused and ``filter`` runs numpy's steps, with their pseudo-inverse fallback, from there);
-``n`` and ``m`` are compile-time constants (one loop per ``(n, m)``, cached on disk).
+Why explicit loops: the states are tiny (n = 4, m = 2 when tracking), so the cost of ``x @ Ft``
+or ``np.linalg.inv`` in a compiled loop is their allocation, not their arithmetic. Work arrays
+are allocated once per call; the ``m × m`` systems are solved by Gaussian elimination with
+partial pivoting (as LAPACK's ``getrf``; an exactly zero pivot is refused and ``filter`` runs
+numpy's steps, with their pseudo-inverse fallback, from there); ``n`` and ``m`` are
+compile-time constants (one loop per ``(n, m)``, cached on disk).
 """
 
 from __future__ import annotations
