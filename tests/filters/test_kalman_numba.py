@@ -554,7 +554,8 @@ def test_plain_loop_equals_the_start_loop_with_one_hypothesis_bit_for_bit(n, m, 
         status = kalman_numba.run_start(
             ys_t, 0, 40, mean_b, cov_b, False, args[0], inverse, args[1],
             mixture_tables(m, 0, 0), *kalman_numba.sizes(n, m), b,
-            (np.empty((0, 4, n, n)), np.empty((0, 4, n, n))), np.zeros((40, 2), dtype=bool))
+            (np.empty((0, 4, n, n)), np.empty((0, 4, n, n))), np.zeros((40, 2), dtype=bool),
+            np.zeros(4, dtype=np.int64))
         assert status == 1
         for x, y, name in zip(a[:7], b[:7], a._fields[:7], strict=True):
             np.testing.assert_array_equal(x, y, err_msg=name)
@@ -743,3 +744,33 @@ def test_the_two_state_scalar_steps_give_the_general_steps_bits():
         assert kn._predict_information2(scalar, F_inv, G, qg[0, 0]) == ok, a
         if ok:
             assert np.array_equal(general, scalar), a
+
+
+@pytest.mark.parametrize("n, m", [(1, 1), (2, 1), (3, 1), (2, 2), (4, 2)])
+@pytest.mark.parametrize("prior", ["flat", "proper"])
+def test_the_compiled_start_reports_the_leader_of_its_mixture(n, m, prior):
+    """``run_start``'s ``lead``: each series' leading hypothesis after the start's steps, that
+    of numpy's mixture stepped one observation at a time (``start_step`` with no collapse,
+    read with ``robust_start.leader``) on series with early outliers and missing steps."""
+    from possibly.filters import kalman_numba
+    from possibly.filters.kalman import _Buffer
+    from possibly.filters.robust_start import start_init, start_step
+
+    rng = np.random.default_rng(7 * n + m)
+    model = _random_model(rng, n, m)
+    B, T = 40, K + WINDOW
+    ys = _random_data(rng, model, batch=B, T=T + 7)[:, :T]
+    for b in range(B):  # outliers among the observations the hypotheses label
+        ys[b, rng.choice(K, size=rng.integers(0, 3), replace=False)] += 40.0
+    kf = ps.KalmanFilter(model)
+    first = None if prior == "flat" else ps.MultivariateNormal(np.zeros(n), np.eye(n))
+    state = kf._initial(first, (B,), B)
+    mixture = start_init(state, (B,))
+    for t in range(T):
+        mixture = start_step(mixture, ys[:, t], kf._plain_step, m, window=np.inf)[0]
+    lead = np.zeros(B, dtype=np.int64)
+    out = _Buffer.empty(frozenset({"mean"}), T, B, n)
+    ys_t = np.ascontiguousarray(np.moveaxis(ys, 1, 0))
+    assert kf._compiled_start(kalman_numba, state, ys_t, out, True, lead) is not None
+    assert len(set(lead.tolist())) > 2  # several hypotheses lead somewhere
+    np.testing.assert_array_equal(lead, mixture.leader)

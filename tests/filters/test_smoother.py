@@ -3,6 +3,7 @@ equal a plain textbook RTS loop and filterpy's, and numpy serves when numba is m
 
 import importlib.util
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -10,6 +11,7 @@ import pytest
 import possibly as ps
 from possibly.filters import LinearGaussianModel
 from possibly.filters import smoother as smoother_module
+from possibly.filters.filter_result import MostlyDiscountedWarning
 
 CV = ps.filters.constant_velocity()
 CV2 = ps.filters.constant_velocity(ndim=2, obs_sd=0.7)
@@ -219,3 +221,96 @@ def test_the_smoother_settles_on_the_hypothesis_of_the_start_mixture(engine, mod
     got = plain._settled_start(ys, prior, engine)
     assert np.isnan(ref).sum() > np.isnan(ys).sum() + 50  # many outliers rejected
     np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+
+
+CA = LinearGaussianModel(F=[[1.0, 1.0, 0.5], [0.0, 1.0, 1.0], [0.0, 0.0, 1.0]],
+                         Q=np.diag([1e-4, 1e-4, 1e-3]), H=[[1.0, 0.0, 0.0]], R=[[1.0]])
+
+
+@pytest.mark.parametrize("model", [CV, CV2, RW, CA, SENSORS],
+                         ids=["cv", "two axes", "random walk", "acceleration", "sensors"])
+@pytest.mark.parametrize("T", [5, 7, 60])  # T ≠ n: _close reads (T, n) as a mean
+def test_the_information_form_steps_run_compiled_and_equal_numpys(model, T, count_calls):
+    """From the flat prior the first filtered states are in information form: the compiled
+    pass runs their smoother steps too (``kalman_numba.backward_information``), and gives
+    numpy's numbers (the pseudo-inverses round differently: to 1e-10)."""
+    pytest.importorskip("numba")
+    from possibly.filters import kalman_numba
+
+    rng = np.random.default_rng(T)
+    ys = np.stack([_track(s, T=max(T, 12), m=model.obs_dim)[:T] for s in range(5)])
+    ys[1, 0] = np.nan  # a series informed a step later
+    fr = ps.KalmanFilter(model, robust_start=False).filter(ys + rng.normal(size=ys.shape))
+    assert fr._information_part(0).shape[0] > 0  # steps in information form
+    calls = count_calls(kalman_numba, "backward_information")
+    fast = ps.filters.smooth(model, fr, engine="numba")
+    assert calls
+    slow = ps.filters.smooth(model, fr, engine="numpy")
+    _close(fast.mean, slow.mean)
+    _close(fast.covariance, slow.covariance)
+
+
+def test_huge_means_in_the_information_form_steps_take_numpys_steps(monkeypatch):
+    """A mean beyond 1e100 in a step in information form: numpy's steps (their power-of-two
+    scaling) from that step on, with the numbers of the numpy engine."""
+    pytest.importorskip("numba")
+    ys = 1e250 + _track(12, T=40)
+    ys[5:] = _track(13, T=40)[5:]  # huge at the start only (the plain filter takes it whole)
+    fr = ps.KalmanFilter(CV, robust=False).filter(ys)
+    assert np.abs(fr.mean[0]).max() > 1e200 and fr._information_part(0).shape[0] > 0
+    steps = []
+    real = smoother_module._information_step
+    monkeypatch.setattr(smoother_module, "_information_step",
+                        lambda *a: steps.append(1) or real(*a))
+    fast = ps.filters.smooth(CV, fr, engine="numba")
+    assert steps  # numpy ran the information-form steps
+    slow = ps.filters.smooth(CV, fr, engine="numpy")
+    assert np.isfinite(fast.mean).all()
+    _close(fast.mean, slow.mean)
+    _close(fast.covariance, slow.covariance)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("model, T, prior", [
+    (CV, 60, None), (CV, 3, None), (CV, 12, None), (CV2, 30, None), (RW, 30, None),
+    (CA, 40, None), (CV, 30, ps.MultivariateNormal([0.0, 0.0], np.diag([0.1, 1.0])))],
+    ids=["cv", "cv T=3", "cv T=12", "two axes", "random walk", "acceleration",
+         "cv weak prior"])
+def test_smooth_with_the_start_is_the_plain_smoother_of_the_masked_series(engine, model, T,
+                                                                         prior):
+    """``smooth`` with the robust start against its definition computed step by step: the
+    mixture of numpy's start steps settles on which early observations are outliers
+    (``start_masked``); the plain filter of the series with those missing, then the
+    smoother of that forward pass; the rejected observations reported with discount 0. Bit
+    for bit (the same steps in the same engine)."""
+    from possibly.filters.robust_start import start_masked
+
+    ys = _early_outliers(T + 1, 60, T, model.obs_dim)
+    kf = ps.KalmanFilter(model)
+    masked = start_masked(ys, kf._initial(prior, (60,), 60), kf._plain_step, model.obs_dim)
+    rejected = np.isnan(masked).all(-1) & ~np.isnan(ys).all(-1)
+    assert rejected.sum() > 10
+    plain = ps.KalmanFilter(model, robust_start=False)
+    with warnings.catch_warnings():  # the outliers' series discount much: no news here
+        warnings.simplefilter("ignore", MostlyDiscountedWarning)
+        ref = ps.filters.smooth(model, plain.filter(masked, prior, engine=engine),
+                                engine=engine)
+        got = kf.smooth(ys, prior, engine=engine)
+    np.testing.assert_array_equal(got.mean, ref.mean)
+    np.testing.assert_array_equal(got.covariance, ref.covariance)
+    np.testing.assert_array_equal(got.discount[rejected], 0.0)
+    np.testing.assert_array_equal(got.discount[~rejected], ref.discount[~rejected])
+    lc, lc_ref = got.filtered.log_consistency, ref.filtered.log_consistency
+    np.testing.assert_array_equal(lc[~rejected], lc_ref[~rejected])
+    assert np.isfinite(lc[rejected]).all() and (lc[rejected] <= 0).all()
+
+
+@pytest.mark.parametrize("prior", [None, PRIOR], ids=["flat", "proper"])
+def test_the_smoothers_warning_names_its_caller(prior):
+    """R 100 times too small: most observations are discounted, and ``smooth`` warns as
+    ``filter`` does, at the line that called it (not inside the library)."""
+    model = LinearGaussianModel(F=CV.F, Q=CV.Q, H=CV.H, R=0.0001 * CV.R)
+    ys = 3.0 * np.random.default_rng(14).normal(size=100)
+    with pytest.warns(MostlyDiscountedWarning) as caught:
+        ps.KalmanFilter(model).smooth(ys, prior)
+    assert [w.filename for w in caught] == [__file__]

@@ -200,15 +200,7 @@ def _update_scalar(state: KalmanState, y: np.ndarray, ob: _Observation, robust: 
     P = cast(np.ndarray, state.covariance)
     h = ob.H[0]
     r = ob.R[0, 0]
-    ph = _right(P, h[:, None])[..., 0]  # P hᵀ
-    hph = ph @ h
-    v = y[..., 0] - state.mean @ h
-    s0 = hph + r
-    if np.abs(v).max() > _BIG:  # v² could overflow: -inf, i.e. c = 0, is the right answer
-        with np.errstate(over="ignore"):
-            log_c = np.minimum(-0.5 * (v * v) / s0, 0.0)
-    else:
-        log_c = np.minimum(-0.5 * v * v / s0, 0.0)
+    ph, hph, v, s0, log_c = _scalar_log_c(P, state.mean, y, h, r)
     gamma, rho = _discounts(log_c, robust, dim, tau, ref)
     k = ((rho / (rho * hph + r)) if robust else 1.0 / s0)[..., None] * ph
     mean = state.mean + k * v[..., None]
@@ -227,6 +219,23 @@ def _update_scalar(state: KalmanState, y: np.ndarray, ob: _Observation, robust: 
         cov = np.where(diffuse[..., None, None], stable, cov)
     return (KalmanState(mean, cov, None, state.t + 1),
             KalmanInfo(log_consistency=log_c, discount=rho, gamma=gamma))
+
+
+def _scalar_log_c(P: np.ndarray, mean: np.ndarray, y: np.ndarray, h: np.ndarray, r: float
+                  ) -> tuple[np.ndarray, ...]:
+    """``(P hᵀ, h P hᵀ, v, s, log c)`` of a complete scalar observation ``y`` (``h`` the row
+    of ``H``, ``r`` = R): the innovation ``v``, its variance ``s`` and ``log c = -½ v² / s``
+    (at most 0)."""
+    ph = _right(P, h[:, None])[..., 0]  # P hᵀ
+    hph = ph @ h
+    v = y[..., 0] - mean @ h
+    s0 = hph + r
+    if np.abs(v).max() > _BIG:  # v² could overflow: -inf, i.e. c = 0, is the right answer
+        with np.errstate(over="ignore"):
+            log_c = np.minimum(-0.5 * (v * v) / s0, 0.0)
+    else:
+        log_c = np.minimum(-0.5 * v * v / s0, 0.0)
+    return ph, hph, v, s0, log_c
 
 
 def _joseph(P: np.ndarray, gain: np.ndarray, H: np.ndarray, g: np.ndarray,
@@ -963,14 +972,22 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
             _no_prior_override(prior)
             return self._scale.fit(ys, engine=engine, predicted=True, stacklevel=4)
         arr, batch, index = self._observations(ys)
+        return self._filter(arr, batch, index, self.prior if prior is None else prior, keep,
+                            engine, self._starts(prior))
+
+    def _filter(self, arr: np.ndarray, batch: tuple[int, ...], index: Any,
+                prior: MultivariateNormal | None, keep: frozenset[str], engine: str,
+                starts: bool, stacklevel: int = 4) -> FilterResult:
+        """:meth:`filter` of the checked observations ``arr`` (B, T, m) from ``prior`` (None:
+        uninformative), with the robust start if ``starts`` (else the plain recursion); a
+        warning names the caller ``stacklevel`` frames up."""
         size, T, _ = arr.shape
         compiled = self._compiled(engine, self._auto_call("filter", size, T))
-        state = self._initial(self.prior if prior is None else prior, batch, size)
+        state = self._initial(prior, batch, size)
         # time-major storage: each step writes contiguous blocks
         ys_t = np.ascontiguousarray(np.moveaxis(arr, 1, 0))
         out = _Buffer.empty(keep, T, size, self.state_dim)
         t = 0
-        starts = self._starts(prior)
         if compiled is not None and (starts or state.information_form):
             # the start's mixture (one hypothesis without it) up to its collapse, compiled
             # in information form too
@@ -982,7 +999,7 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
         if starts and t == 0:
             state, t = self._run_start(start_init(state, (size,)), ys_t, out)
         state = self._run_plain(state, ys_t, t, out, compiled)
-        warn_if_mostly_discounted(out.arrays.discount.T)
+        warn_if_mostly_discounted(out.arrays.discount.T, stacklevel)
         return out.result(batch, state, state_names=self.model.names, dim=self.dim,
                           index=index)
 
@@ -1042,13 +1059,15 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
         return self.robust, self.dim, np.nan if self.tau is None else self.tau, levels
 
     def _compiled_start(self, compiled: Any, state: KalmanState, ys_t: np.ndarray,
-                        out: _Buffer, starts: bool) -> tuple[KalmanState, int] | None:
+                        out: _Buffer, starts: bool, lead: np.ndarray | None = None
+                        ) -> tuple[KalmanState, int] | None:
         """The robust start's steps up to its collapse (``starts``; else the plain recursion
         as a mixture of one hypothesis, over as many steps) from the prior ``state`` in the
         compiled loop (``kalman_numba.run_start``), information-form steps included, the
-        leader's outputs written into ``out``. Returns the leader's state and the next step,
-        or None where numpy must run them (a matrix singular by rounding, or ``F`` not
-        invertible while a direction is uninformed)."""
+        leader's outputs written into ``out`` and each series' final leader into ``lead``
+        (given: B integers, zeros). Returns the leader's state and the next step, or None
+        where numpy must run them (a matrix singular by rounding, or ``F`` not invertible
+        while a direction is uninformed)."""
         T, size, m = ys_t.shape
         n = self.state_dim
         t_end = min(T, K + WINDOW)
@@ -1064,7 +1083,8 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
         forms = np.zeros((t_end, 2), dtype=bool)
         status = compiled.run_start(ys_t, 0, t_end, mean, mat, info, self._kernel_model(),
                                     inverse, self._kernel_rule(), tables,
-                                    *compiled.sizes(n, m), out.arrays, precisions, forms)
+                                    *compiled.sizes(n, m), out.arrays, precisions, forms,
+                                    np.zeros(size, dtype=np.int64) if lead is None else lead)
         if status == 0:
             return None
         # the steps in information form (a prefix; the loop wrote their covariances): their
@@ -1120,24 +1140,58 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
             # recursion in which its outliers are missing (exactly that hypothesis' filter)
             arr, batch, index = self._observations(ys)
             first = self.prior if prior is None else prior
-            # the prior is passed per call: a batched prior fits the batch of ys, not the
-            # constructor's empty batch
-            plain = KalmanFilter(self.model, robust=self.robust, tau=self.tau, dim=self.dim,
-                                 coverage=self.coverage, robust_start=False)
             ys_b = arr.reshape(batch + arr.shape[1:])
-            masked = plain._settled_start(ys_b, first, engine)
-            fr = plain.filter(masked, first, engine=engine)
-            res = smooth(self.model, dataclasses.replace(fr, index=index), engine=engine)
-            return self._report_rejected(res, ys_b, masked)
+            masked = self._settled_start(ys_b, first, engine)
+            fr = self._filter(masked.reshape(arr.shape), batch, index, first,
+                              _keep_set("all"), engine, False)
+            res = smooth(self.model, fr, engine=engine)
+            return res if masked is ys_b else self._report_rejected(res, ys_b, masked)
         return smooth(self.model, self.filter(ys, prior, engine=engine), engine=engine)
 
     def _settled_start(self, ys: np.ndarray, prior: MultivariateNormal | None,
                        engine: str) -> np.ndarray:
         """``ys`` (..., T, m) with the observations that the robust start settles on as
-        outliers missing (as :func:`~possibly.filters.robust_start.start_masked`), ``self``
-        being the plain filter. Each hypothesis is this filter with its outliers missing: they
-        run over the start's steps as extra series (compiled with ``engine``), then their
-        consistencies score the mixture step by step to the leader at the collapse."""
+        outliers missing (as :func:`~possibly.filters.robust_start.start_masked`; ``ys``
+        itself where it settles on none), from ``prior`` (None: uninformative). Each
+        hypothesis is the plain filter with its outliers missing: compiled, the start's own
+        mixture over its steps reports the leader at the collapse; in numpy, the hypotheses
+        run over the start's steps as extra series, then their consistencies score the
+        mixture step by step to that leader."""
+        steps = min(ys.shape[-2], K + WINDOW)
+        drop = mixture_tables(self.obs_dim)[0]
+        cols = min(K, steps)
+        flat = ys.reshape((-1,) + ys.shape[-2:])
+        size = len(flat)
+        # the call of the hypotheses as extra series (as engine="auto" counts it)
+        compiled = self._compiled(engine, self._auto_call("filter", len(drop) * size, steps))
+        lead = None if compiled is None else self._compiled_leader(
+            compiled, self._initial(prior, ys.shape[:-2], size), flat[:, :steps])
+        if lead is None:
+            lead = self._hypotheses_leader(ys, prior, "numpy" if compiled is None else engine)
+        if not lead.any():  # the hypothesis that drops nothing
+            return ys
+        masked = flat.copy()
+        head = masked[:, :cols]
+        head[drop[lead][:, :cols]] = np.nan
+        return masked.reshape(ys.shape)
+
+    def _compiled_leader(self, compiled: Any, prior: KalmanState, ys: np.ndarray
+                         ) -> np.ndarray | None:
+        """Each series' leading hypothesis after the robust start's steps ``ys`` (B, steps,
+        m) from ``prior``, in the compiled start (``kalman_numba.run_start``), or None where
+        numpy must run them."""
+        size, steps, _ = ys.shape
+        lead = np.zeros(size, dtype=np.int64)
+        out = _Buffer.empty(frozenset({"mean"}), steps, size, self.state_dim)
+        ys_t = np.ascontiguousarray(ys.swapaxes(0, 1))
+        if self._compiled_start(compiled, prior, ys_t, out, True, lead) is None:
+            return None
+        return lead
+
+    def _hypotheses_leader(self, ys: np.ndarray, prior: MultivariateNormal | None,
+                           engine: str) -> np.ndarray:
+        """Each series' leading hypothesis (flat batch) after the robust start's steps, from
+        the hypotheses run over those steps as extra series of the plain filter."""
         steps = min(ys.shape[-2], K + WINDOW)
         drop = start_hypotheses(K, MAX_OUTLIERS)
         cols = min(K, steps)
@@ -1148,24 +1202,28 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
         head[np.broadcast_to(mask, head.shape[:-1])] = np.nan
         with warnings.catch_warnings():  # a wrong hypothesis discounts much: no news
             warnings.simplefilter("ignore", MostlyDiscountedWarning)
-            log_c = self.filter(yh, prior, keep=("mean",), engine=engine).log_consistency
+            log_c = self._filter(yh.reshape((-1,) + yh.shape[-2:]), yh.shape[:-2], None,
+                                 prior, _keep_set(("mean",)), engine, False).log_consistency
         log_c = np.moveaxis(log_c.reshape(len(drop), -1, steps), 0, 1)  # (B, H, steps)
         flat = ys.reshape((-1,) + ys.shape[-2:])
-        lead = settled_leader(log_c, ~np.isnan(flat[:, :steps]).all(-1), self.obs_dim)
-        masked = flat.copy()
-        head = masked[:, :cols]
-        head[drop[lead][:, :cols]] = np.nan
-        return masked.reshape(ys.shape)
+        return settled_leader(log_c, ~np.isnan(flat[:, :steps]).all(-1), self.obs_dim)
 
     def _report_rejected(self, res: Any, ys: np.ndarray, masked: np.ndarray) -> Any:
         """``res`` (a SmootherResult) with the observations that the robust start rejected
         (observed in ``ys``, missing in ``masked``) reported by :func:`with_rejected`."""
+        ob = self.model._observation
+
         def log_consistency(mean: np.ndarray, cov: np.ndarray, y: np.ndarray) -> np.ndarray:
-            _, info = _update(KalmanState(mean, cov), y, self.model._observation, True,
-                              self.dim, None)
+            if ob.resid is None and ob.H.ndim == 2 and ob.H.shape[0] == 1:  # as _update_scalar
+                return _scalar_log_c(cov, mean, y, ob.H[0], ob.R[0, 0])[-1]
+            _, info = _update(KalmanState(mean, cov), y, ob, True, self.dim, None)
             return info.log_consistency
 
-        rejected = ~np.isnan(ys).all(-1) & np.isnan(masked).all(-1)
+        # the start's steps only: it rejects nothing later
+        cols = min(K, ys.shape[-2])
+        rejected = np.zeros(ys.shape[:-1], dtype=bool)
+        rejected[..., :cols] = (~np.isnan(ys[..., :cols, :]).all(-1)
+                                & np.isnan(masked[..., :cols, :]).all(-1))
         return dataclasses.replace(res, filtered=with_rejected(
             res.filtered, rejected, res.mean, res.covariance, ys, log_consistency))
 

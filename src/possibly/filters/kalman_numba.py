@@ -8,20 +8,20 @@ predict ``F μ, F P Fᵀ + Q``; update with the innovation ``v = y - H μ``, ``l
 :func:`possibly.compiled.discount_scalar` and the gain ``K = ρ P Hᵀ (ρ H P Hᵀ + R)⁻¹``, the
 covariance in the Joseph or information form where the prior is diffuse relative to ``R``;
 missing components decoupled as in ``_observation_at``. Time-invariant models with an onto
-``H`` only. :func:`run` is the plain recursion; :func:`run_start` runs the robust start's
-mixture: its information-form steps (Jacobi pseudo-inverses, as
-``np.linalg.pinv(hermitian=True)``), then its covariance-form steps through :func:`run` or,
-with one observed component, :func:`_hypothesis_steps` (only the hypotheses' states written;
-those that can never lead again skipped; two states in scalars, the same operations). Equal to
-the numpy path to ~1e-12 where the information form is well conditioned, ~1e-6 from a flat
-prior with three states or a diffuse model (the pseudo-inverses round differently).
+``H`` only. :func:`run` is the plain recursion; :func:`run_start` the robust start's mixture:
+its information-form steps (Jacobi pseudo-inverses, as ``np.linalg.pinv(hermitian=True)``;
+the smoother's take them too, :func:`backward_information`), then its covariance-form steps
+through :func:`run` or, with one observed component, :func:`_hypothesis_steps` (only the
+hypotheses' states written; those that can never lead again skipped; two states in scalars,
+the same operations). Equal to numpy's to ~1e-12 where the information form is well
+conditioned, ~1e-6 from a flat prior with 3 states or a diffuse model (pseudo-inverses round).
 
-Why explicit loops: the states are tiny (n = 4, m = 2 in the tracking benchmark), so the cost
-of ``x @ Ft`` or ``np.linalg.inv`` in a compiled loop is their allocation, not their
-arithmetic. Work arrays are allocated once per call; the ``m × m`` systems are solved by
-Gaussian elimination with partial pivoting (as LAPACK's ``getrf``; an exactly zero pivot is
-refused and ``filter`` runs numpy's steps, with their pseudo-inverse fallback, from there);
-``n`` and ``m`` are compile-time constants (one loop per ``(n, m)``, cached on disk).
+Why explicit loops: the states are tiny (n = 4, m = 2 when tracking), so the cost of ``x @ Ft``
+or ``np.linalg.inv`` in a compiled loop is their allocation, not their arithmetic. Work arrays
+are allocated once per call; the ``m × m`` systems are solved by Gaussian elimination with
+partial pivoting (as LAPACK's ``getrf``; an exactly zero pivot is refused and ``filter`` runs
+numpy's steps, with their pseudo-inverse fallback, from there); ``n`` and ``m`` are
+compile-time constants (one loop per ``(n, m)``, cached on disk).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from possibly.compiled import discount_scalar
 from possibly.filters._common import KernelOutputs
 from possibly.filters.elimination_numba import solve_in_place
 
-__all__ = ["run", "run_start", "sizes", "step", "step_buffers"]
+__all__ = ["backward_information", "run", "run_start", "sizes", "step", "step_buffers"]
 
 _BIG = 1e100  # as possibly.filters._common._BIG
 _DIFFUSE = 1e4  # as possibly.filters.kalman._DIFFUSE (the numpy step)
@@ -844,7 +844,7 @@ def run(ys, t0, mean, cov, model, rule, n_tup, m_tup, out):  # pragma: no cover 
 
 @numba.njit(cache=True, nogil=True)
 def run_start(ys, t0, t_end, mean, mat, information, model, inverse, rule, mixture, n_tup,
-              m_tup, out, precisions, forms):  # pragma: no cover - compiled
+              m_tup, out, precisions, forms, lead):  # pragma: no cover - compiled
     """Steps ``t0..t_end-1`` of every series of the robust start's mixture of hypotheses
     (``robust_start.start_step``; one hypothesis: the plain recursion), in information form
     while a direction of the state is uninformed (else through :func:`run`), writing the
@@ -860,6 +860,7 @@ def run_start(ys, t0, t_end, mean, mat, information, model, inverse, rule, mixtu
     information form (one batch, as numpy's steps) the leader's filtered and predicted
     precisions go to ``precisions[0][t]``, ``precisions[1][t]``, ``forms[t]`` says which
     were, and their covariances (``inf`` where singular, as numpy's record) to ``out``.
+    ``lead`` (B, integers, zeros) receives each series' leading hypothesis after the last step.
     Returns 0 if a matrix to invert is singular by rounding, or ``F`` is not invertible while
     in information form (the caller reruns these steps in numpy), 1 if the final state is in
     covariance form, 2 in information form.
@@ -896,7 +897,6 @@ def run_start(ys, t0, t_end, mean, mat, information, model, inverse, rule, mixtu
     pM = np.empty((B, nh, n, n))
     lc = np.empty((B, nh))
     dc = np.empty((B, nh))
-    lead = np.zeros(B, dtype=np.int64)
     hcond = np.empty((B, nh), dtype=np.int8)  # _update_information's conditioning, or -1
     # the covariance-form steps' inputs and outputs in run (rows 0..1 of its time axis, as
     # in step): every hypothesis of every series a row of one batch
@@ -1381,6 +1381,113 @@ def _to_covariance_form(hM, cond, ea, eb, w, V):  # pragma: no cover - compiled
                 for j in range(n):
                     hM[b, h, i, j] = 0.5 * (eb[i, j] + eb[j, i])
     return 1
+
+
+@numba.njit(cache=True, nogil=True)
+def backward_information(f_mean, f_pre, p_mean, p_pre, s_mean, s_cov, s_prec, from_covariance,
+                         F, G, Qg_inv, t_hi, n_tup):  # pragma: no cover - compiled
+    """The RTS smoother's steps ``t = t_hi, ..., 0`` in information form (those whose
+    filtered state is; ``smoother._information_step``, a time-invariant model) of every
+    series, in place, with this module's pseudo-inverses (:func:`_pinv_mv`,
+    :func:`_covariance_or_inf`: as the start's steps).
+
+    Time-major arrays as ``smoother_numba.backward``'s; ``f_pre`` and ``p_pre`` the filtered
+    and predicted precisions of the steps in information form. ``s_prec`` (B, n, n): the
+    smoothed precision at ``t_hi + 1`` (``from_covariance``: written first, ``sym`` of the
+    inverse of ``s_cov[t_hi + 1]``), then at each step's. ``G`` and ``Qg_inv``: ``Q = G Q_g
+    Gᵀ``. Returns -1 when every step is done, else the step ``t`` that numpy must run (a mean
+    beyond ``_BIG``, a matrix singular by rounding; nothing of it kept): the steps after it
+    are done and ``s_prec`` holds the smoothed precision at ``t + 1``."""
+    B = f_mean.shape[1]
+    n = len(n_tup)
+    g = G.shape[1]
+    lam = np.empty((n, n))
+    back = np.empty((n, n))
+    lg = np.empty((n, g))
+    a = np.empty((g, g))
+    x = np.empty((g, n + 1))  # a⁻¹ [Gᵀ h, Gᵀ Λ]
+    lgx = np.empty((n, n + 1))
+    h = np.empty(n)
+    rhs = np.empty(n)
+    d = np.empty(n)
+    new = np.empty((B, n, n))  # the step's precisions: s_prec keeps t + 1's until it is done
+    ea, eb, w, V = np.empty((n, n)), np.empty((n, n)), np.empty(n), np.empty((n, n))
+    r, step = np.empty(n), np.empty(n)
+    if from_covariance:
+        for b in range(B):
+            for i in range(n):
+                for j in range(n):
+                    ea[i, j] = s_cov[t_hi + 1, b, i, j]
+                    eb[i, j] = 1.0 if i == j else 0.0
+            if not solve_in_place(ea, eb, n):
+                return t_hi
+            for i in range(n):
+                for j in range(n):
+                    s_prec[b, i, j] = 0.5 * (eb[i, j] + eb[j, i])
+    for t in range(t_hi, -1, -1):
+        for b in range(B):
+            big = 0.0
+            for i in range(n):
+                big = max(big, abs(s_mean[t + 1, b, i]), abs(p_mean[t + 1, b, i]),
+                          abs(f_mean[t, b, i]))
+            if big > _BIG:  # numpy's step scales the means
+                return t
+            for i in range(n):
+                acc = 0.0
+                for j in range(n):
+                    lam[i, j] = s_prec[b, i, j] - p_pre[t + 1, b, i, j]
+                    acc += s_prec[b, i, j] * s_mean[t + 1, b, j]
+                acc2 = 0.0
+                for j in range(n):
+                    acc2 += p_pre[t + 1, b, i, j] * p_mean[t + 1, b, j]
+                h[i] = acc - acc2
+            if g:  # the sup over the process noise in range(Q)
+                _mul_abt(lam, G.T, lg)  # Λ G
+                _mul_abt(G.T, lg.T, a)  # Gᵀ Λ G
+                for c in range(g):
+                    for e in range(g):
+                        a[c, e] = Qg_inv[c, e] + a[c, e]
+                    acc = 0.0
+                    for j in range(n):
+                        acc += h[j] * G[j, c]
+                    x[c, 0] = acc
+                    for i in range(n):
+                        x[c, i + 1] = lg[i, c]
+                if not solve_in_place(a, x, n + 1):
+                    return t
+                _mul_abt(lg, x.T, lgx)  # Λ G a⁻¹ [Gᵀ h, Gᵀ Λ]
+                for i in range(n):
+                    h[i] -= lgx[i, 0]
+                    for j in range(n):
+                        lam[i, j] -= lgx[i, j + 1]
+            _mul_abt(lam, F.T, ea)  # Fᵀ Λ F
+            _mul_abt(F.T, ea.T, back)
+            for i in range(n):
+                for j in range(n):
+                    new[b, i, j] = f_pre[t, b, i, j] + back[i, j]
+            for i in range(n):
+                for j in range(i, n):
+                    v = 0.5 * (new[b, i, j] + new[b, j, i])
+                    new[b, i, j] = v
+                    new[b, j, i] = v
+            for i in range(n):  # Fᵀ h - back μ_t
+                acc = 0.0
+                for c in range(n):
+                    acc += F[c, i] * h[c]
+                acc2 = 0.0
+                for c in range(n):
+                    acc2 += back[i, c] * f_mean[t, b, c]
+                rhs[i] = acc - acc2
+            _pinv_mv(new[b], rhs, d, ea, w, V, n)
+            for i in range(n):
+                s_mean[t, b, i] = f_mean[t, b, i] + d[i]
+            if not _covariance_or_inf(new[b], s_cov[t, b], ea, eb, w, V, r, step):
+                return t
+        for b in range(B):
+            for i in range(n):
+                for j in range(n):
+                    s_prec[b, i, j] = new[b, i, j]
+    return -1
 
 
 def step_buffers(model: tuple[np.ndarray, ...], rule: tuple[Any, ...]

@@ -101,7 +101,8 @@ def smooth(model: LinearGaussianModel, filtered: FilterResult, *,
     filtered : FilterResult
         From :meth:`possibly.KalmanFilter.filter` with ``keep="all"`` (the default).
     engine : {"auto", "numpy", "numba"}
-        ``"numba"``: the steps in covariance form in a compiled loop (needs numba);
+        ``"numba"``: the steps in a compiled loop (needs numba; those in information form
+        too for a time-invariant model);
         ``"numpy"``: batched numpy steps; ``"auto"`` (default): by the rule of
         :meth:`possibly.KalmanFilter.filter` (numpy for a process's small calls until the
         compiled pass is loaded or a budget of numpy work is spent). Both agree to about
@@ -140,8 +141,12 @@ def smooth(model: LinearGaussianModel, filtered: FilterResult, *,
         """``a`` (..., T, ·) as a contiguous, writeable float (T, size, ·) array: a view of
         the filter's own time-major storage (the one type the compiled pass is compiled for;
         a copy otherwise)."""
-        return np.require(np.moveaxis(a.reshape((size,) + a.shape[a.ndim - ev:]), 1, 0),
-                          np.float64, ("C", "W"))
+        # swapaxes: moveaxis(·, 1, 0) without its argument checks (a fixed cost per call)
+        a = a.reshape((size,) + a.shape[a.ndim - ev:]).swapaxes(0, 1)
+        flags = a.flags
+        if flags.c_contiguous and flags.writeable and a.dtype == np.float64:
+            return a  # the filter's storage: np.require's checks cost more than its work
+        return np.require(a, np.float64, ("C", "W"))
 
     f_mean, f_cov, p_mean, p_cov = (time_major(f_mean, 2), time_major(f_cov, 3),
                                     time_major(p_mean, 2), time_major(p_cov, 3))
@@ -153,8 +158,24 @@ def smooth(model: LinearGaussianModel, filtered: FilterResult, *,
     s_cov[-1] = f_cov[-1]
     s_prec = f_pre[-1] if kf == T else None
     transitions = None if compiled is None else _transitions(model)
+    # the steps in information form compiled too, for a time-invariant model
+    information = None if compiled is None or model.time_varying else _information_kernel()
     t = T - 2
     while t >= 0:
+        if t < kf and information is not None:
+            prec = np.empty((size, n, n))
+            if s_prec is not None:
+                prec[...] = s_prec
+            tr = model._transition(0)
+            t_next = information.backward_information(
+                f_mean, f_pre, p_mean, p_pre, s_mean, s_cov, prec, s_prec is None,
+                np.ascontiguousarray(tr.F, dtype=float),
+                np.ascontiguousarray(tr.G), np.ascontiguousarray(tr.Qg_inv), t,
+                information.sizes(n, 1)[0])
+            # where it stopped (a step for numpy's fallbacks), numpy resumes from its state
+            s_prec = None if t_next == t and s_prec is None else prec
+            information, t = None, t_next
+            continue
         if t >= kf and compiled is not None:  # the covariance-form steps down to kf
             t = compiled.backward(f_mean, f_cov, p_mean, p_cov, transitions, t, kf,
                                   s_mean, s_cov, compiled.sizes(n))
@@ -175,7 +196,7 @@ def smooth(model: LinearGaussianModel, filtered: FilterResult, *,
         t -= 1
 
     def batch_major(a):
-        a = np.moveaxis(a, 0, 1)
+        a = a.swapaxes(0, 1)
         return a.reshape(batch + a.shape[1:])
 
     return SmootherResult(mean=batch_major(s_mean), covariance=batch_major(s_cov), filtered=fr)
@@ -190,6 +211,14 @@ def _compiled(engine: str, call: AutoCall) -> Any:
         return smoother_numba
 
     return compiled_module(engine, load, call=call)
+
+
+def _information_kernel() -> Any:
+    """The compiled information-form steps (``kalman_numba.backward_information``, with the
+    pseudo-inverses of the filter's compiled start)."""
+    from possibly.filters import kalman_numba  # numba is there: the backward pass loaded
+
+    return kalman_numba
 
 
 def _transitions(model: LinearGaussianModel) -> np.ndarray:

@@ -5,9 +5,11 @@ numba is installed; requires ``pip install possibly[fast]``).
 The same formulas as the numpy step of :mod:`possibly.filters.smoother`: the gain
 ``G = P_t Fᵀ P_{t+1|t}⁻¹``, ``μ_t + G (μ^s_{t+1} - μ_{t+1|t})`` (the difference scaled by a power
 of two when a mean is huge) and ``sym(P_t + G (P^s_{t+1} - P_{t+1|t}) Gᵀ)``. The steps whose
-filtered state is in information form, and a step whose ``P_{t+1|t}`` is singular by rounding
-(numpy's pseudo-inverse fallback), run in numpy. Tested equal to the numpy path to ~1e-12 (not
-bit for bit: the order of floating-point operations differs).
+filtered state is in information form run in ``kalman_numba.backward_information`` (a
+time-invariant model; with the pseudo-inverses of the filter's compiled start); a step whose
+``P_{t+1|t}`` is singular by rounding (numpy's pseudo-inverse fallback) runs in numpy. Tested
+equal to the numpy path to ~1e-12 (not bit for bit: the order of floating-point operations
+differs).
 
 Why explicit loops: the states are tiny, so the per-step cost of numpy's batched linear
 algebra is its call overhead, many times the arithmetic; here every work array is allocated
