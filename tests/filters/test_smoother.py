@@ -227,24 +227,39 @@ CA = LinearGaussianModel(F=[[1.0, 1.0, 0.5], [0.0, 1.0, 1.0], [0.0, 0.0, 1.0]],
                          Q=np.diag([1e-4, 1e-4, 1e-3]), H=[[1.0, 0.0, 0.0]], R=[[1.0]])
 
 
+def _kernel_returns(monkeypatch):
+    """The values ``kalman_numba.backward_information`` returns while the test runs (-1:
+    every information-form step done; else the step numpy must run)."""
+    from possibly.filters import kalman_numba
+
+    returned = []
+    real = kalman_numba.backward_information
+
+    def recording(*args):
+        returned.append(real(*args))
+        return returned[-1]
+
+    monkeypatch.setattr(kalman_numba, "backward_information", recording)
+    return returned
+
+
 @pytest.mark.parametrize("model", [CV, CV2, RW, CA, SENSORS],
                          ids=["cv", "two axes", "random walk", "acceleration", "sensors"])
 @pytest.mark.parametrize("T", [5, 7, 60])  # T ≠ n: _close reads (T, n) as a mean
-def test_the_information_form_steps_run_compiled_and_equal_numpys(model, T, count_calls):
+def test_the_information_form_steps_run_compiled_and_equal_numpys(model, T, monkeypatch):
     """From the flat prior the first filtered states are in information form: the compiled
-    pass runs their smoother steps too (``kalman_numba.backward_information``), and gives
-    numpy's numbers (the pseudo-inverses round differently: to 1e-10)."""
+    pass runs their smoother steps too (``kalman_numba.backward_information``, every step:
+    it returns -1), and gives numpy's numbers (the pseudo-inverses round differently: to
+    1e-10)."""
     pytest.importorskip("numba")
-    from possibly.filters import kalman_numba
-
     rng = np.random.default_rng(T)
     ys = np.stack([_track(s, T=max(T, 12), m=model.obs_dim)[:T] for s in range(5)])
     ys[1, 0] = np.nan  # a series informed a step later
     fr = ps.KalmanFilter(model, robust_start=False).filter(ys + rng.normal(size=ys.shape))
-    assert fr._information_part(0).shape[0] > 0  # steps in information form
-    calls = count_calls(kalman_numba, "backward_information")
+    assert fr._information_part(0).shape[-3] > 0  # steps in information form
+    returned = _kernel_returns(monkeypatch)
     fast = ps.filters.smooth(model, fr, engine="numba")
-    assert calls
+    assert returned == [-1]  # no step left to numpy
     slow = ps.filters.smooth(model, fr, engine="numpy")
     _close(fast.mean, slow.mean)
     _close(fast.covariance, slow.covariance)
@@ -257,12 +272,14 @@ def test_huge_means_in_the_information_form_steps_take_numpys_steps(monkeypatch)
     ys = 1e250 + _track(12, T=40)
     ys[5:] = _track(13, T=40)[5:]  # huge at the start only (the plain filter takes it whole)
     fr = ps.KalmanFilter(CV, robust=False).filter(ys)
-    assert np.abs(fr.mean[0]).max() > 1e200 and fr._information_part(0).shape[0] > 0
+    assert np.abs(fr.mean[0]).max() > 1e200 and fr._information_part(0).shape[-3] > 0
+    returned = _kernel_returns(monkeypatch)
     steps = []
     real = smoother_module._information_step
     monkeypatch.setattr(smoother_module, "_information_step",
                         lambda *a: steps.append(1) or real(*a))
     fast = ps.filters.smooth(CV, fr, engine="numba")
+    assert len(returned) == 1 and returned[0] >= 0  # the kernel handed a step to numpy
     assert steps  # numpy ran the information-form steps
     slow = ps.filters.smooth(CV, fr, engine="numpy")
     assert np.isfinite(fast.mean).all()
@@ -302,15 +319,51 @@ def test_smooth_with_the_start_is_the_plain_smoother_of_the_masked_series(engine
     np.testing.assert_array_equal(got.discount[~rejected], ref.discount[~rejected])
     lc, lc_ref = got.filtered.log_consistency, ref.filtered.log_consistency
     np.testing.assert_array_equal(lc[~rejected], lc_ref[~rejected])
-    assert np.isfinite(lc[rejected]).all() and (lc[rejected] <= 0).all()
+    # the rejected: log c = -v' S^-1 v / 2 of the smoothed state at their step, written out
+    b, t = np.nonzero(rejected)
+    H, R = np.atleast_2d(model.H), np.atleast_2d(model.R)
+    v = ys[b, t] - np.einsum("ij,kj->ki", H, got.mean[b, t])
+    S = np.einsum("ij,kjl,ml->kim", H, got.covariance[b, t], H) + R
+    want = -0.5 * np.einsum("ki,ki->k", v, np.linalg.solve(S, v[..., None])[..., 0])
+    np.testing.assert_allclose(lc[rejected], want, rtol=1e-9, atol=1e-12)
 
 
 @pytest.mark.parametrize("prior", [None, PRIOR], ids=["flat", "proper"])
 def test_the_smoothers_warning_names_its_caller(prior):
-    """R 100 times too small: most observations are discounted, and ``smooth`` warns as
-    ``filter`` does, at the line that called it (not inside the library)."""
+    """R 10⁴ times too small (its standard deviation 100 times): most observations are
+    discounted, and ``smooth`` warns as ``filter`` does, at the line that called it (not
+    inside the library)."""
     model = LinearGaussianModel(F=CV.F, Q=CV.Q, H=CV.H, R=0.0001 * CV.R)
     ys = 3.0 * np.random.default_rng(14).normal(size=100)
     with pytest.warns(MostlyDiscountedWarning) as caught:
         ps.KalmanFilter(model).smooth(ys, prior)
     assert [w.filename for w in caught] == [__file__]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_where_the_compiled_start_gives_up_numpys_hypotheses_decide(engine, monkeypatch):
+    """A singular ``F`` from a prior that leaves a direction uninformed: the compiled start
+    hands the start to numpy (no leader), whose hypotheses then stop on the same clear
+    error as the numpy engine; a proper prior runs compiled."""
+    from possibly.filters import kalman as kalman_module
+
+    singular = LinearGaussianModel(F=[[1.0, 1.0], [0.0, 0.0]], Q=np.diag([0.1, 0.1]),
+                                   H=[[1.0, 0.0]], R=[[1.0]])
+    leaders = []
+    real = kalman_module.KalmanFilter._compiled_leader
+
+    def recording(self, *args):
+        leaders.append(real(self, *args))
+        return leaders[-1]
+
+    monkeypatch.setattr(kalman_module.KalmanFilter, "_compiled_leader", recording)
+    ys = _early_outliers(1, 5, 20, 1)
+    kf = ps.KalmanFilter(singular)
+    half = ps.MultivariateNormal(np.zeros(2), np.diag([0.5, 0.0]))
+    with pytest.raises(ValueError, match="F must be invertible to predict a state that is "
+                                         "not yet fully informed"):
+        kf.smooth(ys, half, engine=engine)
+    if engine == "numba":
+        assert len(leaders) == 1 and leaders[0] is None
+    got = kf.smooth(ys, ps.MultivariateNormal(np.zeros(2), np.eye(2)), engine=engine)
+    assert np.isfinite(got.mean).all()

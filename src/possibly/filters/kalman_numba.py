@@ -1,6 +1,6 @@
-"""Compiled (numba) loop of the covariance-form Kalman filter, for single series and batches
-(``KalmanFilter.filter(engine="numba")``, and ``"auto"`` when numba is installed; requires
-``pip install possibly[fast]``).
+"""Compiled (numba) loop of the Kalman filter and the smoother's information-form steps, for
+single series and batches (``KalmanFilter.filter(engine="numba")``, and ``"auto"`` when numba
+is installed; requires ``pip install possibly[fast]``).
 
 The same formulas as the numpy kernels of :mod:`possibly.filters.kalman` (docs/math.md §2):
 predict ``F μ, F P Fᵀ + Q``; update with the innovation ``v = y - H μ``, ``log c = -½ vᵀ S⁻¹ v``

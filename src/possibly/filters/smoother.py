@@ -106,7 +106,9 @@ def smooth(model: LinearGaussianModel, filtered: FilterResult, *,
         ``"numpy"``: batched numpy steps; ``"auto"`` (default): by the rule of
         :meth:`possibly.KalmanFilter.filter` (numpy for a process's small calls until the
         compiled pass is loaded or a budget of numpy work is spent). Both agree to about
-        1e-12.
+        1e-12 where the model is well conditioned; the steps in information form (from a
+        flat prior) and ill-conditioned models (a tiny ``R`` against ``Q``) round more, as
+        the engines' filters do.
 
     Returns
     -------

@@ -8,8 +8,9 @@ of two when a mean is huge) and ``sym(P_t + G (P^s_{t+1} - P_{t+1|t}) Gᵀ)``. T
 filtered state is in information form run in ``kalman_numba.backward_information`` (a
 time-invariant model; with the pseudo-inverses of the filter's compiled start); a step whose
 ``P_{t+1|t}`` is singular by rounding (numpy's pseudo-inverse fallback) runs in numpy. Tested
-equal to the numpy path to ~1e-12 (not bit for bit: the order of floating-point operations
-differs).
+equal to the numpy path to ~1e-12 where well conditioned (not bit for bit: the order of
+floating-point operations differs); the information-form steps and ill-conditioned models
+round more, as the filter's do.
 
 Why explicit loops: the states are tiny, so the per-step cost of numpy's batched linear
 algebra is its call overhead, many times the arithmetic; here every work array is allocated
