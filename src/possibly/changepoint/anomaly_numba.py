@@ -20,7 +20,9 @@ from numba.extending import overload, register_jitable
 
 import possibly.compiled  # noqa: F401  (the package's cache folder, before njit(cache=True))
 from possibly.changepoint import anomaly
-from possibly.changepoint.compiled_engine import BANK_COLUMNS
+from possibly.changepoint.compiled_engine import BANK_COLUMNS, memory_prefetch
+
+prefetch = memory_prefetch()
 
 __all__ = ["ANOMALY_COLUMN", "bank_calibration", "calibrate", "calibrate_one",
            "calibrate_one_entry"]
@@ -63,6 +65,21 @@ def bank_calibration(post, row, out):  # pragma: no cover - compiled into the ba
     observation and its surprise ``−log c``, as :meth:`possibly.ChangepointDetector.update`),
     the anomaly written to ``out[ANOMALY_COLUMN]``."""
     out[ANOMALY_COLUMN] = calibrate_inline(post[row], out[_Y], -out[_LOG_C])
+
+
+def bank_prefetch(post, row):  # pragma: no cover - compiled into the bank's loop
+    state = post[row]
+    ring = anomaly.HEAD + int(state[1]) * int(state[0])
+    window = int(state[2])
+    n = int(state[6])
+    pos = int(state[7])
+    for e in range(0, min(n, 32), 8):
+        prefetch(post, row * post.shape[1] + ring + e)
+        prefetch(post, row * post.shape[1] + ring + window + e)
+    prefetch(post, row * post.shape[1] + ring + pos)
+    prefetch(post, row * post.shape[1] + ring + window + pos)
+    prefetch(post, row * post.shape[1] + ring + 2 * window)
+    prefetch(post, row * post.shape[1] + ring + 2 * window + 8)
 
 
 @overload(anomaly.calibrate_one, jit_options={"nogil": True})

@@ -99,6 +99,7 @@ settings_of = unbound
 bank_post_step = unbound  # step_streams's per-stream hook, bound by compiled_streams
 stream_calibrate = unbound  # step_calibrated's calibration step, bound by compiled_stepper
 stream_range = range  # numba.prange once compiled (threads when compiled parallel)
+prefetch = unbound  # memory_prefetch() once compiled
 
 
 def never_indistinguishable(params: Any, runs: Any, j: int, tol: float) -> bool:
@@ -256,7 +257,7 @@ def compiled_template(template: Any, functions: KernelFunctions, n_params: int,
              # a copy without wrappers (less to compile than the cached dispatcher)
              "discount_scalar": (nested(discount_scalar.py_func) if refcounts
                                  else discount_scalar),
-             "stream_range": numba.prange}
+             "stream_range": numba.prange, "prefetch": memory_prefetch()}
     hooks = hooks or {}
     scope = {**template.__globals__, **bound}
     for helper in (*TEMPLATES[1:], *helpers):  # compiled into the driver (its cache holds them)
@@ -279,6 +280,35 @@ def compiled_template(template: Any, functions: KernelFunctions, n_params: int,
     if not refcounts:
         options["_nrt"] = False  # numba's switch for its runtime (allocation, refcounts)
     return numba.njit(**options)(driver)
+
+
+@functools.cache
+def memory_prefetch() -> Any:
+    """``prefetch(array, k)``: a hint to the processor to load the cache line of the ``k``-th
+    element of ``array``'s data (counted from its first, whatever its shape), for writing
+    (LLVM's ``llvm.prefetch``). It changes no value and never faults (an address outside the
+    array is only a wasted hint)."""
+    from llvmlite import ir
+    from numba.core import cgutils
+    from numba.core import types as nbtypes
+    from numba.extending import intrinsic
+
+    @intrinsic
+    def prefetch(typingctx: Any, array: Any, k: Any) -> Any:
+        def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+            data = context.make_array(signature.args[0])(context, builder, args[0]).data
+            byte = ir.IntType(8).as_pointer()
+            hint = cgutils.get_or_insert_function(
+                builder.module, ir.FunctionType(ir.VoidType(), [byte] + [ir.IntType(32)] * 3),
+                "llvm.prefetch.p0")
+            # for writing (1), kept in every cache level (3), data (1)
+            builder.call(hint, [builder.bitcast(builder.gep(data, [args[1]]), byte),
+                                *(ir.IntType(32)(v) for v in (1, 3, 1))])
+            return context.get_dummy_value()
+
+        return nbtypes.void(array, nbtypes.intp), codegen
+
+    return prefetch
 
 
 class CompiledModels(NamedTuple):
@@ -955,6 +985,26 @@ def step_streams(ys, which, offsets, ints, start, log_w, runs, params, scal, las
     n_models = params.shape[1]
     for i in stream_range(ys.size):
         r = which[i]
+        if i + 2 < ys.size:
+            r2 = which[i + 2]
+            prefetch(ints, r2 * ints.shape[1])
+            prefetch(scal, r2 * scal.shape[1])
+            for e in range(0, params.shape[1] * params.shape[2], 8):
+                prefetch(params, r2 * params.shape[1] * params.shape[2] + e)
+            prefetch(last, r2 * 2)
+            prefetch(offsets, r2)
+            for e in range(0, 40, 8):
+                prefetch(post, r2 * post.shape[1] + e)
+        if i + 1 < ys.size:
+            r1 = which[i + 1]
+            f1 = offsets[r1]
+            c1 = ints[r1, 1]
+            for k in range(n_models):
+                prefetch(start, f1 + k * c1)
+                prefetch(log_w, f1 + k * c1)
+                for e in range(0, ints[r1, INT_HEAD + k] * runs.shape[1], 8):
+                    prefetch(runs, (f1 + k * c1) * runs.shape[1] + e)
+            bank_prefetch(post, r1)
         first = offsets[r]
         end = first + ints[r, 1] * n_models
         tops[i] = step_kernels(ys[i], i, ints[r], start[first:end], log_w[first:end],
@@ -972,14 +1022,20 @@ def step_streams(ys, which, offsets, ints, start, log_w, runs, params, scal, las
         bank_post_step(post, r, out[i])
 
 
+def no_prefetch(post, row):  # pragma: no cover - compiled
+    return
+
+
 @functools.cache
 def compiled_streams(functions: KernelFunctions, n_params: int, parallel: bool = False,
-                     post_step: Any = no_post_step, refcounts: bool = True) -> Any:
+                     post_step: Any = no_post_step, refcounts: bool = True,
+                     post_prefetch: Any = no_prefetch) -> Any:
     """:func:`step_streams` compiled for one kernel (as :func:`compiled_driver`), with
     ``post_step`` (see :func:`no_post_step`) called after each stream's step; ``parallel``:
     the streams shared out among numba's threads; ``refcounts``: as
     :func:`compiled_template` (False: for a kernel that does not merge, whose step allocates
     no array)."""
     return compiled_template(step_streams, functions, n_params, helpers=(step_kernels,),
-                             hooks={"bank_post_step": post_step}, parallel=parallel,
+                             hooks={"bank_post_step": post_step,
+                                    "bank_prefetch": post_prefetch}, parallel=parallel,
                              refcounts=refcounts)
