@@ -97,6 +97,7 @@ KERNEL_WIDTH = 1
 KERNEL_PARAMS = 1
 settings_of = unbound
 bank_post_step = unbound  # step_streams's per-stream hook, bound by compiled_streams
+bank_prefetch = unbound  # step_streams's per-stream hint, bound by compiled_streams
 stream_calibrate = unbound  # step_calibrated's calibration step, bound by compiled_stepper
 stream_range = range  # numba.prange once compiled (threads when compiled parallel)
 prefetch = unbound  # memory_prefetch() once compiled
@@ -289,6 +290,7 @@ def memory_prefetch() -> Any:
     (LLVM's ``llvm.prefetch``). It changes no value and never faults (an address outside the
     array is only a wasted hint)."""
     from llvmlite import ir
+    from llvmlite.binding import llvm_version_info
     from numba.core import cgutils
     from numba.core import types as nbtypes
     from numba.extending import intrinsic
@@ -300,7 +302,8 @@ def memory_prefetch() -> Any:
             byte = ir.IntType(8).as_pointer()
             hint = cgutils.get_or_insert_function(
                 builder.module, ir.FunctionType(ir.VoidType(), [byte] + [ir.IntType(32)] * 3),
-                "llvm.prefetch.p0")
+                # the intrinsic's name carries the pointer type (opaque since LLVM 15)
+                "llvm.prefetch.p0" if llvm_version_info >= (15,) else "llvm.prefetch.p0i8")
             # for writing (1), kept in every cache level (3), data (1)
             builder.call(hint, [builder.bitcast(builder.gep(data, [args[1]]), byte),
                                 *(ir.IntType(32)(v) for v in (1, 3, 1))])
@@ -530,9 +533,13 @@ def observe(params, runs, log_w, cnt, older, cap, y, rho, dim, tau_or_nan, robus
         for j in range(cnt[k]):
             if j < last_older:
                 kernel_forget(pk, runs, first + j, rho, work)
-            v = log_w[first + j] + kernel_log_consistency(pk, runs, first + j, x)
-            if v > log_c:
-                log_c = v
+            lw = log_w[first + j]
+            # log c <= 0: a run of log weight at most the largest so far cannot raise it (the
+            # same maximum, without the run's log1p)
+            if lw > log_c:
+                v = lw + kernel_log_consistency(pk, runs, first + j, x)
+                if v > log_c:
+                    log_c = v
     g = discount_scalar(log_c, dim, tau_or_nan, robust)
     mx = -math.inf
     for k in range(n_models):
@@ -970,6 +977,53 @@ def no_post_step(post, row, out):  # pragma: no cover - compiled
     return
 
 
+def no_post_prefetch(post, near, far):  # pragma: no cover - compiled
+    """The per-stream hint of :func:`step_streams` before each step: none.
+
+    A hook receives ``post`` (as :func:`no_post_step`) and two rows: ``near``, the stream
+    stepped next, whose header the previous call hinted, and ``far``, the one after; it may
+    :func:`prefetch` the parts of ``post[near]`` the next step reads and the header of
+    ``post[far]``, and must change nothing.
+    """
+    return
+
+
+def prefetch_streams(which, i, offsets, ints, scal, params, last, start, log_w, runs,
+                     post):  # pragma: no cover - compiled
+    """Before the step of stream ``which[i]``: :func:`prefetch` the rows of stream
+    ``which[i + 2]`` (its ints, scalars, settings, MAP and offset) and, with them now at hand
+    (hinted by the previous call), the runs of stream ``which[i + 1]`` (its counts plus the
+    run its next step adds, per model), and ``bank_prefetch`` its ``post`` state. Changes
+    nothing."""
+    n = which.size
+    if i + 2 < n:
+        far = which[i + 2]
+        prefetch(ints, far * ints.shape[1])
+        prefetch(scal, far * scal.shape[1])
+        size = params.shape[1] * params.shape[2]
+        for e in range(0, size, LINE):
+            prefetch(params, far * size + e)
+        prefetch(last, far * 2)
+        prefetch(offsets, far)
+    else:
+        far = -1
+    if i + 1 < n:
+        near = which[i + 1]
+        first = offsets[near]
+        cap = ints[near, 1]
+        width = runs.shape[1]
+        for k in range(params.shape[1]):
+            prefetch(start, first + k * cap)
+            prefetch(log_w, first + k * cap)
+            for e in range(0, (ints[near, INT_HEAD + k] + 1) * width, LINE):
+                prefetch(runs, (first + k * cap) * width + e)
+        bank_prefetch(post, near, far)
+
+
+#: float64 values per cache line (the stride of the hints)
+LINE = 8
+
+
 def step_streams(ys, which, offsets, ints, start, log_w, runs, params, scal, last,
                  outlier_level, out, tops, post,
                  peak):  # pragma: no cover - compiled (covered through DetectorBank)
@@ -985,26 +1039,10 @@ def step_streams(ys, which, offsets, ints, start, log_w, runs, params, scal, las
     n_models = params.shape[1]
     for i in stream_range(ys.size):
         r = which[i]
-        if i + 2 < ys.size:
-            r2 = which[i + 2]
-            prefetch(ints, r2 * ints.shape[1])
-            prefetch(scal, r2 * scal.shape[1])
-            for e in range(0, params.shape[1] * params.shape[2], 8):
-                prefetch(params, r2 * params.shape[1] * params.shape[2] + e)
-            prefetch(last, r2 * 2)
-            prefetch(offsets, r2)
-            for e in range(0, 40, 8):
-                prefetch(post, r2 * post.shape[1] + e)
-        if i + 1 < ys.size:
-            r1 = which[i + 1]
-            f1 = offsets[r1]
-            c1 = ints[r1, 1]
-            for k in range(n_models):
-                prefetch(start, f1 + k * c1)
-                prefetch(log_w, f1 + k * c1)
-                for e in range(0, ints[r1, INT_HEAD + k] * runs.shape[1], 8):
-                    prefetch(runs, (f1 + k * c1) * runs.shape[1] + e)
-            bank_prefetch(post, r1)
+        # hints to the processor, no value changed: the cache misses of the next streams'
+        # scattered rows overlap this stream's arithmetic
+        prefetch_streams(which, i, offsets, ints, scal, params, last, start, log_w, runs,
+                         post)
         first = offsets[r]
         end = first + ints[r, 1] * n_models
         tops[i] = step_kernels(ys[i], i, ints[r], start[first:end], log_w[first:end],
@@ -1022,20 +1060,18 @@ def step_streams(ys, which, offsets, ints, start, log_w, runs, params, scal, las
         bank_post_step(post, r, out[i])
 
 
-def no_prefetch(post, row):  # pragma: no cover - compiled
-    return
-
-
 @functools.cache
 def compiled_streams(functions: KernelFunctions, n_params: int, parallel: bool = False,
                      post_step: Any = no_post_step, refcounts: bool = True,
-                     post_prefetch: Any = no_prefetch) -> Any:
+                     post_prefetch: Any = no_post_prefetch) -> Any:
     """:func:`step_streams` compiled for one kernel (as :func:`compiled_driver`), with
-    ``post_step`` (see :func:`no_post_step`) called after each stream's step; ``parallel``:
+    ``post_step`` (see :func:`no_post_step`) called after each stream's step and
+    ``post_prefetch`` (see :func:`no_post_prefetch`) before it; ``parallel``:
     the streams shared out among numba's threads; ``refcounts``: as
     :func:`compiled_template` (False: for a kernel that does not merge, whose step allocates
     no array)."""
-    return compiled_template(step_streams, functions, n_params, helpers=(step_kernels,),
+    return compiled_template(step_streams, functions, n_params,
+                             helpers=(step_kernels, prefetch_streams),
                              hooks={"bank_post_step": post_step,
                                     "bank_prefetch": post_prefetch}, parallel=parallel,
                              refcounts=refcounts)
