@@ -977,24 +977,27 @@ def no_post_step(post, row, out):  # pragma: no cover - compiled
     return
 
 
+#: float64 values per cache line (the stride of the hints)
+LINE = 8
+
+
 def no_post_prefetch(post, near, far):  # pragma: no cover - compiled
-    """The per-stream hint of :func:`step_streams` before each step: none.
+    """The per-stream hint of :func:`step_streams`, before each stream's post step: none.
 
     A hook receives ``post`` (as :func:`no_post_step`) and two rows: ``near``, the stream
-    stepped next, whose header the previous call hinted, and ``far``, the one after; it may
-    :func:`prefetch` the parts of ``post[near]`` the next step reads and the header of
-    ``post[far]``, and must change nothing.
+    stepped next, whose header the previous call hinted, and ``far``, the one after (-1:
+    none); it may :func:`prefetch` the parts of ``post[near]`` the next step reads and the
+    header of ``post[far]``, and must change nothing.
     """
     return
 
 
-def prefetch_streams(which, i, offsets, ints, scal, params, last, start, log_w, runs,
-                     post):  # pragma: no cover - compiled
+def prefetch_streams(which, i, offsets, ints, scal, params, last, start, log_w,
+                     runs):  # pragma: no cover - compiled
     """Before the step of stream ``which[i]``: :func:`prefetch` the rows of stream
     ``which[i + 2]`` (its ints, scalars, settings, MAP and offset) and, with them now at hand
     (hinted by the previous call), the runs of stream ``which[i + 1]`` (its counts plus the
-    run its next step adds, per model), and ``bank_prefetch`` its ``post`` state. Changes
-    nothing."""
+    run its next step adds, per model). Changes nothing."""
     n = which.size
     if i + 2 < n:
         far = which[i + 2]
@@ -1017,11 +1020,6 @@ def prefetch_streams(which, i, offsets, ints, scal, params, last, start, log_w, 
             prefetch(log_w, first + k * cap)
             for e in range(0, (ints[near, INT_HEAD + k] + 1) * width, LINE):
                 prefetch(runs, (first + k * cap) * width + e)
-        bank_prefetch(post, near, far)
-
-
-#: float64 values per cache line (the stride of the hints)
-LINE = 8
 
 
 def step_streams(ys, which, offsets, ints, start, log_w, runs, params, scal, last,
@@ -1041,8 +1039,7 @@ def step_streams(ys, which, offsets, ints, start, log_w, runs, params, scal, las
         r = which[i]
         # hints to the processor, no value changed: the cache misses of the next streams'
         # scattered rows overlap this stream's arithmetic
-        prefetch_streams(which, i, offsets, ints, scal, params, last, start, log_w, runs,
-                         post)
+        prefetch_streams(which, i, offsets, ints, scal, params, last, start, log_w, runs)
         first = offsets[r]
         end = first + ints[r, 1] * n_models
         tops[i] = step_kernels(ys[i], i, ints[r], start[first:end], log_w[first:end],
@@ -1055,6 +1052,9 @@ def step_streams(ys, which, offsets, ints, start, log_w, runs, params, scal, las
         out[i, 10] = 1.0 if begin != last[r, 0] or model != last[r, 1] else 0.0
         last[r, 0] = begin
         last[r, 1] = model
+        if i + 1 < ys.size:  # the next stream's hook state, hinted here: away from the
+            # hints above (the processor holds a few misses at once)
+            bank_prefetch(post, which[i + 1], which[i + 2] if i + 2 < ys.size else -1)
         # the per-stream step after the recursion (a calibrated signal, ...): bound by
         # compiled_streams, a no-op by default
         bank_post_step(post, r, out[i])
