@@ -1066,7 +1066,8 @@ def compiled_streams(functions: KernelFunctions, n_params: int, parallel: bool =
                      post_prefetch: Any = no_post_prefetch) -> Any:
     """:func:`step_streams` compiled for one kernel (as :func:`compiled_driver`), with
     ``post_step`` (see :func:`no_post_step`) called after each stream's step and
-    ``post_prefetch`` (see :func:`no_post_prefetch`) before it; ``parallel``:
+    ``post_prefetch`` (see :func:`no_post_prefetch`) for the next streams before it;
+    ``parallel``:
     the streams shared out among numba's threads; ``refcounts``: as
     :func:`compiled_template` (False: for a kernel that does not merge, whose step allocates
     no array)."""
