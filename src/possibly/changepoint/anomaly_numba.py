@@ -27,6 +27,8 @@ __all__ = ["ANOMALY_COLUMN", "bank_calibration", "bank_prefetch", "calibrate", "
 
 #: the processor's prefetch hint, for :func:`bank_prefetch`
 prefetch = memory_prefetch()
+#: the statistics of each ring hinted (more, in a full window, would crowd the caches)
+HINTED = 128
 
 #: the column of a bank's output row that :func:`bank_calibration` writes (after
 #: :data:`~possibly.changepoint.compiled_engine.BANK_COLUMNS`)
@@ -78,7 +80,7 @@ def bank_prefetch(post, near, far):  # pragma: no cover - compiled into the bank
     width = post.shape[1]
     ring, window, n, pos = ring_layout(post[near])
     first = near * width + ring
-    for e in range(0, n, LINE):
+    for e in range(0, min(n, HINTED), LINE):  # the processor streams the rest
         prefetch(post, first + e)
         prefetch(post, first + window + e)
     prefetch(post, first + pos)
