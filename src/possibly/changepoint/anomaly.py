@@ -31,7 +31,8 @@ import numpy as np
 __all__ = ["CHANNELS", "CYCLES", "MAX_PERIOD", "MAX_SHAPE", "MIN_TRIALS", "REPEATS", "SPAN",
            "TAIL", "TINY_P", "WINDOW", "beyond_p_value", "calibrate", "calibrate_one",
            "calibration_size", "check_period", "check_state", "count_at_least", "insert_sorted",
-           "new_calibration", "peek_one", "repeat_p_value", "state_period", "upper_p_value"]
+           "new_calibration", "peek_one", "repeat_p_value", "ring_layout", "state_period",
+           "upper_p_value"]
 
 #: previous periods whose same-phase median is the cycle removed from a record
 CYCLES = 7
@@ -411,6 +412,24 @@ def calibrate_one(state: np.ndarray, y: float, surprise: float) -> float:
     state[_POS] = (pos + 1) % window
     state[_N_WIN] = min(n + 1, window)
     return 1.0 - min(1.0, CHANNELS * p)
+
+
+def ring_layout(state: np.ndarray) -> tuple[int, int, int, int]:
+    """Where the next :func:`calibrate_one` of ``state`` reads its statistics: the offset of
+    the ring of surprises (the sustained statistics follow ``window`` floats later, then the
+    last :data:`SPAN` records' ``−log p``), ``window``, the number of statistics held and the
+    position the next one is written at (a compiled bank hints these to the processor).
+
+    Examples
+    --------
+    >>> state = new_calibration(None)
+    >>> for s in (1.0, 2.0, 3.0):
+    ...     _ = calibrate_one(state, s, s)
+    >>> ring_layout(state) == (HEAD, WINDOW, 3, 3)
+    True
+    """
+    ring = HEAD + int(state[_CYCLES]) * int(state[_PERIOD])
+    return ring, int(state[_WINDOW]), int(state[_N_WIN]), int(state[_POS])
 
 
 def state_period(state: np.ndarray) -> int | None:

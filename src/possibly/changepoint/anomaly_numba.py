@@ -20,10 +20,15 @@ from numba.extending import overload, register_jitable
 
 import possibly.compiled  # noqa: F401  (the package's cache folder, before njit(cache=True))
 from possibly.changepoint import anomaly
-from possibly.changepoint.compiled_engine import BANK_COLUMNS
+from possibly.changepoint.compiled_engine import BANK_COLUMNS, LINE, memory_prefetch
 
-__all__ = ["ANOMALY_COLUMN", "bank_calibration", "calibrate", "calibrate_one",
+__all__ = ["ANOMALY_COLUMN", "bank_calibration", "bank_prefetch", "calibrate", "calibrate_one",
            "calibrate_one_entry"]
+
+#: the processor's prefetch hint, for :func:`bank_prefetch`
+prefetch = memory_prefetch()
+#: the statistics of each ring hinted (more, in a full window, would crowd the caches)
+HINTED = 128
 
 #: the column of a bank's output row that :func:`bank_calibration` writes (after
 #: :data:`~possibly.changepoint.compiled_engine.BANK_COLUMNS`)
@@ -46,6 +51,8 @@ def _count_at_least(values, level):  # pragma: no cover - compiled
 for _helper in (anomaly.insert_sorted, anomaly.beyond_p_value, anomaly.upper_p_value,
                 anomaly.repeat_p_value):
     register_jitable(_helper)
+#: where the step reads (bank_prefetch's global: part of the bank loop's fingerprint)
+ring_layout = register_jitable(anomaly.ring_layout)
 
 
 #: :func:`possibly.changepoint.anomaly.calibrate_one`, compiled
@@ -63,6 +70,26 @@ def bank_calibration(post, row, out):  # pragma: no cover - compiled into the ba
     observation and its surprise ``−log c``, as :meth:`possibly.ChangepointDetector.update`),
     the anomaly written to ``out[ANOMALY_COLUMN]``."""
     out[ANOMALY_COLUMN] = calibrate_inline(post[row], out[_Y], -out[_LOG_C])
+
+
+def bank_prefetch(post, near, far):  # pragma: no cover - compiled into the bank's loop
+    """The per-stream hint of :func:`~possibly.changepoint.compiled_engine.step_streams`
+    before a step: :func:`prefetch` the statistics the next :func:`calibrate_one` of
+    ``post[near]`` reads (its header was hinted as ``far`` the call before) and the header of
+    ``post[far]`` (none when ``far < 0``). Changes nothing."""
+    width = post.shape[1]
+    ring, window, n, pos = ring_layout(post[near])
+    first = near * width + ring
+    for e in range(0, min(n, HINTED), LINE):  # the processor streams the rest
+        prefetch(post, first + e)
+        prefetch(post, first + window + e)
+    prefetch(post, first + pos)
+    prefetch(post, first + window + pos)
+    for e in range(0, anomaly.SPAN, LINE):
+        prefetch(post, first + 2 * window + e)
+    if far >= 0:
+        for e in range(0, anomaly.HEAD, LINE):
+            prefetch(post, far * width + e)
 
 
 @overload(anomaly.calibrate_one, jit_options={"nogil": True})

@@ -662,12 +662,13 @@ class DetectorBank:
         functions = compiled.kernels[0].functions
         import numba
 
-        from possibly.changepoint.anomaly_numba import bank_calibration
+        from possibly.changepoint.anomaly_numba import bank_calibration, bank_prefetch
 
         # compiled (or loaded) at this first call, before it runs
         self._driver = without_refcounts(
             lambda refcounts: compiled_streams(functions, self._settings.shape[2], self.parallel,
-                                               bank_calibration, refcounts=refcounts),
+                                               bank_calibration, refcounts=refcounts,
+                                               post_prefetch=bank_prefetch),
             lambda driver: driver(*args),
             ("bank", functions, self._settings.shape[2], self.parallel,
              tuple(numba.typeof(a) for a in args)))

@@ -97,8 +97,10 @@ KERNEL_WIDTH = 1
 KERNEL_PARAMS = 1
 settings_of = unbound
 bank_post_step = unbound  # step_streams's per-stream hook, bound by compiled_streams
+bank_prefetch = unbound  # step_streams's per-stream hint, bound by compiled_streams
 stream_calibrate = unbound  # step_calibrated's calibration step, bound by compiled_stepper
 stream_range = range  # numba.prange once compiled (threads when compiled parallel)
+prefetch = unbound  # memory_prefetch() once compiled
 
 
 def never_indistinguishable(params: Any, runs: Any, j: int, tol: float) -> bool:
@@ -256,7 +258,7 @@ def compiled_template(template: Any, functions: KernelFunctions, n_params: int,
              # a copy without wrappers (less to compile than the cached dispatcher)
              "discount_scalar": (nested(discount_scalar.py_func) if refcounts
                                  else discount_scalar),
-             "stream_range": numba.prange}
+             "stream_range": numba.prange, "prefetch": memory_prefetch()}
     hooks = hooks or {}
     scope = {**template.__globals__, **bound}
     for helper in (*TEMPLATES[1:], *helpers):  # compiled into the driver (its cache holds them)
@@ -279,6 +281,37 @@ def compiled_template(template: Any, functions: KernelFunctions, n_params: int,
     if not refcounts:
         options["_nrt"] = False  # numba's switch for its runtime (allocation, refcounts)
     return numba.njit(**options)(driver)
+
+
+@functools.cache
+def memory_prefetch() -> Any:
+    """``prefetch(array, k)``: a hint to the processor to load the cache line of the ``k``-th
+    element of ``array``'s data (counted from its first, whatever its shape), for writing
+    (LLVM's ``llvm.prefetch``). It changes no value and never faults (an address outside the
+    array is only a wasted hint)."""
+    from llvmlite import ir
+    from llvmlite.binding import llvm_version_info
+    from numba.core import cgutils
+    from numba.core import types as nbtypes
+    from numba.extending import intrinsic
+
+    @intrinsic
+    def prefetch(typingctx: Any, array: Any, k: Any) -> Any:
+        def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+            data = context.make_array(signature.args[0])(context, builder, args[0]).data
+            byte = ir.IntType(8).as_pointer()
+            hint = cgutils.get_or_insert_function(
+                builder.module, ir.FunctionType(ir.VoidType(), [byte] + [ir.IntType(32)] * 3),
+                # the intrinsic's name carries the pointer type (opaque since LLVM 15)
+                "llvm.prefetch.p0" if llvm_version_info >= (15,) else "llvm.prefetch.p0i8")
+            # for writing (1), kept in every cache level (3), data (1)
+            builder.call(hint, [builder.bitcast(builder.gep(data, [args[1]]), byte),
+                                *(ir.IntType(32)(v) for v in (1, 3, 1))])
+            return context.get_dummy_value()
+
+        return nbtypes.void(array, nbtypes.intp), codegen
+
+    return prefetch
 
 
 class CompiledModels(NamedTuple):
@@ -500,9 +533,13 @@ def observe(params, runs, log_w, cnt, older, cap, y, rho, dim, tau_or_nan, robus
         for j in range(cnt[k]):
             if j < last_older:
                 kernel_forget(pk, runs, first + j, rho, work)
-            v = log_w[first + j] + kernel_log_consistency(pk, runs, first + j, x)
-            if v > log_c:
-                log_c = v
+            lw = log_w[first + j]
+            # log c <= 0: a run of log weight at most the largest so far cannot raise it (the
+            # same maximum, without the run's log1p)
+            if lw > log_c:
+                v = lw + kernel_log_consistency(pk, runs, first + j, x)
+                if v > log_c:
+                    log_c = v
     g = discount_scalar(log_c, dim, tau_or_nan, robust)
     mx = -math.inf
     for k in range(n_models):
@@ -940,6 +977,51 @@ def no_post_step(post, row, out):  # pragma: no cover - compiled
     return
 
 
+#: float64 values per cache line (the stride of the hints)
+LINE = 8
+
+
+def no_post_prefetch(post, near, far):  # pragma: no cover - compiled
+    """The per-stream hint of :func:`step_streams`, before each stream's post step: none.
+
+    A hook receives ``post`` (as :func:`no_post_step`) and two rows: ``near``, the stream
+    stepped next, whose header the previous call hinted, and ``far``, the one after (-1:
+    none); it may :func:`prefetch` the parts of ``post[near]`` the next step reads and the
+    header of ``post[far]``, and must change nothing.
+    """
+    return
+
+
+def prefetch_streams(which, i, offsets, ints, scal, params, last, start, log_w,
+                     runs):  # pragma: no cover - compiled
+    """Before the step of stream ``which[i]``: :func:`prefetch` the rows of stream
+    ``which[i + 2]`` (its ints, scalars, settings, MAP and offset) and, with them now at hand
+    (hinted by the previous call), the runs of stream ``which[i + 1]`` (its counts plus the
+    run its next step adds, per model). Changes nothing."""
+    n = which.size
+    if i + 2 < n:
+        far = which[i + 2]
+        prefetch(ints, far * ints.shape[1])
+        prefetch(scal, far * scal.shape[1])
+        size = params.shape[1] * params.shape[2]
+        for e in range(0, size, LINE):
+            prefetch(params, far * size + e)
+        prefetch(last, far * 2)
+        prefetch(offsets, far)
+    else:
+        far = -1
+    if i + 1 < n:
+        near = which[i + 1]
+        first = offsets[near]
+        cap = ints[near, 1]
+        width = runs.shape[1]
+        for k in range(params.shape[1]):
+            prefetch(start, first + k * cap)
+            prefetch(log_w, first + k * cap)
+            for e in range(0, (ints[near, INT_HEAD + k] + 1) * width, LINE):
+                prefetch(runs, (first + k * cap) * width + e)
+
+
 def step_streams(ys, which, offsets, ints, start, log_w, runs, params, scal, last,
                  outlier_level, out, tops, post,
                  peak):  # pragma: no cover - compiled (covered through DetectorBank)
@@ -955,6 +1037,9 @@ def step_streams(ys, which, offsets, ints, start, log_w, runs, params, scal, las
     n_models = params.shape[1]
     for i in stream_range(ys.size):
         r = which[i]
+        # hints to the processor, no value changed: the cache misses of the next streams'
+        # scattered rows overlap this stream's arithmetic
+        prefetch_streams(which, i, offsets, ints, scal, params, last, start, log_w, runs)
         first = offsets[r]
         end = first + ints[r, 1] * n_models
         tops[i] = step_kernels(ys[i], i, ints[r], start[first:end], log_w[first:end],
@@ -967,6 +1052,9 @@ def step_streams(ys, which, offsets, ints, start, log_w, runs, params, scal, las
         out[i, 10] = 1.0 if begin != last[r, 0] or model != last[r, 1] else 0.0
         last[r, 0] = begin
         last[r, 1] = model
+        if i + 1 < ys.size:  # the next stream's hook state, hinted here: away from the
+            # hints above (the processor holds a few misses at once)
+            bank_prefetch(post, which[i + 1], which[i + 2] if i + 2 < ys.size else -1)
         # the per-stream step after the recursion (a calibrated signal, ...): bound by
         # compiled_streams, a no-op by default
         bank_post_step(post, r, out[i])
@@ -974,12 +1062,17 @@ def step_streams(ys, which, offsets, ints, start, log_w, runs, params, scal, las
 
 @functools.cache
 def compiled_streams(functions: KernelFunctions, n_params: int, parallel: bool = False,
-                     post_step: Any = no_post_step, refcounts: bool = True) -> Any:
+                     post_step: Any = no_post_step, refcounts: bool = True,
+                     post_prefetch: Any = no_post_prefetch) -> Any:
     """:func:`step_streams` compiled for one kernel (as :func:`compiled_driver`), with
-    ``post_step`` (see :func:`no_post_step`) called after each stream's step; ``parallel``:
+    ``post_step`` (see :func:`no_post_step`) called after each stream's step and
+    ``post_prefetch`` (see :func:`no_post_prefetch`) for the next streams before it;
+    ``parallel``:
     the streams shared out among numba's threads; ``refcounts``: as
     :func:`compiled_template` (False: for a kernel that does not merge, whose step allocates
     no array)."""
-    return compiled_template(step_streams, functions, n_params, helpers=(step_kernels,),
-                             hooks={"bank_post_step": post_step}, parallel=parallel,
+    return compiled_template(step_streams, functions, n_params,
+                             helpers=(step_kernels, prefetch_streams),
+                             hooks={"bank_post_step": post_step,
+                                    "bank_prefetch": post_prefetch}, parallel=parallel,
                              refcounts=refcounts)

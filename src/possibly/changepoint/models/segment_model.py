@@ -68,7 +68,8 @@ class KernelFunctions(NamedTuple):
     ``forget(params, runs, j, rho, work)``
         The prediction step of row ``j`` (``f ← f^ρ``; ``work`` is scratch space).
     ``log_consistency(params, runs, j, x) -> float``
-        ``log sup_θ f_j(θ) L(θ | y)``.
+        ``log sup_θ f_j(θ) L(θ | y)``: never positive (or NaN), as a consistency is at most 1
+        (the driver skips the runs whose log weight cannot raise the largest ``log w + log c``).
     ``update(params, runs, j, x, gamma, work) -> float``
         Update row ``j`` with ``L^γ``; returns the increment of the run's log weight.
     ``estimate(params, runs, j) -> float``
