@@ -35,6 +35,8 @@ def test_a_hint_changes_nothing_inside_or_outside_the_array():
     before = (a.copy(), b.copy())
     assert hinted_sum(a, b, 1 << 40) == 190.0  # 0 + 1 + ... + 19, by hand
     assert np.array_equal(a, before[0]) and np.array_equal(b, before[1])
+    # the hints were emitted (not compiled away): the out-of-range ones ran
+    assert "llvm.prefetch" in hinted_sum.inspect_llvm(hinted_sum.signatures[0])
 
 
 def test_the_layout_is_where_the_step_writes():
@@ -48,3 +50,17 @@ def test_the_layout_is_where_the_step_writes():
         assert state[ring + pos] == s
     with_period = new_calibration(24)
     assert ring_layout(with_period)[0] == HEAD + 7 * 24  # CYCLES periods of values first
+
+
+def test_the_layout_wraps_with_the_rings():
+    """A window of 4 over 6 records: the position wraps to the oldest, the count stops at
+    the window, and the sustained statistic lands ``window`` floats after the surprise."""
+    state = new_calibration(None, window=4)
+    for k in range(6):
+        ring, window, n, pos = ring_layout(state)
+        assert (window, n, pos) == (4, min(k, 4), k % 4)
+        calibrate_one(state, float(k), 1.0 + k)
+        assert state[ring + pos] == 1.0 + k
+        # the sustained statistic: Fisher's sum of the last records' -log p, 0 for the first
+        # record (p = 1 against an empty window), then positive (each surprise the largest)
+        assert (state[ring + window + pos] > 0.0) == (k > 0)

@@ -5,8 +5,8 @@ buffers, with everything that depends on θ left to the per-run functions of a
 :class:`~possibly.changepoint.models.CompiledKernel`. :func:`compiled_driver` compiles one copy
 of it per kernel, with the kernel's functions linked into it (direct calls: a call through a
 function pointer would cost several times the arithmetic), cached on disk under a name that
-carries a fingerprint of the kernel's code. This module imports numba only inside
-:func:`compiled_driver`.
+carries a fingerprint of the kernel's code. This module imports numba only inside the
+functions that compile.
 """
 
 from __future__ import annotations
@@ -290,7 +290,6 @@ def memory_prefetch() -> Any:
     (LLVM's ``llvm.prefetch``). It changes no value and never faults (an address outside the
     array is only a wasted hint)."""
     from llvmlite import ir
-    from llvmlite.binding import llvm_version_info
     from numba.core import cgutils
     from numba.core import types as nbtypes
     from numba.extending import intrinsic
@@ -302,8 +301,8 @@ def memory_prefetch() -> Any:
             byte = ir.IntType(8).as_pointer()
             hint = cgutils.get_or_insert_function(
                 builder.module, ir.FunctionType(ir.VoidType(), [byte] + [ir.IntType(32)] * 3),
-                # the intrinsic's name carries the pointer type (opaque since LLVM 15)
-                "llvm.prefetch.p0" if llvm_version_info >= (15,) else "llvm.prefetch.p0i8")
+                # unsuffixed: LLVM names the overload by the pointer type (typed or opaque)
+                "llvm.prefetch")
             # for writing (1), kept in every cache level (3), data (1)
             builder.call(hint, [builder.bitcast(builder.gep(data, [args[1]]), byte),
                                 *(ir.IntType(32)(v) for v in (1, 3, 1))])
@@ -535,7 +534,7 @@ def observe(params, runs, log_w, cnt, older, cap, y, rho, dim, tau_or_nan, robus
                 kernel_forget(pk, runs, first + j, rho, work)
             lw = log_w[first + j]
             # log c <= 0: a run of log weight at most the largest so far cannot raise it (the
-            # same maximum, without the run's log1p)
+            # same maximum, without the run's consistency)
             if lw > log_c:
                 v = lw + kernel_log_consistency(pk, runs, first + j, x)
                 if v > log_c:
@@ -1067,8 +1066,7 @@ def compiled_streams(functions: KernelFunctions, n_params: int, parallel: bool =
     """:func:`step_streams` compiled for one kernel (as :func:`compiled_driver`), with
     ``post_step`` (see :func:`no_post_step`) called after each stream's step and
     ``post_prefetch`` (see :func:`no_post_prefetch`) for the next streams before it;
-    ``parallel``:
-    the streams shared out among numba's threads; ``refcounts``: as
+    ``parallel``: the streams shared out among numba's threads; ``refcounts``: as
     :func:`compiled_template` (False: for a kernel that does not merge, whose step allocates
     no array)."""
     return compiled_template(step_streams, functions, n_params,
