@@ -14,7 +14,8 @@ lies in one partition), then runs, in this same script:
 and the same for :func:`possibly.integrations.scaleout.kalman_many` (robust constant-velocity
 filter, tracks of equal length batched inside each task) on ``--tracks`` tracks (default 2,000 ×
 2,000: its per-step output is gathered in memory twice for the comparison). Both runs of each
-pair must give identical tables (checked). Prints throughput in series/s and points/s, the
+pair must give identical tables (checked; the Kalman filter's engine is pinned for it, as
+``"auto"`` chooses by what each process ran before). Prints throughput in series/s and points/s, the
 speed-up of the cluster over one process, and the CPU seconds used with the cores that this
 amounts to (on a shared machine, other jobs take cores from the workers).
 
@@ -35,6 +36,7 @@ extrapolated full-size times.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import tempfile
 import time
@@ -193,12 +195,17 @@ def main() -> None:
 
         model = ps.filters.constant_velocity(dt=1.0, accel_sd=0.05, obs_sd=1.0)
         runs, cpu = {}, {}
+        # the Kalman arithmetic pinned: "auto" chooses by what each process ran before, so
+        # fresh workers and this process could differ by rounding (the tables are compared
+        # exactly)
+        kf_engine = "numba" if importlib.util.find_spec("numba") else "numpy"
         # one process first, with no cluster alive: a busy main process would starve the
         # in-process scheduler's heartbeats
         for task, fn in (("cp", lambda: changepoints_many(fleet, "sensor", "v", model="normal",
                                                            scheduler="synchronous")),
                          ("kf", lambda: kalman_many(tracks, "sensor", "v", model,
-                                                    scheduler="synchronous"))):
+                                                    scheduler="synchronous",
+                                                    engine=kf_engine))):
             c0 = time.process_time()
             runs[task, "one"] = timed(fn)
             cpu[task, "one"] = time.process_time() - c0
@@ -217,7 +224,7 @@ def main() -> None:
         for task, fn in (("cp", lambda: changepoints_many(fleet, "sensor", "v", model="normal",
                                                            scheduler=client)),
                          ("kf", lambda: kalman_many(tracks, "sensor", "v", model,
-                                                    scheduler=client))):
+                                                    scheduler=client, engine=kf_engine))):
             c0 = worker_cpu()
             runs[task, "dask"] = timed(fn)
             cpu[task, "dask"] = worker_cpu() - c0

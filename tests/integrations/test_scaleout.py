@@ -269,6 +269,28 @@ def test_kalman_cluster_equals_single_process(client, tmp_path):
         pd.testing.assert_frame_equal(got, want)
 
 
+@pytest.mark.skipif(not ps.changepoint.numba_available(), reason="numba is not installed")
+def test_kalman_compiled_engine_gives_the_same_numbers_anywhere(client):
+    """``engine="numba"`` pins the arithmetic: the cluster's workers and this process, which
+    has run the compiled filter before (``"auto"`` would choose by that), give the same
+    tables, bit for bit, whatever tracks share a task."""
+    ps.KalmanFilter(ps.filters.constant_velocity()).filter(np.zeros(50), engine="numba")
+    data = tracks()
+    df = pd.concat([pd.DataFrame({"trk": k, "pos": y}) for k, y in data.items()])
+    model = ps.filters.constant_velocity(dt=1.0, accel_sd=0.05, obs_sd=1.0)
+    here = kalman_many(df, "trk", "pos", model, scheduler="synchronous", engine="numba")
+    there = kalman_many(df, "trk", "pos", model, scheduler=client, engine="numba")
+    pd.testing.assert_frame_equal(here.states, there.states, check_exact=True)
+    pd.testing.assert_frame_equal(here.summary, there.summary, check_exact=True)
+
+
+def test_kalman_many_refuses_an_unknown_engine():
+    df = pd.DataFrame({"trk": ["a"] * 5, "pos": np.arange(5.0)})
+    with pytest.raises(ValueError, match="engine must be 'auto', 'numpy' or 'numba', got 'c'"):
+        kalman_many(df, "trk", "pos", ps.filters.constant_velocity(), scheduler="synchronous",
+                    engine="c")
+
+
 def test_kalman_two_axes_synchronous():
     rng = np.random.default_rng(3)
     ys = {k: rng.normal(size=(60, 2)).cumsum(axis=0) for k in ("a", "b", "c")}

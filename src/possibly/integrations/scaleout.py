@@ -1057,14 +1057,14 @@ def _batches(lengths: list[int], shared: bool) -> Iterator[list[int]]:
     yield from by_length.values()
 
 
-def _filter_batch(filt: Any, ys: np.ndarray) -> Any:
-    """``filt.filter(ys)`` keeping the means, without its warning (kalman_many warns once,
-    for every track)."""
+def _filter_batch(filt: Any, ys: np.ndarray, engine: str) -> Any:
+    """``filt.filter(ys, engine=engine)`` keeping the means, without its warning (kalman_many
+    warns once, for every track)."""
     from possibly.filters.filter_result import MostlyDiscountedWarning
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", MostlyDiscountedWarning)
-        return filt.filter(ys, keep=("mean",))
+        return filt.filter(ys, keep=("mean",), engine=engine)
 
 
 def _track_frame(columns: dict[str, np.ndarray], names: list[str], stamps: Any) -> Any:
@@ -1119,7 +1119,7 @@ def _tracks_states(tracks: list, states: list, names: list, times: Any) -> Any:
 
 
 def _kalman_task(df: Any, id_column: str, value_columns: list[str], kf: Any,
-                 state_names: list[str] | None, outlier_level: float,
+                 state_names: list[str] | None, outlier_level: float, engine: str,
                  series_dir: str | None, time_column: str | None = None,
                  advance: Callable[[int], object] | None = None) -> tuple[Any, Any, list]:
     """Filter every track of one task: tracks of equal length as one batch when ``kf`` is a
@@ -1142,7 +1142,7 @@ def _kalman_task(df: Any, id_column: str, value_columns: list[str], kf: Any,
         ys = np.stack([values[tracks[i][1]] for i in idx])
         try:
             filt = kf if shared else kf(ys[0])
-            res = _filter_batch(filt, ys)
+            res = _filter_batch(filt, ys, engine)
         except ValueError as exc:  # reported per track, the others still run
             for i in idx:
                 rows[i] = _failed_track(tracks[i][0], ys.shape[1], exc)
@@ -1217,7 +1217,7 @@ def kalman_many(data: Any, id_column: str, value_columns: str | Sequence[str], m
                 scheduler: Any = None, n_workers: int | None = None,
                 out: str | os.PathLike | None = None, overwrite: bool = False,
                 progress: bool = False, connect_timeout: float = 10.0,
-                time_column: str | None = None) -> ManyResult:
+                time_column: str | None = None, engine: str = "auto") -> ManyResult:
     """Run :class:`possibly.KalmanFilter` on every track of a long table with Dask.
 
     Within each task, tracks of equal length go through the filter together along its batch
@@ -1247,6 +1247,12 @@ def kalman_many(data: Any, id_column: str, value_columns: str | Sequence[str], m
         Column of time stamps (any type): the states (and the per-track files) get a
         ``time`` column after ``step``. Each track is put in time order by it first, as in
         :func:`changepoints_many`.
+    engine : {"auto", "numpy", "numba"}
+        Passed to :meth:`possibly.KalmanFilter.filter`. ``"auto"`` (default) chooses by
+        what each process ran before, so a cluster's fresh workers and one long process can
+        differ by rounding (about 1e-12); ``"numba"`` pins the arithmetic, the same numbers
+        wherever a task runs (``"numpy"`` batches the tracks of equal length in a task, whose
+        products can round with the batch).
 
     Returns
     -------
@@ -1278,8 +1284,10 @@ def kalman_many(data: Any, id_column: str, value_columns: str | Sequence[str], m
     kf, names = _kalman_setup(model, len(value_columns), state_names, options)
     if not 0.0 < float(outlier_level) <= 1.0:
         raise ValueError(f"outlier_level must be in (0, 1], got {outlier_level!r}")
+    if engine not in ("auto", "numpy", "numba"):
+        raise ValueError(f"engine must be 'auto', 'numpy' or 'numba', got {engine!r}")
     results, out_dir = _run(data, id_column, value_columns, time_column, _kalman_task,
-                            (value_columns, kf, names, float(outlier_level)),
+                            (value_columns, kf, names, float(outlier_level), engine),
                             ["summary.parquet"], "Kalman filter", scheduler=scheduler,
                             n_workers=n_workers, out=out, overwrite=overwrite,
                             progress=progress, connect_timeout=connect_timeout)
