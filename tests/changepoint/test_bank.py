@@ -543,7 +543,7 @@ def test_an_allocating_kernel_is_tried_without_reference_counts_once(where, monk
 
     monkeypatch.setattr(module, name, counting)
     # forget what earlier tests of this process compiled
-    monkeypatch.setattr(compiled_engine, "_NEEDS_REFCOUNTS", set(), raising=False)
+    monkeypatch.setattr(compiled_engine, "_NEEDS_REFCOUNTS", set())
     model = AllocatingLevel(0, prior=SegmentPrior(0.0, 5.0, 60.0))
     data = streams(3, 30, seed=9)
     for d in data:  # three banks or streams of the same kernel

@@ -291,6 +291,27 @@ def test_kalman_many_refuses_an_unknown_engine():
                     engine="c")
 
 
+def test_kalman_many_refuses_the_compiled_engine_where_the_filter_would(monkeypatch):
+    """A model the compiled loop cannot run, or no numba: one clear error before any task,
+    not a failed row per track."""
+    df = pd.DataFrame({"trk": ["a"] * 5, "x": np.arange(5.0), "y": np.arange(5.0)})
+    twice = ps.filters.LinearGaussianModel(F=[[1.0]], Q=[[0.1]], H=[[1.0], [1.0]],
+                                           R=np.eye(2))  # H of rank 1 for 2 values
+    with pytest.raises(ValueError, match="engine='numba' needs a time-invariant model whose H "
+                                         "has full row rank"):
+        kalman_many(df, "trk", ["x", "y"], twice, scheduler="synchronous", engine="numba")
+    assert kalman_many(df, "trk", ["x", "y"], twice, scheduler="synchronous",
+                       engine="numpy").summary["error"].isna().all()
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "numba" else real(name, *a))
+    with pytest.raises(ValueError, match="engine='numba' needs numba"):
+        kalman_many(df, "trk", "x", ps.filters.constant_velocity(), scheduler="synchronous",
+                    engine="numba")
+
+
 def test_kalman_two_axes_synchronous():
     rng = np.random.default_rng(3)
     ys = {k: rng.normal(size=(60, 2)).cumsum(axis=0) for k in ("a", "b", "c")}

@@ -1210,6 +1210,24 @@ def _kalman_setup(model: Any, n_columns: int, state_names: Sequence[str] | None,
     return kf, names
 
 
+def _check_compiled_kalman(kf: Any) -> None:
+    """Refuse ``engine="numba"`` here, before any task runs, where every track's filter would
+    refuse it (each track's failure would only be reported in the summary): without numba, or
+    for one model that is time-varying or observes through an ``H`` not of full row rank (a
+    model per track is checked per track)."""
+    import importlib.util
+
+    from possibly.filters.kalman import KalmanFilter
+
+    if importlib.util.find_spec("numba") is None:
+        raise ValueError("engine='numba' needs numba: pip install possibly[fast]")
+    if isinstance(kf, KalmanFilter) and (
+            kf.model.time_varying
+            or np.linalg.matrix_rank(np.atleast_2d(kf.model.H)) < kf.obs_dim):
+        raise ValueError("engine='numba' needs a time-invariant model whose H has full row "
+                         "rank; use engine='numpy' or engine='auto'")
+
+
 def kalman_many(data: Any, id_column: str, value_columns: str | Sequence[str], model: Any,
                 *, robust: bool = True, tau: float | None = None, dim: float | None = None,
                 coverage: float | None = 0.9,
@@ -1252,7 +1270,9 @@ def kalman_many(data: Any, id_column: str, value_columns: str | Sequence[str], m
         what each process ran before, so a cluster's fresh workers and one long process can
         differ by rounding (about 1e-12); ``"numba"`` pins the arithmetic, the same numbers
         wherever a task runs (``"numpy"`` batches the tracks of equal length in a task, whose
-        products can round with the batch).
+        products can round with the batch). ``"numba"`` is refused at once without numba or
+        for a model that the compiled loop cannot run (time-varying, or ``H`` not of full row
+        rank); with a model per track, such a track fails alone (its ``error``).
 
     Returns
     -------
@@ -1286,6 +1306,8 @@ def kalman_many(data: Any, id_column: str, value_columns: str | Sequence[str], m
         raise ValueError(f"outlier_level must be in (0, 1], got {outlier_level!r}")
     if engine not in ("auto", "numpy", "numba"):
         raise ValueError(f"engine must be 'auto', 'numpy' or 'numba', got {engine!r}")
+    if engine == "numba":
+        _check_compiled_kalman(kf)
     results, out_dir = _run(data, id_column, value_columns, time_column, _kalman_task,
                             (value_columns, kf, names, float(outlier_level), engine),
                             ["summary.parquet"], "Kalman filter", scheduler=scheduler,
