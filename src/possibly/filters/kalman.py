@@ -909,7 +909,7 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
         ``call``: as :class:`~possibly.filters._common.AutoHistory` chooses), else None."""
         # once loaded, the compiled loop at every batch size (as fast as numpy's batched
         # steps or faster, from 1 to 10,000 series; benchmarks/bench_filtering.py --speed)
-        fits = not self.model.time_varying and self.model._observation.resid is None
+        fits = self.model.compiles
 
         def load() -> Any:
             from possibly.filters import kalman_numba
@@ -1158,7 +1158,7 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
         run over the start's steps as extra series, then their consistencies score the
         mixture step by step to that leader."""
         steps = min(ys.shape[-2], K + WINDOW)
-        drop = mixture_tables(self.obs_dim)[0]
+        drop = start_hypotheses(K, MAX_OUTLIERS)  # the rows both leaders index
         cols = min(K, steps)
         flat = ys.reshape((-1,) + ys.shape[-2:])
         size = len(flat)
@@ -1167,7 +1167,8 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
         lead = None if compiled is None else self._compiled_leader(
             compiled, self._initial(prior, ys.shape[:-2], size), flat[:, :steps])
         if lead is None:
-            lead = self._hypotheses_leader(ys, prior, "numpy" if compiled is None else engine)
+            lead = self._hypotheses_leader(ys, flat, prior, "numpy" if compiled is None
+                                           else engine, drop, steps)
         if not lead.any():  # the hypothesis that drops nothing
             return ys
         masked = flat.copy()
@@ -1188,12 +1189,12 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
             return None
         return lead
 
-    def _hypotheses_leader(self, ys: np.ndarray, prior: MultivariateNormal | None,
-                           engine: str) -> np.ndarray:
-        """Each series' leading hypothesis (flat batch) after the robust start's steps, from
-        the hypotheses run over those steps as extra series of the plain filter."""
-        steps = min(ys.shape[-2], K + WINDOW)
-        drop = start_hypotheses(K, MAX_OUTLIERS)
+    def _hypotheses_leader(self, ys: np.ndarray, flat: np.ndarray,
+                           prior: MultivariateNormal | None, engine: str, drop: np.ndarray,
+                           steps: int) -> np.ndarray:
+        """Each series' leading hypothesis (``flat``: ``ys`` as (B, T, m)) after the robust
+        start's first ``steps``, from the hypotheses ``drop`` run over those steps as extra
+        series of the plain filter."""
         cols = min(K, steps)
         # hypotheses first: the prior's batch shape broadcasts with the rest
         yh = np.repeat(ys[None, ..., :steps, :], len(drop), axis=0)
@@ -1205,7 +1206,6 @@ class KalmanFilter(SequentialEstimator[Any, KalmanInfo, FilterResult]):
             log_c = self._filter(yh.reshape((-1,) + yh.shape[-2:]), yh.shape[:-2], None,
                                  prior, _keep_set(("mean",)), engine, False).log_consistency
         log_c = np.moveaxis(log_c.reshape(len(drop), -1, steps), 0, 1)  # (B, H, steps)
-        flat = ys.reshape((-1,) + ys.shape[-2:])
         return settled_leader(log_c, ~np.isnan(flat[:, :steps]).all(-1), self.obs_dim)
 
     def _report_rejected(self, res: Any, ys: np.ndarray, masked: np.ndarray) -> Any:

@@ -140,6 +140,22 @@ class LinearGaussianModel:
         return self.F.ndim == 3 or self.Q.ndim == 3
 
     @property
+    def compiles(self) -> bool:
+        """Whether the compiled Kalman loops run this model (``engine="numba"``): it is
+        time-invariant and ``H`` has full row rank (else numpy runs it).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> cv = LinearGaussianModel(F=[[1.0, 1.0], [0.0, 1.0]], Q=0.1 * np.eye(2),
+        ...                          H=[[1.0, 0.0]], R=[[1.0]])
+        >>> twice = LinearGaussianModel(F=[[1.0]], Q=[[0.1]], H=[[1.0], [1.0]], R=np.eye(2))
+        >>> cv.compiles, twice.compiles
+        (True, False)
+        """
+        return not self.time_varying and self._observation.resid is None
+
+    @property
     def n_transitions(self) -> int | None:
         """Number of per-step transitions (None if time-invariant)."""
         return len(self._transitions) if self.time_varying else None

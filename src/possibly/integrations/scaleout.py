@@ -1221,9 +1221,7 @@ def _check_compiled_kalman(kf: Any) -> None:
 
     if importlib.util.find_spec("numba") is None:
         raise ValueError("engine='numba' needs numba: pip install possibly[fast]")
-    if isinstance(kf, KalmanFilter) and (
-            kf.model.time_varying
-            or np.linalg.matrix_rank(np.atleast_2d(kf.model.H)) < kf.obs_dim):
+    if isinstance(kf, KalmanFilter) and not kf.model.compiles:
         raise ValueError("engine='numba' needs a time-invariant model whose H has full row "
                          "rank; use engine='numpy' or engine='auto'")
 
