@@ -25,6 +25,7 @@ from scipy import integrate, linalg, optimize, stats
 import possibly as ps
 from possibly.changepoint import SeasonalTrend, SegmentPrior, model_family
 from possibly.changepoint.detector import numba_available
+from possibly.changepoint.models.seasonal import harmonic_numbers
 from possibly.changepoint.models.trend import model_family as trend_family
 
 PRIOR = SegmentPrior(0.0, 1.0, 200.0)
@@ -258,18 +259,55 @@ def test_missing_values_advance_the_cycle(engine):
 
 
 def test_cycle_idle_has_no_change_point():
-    """Twelve hourly series with a daily and weekly cycle and no anomaly: at most one of them
-    gets a change point (measured: seed 6, a pair 11 steps apart), against several per series
-    for the default family without the cycle."""
-    cut = 0
-    for seed in range(12):
+    """Hourly series with a daily cycle 40% smaller on weekends and no anomaly: none gets a
+    change point, against several per series for the default family without the cycle. With
+    three harmonics of the day and three of the week (no sidebands), seeds 6, 13 and 20 got
+    change points (a Saturday, the first weekend, the first day)."""
+    for seed in (*range(12), 13, 20):
         series, windows = ps.datasets.cycle_idle(seed=seed)
         models = ps.changepoint.models_for_series(series.values, series.index)
         assert len(models) == 5
-        cut += ps.ChangepointDetector(model=models).fit(series.values).changepoints.size > 0
+        res = ps.ChangepointDetector(model=models).fit(series.values)
+        assert res.changepoints.size == 0, (seed, res.changepoints)
         if seed < 3:
             assert ps.ChangepointDetector().fit(series.values).changepoints.size > 0
-    assert cut <= 1
+
+
+def test_default_harmonics_of_a_day_and_a_week():
+    """A week is 7 days: harmonic 7 of the week is the day's fundamental, and a daily cycle
+    whose amplitude follows the week puts its weekly terms at 7 ± 1, 7 ± 2."""
+    assert harmonic_numbers((24.0, 168.0)) == ((1, 2, 3), (1, 2, 6, 8, 5))
+    assert harmonic_numbers((168.0, 24.0)) == ((1, 2, 6, 8, 5), (1, 2, 3))
+    assert harmonic_numbers((288.0, 2016.0)) == ((1, 2, 3), (1, 2, 6, 8, 5))  # 5 minutes
+    # 12-hour data: harmonics of 14 steps stop at 6 (below Nyquist)
+    assert harmonic_numbers((2.0, 14.0)) == ((1,), (1, 2, 6, 5))
+    # three times a day: 3 ± 1 and 3 ± 2, without the ones already there
+    assert harmonic_numbers((24.0, 72.0)) == ((1, 2, 3), (1, 2, 4, 5))
+    # not a whole multiple, or only twice: three each, as for an int
+    assert harmonic_numbers((7.0, 365.2425)) == harmonic_numbers((7.0, 365.2425), 3)
+    assert harmonic_numbers((12.0, 24.0)) == ((1, 2, 3), (1, 2, 3))
+    # three periods: the nearest shorter one's sidebands, 8 pairs in all
+    assert harmonic_numbers((4.0, 24.0, 168.0)) == ((1,), (1, 2, 5), (1, 2, 6, 8))
+    assert SeasonalTrend(0, period=(24, 168)).state_size == 1 + 2 * 8
+    assert SeasonalTrend(0, period=(24, 168), harmonics=3).state_size == 1 + 2 * 6
+
+
+def test_a_daily_cycle_modulated_by_the_week_is_fitted_exactly():
+    """(1 + ½ cos(2πt/168)) cos(2πt/24) = cos(2πt/24) + ¼ cos(2π·6t/168) + ¼ cos(2π·8t/168):
+    in the span of the default harmonics, not of three per period. Four weeks with little
+    noise: the default gets no change point and its fitted value of the last day is within
+    the noise; the other is cut about every 80 steps and is off by a tenth of the amplitude."""
+    t = np.arange(4 * 168)
+    truth = 10.0 + 4.0 * (1.0 + 0.5 * np.cos(2 * np.pi * t / 168)) * np.cos(2 * np.pi * t / 24)
+    y = truth + np.random.default_rng(0).normal(0.0, 0.01, t.size)
+    cuts, errors = [], []
+    for harmonics in (None, 3):
+        model = SeasonalTrend(0, period=(24, 168), harmonics=harmonics)
+        res = ps.ChangepointDetector(model=model).fit(y)
+        cuts.append(res.changepoints.size)
+        errors.append(np.max(np.abs(res.mean[-24:] - truth[-24:])))
+    assert cuts[0] == 0 < 4 < cuts[1]
+    assert errors[0] < 0.05 < 0.3 < errors[1]
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -324,10 +362,16 @@ def test_settings_and_errors():
         SeasonalTrend(0, period=1.5)
     with pytest.raises(ValueError, match="period must be a number >= 2"):
         SeasonalTrend(0, period=float("nan"))
-    with pytest.raises(ValueError, match="harmonics must be an integer >= 1"):
+    with pytest.raises(ValueError, match="harmonics must be None, an integer >= 1"):
         SeasonalTrend(0, period=24, harmonics=0)
-    with pytest.raises(ValueError, match="harmonics must be an integer >= 1 or one per"):
+    with pytest.raises(ValueError, match="harmonics must be None, an integer >= 1 or one "
+                                         "entry per period"):
         SeasonalTrend(0, period=(24, 168), harmonics=(3,))
+    for bad in ((), (0,), (12,), (2, 2), (1.0,), (True,)):  # 24 steps: 1 to 11
+        with pytest.raises(ValueError, match=r"harmonics of period 24 must be distinct "
+                                             r"integers in \[1, 11\]"):
+            SeasonalTrend(0, period=(24, 168), harmonics=(bad, 3))
+    assert SeasonalTrend(0, period=(24, 168), harmonics=((1, 11), (84 - 1,))).state_size == 7
     with pytest.raises(ValueError, match="at most 8"):
         SeasonalTrend(0, period=(100, 200), harmonics=(5, 5))
     with pytest.raises(ValueError, match="degree must be 0, 1 or 2"):

@@ -10,7 +10,10 @@ formulas are those of the trend with ``e₀`` replaced by ``h`` (docs/math.md §
 
 The cycle is refitted in every segment from a prior that does not depend on the phase (each
 harmonic's pair has an isotropic normal prior), so a segment may start at any step: the
-segment's run learns the cycle's phase from its own observations. :func:`model_family` with a
+segment's run learns the cycle's phase from its own observations. With a period that is a whole
+multiple of a shorter one (a week of a day), the default harmonics of the longer include the
+sidebands of the shorter cycle, so that its amplitude may follow the longer one (quieter
+weekends) without a change point (:func:`harmonic_numbers`). :func:`model_family` with a
 ``period`` adds the seasonal members to the default family; all its members run on this
 module's compiled kernel. Priors are scale-free as in :mod:`~possibly.changepoint.models.trend`.
 """
@@ -44,7 +47,7 @@ from possibly.changepoint.models.trend import (
 )
 from possibly.changepoint.models.trend import model_family as trend_family
 
-__all__ = ["SeasonalTrend", "model_family"]
+__all__ = ["SeasonalTrend", "harmonic_numbers", "model_family"]
 
 #: at most this many harmonic pairs over all periods (the kernel's rows have a fixed width)
 MAX_HARMONICS = 8
@@ -64,6 +67,96 @@ def harmonics_of(period: float, wanted: int) -> int:
     (3, 3, 1, 1)
     """
     return max(1, min(int(wanted), int((period - 1.0) // 2.0)))
+
+
+def _whole_multiple(period: float, shorter: float) -> int:
+    """``period / shorter`` when it is a whole number of at least 3, else 0."""
+    ratio = period / shorter
+    m = round(ratio)
+    return m if m >= 3 and abs(ratio - m) <= 1e-9 * ratio else 0
+
+
+def harmonic_numbers(periods: tuple[float, ...], harmonics: Any = None
+                     ) -> tuple[tuple[int, ...], ...]:
+    """The Fourier harmonics of each period: harmonic ``j`` of period ``P`` is the pair of
+    terms of angular frequency ``2πj/P``.
+
+    ``harmonics`` is an int ``k`` (the first ``k`` of every period), one entry per period
+    (an int ``k``, or a tuple of harmonic numbers), or None (default). A first ``k`` is capped
+    at ``(P - 1) / 2`` (:func:`harmonics_of`). None gives each period its first
+    :data:`DEFAULT_HARMONICS`, except a period that is a whole multiple ``m >= 3`` of a
+    shorter one (a week of a day: ``m = 7``): it gets its first two and then the sidebands
+    ``m - 1, m + 1, m - 2, m + 2`` of the shorter cycle's fundamental, as many as fit below
+    :data:`MAX_HARMONICS` in all. Those sidebands are a daily cycle whose amplitude follows
+    the week (quieter weekends), which the first few harmonics of a day and of a week cannot
+    hold: without them, the weekend's smaller daily swing looks like a change.
+
+    Parameters
+    ----------
+    periods : tuple of float
+        The periods in steps, each ``>= 2``.
+    harmonics : int, tuple or None
+        As above.
+
+    Returns
+    -------
+    tuple of tuple of int
+        The harmonic numbers of each period, in the order of ``periods``.
+
+    Examples
+    --------
+    >>> harmonic_numbers((24.0, 168.0))      # hourly data: a day and a week
+    ((1, 2, 3), (1, 2, 6, 8, 5))
+    >>> harmonic_numbers((7.0, 365.2425))     # daily data: a week and a year
+    ((1, 2, 3), (1, 2, 3))
+    >>> harmonic_numbers((24.0, 168.0), (2, (1, 7)))
+    ((1, 2), (1, 7))
+    """
+    given = harmonics if isinstance(harmonics, (tuple, list)) else (harmonics,) * len(periods)
+    if len(given) != len(periods):
+        raise ValueError(f"harmonics must be None, an integer >= 1 or one entry per period, "
+                         f"got {harmonics!r} for period {periods!r}")
+    numbers: list[tuple[int, ...]] = []
+    for p, k in zip(periods, given, strict=True):
+        highest = int((p - 1.0) // 2.0)  # below the Nyquist frequency
+        if isinstance(k, (tuple, list)):
+            if not k or any(isinstance(j, bool) or not isinstance(j, (int, np.integer))
+                            or not 1 <= j <= max(1, highest) for j in k) or len(set(k)) < len(k):
+                raise ValueError(f"harmonics of period {p:g} must be distinct integers in "
+                                 f"[1, {max(1, highest)}], got {k!r}")
+            numbers.append(tuple(int(j) for j in k))
+        elif k is None:
+            numbers.append(tuple(range(1, harmonics_of(p, DEFAULT_HARMONICS) + 1)))
+        elif isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+            raise ValueError(f"harmonics must be None, an integer >= 1 or one entry per "
+                             f"period, got {harmonics!r} for period {periods!r}")
+        else:
+            numbers.append(tuple(range(1, harmonics_of(p, int(k)) + 1)))
+    if harmonics is None:
+        numbers = _with_sidebands(periods, numbers)
+    return tuple(numbers)
+
+
+def _with_sidebands(periods: tuple[float, ...], numbers: list[tuple[int, ...]]
+                    ) -> list[tuple[int, ...]]:
+    """The default harmonics with a multiple's sidebands (:func:`harmonic_numbers`); the
+    shortest periods are served first, and every period keeps at least one harmonic."""
+    order = sorted(range(len(periods)), key=lambda i: periods[i])
+    budget = MAX_HARMONICS - sum(len(numbers[i]) for i in order)
+    for rank, i in enumerate(order):
+        p = periods[i]
+        # the sidebands of the nearest shorter cycle that it is a multiple of
+        m = min((k for j in order[:rank] if (k := _whole_multiple(p, periods[j]))), default=0)
+        if not m:
+            continue
+        budget += len(numbers[i])
+        later = len(order) - rank - 1  # one harmonic kept for each longer period
+        highest = int((p - 1.0) // 2.0)
+        wanted = [j for j in (1, 2, m - 1, m + 1, m - 2, m + 2) if 1 <= j <= highest]
+        keep = tuple(dict.fromkeys(wanted))[:max(1, budget - later)]
+        numbers[i] = keep
+        budget -= len(keep)
+    return numbers
 
 
 class SeasonalObservation(NamedTuple):
@@ -89,9 +182,12 @@ class SeasonalTrend(WholeSeriesPrior, SegmentModel):
         Period(s) of the cycle in steps, each ``>= 2`` (e.g. 24 for a daily cycle of hourly
         data, ``(24, 168)`` with a weekly one); None: no cycle (the model is then
         :class:`PolynomialTrend`'s, on this module's kernel).
-    harmonics : int or tuple of int
-        Fourier harmonics per period (capped at ``(P - 1) / 2``; at most
-        ``MAX_HARMONICS`` pairs in all).
+    harmonics : int, tuple or None
+        Fourier harmonics: the first ``k`` of every period (capped at ``(P - 1) / 2``), one
+        entry per period (a first ``k`` or a tuple of harmonic numbers), or None: three per
+        period, and for a period that is a whole multiple of a shorter one (a week of a day)
+        the sidebands that let the shorter cycle's amplitude follow the longer one
+        (:func:`harmonic_numbers`). At most ``MAX_HARMONICS`` pairs in all.
     level_scale, slope_scale, noise_scale, noise_shape, evidence, outlier_cost, prior
         As :class:`PolynomialTrend`.
     cycle_scale : float
@@ -111,7 +207,7 @@ class SeasonalTrend(WholeSeriesPrior, SegmentModel):
 
     degree: int = 0
     period: float | tuple[float, ...] | None = None
-    harmonics: int | tuple[int, ...] = DEFAULT_HARMONICS
+    harmonics: int | tuple[int | tuple[int, ...], ...] | None = None
     _: KW_ONLY
     level_scale: float = 2.0
     slope_scale: float = 10.0
@@ -143,16 +239,14 @@ class SeasonalTrend(WholeSeriesPrior, SegmentModel):
                     or not (math.isfinite(p) and p >= 2):
                 raise ValueError(f"period must be a number >= 2 (steps) or a tuple of them, "
                                  f"got {self.period!r}")
-        wanted = self.harmonics if isinstance(self.harmonics, (tuple, list)) else (
-            (self.harmonics,) * len(periods))
-        if len(wanted) != len(periods) or any(
-                isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1
-                for k in wanted):
-            raise ValueError(f"harmonics must be an integer >= 1 or one per period, got "
-                             f"{self.harmonics!r} for period {self.period!r}")
         angles = []
-        for p, k in zip(periods, wanted, strict=True):
-            for j in range(1, harmonics_of(float(p), int(k)) + 1):
+        numbers = harmonic_numbers(tuple(float(p) for p in periods), self.harmonics)
+        if isinstance(self.harmonics, (tuple, list)):  # hashable, and equal whatever its types
+            object.__setattr__(self, "harmonics", tuple(
+                tuple(int(j) for j in k) if isinstance(k, (tuple, list)) else k
+                for k in self.harmonics))
+        for p, js in zip(periods, numbers, strict=True):
+            for j in js:
                 w = 2.0 * math.pi * j / float(p)
                 angles.append((math.cos(w), math.sin(w)))
         if len(angles) > MAX_HARMONICS:
@@ -437,24 +531,39 @@ def kernel_forget(params: np.ndarray, runs: np.ndarray, j: int, rho: float,
     p = int(params[1])
     nh = int(params[2])
     s = M_AT + d  # the covariance's first entry
-    for side in range(2):  # F on the rows, then Fᵀ on the columns of P
-        rs = d if side == 0 else 1  # stride between the entries F mixes
-        cs = 1 if side == 0 else d  # stride along the other index
-        for c in range(d):
-            base = s + c * cs
-            if p == 3:
-                runs[j, base] = runs[j, base] + runs[j, base + rs] + runs[j, base + 2 * rs]
-                runs[j, base + rs] = runs[j, base + rs] + 2.0 * runs[j, base + 2 * rs]
-            elif p == 2:
-                runs[j, base] = runs[j, base] + runs[j, base + rs]
-            for i in range(nh):
-                cw = params[ANGLES + i]
-                sw = params[ANGLES + MAX_HARMONICS + i]
-                k = base + (p + 2 * i) * rs
-                x = runs[j, k]
-                y = runs[j, k + rs]
-                runs[j, k] = cw * x - sw * y
-                runs[j, k + rs] = sw * x + cw * y
+    # F on the rows of P: whole rows at a time (contiguous), each entry as in the column pass
+    if p == 3:
+        for c in range(s, s + d):
+            runs[j, c] = runs[j, c] + runs[j, c + d] + runs[j, c + 2 * d]
+            runs[j, c + d] = runs[j, c + d] + 2.0 * runs[j, c + 2 * d]
+    elif p == 2:
+        for c in range(s, s + d):
+            runs[j, c] = runs[j, c] + runs[j, c + d]
+    for i in range(nh):
+        cw = params[ANGLES + i]
+        sw = params[ANGLES + MAX_HARMONICS + i]
+        k = s + (p + 2 * i) * d
+        for c in range(k, k + d):
+            x = runs[j, c]
+            y = runs[j, c + d]
+            runs[j, c] = cw * x - sw * y
+            runs[j, c + d] = sw * x + cw * y
+    # then Fᵀ on its columns, row by row
+    for r in range(d):
+        base = s + r * d
+        if p == 3:
+            runs[j, base] = runs[j, base] + runs[j, base + 1] + runs[j, base + 2]
+            runs[j, base + 1] = runs[j, base + 1] + 2.0 * runs[j, base + 2]
+        elif p == 2:
+            runs[j, base] = runs[j, base] + runs[j, base + 1]
+        for i in range(nh):
+            cw = params[ANGLES + i]
+            sw = params[ANGLES + MAX_HARMONICS + i]
+            k = base + p + 2 * i
+            x = runs[j, k]
+            y = runs[j, k + 1]
+            runs[j, k] = cw * x - sw * y
+            runs[j, k + 1] = sw * x + cw * y
     m = M_AT
     if p == 3:
         runs[j, m] = runs[j, m] + runs[j, m + 1] + runs[j, m + 2]
