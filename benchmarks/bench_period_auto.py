@@ -15,13 +15,16 @@ The cost of the inference: ``infer_period`` timed alone against the fit with ``p
 over the seeds. Then the same ratio on a random walk with a level shift of 10⁴ to 10⁶ points
 (10⁷ with ``--big``) without a time index. Last, the rates (``--rates`` series each): periods
 found on series without a cycle (white noise, AR(1), random walks with and without level
-shifts, of 100 to 4096 points) and periods found on sinusoids and square waves in noise.
+shifts, of 100 to 4096 points), periods found on sinusoids and square waves in noise, and
+how often the week is accepted in hourly data with a daily cycle, with and without a weekly
+change of the daily swing.
 Public annotated collections are NOT used.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import warnings
 
 import numpy as np
@@ -178,6 +181,49 @@ def rates_table(count: int) -> None:
                   + " ".join(f"{c:>6d}" for c in row))
 
 
+def week_table(count: int) -> None:
+    """Hourly series with a daily cycle (5 noise sd): how often the week is accepted, without
+    a weekly cycle (false) and with a daily swing 40% smaller on weekends (found)."""
+    step = datetime.timedelta(hours=1)
+    weeks = (2, 3, 4, 8, 16)
+    print(f"\n## the week found in hourly data with a daily cycle, {count} series each; "
+          "columns: weeks of data")
+    print(f"{'series':<32} " + " ".join(f"{w:>6d}" for w in weeks))
+
+    def day_amplitude(e: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        return np.repeat(rng.normal(0.0, 0.3, e.size // 24 + 1), 24)[:e.size]
+
+    kinds = {
+        "white noise": (lambda e, rng: e, None),
+        "AR(1) 0.9": (lambda e, rng: _ar1(e, 0.9), None),
+        "random walk (steps 0.2 sd)": (lambda e, rng: e + np.cumsum(rng.normal(0, 0.2, e.size)),
+                                       None),
+        "level shifts every 100 steps": (lambda e, rng: e + np.repeat(
+            rng.normal(0, 3, e.size // 100 + 1), 100)[:e.size], None),
+        "day's swing random (30% sd)": (lambda e, rng: e, day_amplitude),
+        "Student t3 noise": (lambda e, rng: rng.standard_t(3, e.size), None),
+        "weekends 40% smaller (found)": (lambda e, rng: e, "weekend"),
+    }
+    for name, (noise, swing) in kinds.items():
+        row = []
+        for w in weeks:
+            rng = np.random.default_rng(1000 + w)
+            t = np.arange(168 * w)
+            found = 0
+            for _ in range(count):
+                amplitude = np.ones(t.size)
+                if swing == "weekend":
+                    amplitude = np.where((t // 24) % 7 >= 5, 0.6, 1.0)
+                elif swing is not None:
+                    amplitude = 1.0 + swing(t, rng)
+                y = 10 + 5 * amplitude * np.sin(2 * np.pi * t / 24) + noise(
+                    rng.normal(size=t.size), rng)
+                periods = infer_period(y, step)
+                found += periods is not None and 168.0 in periods
+            row.append(found)
+        print(f"{name:<32} " + " ".join(f"{c:>6d}" for c in row))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=10)
@@ -192,6 +238,7 @@ def main() -> int:
     long_table(args.repeats, args.big)
     if args.rates:
         rates_table(args.rates)
+        week_table(args.rates)
     return 0
 
 

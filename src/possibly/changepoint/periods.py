@@ -20,7 +20,12 @@ from typing import Any
 
 import numpy as np
 
-from possibly.changepoint.models.seasonal import model_family
+from possibly.changepoint.models.seasonal import (
+    harmonic_numbers,
+    model_family,
+    sidebands,
+    whole_multiple,
+)
 from possibly.changepoint.models.segment_model import SegmentModel, as_series
 
 __all__ = ["calendar_periods", "cycle_gain", "infer_period", "models_for_series",
@@ -305,6 +310,36 @@ def _gain_whole(cycles: np.ndarray, required: float) -> tuple[float, float]:
     return gain, correlation(even, odd)
 
 
+def _fourier_gain(y: np.ndarray, period: float, harmonics: tuple[int, ...], required: float
+                  ) -> tuple[float, float]:
+    """:func:`_gain` with each half's profile replaced by its least-squares projection on
+    the ``harmonics`` of ``period``: a profile of ``2k`` coefficients, not one per phase, so
+    a few cycles show it (``-inf, NaN`` when ``period`` is not whole or a value is
+    missing)."""
+    p = int(period)
+    block = y[: len(y) // p * p]
+    if p != period or np.isnan(block).any():
+        return -math.inf, math.nan
+    cycles = block.reshape(-1, p)
+    middles = np.arange(0.5 * p - 0.5, cycles.size, p)
+    x = block - np.interp(np.arange(block.size), middles, medians_along(cycles, 1))
+    rows = x.reshape(-1, p)
+    angle = 2.0 * math.pi * np.arange(p) / p
+    basis = np.column_stack([f(j * angle) for j in harmonics for f in (np.cos, np.sin)])
+    profiles = []
+    for half in (rows[0::2], rows[1::2]):
+        medians = medians_along(half, 0)
+        coef = np.linalg.lstsq(basis, medians - medians.mean(), rcond=None)[0]
+        profiles.append(basis @ coef)
+    residuals = rows.copy()
+    residuals[0::2] -= profiles[1]  # each half predicted by the other's profile
+    residuals[1::2] -= profiles[0]
+    gain = _explained(x, residuals.ravel())
+    if not gain >= required:
+        return gain, math.nan
+    return gain, correlation(profiles[0], profiles[1])
+
+
 def _cycle(y: np.ndarray, period: float) -> np.ndarray:
     """The cycle of ``y``: at each step, the median of its phase over the delevelled full
     cycles (0 where unknown)."""
@@ -438,7 +473,12 @@ def infer_period(values: Any, index: Any = None) -> tuple[float, ...] | None:
     and the two halves' profiles correlate at least 0.5 (:func:`cycle_gain`). The gain is
     about 0 or below for a series without that cycle, whatever its level shifts or trends; in
     simulations no period was accepted on white noise or level shifts, and one on 1–2% of
-    random walks and of AR(1) series close to them. From the values alone, a long cycle
+    random walks and of AR(1) series close to them. A calendar period that is a whole
+    multiple of one accepted (a week of a day) may also pass the same test on the daily
+    swing's change over the week: each half's profile reduced to the shorter cycle's
+    sidebands (:func:`~possibly.changepoint.models.seasonal.sidebands`, those the models
+    hold), a few coefficients that two or three weeks show where a profile of 168 phases
+    needs many more (benchmarks/bench_period_auto.py). From the values alone, a long cycle
     of finely sampled data (a day of minute data) is damped by the differencing and is not
     found: pass the time index.
 
@@ -495,6 +535,13 @@ def infer_period(values: Any, index: Any = None) -> tuple[float, ...] | None:
                 required = required_gain(len(rest), math.inf if index is not None
                                          else len(rest) / p)
                 gain, agreement = _gain(rest, p, max(required, best))
+                if not (gain >= max(required, best) and agreement >= MIN_AGREEMENT) and any(
+                        whole_multiple(p, q) for q in accepted):
+                    # a week of a day: judged on the day's swing that follows the week (the
+                    # sidebands of the day that the models hold), which a few weeks show
+                    near = max(q for q in accepted if whole_multiple(p, q))
+                    held = [j for j in harmonic_numbers((near, p))[1] if j in sidebands(p, near)]
+                    gain, agreement = _fourier_gain(rest, p, tuple(held), max(required, best))
                 if gain >= max(required, best) and agreement >= MIN_AGREEMENT:
                     scored.append((gain, p))
                     best = gain

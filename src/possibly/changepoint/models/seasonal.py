@@ -47,7 +47,7 @@ from possibly.changepoint.models.trend import (
 )
 from possibly.changepoint.models.trend import model_family as trend_family
 
-__all__ = ["SeasonalTrend", "harmonic_numbers", "model_family"]
+__all__ = ["SeasonalTrend", "harmonic_numbers", "model_family", "sidebands", "whole_multiple"]
 
 #: at most this many harmonic pairs over all periods (the kernel's rows have a fixed width)
 MAX_HARMONICS = 8
@@ -69,11 +69,34 @@ def harmonics_of(period: float, wanted: int) -> int:
     return max(1, min(int(wanted), int((period - 1.0) // 2.0)))
 
 
-def _whole_multiple(period: float, shorter: float) -> int:
-    """``period / shorter`` when it is a whole number of at least 3, else 0."""
+def whole_multiple(period: float, shorter: float) -> int:
+    """``period / shorter`` when it is a whole number of at least 3, else 0: then the longer
+    cycle may modulate the shorter one (:func:`harmonic_numbers`).
+
+    Examples
+    --------
+    >>> whole_multiple(168.0, 24.0), whole_multiple(24.0, 12.0), whole_multiple(365.2425, 7.0)
+    (7, 0, 0)
+    """
     ratio = period / shorter
     m = round(ratio)
     return m if m >= 3 and abs(ratio - m) <= 1e-9 * ratio else 0
+
+
+def sidebands(period: float, shorter: float) -> tuple[int, ...]:
+    """The harmonics of ``period`` next to the fundamental of a ``shorter`` period it is a
+    whole multiple ``m`` of: ``m - 1, m + 1, m - 2, m + 2``, those below the Nyquist frequency
+    (none when it is not a multiple). A shorter cycle whose amplitude follows the longer one
+    lies on them (docs/math.md §6).
+
+    Examples
+    --------
+    >>> sidebands(168.0, 24.0), sidebands(14.0, 2.0), sidebands(24.0, 7.0)
+    ((6, 8, 5, 9), (6, 5), ())
+    """
+    m = whole_multiple(period, shorter)
+    highest = int((period - 1.0) // 2.0)
+    return tuple(j for j in (m - 1, m + 1, m - 2, m + 2) if m and 1 <= j <= highest)
 
 
 def harmonic_numbers(periods: tuple[float, ...], harmonics: Any = None
@@ -146,14 +169,14 @@ def _with_sidebands(periods: tuple[float, ...], numbers: list[tuple[int, ...]]
     for rank, i in enumerate(order):
         p = periods[i]
         # the sidebands of the nearest shorter cycle that it is a multiple of
-        m = min((k for j in order[:rank] if (k := _whole_multiple(p, periods[j]))), default=0)
-        if not m:
+        near = max((periods[j] for j in order[:rank] if whole_multiple(p, periods[j])),
+                   default=None)
+        if near is None:
             continue
         budget += len(numbers[i])
         later = len(order) - rank - 1  # one harmonic kept for each longer period
-        highest = int((p - 1.0) // 2.0)
-        wanted = [j for j in (1, 2, m - 1, m + 1, m - 2, m + 2) if 1 <= j <= highest]
-        keep = tuple(dict.fromkeys(wanted))[:max(1, budget - later)]
+        wanted = [j for j in (1, 2) if j <= max(1, int((p - 1.0) // 2.0))]
+        keep = tuple(dict.fromkeys([*wanted, *sidebands(p, near)]))[:max(1, budget - later)]
         numbers[i] = keep
         budget -= len(keep)
     return numbers
