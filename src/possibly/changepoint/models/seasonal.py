@@ -571,9 +571,9 @@ def kernel_forget(params: np.ndarray, runs: np.ndarray, j: int, rho: float,
             y = runs[j, c + d]
             runs[j, c] = cw * x - sw * y
             runs[j, c + d] = sw * x + cw * y
-    # then Fᵀ on its columns, row by row
-    for r in range(d):
-        base = s + r * d
+    # then Fᵀ on its columns, row by row, and F on m (row -1): contiguous entries alike
+    for r in range(-1, d):
+        base = M_AT if r < 0 else s + r * d
         if p == 3:
             runs[j, base] = runs[j, base] + runs[j, base + 1] + runs[j, base + 2]
             runs[j, base + 1] = runs[j, base + 1] + 2.0 * runs[j, base + 2]
@@ -587,20 +587,6 @@ def kernel_forget(params: np.ndarray, runs: np.ndarray, j: int, rho: float,
             y = runs[j, k + 1]
             runs[j, k] = cw * x - sw * y
             runs[j, k + 1] = sw * x + cw * y
-    m = M_AT
-    if p == 3:
-        runs[j, m] = runs[j, m] + runs[j, m + 1] + runs[j, m + 2]
-        runs[j, m + 1] = runs[j, m + 1] + 2.0 * runs[j, m + 2]
-    elif p == 2:
-        runs[j, m] = runs[j, m] + runs[j, m + 1]
-    for i in range(nh):
-        cw = params[ANGLES + i]
-        sw = params[ANGLES + MAX_HARMONICS + i]
-        k = m + p + 2 * i
-        x = runs[j, k]
-        y = runs[j, k + 1]
-        runs[j, k] = cw * x - sw * y
-        runs[j, k + 1] = sw * x + cw * y
     if rho != 1.0:
         for r in range(d):
             for c in range(d):
