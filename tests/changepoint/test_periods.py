@@ -322,8 +322,13 @@ def test_a_week_that_damps_the_daily_cycle_is_found_in_three_weeks():
     t = np.arange(3 * 168)
     swing = 4.0 * (1.0 - np.cos(2.0 * np.pi * (t % 24 - 3.0) / 24.0)) ** 1.5 / 2 ** 0.5
     weekend = (t // 24) % 7 >= 5
+    gappy = 0
     for seed in range(20):
-        noise = np.random.default_rng(seed).normal(size=t.size)
-        assert infer_period(20.0 + swing * np.where(weekend, 0.5, 1.0) + noise, step) \
-            == (24.0, 168.0), seed
+        rng = np.random.default_rng(seed)
+        noise = rng.normal(size=t.size)
+        damped = 20.0 + swing * np.where(weekend, 0.5, 1.0) + noise
+        assert infer_period(damped, step) == (24.0, 168.0), seed
         assert infer_period(20.0 + swing + noise, step) == (24.0,), seed
+        damped[rng.choice(t.size, 10, replace=False)] = np.nan  # missing values (base: 7)
+        gappy += infer_period(damped, step) == (24.0, 168.0)
+    assert gappy >= 18

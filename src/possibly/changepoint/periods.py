@@ -312,29 +312,28 @@ def _gain_whole(cycles: np.ndarray, required: float) -> tuple[float, float]:
 
 def _fourier_gain(y: np.ndarray, period: float, harmonics: tuple[int, ...], required: float
                   ) -> tuple[float, float]:
-    """:func:`_gain` with each half's profile replaced by its least-squares projection on
-    the ``harmonics`` of ``period``: a profile of ``2k`` coefficients, not one per phase, so
-    a few cycles show it (``-inf, NaN`` when ``period`` is not whole or a value is
-    missing)."""
-    p = int(period)
-    block = y[: len(y) // p * p]
-    if p != period or np.isnan(block).any():
-        return -math.inf, math.nan
-    cycles = block.reshape(-1, p)
-    middles = np.arange(0.5 * p - 0.5, cycles.size, p)
-    x = block - np.interp(np.arange(block.size), middles, medians_along(cycles, 1))
-    rows = x.reshape(-1, p)
-    angle = 2.0 * math.pi * np.arange(p) / p
+    """:func:`_gain` with each half's phase profile replaced by its least-squares projection
+    on the ``harmonics`` of ``period`` (over the phases the half has values at): a profile of
+    ``2k`` coefficients, not one per phase, so that a few cycles show it."""
+    x, cycle, phase = _delevelled(y, period)
+    bins = int(math.ceil(period))
+    angle = 2.0 * math.pi * np.arange(bins) / period
     basis = np.column_stack([f(j * angle) for j in harmonics for f in (np.cos, np.sin)])
+    finite = np.isfinite(x)
+    halves = [finite & (cycle % 2 == h) for h in (0, 1)]
     profiles = []
-    for half in (rows[0::2], rows[1::2]):
-        medians = medians_along(half, 0)
-        coef = np.linalg.lstsq(basis, medians - medians.mean(), rcond=None)[0]
-        profiles.append(basis @ coef)
-    residuals = rows.copy()
-    residuals[0::2] -= profiles[1]  # each half predicted by the other's profile
-    residuals[1::2] -= profiles[0]
-    gain = _explained(x, residuals.ravel())
+    for rows in halves:
+        profile = _phase_profile(x, phase, bins, np.flatnonzero(rows))
+        known = np.isfinite(profile)
+        if known.sum() <= basis.shape[1]:  # too few phases seen to fit the coefficients
+            return -math.inf, math.nan
+        centred = profile[known] - profile[known].mean()
+        profiles.append(basis @ np.linalg.lstsq(basis[known], centred, rcond=None)[0])
+    pred = np.full(x.size, np.nan)
+    for h in (0, 1):  # each half predicted by the other's profile
+        pred[halves[h]] = profiles[1 - h][phase[halves[h]]]
+    ok = finite & np.isfinite(pred)
+    gain = _explained(x[ok], x[ok] - pred[ok])
     if not gain >= required:
         return gain, math.nan
     return gain, correlation(profiles[0], profiles[1])

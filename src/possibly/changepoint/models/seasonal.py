@@ -107,12 +107,14 @@ def harmonic_numbers(periods: tuple[float, ...], harmonics: Any = None
     ``harmonics`` is an int ``k`` (the first ``k`` of every period), one entry per period
     (an int ``k``, or a tuple of harmonic numbers), or None (default). A first ``k`` is capped
     at ``(P - 1) / 2`` (:func:`harmonics_of`). None gives each period its first
-    :data:`DEFAULT_HARMONICS`, except a period that is a whole multiple ``m >= 3`` of a
-    shorter one (a week of a day: ``m = 7``): it gets its first two and then the sidebands
-    ``m - 1, m + 1, m - 2, m + 2`` of the shorter cycle's fundamental, as many as fit below
-    :data:`MAX_HARMONICS` in all. Those sidebands are a daily cycle whose amplitude follows
-    the week (quieter weekends), which the first few harmonics of a day and of a week cannot
-    hold: without them, the weekend's smaller daily swing looks like a change.
+    :data:`DEFAULT_HARMONICS`; then, when those fit in :data:`MAX_HARMONICS` pairs, a period
+    that is a whole multiple ``m >= 3`` of a shorter one (a week of a day: ``m = 7``) gets
+    instead its first two and the sidebands ``m - 1, m + 1, m - 2, m + 2`` of the nearest such
+    shorter cycle's fundamental, as many as fit (shortest periods first, at least one each),
+    leaving out any at the frequency of a shorter period's harmonic. Those sidebands are a
+    daily cycle whose amplitude follows the week (quieter weekends), which the first few
+    harmonics of a day and of a week cannot hold: without them, the weekend's smaller daily
+    swing looks like a change.
 
     Parameters
     ----------
@@ -134,49 +136,56 @@ def harmonic_numbers(periods: tuple[float, ...], harmonics: Any = None
     ((1, 2, 3), (1, 2, 3))
     >>> harmonic_numbers((24.0, 168.0), (2, (1, 7)))
     ((1, 2), (1, 7))
+    >>> harmonic_numbers((24.0,), ((1, 3),))  # one period: a tuple of one entry
+    ((1, 3),)
     """
     given = harmonics if isinstance(harmonics, (tuple, list)) else (harmonics,) * len(periods)
     if len(given) != len(periods):
-        raise ValueError(f"harmonics must be None, an integer >= 1 or one entry per period, "
-                         f"got {harmonics!r} for period {periods!r}")
+        hint = "" if len(periods) != 1 else (
+            f"; for one period, harmonic numbers are written ({tuple(given)!r},)")
+        raise ValueError(f"harmonics must be None, an integer >= 1, or one entry per period "
+                         f"(an integer >= 1 or a tuple of harmonic numbers), got {harmonics!r} "
+                         f"for period {periods!r}{hint}")
     numbers: list[tuple[int, ...]] = []
     for p, k in zip(periods, given, strict=True):
-        highest = int((p - 1.0) // 2.0)  # below the Nyquist frequency
+        highest = max(1, int((p - 1.0) // 2.0))  # below the Nyquist frequency
         if isinstance(k, (tuple, list)):
             if not k or any(isinstance(j, bool) or not isinstance(j, (int, np.integer))
-                            or not 1 <= j <= max(1, highest) for j in k) or len(set(k)) < len(k):
+                            or not 1 <= j <= highest for j in k) or len(set(k)) < len(k):
                 raise ValueError(f"harmonics of period {p:g} must be distinct integers in "
-                                 f"[1, {max(1, highest)}], got {k!r}")
+                                 f"[1, {highest}], got {k!r}")
             numbers.append(tuple(int(j) for j in k))
-        elif k is None:
+        elif k is None and harmonics is None:
             numbers.append(tuple(range(1, harmonics_of(p, DEFAULT_HARMONICS) + 1)))
         elif isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-            raise ValueError(f"harmonics must be None, an integer >= 1 or one entry per "
-                             f"period, got {harmonics!r} for period {periods!r}")
+            raise ValueError(f"harmonics of period {p:g} must be an integer >= 1 or a tuple of "
+                             f"harmonic numbers in [1, {highest}], got {k!r}")
         else:
             numbers.append(tuple(range(1, harmonics_of(p, int(k)) + 1)))
-    if harmonics is None:
+    if harmonics is None and sum(map(len, numbers)) <= MAX_HARMONICS:
         numbers = _with_sidebands(periods, numbers)
     return tuple(numbers)
 
 
 def _with_sidebands(periods: tuple[float, ...], numbers: list[tuple[int, ...]]
                     ) -> list[tuple[int, ...]]:
-    """The default harmonics with a multiple's sidebands (:func:`harmonic_numbers`); the
-    shortest periods are served first, and every period keeps at least one harmonic."""
+    """The default harmonics with a multiple's sidebands (:func:`harmonic_numbers`)."""
     order = sorted(range(len(periods)), key=lambda i: periods[i])
     budget = MAX_HARMONICS - sum(len(numbers[i]) for i in order)
     for rank, i in enumerate(order):
         p = periods[i]
+        shorter = [periods[j] for j in order[:rank]]
         # the sidebands of the nearest shorter cycle that it is a multiple of
-        near = max((periods[j] for j in order[:rank] if whole_multiple(p, periods[j])),
-                   default=None)
+        near = max((q for q in shorter if whole_multiple(p, q)), default=None)
         if near is None:
             continue
         budget += len(numbers[i])
         later = len(order) - rank - 1  # one harmonic kept for each longer period
+        taken = [k / q for q, j in zip(shorter, order[:rank], strict=True) for k in numbers[j]]
         wanted = [j for j in (1, 2) if j <= max(1, int((p - 1.0) // 2.0))]
-        keep = tuple(dict.fromkeys([*wanted, *sidebands(p, near)]))[:max(1, budget - later)]
+        wanted += [j for j in sidebands(p, near)  # not a shorter period's harmonic again
+                   if not any(abs(j / p - f) <= 1e-9 * f for f in taken)]
+        keep = tuple(dict.fromkeys(wanted))[:max(1, budget - later)]
         numbers[i] = keep
         budget -= len(keep)
     return numbers
@@ -208,9 +217,9 @@ class SeasonalTrend(WholeSeriesPrior, SegmentModel):
     harmonics : int, tuple or None
         Fourier harmonics: the first ``k`` of every period (capped at ``(P - 1) / 2``), one
         entry per period (a first ``k`` or a tuple of harmonic numbers), or None: three per
-        period, and for a period that is a whole multiple of a shorter one (a week of a day)
-        the sidebands that let the shorter cycle's amplitude follow the longer one
-        (:func:`harmonic_numbers`). At most ``MAX_HARMONICS`` pairs in all.
+        period, except that a period that is a whole multiple of a shorter one (a week of a
+        day) gets its first two and the sidebands that let the shorter cycle's amplitude
+        follow it (:func:`harmonic_numbers`). At most ``MAX_HARMONICS`` pairs in all.
     level_scale, slope_scale, noise_scale, noise_shape, evidence, outlier_cost, prior
         As :class:`PolynomialTrend`.
     cycle_scale : float
