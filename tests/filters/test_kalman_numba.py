@@ -29,13 +29,15 @@ def _track(seed, T=120, m=1):
     return ys
 
 
-def _same(a, b, rtol=1e-10):
+def _same(a, b, rtol=1e-10, judged_atol=1e-11):
     for f in FIELDS:
         x, y = getattr(a, f), getattr(b, f)
         # from an uninformed prior the information-form steps take pseudo-inverses, which the
-        # engines' eigensolvers round differently: ~1e-12 absolute on values of order 1 (and
-        # log c of an observation the state cannot judge yet is 0 up to that rounding)
-        np.testing.assert_allclose(x, y, rtol=rtol, atol=1e-11, equal_nan=True, err_msg=f)
+        # engines' eigensolvers round differently: ~1e-12 absolute on values of order 1; log c
+        # (and γ) of an observation the state cannot judge yet is 0 up to that rounding, which
+        # an eigenvalue of rounding size kept by numpy's pinv can raise to ~5e-10 (judged_atol)
+        atol = judged_atol if f in ("log_consistency", "gamma") else 1e-11
+        np.testing.assert_allclose(x, y, rtol=rtol, atol=atol, equal_nan=True, err_msg=f)
     np.testing.assert_allclose(a.final.mean, b.final.mean, rtol=rtol, atol=1e-11)
     for f in ("covariance", "precision"):  # the same form, and the same matrices
         x, y = getattr(a.final, f), getattr(b.final, f)
@@ -231,7 +233,7 @@ def test_numba_equals_numpy_on_random_models(n, m, options, seed):
     kf = ps.KalmanFilter(model, **options)
     _same(kf.filter(ys, prior, engine="numba"), kf.filter(ys, prior, engine="numpy"))
     # from the uninformative prior (robust start or information form first, then compiled)
-    _same(kf.filter(ys, engine="numba"), kf.filter(ys, engine="numpy"))
+    _same(kf.filter(ys, engine="numba"), kf.filter(ys, engine="numpy"), judged_atol=1e-9)
 
 
 def _tracking(seed, batch, T):
