@@ -265,12 +265,17 @@ def cycle_gain(y: Any, period: float) -> tuple[float, float]:
     return _gain(y, period)
 
 
-def _gain(y: np.ndarray, period: float, required: float = -math.inf) -> tuple[float, float]:
+def _gain(y: np.ndarray, period: float, required: float = -math.inf,
+          harmonics: tuple[int, ...] = ()) -> tuple[float, float]:
     """:func:`cycle_gain` of a checked series; the agreement is NaN (not computed) when the
-    gain is below ``required``. A whole period of a series without NaN takes a shortcut: the
-    values as a matrix of one cycle per row (the same numbers)."""
+    gain is below ``required``. With ``harmonics``, each half's phase profile is replaced by
+    its least-squares projection on those harmonics of ``period`` (over the phases the half
+    has values at): ``2k`` coefficients, not one per phase, so that a few cycles show it
+    (NaN when a half saw too few phases to fit them). A whole period of a series without NaN,
+    without ``harmonics``, takes a shortcut: the values as a matrix of one cycle per row (the
+    same numbers)."""
     p = int(period)
-    if p == period:
+    if p == period and not harmonics:
         block = y[: len(y) // p * p]
         if not np.isnan(block).any():
             return _gain_whole(block.reshape(-1, p), required)
@@ -279,6 +284,15 @@ def _gain(y: np.ndarray, period: float, required: float = -math.inf) -> tuple[fl
     finite = np.isfinite(x)
     halves = [finite & (cycle % 2 == h) for h in (0, 1)]
     profiles = [_phase_profile(x, phase, bins, np.flatnonzero(rows)) for rows in halves]
+    if harmonics:
+        angle = 2.0 * math.pi * np.arange(bins) / period
+        basis = np.column_stack([f(j * angle) for j in harmonics for f in (np.cos, np.sin)])
+        for h, profile in enumerate(profiles):
+            known = np.isfinite(profile)
+            if known.sum() <= basis.shape[1]:  # too few phases seen to fit the coefficients
+                return math.nan, math.nan
+            centred = profile[known] - profile[known].mean()
+            profiles[h] = basis @ np.linalg.lstsq(basis[known], centred, rcond=None)[0]
     pred = np.full(x.size, np.nan)
     for h in (0, 1):  # each half predicted by the other's profile
         pred[halves[h]] = profiles[1 - h][phase[halves[h]]]
@@ -308,35 +322,6 @@ def _gain_whole(cycles: np.ndarray, required: float) -> tuple[float, float]:
     if not gain >= required:
         return gain, math.nan
     return gain, correlation(even, odd)
-
-
-def _fourier_gain(y: np.ndarray, period: float, harmonics: tuple[int, ...], required: float
-                  ) -> tuple[float, float]:
-    """:func:`_gain` with each half's phase profile replaced by its least-squares projection
-    on the ``harmonics`` of ``period`` (over the phases the half has values at): a profile of
-    ``2k`` coefficients, not one per phase, so that a few cycles show it."""
-    x, cycle, phase = _delevelled(y, period)
-    bins = int(math.ceil(period))
-    angle = 2.0 * math.pi * np.arange(bins) / period
-    basis = np.column_stack([f(j * angle) for j in harmonics for f in (np.cos, np.sin)])
-    finite = np.isfinite(x)
-    halves = [finite & (cycle % 2 == h) for h in (0, 1)]
-    profiles = []
-    for rows in halves:
-        profile = _phase_profile(x, phase, bins, np.flatnonzero(rows))
-        known = np.isfinite(profile)
-        if known.sum() <= basis.shape[1]:  # too few phases seen to fit the coefficients
-            return -math.inf, math.nan
-        centred = profile[known] - profile[known].mean()
-        profiles.append(basis @ np.linalg.lstsq(basis[known], centred, rcond=None)[0])
-    pred = np.full(x.size, np.nan)
-    for h in (0, 1):  # each half predicted by the other's profile
-        pred[halves[h]] = profiles[1 - h][phase[halves[h]]]
-    ok = finite & np.isfinite(pred)
-    gain = _explained(x[ok], x[ok] - pred[ok])
-    if not gain >= required:
-        return gain, math.nan
-    return gain, correlation(profiles[0], profiles[1])
 
 
 def _cycle(y: np.ndarray, period: float) -> np.ndarray:
@@ -540,7 +525,7 @@ def infer_period(values: Any, index: Any = None) -> tuple[float, ...] | None:
                     # sidebands of the day that the models hold), which a few weeks show
                     near = max(q for q in accepted if whole_multiple(p, q))
                     held = [j for j in harmonic_numbers((near, p))[1] if j in sidebands(p, near)]
-                    gain, agreement = _fourier_gain(rest, p, tuple(held), max(required, best))
+                    gain, agreement = _gain(rest, p, max(required, best), tuple(held))
                 if gain >= max(required, best) and agreement >= MIN_AGREEMENT:
                     scored.append((gain, p))
                     best = gain
