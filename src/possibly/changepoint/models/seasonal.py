@@ -66,7 +66,12 @@ def harmonics_of(period: float, wanted: int) -> int:
     >>> harmonics_of(24, 3), harmonics_of(7, 5), harmonics_of(4, 3), harmonics_of(2, 3)
     (3, 3, 1, 1)
     """
-    return max(1, min(int(wanted), int((period - 1.0) // 2.0)))
+    return max(1, min(int(wanted), _highest(period)))
+
+
+def _highest(period: float) -> int:
+    """The highest harmonic below the Nyquist frequency of ``period``: ``(P - 1) / 2``."""
+    return int((period - 1.0) // 2.0)
 
 
 def whole_multiple(period: float, shorter: float) -> int:
@@ -95,8 +100,7 @@ def sidebands(period: float, shorter: float) -> tuple[int, ...]:
     ((6, 8, 5, 9), (6, 5), ())
     """
     m = whole_multiple(period, shorter)
-    highest = int((period - 1.0) // 2.0)
-    return tuple(j for j in (m - 1, m + 1, m - 2, m + 2) if m and 1 <= j <= highest)
+    return tuple(j for j in (m - 1, m + 1, m - 2, m + 2) if m and 1 <= j <= _highest(period))
 
 
 def harmonic_numbers(periods: tuple[float, ...], harmonics: Any = None
@@ -148,7 +152,7 @@ def harmonic_numbers(periods: tuple[float, ...], harmonics: Any = None
                          f"for period {periods!r}{hint}")
     numbers: list[tuple[int, ...]] = []
     for p, k in zip(periods, given, strict=True):
-        highest = max(1, int((p - 1.0) // 2.0))  # below the Nyquist frequency
+        highest = max(1, _highest(p))  # below the Nyquist frequency
         if isinstance(k, (tuple, list)):
             if not k or any(isinstance(j, bool) or not isinstance(j, (int, np.integer))
                             or not 1 <= j <= highest for j in k) or len(set(k)) < len(k):
@@ -182,7 +186,7 @@ def _with_sidebands(periods: tuple[float, ...], numbers: list[tuple[int, ...]]
         budget += len(numbers[i])
         later = len(order) - rank - 1  # one harmonic kept for each longer period
         taken = [k / q for q, j in zip(shorter, order[:rank], strict=True) for k in numbers[j]]
-        wanted = [j for j in (1, 2) if j <= max(1, int((p - 1.0) // 2.0))]
+        wanted = list(range(1, harmonics_of(p, 2) + 1))
         wanted += [j for j in sidebands(p, near)  # not a shorter period's harmonic again
                    if not any(abs(j / p - f) <= 1e-9 * f for f in taken)]
         keep = tuple(dict.fromkeys(wanted))[:max(1, budget - later)]
